@@ -1,0 +1,1 @@
+"""The planc driver: command line, pipelines, diagnostics and simulation."""

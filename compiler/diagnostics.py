@@ -1,0 +1,67 @@
+"""User-facing errors.
+
+Every error planc reports to a user is a `PlancError`: one line that names the file and the
+JSON path of the offending value, e.g.
+
+    planc: error: m.json: $.Nodes[3].Op.ReadTensors[0].Shape: expected 1 to 4 integers
+
+Library code raises `PlancError` with whatever it knows (a path, a message); the driver adds the
+file name and prints it. Nothing else is allowed to reach the user as a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class PlancError(Exception):
+    """An error in the user's input or request, reported as one line."""
+
+    def __init__(self, message: str, *, path: str | None = None, file: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.file = file
+
+    def in_file(self, file: str) -> PlancError:
+        """This error, attributed to `file` unless it already names one."""
+        if self.file is None:
+            self.file = file
+        return self
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.file, self.path) if p]
+        # Keep the report on one line whatever the message contains.
+        parts.append(" ".join(self.message.split()))
+        return ": ".join(parts)
+
+
+class UsageError(PlancError):
+    """A mistake on the command line itself (not in an input file)."""
+
+    def in_file(self, file: str) -> PlancError:
+        return self
+
+
+def json_path(*steps: str | int) -> str:
+    """`$` followed by `.key` and `[index]` steps, the notation of JSONPath."""
+    return extend_path("$", *steps)
+
+
+def extend_path(path: str, *steps: str | int) -> str:
+    for step in steps:
+        if isinstance(step, int):
+            path += f"[{step}]"
+        elif step.isidentifier():
+            path += f".{step}"
+        else:
+            path += f"[{step!r}]"
+    return path
+
+
+def one_of(names: Iterable[str]) -> str:
+    """'a, b or c' for error messages that list the valid choices."""
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " or " + names[-1]

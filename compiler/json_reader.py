@@ -1,0 +1,232 @@
+"""Reading JSON documents with their paths, so every complaint can say where it is.
+
+`JsonNode` wraps a parsed JSON value together with its JSONPath (`$.Nodes[3].Op`). Frontends
+walk documents through it; each typed accessor either returns a plain Python value or raises a
+`PlancError` that names the path and what was expected. This keeps the importers free of
+hand-written `isinstance` checks and makes every error message uniform.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from compiler.diagnostics import PlancError, extend_path, one_of
+
+
+def describe(value: Any) -> str:
+    """A short, user-facing description of a JSON value ('a string ("x")', 'null', ...)."""
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return f"a boolean ({'true' if value else 'false'})"
+        case int():
+            return f"an integer ({value})"
+        case float():
+            return f"a number ({value!r})"
+        case str():
+            text = value if len(value) <= 30 else value[:27] + "..."
+            return f"a string ({json.dumps(text)})"
+        case list():
+            return f"an array of {len(value)}"
+        case dict():
+            return "an object"
+    return type(value).__name__
+
+
+class JsonNode:
+    """A JSON value and the path at which it sits in its document."""
+
+    __slots__ = ("value", "path")
+
+    def __init__(self, value: Any, path: str = "$"):
+        self.value = value
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"JsonNode({self.path})"
+
+    def error(self, message: str) -> PlancError:
+        return PlancError(message, path=self.path)
+
+    def expected(self, what: str) -> PlancError:
+        return self.error(f"expected {what}, got {describe(self.value)}")
+
+    # -- objects -------------------------------------------------------------------------
+
+    def as_dict(self) -> dict[str, Any]:
+        if not isinstance(self.value, dict):
+            raise self.expected("an object")
+        return self.value
+
+    def has(self, key: str) -> bool:
+        return key in self.as_dict()
+
+    def __getitem__(self, key: str) -> JsonNode:
+        """The member `key`; its absence is an error."""
+        members = self.as_dict()
+        if key not in members:
+            raise self.error(f"missing required key '{key}'")
+        return JsonNode(members[key], extend_path(self.path, key))
+
+    def get(self, key: str) -> JsonNode | None:
+        members = self.as_dict()
+        if key not in members:
+            return None
+        return JsonNode(members[key], extend_path(self.path, key))
+
+    def items(self) -> Iterator[tuple[str, JsonNode]]:
+        for key, value in self.as_dict().items():
+            yield key, JsonNode(value, extend_path(self.path, key))
+
+    def unknown_members(self, known: frozenset[str] | set[str]) -> dict[str, Any]:
+        """Members whose keys are not in `known`, kept so that newer fields survive."""
+        return {k: v for k, v in self.as_dict().items() if k not in known}
+
+    def one_key(self) -> tuple[str, JsonNode]:
+        """The single member of an object like `{"INT": 3}`."""
+        members = self.as_dict()
+        if len(members) != 1:
+            raise self.error(f"expected an object with exactly one key, got {len(members)}")
+        return next(self.items())
+
+    # -- arrays --------------------------------------------------------------------------
+
+    def as_list(self, min_len: int = 0, max_len: int | None = None) -> list[Any]:
+        if not isinstance(self.value, list):
+            raise self.expected("an array")
+        n = len(self.value)
+        if n < min_len or (max_len is not None and n > max_len):
+            raise self.error(f"expected {_count_phrase(min_len, max_len, 'element')}, got {n}")
+        return self.value
+
+    def elements(self) -> list[JsonNode]:
+        return [JsonNode(v, f"{self.path}[{i}]") for i, v in enumerate(self.as_list())]
+
+    def as_int_list(
+        self, min_len: int = 0, max_len: int | None = None, *, min_value: int | None = None
+    ) -> list[int]:
+        """An array of integers, e.g. a shape. One message covers both length and type."""
+        what = _count_phrase(min_len, max_len, "integer")
+        value = self.value
+        if not isinstance(value, list) or not all(_is_int(v) for v in value):
+            raise self.expected(what)
+        if len(value) < min_len or (max_len is not None and len(value) > max_len):
+            raise self.error(f"expected {what}, got {len(value)}")
+        if min_value is not None:
+            for i, v in enumerate(value):
+                if v < min_value:
+                    raise JsonNode(v, f"{self.path}[{i}]").error(
+                        f"expected an integer >= {min_value}, got {v}"
+                    )
+        return value
+
+    # -- scalars -------------------------------------------------------------------------
+
+    def as_int(self, lo: int | None = None, hi: int | None = None) -> int:
+        """An integer in [lo, hi] (both inclusive when given)."""
+        if not _is_int(self.value):
+            raise self.expected("an integer")
+        too_low = lo is not None and self.value < lo
+        too_high = hi is not None and self.value > hi
+        if too_low or too_high:
+            raise self.error(f"expected {_range_phrase(lo, hi)}, got {self.value}")
+        return self.value
+
+    def as_bool(self) -> bool:
+        if not isinstance(self.value, bool):
+            raise self.expected("a boolean")
+        return self.value
+
+    def as_str(self, choices: tuple[str, ...] | None = None) -> str:
+        if not isinstance(self.value, str):
+            raise self.expected("a string")
+        if choices is not None and self.value not in choices:
+            raise self.error(f"expected {one_of(choices)}, got {json.dumps(self.value)}")
+        return self.value
+
+    def as_number(self) -> float | int:
+        if isinstance(self.value, bool) or not isinstance(self.value, int | float):
+            raise self.expected("a number")
+        return self.value
+
+
+def _is_int(value: Any) -> bool:
+    # JSON booleans arrive as Python bools, which are ints; they are not integers here.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _range_phrase(lo: int | None, hi: int | None) -> str:
+    if lo is not None and hi is not None:
+        return f"an integer in [{lo}, {hi}]"
+    return f"an integer >= {lo}" if lo is not None else f"an integer <= {hi}"
+
+
+def _count_phrase(min_len: int, max_len: int | None, noun: str) -> str:
+    if max_len is None:
+        return f"an array of at least {min_len} {noun}s" if min_len else f"an array of {noun}s"
+    if min_len == max_len:
+        return f"{min_len} {noun}{'s' if min_len != 1 else ''}"
+    return f"{min_len} to {max_len} {noun}s"
+
+
+# -- loading -----------------------------------------------------------------------------
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in members:
+            # A silent "last one wins" would hide real mistakes in hand-written plans.
+            raise _DuplicateKey(key)
+        members[key] = value
+    return members
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(text: str) -> JsonNode:
+    """Parse JSON text strictly (no NaN/Infinity, no duplicate keys)."""
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+        )
+    except _DuplicateKey as e:
+        raise PlancError(f"invalid JSON: duplicate key '{e.key}'") from None
+    except json.JSONDecodeError as e:
+        raise PlancError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError as e:
+        raise PlancError(f"invalid JSON: {e}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PlancError("invalid JSON: non-finite number")
+    return JsonNode(value)
+
+
+def load_json_file(path: str | Path) -> JsonNode:
+    """Read and parse a JSON file; every failure is a `PlancError` naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlancError("no such file", file=str(path)) from None
+    except IsADirectoryError:
+        raise PlancError("is a directory, expected a JSON file", file=str(path)) from None
+    except UnicodeDecodeError:
+        raise PlancError("not a UTF-8 text file", file=str(path)) from None
+    except OSError as e:
+        raise PlancError(f"cannot read: {e.strerror}", file=str(path)) from None
+    try:
+        return parse_json(text)
+    except PlancError as e:
+        raise e.in_file(str(path)) from None
