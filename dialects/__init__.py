@@ -1,0 +1,18 @@
+"""planc's dialects, one module each. `get_all_dialects` is lazy, like xDSL's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    def get_ark() -> Dialect:
+        from dialects.ark import Ark
+
+        return Ark
+
+    return {
+        "ark": get_ark,
+    }

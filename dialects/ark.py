@@ -1,0 +1,1238 @@
+"""The `ark` dialect: ARK model graphs (microsoft/ark model files) in SSA form.
+
+An ARK model is a list of nodes, each holding operators that read tensors, write tensors and
+return *result tensors*, which are new tensor objects aliasing what was written. Here:
+
+* a tensor object is an SSA value; its `!ark.tensor<...>` type carries everything the file says
+  about it (Id, DataType, Shape, Strides, Offsets, PaddedShape/Pads and its Buffer);
+* an operator is an op of this dialect: `read_tensors` and `write_tensors` are operands and
+  `result_tensors` are results, so a consumer uses the very value its producer returned and no
+  pass ever re-derives dependencies from ids;
+* a tensor that no node of the graph produces (a model input, a weight, the fresh tensor an
+  operator writes into, the remains of a removed virtual node) is defined by `ark.view`, whose
+  optional operand is the value it aliases;
+* the graph is the single block of `ark.model`; each operator carries the `node` id it belongs
+  to (models) or none (plans, which group operators into tasks instead).
+
+Fields a file has that this dialect does not model are kept in `extra` dictionaries, so import
+followed by export reproduces the document. Op arguments are typed properties whose attribute
+type encodes the ARK argument type tag (see `ArgKind`).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar, Literal
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BoolAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    I64,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    NoneAttr,
+    Signedness,
+    StringAttr,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+# ---------------------------------------------------------------------------------------------
+# Data types
+# ---------------------------------------------------------------------------------------------
+
+DATA_TYPE_BYTES: dict[str, int] = {
+    "FP32": 4, "FP16": 2, "BF16": 2, "INT32": 4, "UINT32": 4, "INT8": 1, "UINT8": 1, "BYTE": 1,
+}
+"""The element types of ARK tensors and their sizes in bytes."""
+
+INTEGER_DATA_TYPES = frozenset({"INT32", "UINT32", "INT8", "UINT8"})
+FLOAT_DATA_TYPES = frozenset({"FP32", "FP16", "BF16"})
+MAX_DIMS = 4
+
+
+def _ints(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _print_ints(printer: Printer, values: Sequence[int]) -> None:
+    printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
+
+
+def _parse_ints(parser: AttrParser) -> list[int]:
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+
+
+def _parse_tag_pairs(parser: AttrParser) -> list[int]:
+    pairs = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _parse_ints(parser))
+    return [v for pair in pairs for v in pair]
+
+
+def _print_tag_pairs(printer: Printer, flat: Sequence[int]) -> None:
+    pairs = ", ".join(f"[{flat[i]}, {flat[i + 1]}]" for i in range(0, len(flat), 2))
+    printer.print_string(f"[{pairs}]")
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffers, offsets and tensors
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class BufferAttr(ParametrizedAttribute):
+    """An ARK buffer: an exclusive, sequential memory region that tensors view.
+
+    `rank` is the rank that allocates it (-1: the local rank). `send_tags`/`recv_tags` are the
+    (remote rank, tag) pairs that connect it to buffers of other ranks, stored flat.
+    `is_external` is present only when the file states it. Syntax:
+
+        #ark.buffer<4>                       (local, untagged)
+        #ark.buffer<4, rank 1, send [[0, -2147483648]], recv [], external false, extra {...}>
+    """
+
+    name = "ark.buffer"
+
+    id: IntAttr
+    rank: IntAttr
+    send_tags: DenseArrayBase
+    recv_tags: DenseArrayBase
+    is_external: BoolAttr | NoneAttr
+    extra: DictionaryAttr
+
+    @staticmethod
+    def get(
+        buffer_id: int,
+        rank: int = -1,
+        send_tags: Sequence[tuple[int, int]] = (),
+        recv_tags: Sequence[tuple[int, int]] = (),
+        is_external: bool | None = None,
+        extra: DictionaryAttr | None = None,
+    ) -> BufferAttr:
+        return BufferAttr(
+            IntAttr(buffer_id),
+            IntAttr(rank),
+            _ints([v for pair in send_tags for v in pair]),
+            _ints([v for pair in recv_tags for v in pair]),
+            NoneAttr() if is_external is None else IntegerAttr(int(is_external), i1),
+            extra or DictionaryAttr({}),
+        )
+
+    @property
+    def send_tag_pairs(self) -> list[tuple[int, int]]:
+        return _pairs(self.send_tags.get_values())
+
+    @property
+    def recv_tag_pairs(self) -> list[tuple[int, int]]:
+        return _pairs(self.recv_tags.get_values())
+
+    @property
+    def is_local(self) -> bool:
+        return self.rank.data == -1
+
+    def is_plain(self) -> bool:
+        """Local, untagged, nothing else: printed as just its id."""
+        return (self.rank.data == -1 and not self.send_tags.get_values()
+                and not self.recv_tags.get_values() and isinstance(self.is_external, NoneAttr)
+                and not self.extra.data)
+
+    def verify(self) -> None:
+        for tags in (self.send_tags, self.recv_tags):
+            if len(tags.get_values()) % 2:
+                raise VerifyException("buffer tags must be (remote rank, tag) pairs")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return _parse_buffer_body(parser)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        _print_buffer_body(printer, self)
+        printer.print_string(">")
+
+
+def _pairs(flat: Sequence[int]) -> list[tuple[int, int]]:
+    return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+
+
+def _parse_buffer_body(parser: AttrParser) -> tuple[Attribute, ...]:
+    buffer_id = parser.parse_integer()
+    rank, send, recv = -1, [], []
+    external: Attribute = NoneAttr()
+    extra = DictionaryAttr({})
+    while parser.parse_optional_punctuation(","):
+        key = parser.parse_identifier()
+        if key == "rank":
+            rank = parser.parse_integer()
+        elif key == "send":
+            send = _parse_tag_pairs(parser)
+        elif key == "recv":
+            recv = _parse_tag_pairs(parser)
+        elif key == "external":
+            external = IntegerAttr(int(parser.parse_boolean()), i1)
+        elif key == "extra":
+            extra = parser.parse_attribute()
+        else:
+            parser.raise_error(f"unexpected buffer field '{key}'")
+    return IntAttr(buffer_id), IntAttr(rank), _ints(send), _ints(recv), external, extra
+
+
+def _print_buffer_body(printer: Printer, buffer: BufferAttr) -> None:
+    printer.print_string(str(buffer.id.data))
+    if buffer.rank.data != -1:
+        printer.print_string(f", rank {buffer.rank.data}")
+    if buffer.send_tags.get_values() or not buffer.is_plain():
+        printer.print_string(", send ")
+        _print_tag_pairs(printer, buffer.send_tags.get_values())
+        printer.print_string(", recv ")
+        _print_tag_pairs(printer, buffer.recv_tags.get_values())
+    if not isinstance(buffer.is_external, NoneAttr):
+        printer.print_string(f", external {'true' if buffer.is_external.value.data else 'false'}")
+    if buffer.extra.data:
+        printer.print_string(", extra ")
+        printer.print_attribute(buffer.extra)
+
+
+@irdl_attr_definition
+class OffsetAttr(ParametrizedAttribute):
+    """An ARK `OFFSET` argument: a byte offset inside a buffer. `#ark.offset<3, 8192>`."""
+
+    name = "ark.offset"
+
+    buffer_id: IntAttr
+    value: IntAttr
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            buffer_id = parser.parse_integer()
+            parser.parse_punctuation(",")
+            return IntAttr(buffer_id), IntAttr(parser.parse_integer())
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.buffer_id.data}, {self.value.data}>")
+
+
+@irdl_attr_definition
+class TensorType(ParametrizedAttribute, TypeAttribute):
+    """An ARK tensor object: a strided window of up to 4 dims over a buffer.
+
+    `strides` are the full extents of each dimension of the underlying array and `offsets`
+    where the window starts, so `offsets[i] + padded_shape[i] <= strides[i]`. `padded_shape`
+    (current ARK) and `pads` (older files) are kept only when the file has them. Syntax:
+
+        !ark.tensor<5, FP16, [1, 512, 11008], padded, buffer 4>
+        !ark.tensor<9, FP16, [512, 64], strides [512, 128], offsets [0, 64], buffer <3, rank 1, ...>>
+
+    `strides` and `offsets` are printed only when they differ from the defaults (the padded
+    shape, zeros); a bare `padded` means a PaddedShape equal to the shape.
+    """
+
+    name = "ark.tensor"
+
+    id: IntAttr
+    dtype: StringAttr
+    shape: DenseArrayBase
+    strides: DenseArrayBase
+    offsets: DenseArrayBase
+    padded_shape: DenseArrayBase | NoneAttr
+    pads: DenseArrayBase | NoneAttr
+    buffer: BufferAttr
+    extra: DictionaryAttr
+
+    @staticmethod
+    def get(
+        tensor_id: int,
+        dtype: str,
+        shape: Sequence[int],
+        buffer: BufferAttr,
+        *,
+        strides: Sequence[int] | None = None,
+        offsets: Sequence[int] | None = None,
+        padded_shape: Sequence[int] | None | Literal["shape"] = "shape",
+        pads: Sequence[int] | None = None,
+        extra: DictionaryAttr | None = None,
+    ) -> TensorType:
+        """A tensor. Its PaddedShape is recorded equal to its shape unless `padded_shape`
+        gives one, or is None (the file has no PaddedShape key)."""
+        padded = shape if padded_shape == "shape" else padded_shape
+        return TensorType(
+            IntAttr(tensor_id),
+            StringAttr(dtype),
+            _ints(shape),
+            _ints(strides if strides is not None else (padded or shape)),
+            _ints(offsets if offsets is not None else [0] * len(shape)),
+            NoneAttr() if padded is None else _ints(padded),
+            NoneAttr() if pads is None else _ints(pads),
+            buffer,
+            extra or DictionaryAttr({}),
+        )
+
+    # -- convenient views of the parameters ------------------------------------------------
+
+    @property
+    def tensor_id(self) -> int:
+        return self.id.data
+
+    @property
+    def data_type(self) -> str:
+        return self.dtype.data
+
+    @property
+    def shape_list(self) -> list[int]:
+        return list(self.shape.get_values())
+
+    @property
+    def strides_list(self) -> list[int]:
+        return list(self.strides.get_values())
+
+    @property
+    def offsets_list(self) -> list[int]:
+        return list(self.offsets.get_values())
+
+    @property
+    def padded_list(self) -> list[int]:
+        """The padded shape, which is the shape itself when the file did not give one."""
+        if isinstance(self.padded_shape, NoneAttr):
+            return self.shape_list
+        return list(self.padded_shape.get_values())
+
+    @property
+    def buffer_id(self) -> int:
+        return self.buffer.id.data
+
+    @property
+    def element_bytes(self) -> int:
+        return DATA_TYPE_BYTES[self.data_type]
+
+    @property
+    def num_elements(self) -> int:
+        return math.prod(self.shape_list)
+
+    @property
+    def span_bytes(self) -> int:
+        """Bytes of buffer this tensor's layout covers (how ARK sizes buffers)."""
+        return math.prod(self.strides_list) * self.element_bytes
+
+    @property
+    def byte_offset(self) -> int:
+        """Byte offset of the first element inside the buffer (ARK's OFFSET value)."""
+        strides = self.strides_list
+        elems = sum(o * math.prod(strides[i + 1:]) for i, o in enumerate(self.offsets_list))
+        return elems * self.element_bytes
+
+    def with_id(self, tensor_id: int) -> TensorType:
+        return TensorType(IntAttr(tensor_id), *self.parameters[1:])
+
+    def same_layout(self, other: TensorType) -> bool:
+        """Same buffer, shape, strides and offsets: the two ids name the same data."""
+        return self.parameters[1:8] == other.parameters[1:8]
+
+    # -- verification ------------------------------------------------------------------------
+
+    def verify(self) -> None:
+        if self.data_type not in DATA_TYPE_BYTES:
+            raise VerifyException(
+                f"tensor {self.tensor_id}: unknown data type '{self.data_type}' "
+                f"(expected one of {', '.join(DATA_TYPE_BYTES)})")
+        shape = self.shape_list
+        if not 1 <= len(shape) <= MAX_DIMS:
+            raise VerifyException(
+                f"tensor {self.tensor_id}: expected 1 to {MAX_DIMS} dims, got {len(shape)}")
+        for label, values in (("strides", self.strides_list), ("offsets", self.offsets_list),
+                              ("padded shape", self.padded_list)):
+            if len(values) != len(shape):
+                raise VerifyException(f"tensor {self.tensor_id}: {label} {values} has "
+                                      f"{len(values)} dims but shape {shape} has {len(shape)}")
+        if not isinstance(self.pads, NoneAttr) and len(self.pads.get_values()) != len(shape):
+            raise VerifyException(f"tensor {self.tensor_id}: pads must have {len(shape)} dims")
+        padded = self.padded_list
+        for i, (s, p, st, o) in enumerate(zip(shape, padded, self.strides_list,
+                                              self.offsets_list, strict=True)):
+            if s < 1 or st < 1 or o < 0:
+                raise VerifyException(
+                    f"tensor {self.tensor_id}: dim {i} has shape {s}, stride {st}, offset {o}; "
+                    "shapes and strides must be >= 1 and offsets >= 0")
+            if p < s:
+                raise VerifyException(
+                    f"tensor {self.tensor_id}: padded shape {padded} is smaller than shape "
+                    f"{shape} in dim {i}")
+            if o + p > st:
+                raise VerifyException(
+                    f"tensor {self.tensor_id}: offsets + shape exceed strides in dim {i} "
+                    f"({o} + {p} > {st})")
+
+    # -- syntax ------------------------------------------------------------------------------
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            tensor_id = parser.parse_integer()
+            parser.parse_punctuation(",")
+            dtype = parser.parse_identifier()
+            parser.parse_punctuation(",")
+            shape = _parse_ints(parser)
+            strides = offsets = None
+            padded: Attribute = NoneAttr()
+            pads: Attribute = NoneAttr()
+            buffer = extra = None
+            while parser.parse_optional_punctuation(","):
+                key = parser.parse_identifier()
+                if key == "strides":
+                    strides = _parse_ints(parser)
+                elif key == "offsets":
+                    offsets = _parse_ints(parser)
+                elif key == "padded":
+                    padded = _ints(_parse_optional_ints(parser, shape))
+                elif key == "pads":
+                    pads = _ints(_parse_ints(parser))
+                elif key == "buffer":
+                    if parser.parse_optional_punctuation("<"):
+                        buffer = BufferAttr(*_parse_buffer_body(parser))
+                        parser.parse_punctuation(">")
+                    else:
+                        buffer = BufferAttr.get(parser.parse_integer())
+                elif key == "extra":
+                    extra = parser.parse_attribute()
+                else:
+                    parser.raise_error(f"unexpected tensor field '{key}'")
+            if buffer is None:
+                parser.raise_error("tensor type needs a buffer")
+        default_strides = (shape if isinstance(padded, NoneAttr)
+                           else list(padded.get_values()))
+        params = (IntAttr(tensor_id), StringAttr(dtype), _ints(shape),
+                  _ints(strides if strides is not None else default_strides),
+                  _ints(offsets if offsets is not None else [0] * len(shape)),
+                  padded, pads, buffer, extra or DictionaryAttr({}))
+        try:
+            TensorType(*params)  # report layout errors as parse errors, at their position
+        except VerifyException as e:
+            parser.raise_error(str(e))
+        return params
+
+    def print_parameters(self, printer: Printer) -> None:
+        shape = self.shape_list
+        printer.print_string(f"<{self.tensor_id}, {self.data_type}, ")
+        _print_ints(printer, shape)
+        default_strides = self.padded_list
+        if self.strides_list != default_strides:
+            printer.print_string(", strides ")
+            _print_ints(printer, self.strides_list)
+        if any(self.offsets_list):
+            printer.print_string(", offsets ")
+            _print_ints(printer, self.offsets_list)
+        if not isinstance(self.padded_shape, NoneAttr):
+            printer.print_string(", padded")
+            if self.padded_list != shape:
+                printer.print_string(" ")
+                _print_ints(printer, self.padded_list)
+        if not isinstance(self.pads, NoneAttr):
+            printer.print_string(", pads ")
+            _print_ints(printer, self.pads.get_values())
+        printer.print_string(", buffer ")
+        if self.buffer.is_plain():
+            printer.print_string(str(self.buffer_id))
+        else:
+            printer.print_string("<")
+            _print_buffer_body(printer, self.buffer)
+            printer.print_string(">")
+        if self.extra.data:
+            printer.print_string(", extra ")
+            printer.print_attribute(self.extra)
+        printer.print_string(">")
+
+
+def _parse_optional_ints(parser: AttrParser, default: list[int]) -> list[int]:
+    """`[1, 2]`, or nothing at all, meaning `default`."""
+    values = parser.parse_optional_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_integer)
+    return list(default) if values is None else values
+
+
+# ---------------------------------------------------------------------------------------------
+# Op arguments
+# ---------------------------------------------------------------------------------------------
+
+si32 = IntegerType(32, Signedness.SIGNED)
+ui32 = IntegerType(32, Signedness.UNSIGNED)
+si64 = IntegerType(64, Signedness.SIGNED)
+ui64 = IntegerType(64, Signedness.UNSIGNED)
+
+
+class ArgKind(Enum):
+    """The ARK argument type tags and the attribute each one is stored as.
+
+    The attribute type identifies the tag, so an argument's tag survives a round trip without
+    being stored separately: INT is `si32`, UINT32 `ui32`, INT64 `si64`, UINT64 `ui64`, BOOL
+    `i1`, FLOAT an `f64` float (ARK stores float32; f64 keeps the file's decimal exactly),
+    DIMS a dense i64 array, TENSOR a tensor type, OFFSET an `#ark.offset`.
+    """
+
+    INT = "INT"
+    UINT32 = "UINT32"
+    INT64 = "INT64"
+    UINT64 = "UINT64"
+    BOOL = "BOOL"
+    FLOAT = "FLOAT"
+    DIMS = "DIMS"
+    TENSOR = "TENSOR"
+    OFFSET = "OFFSET"
+
+    @staticmethod
+    def of(attr: Attribute) -> ArgKind:
+        match attr:
+            case IntegerAttr(type=IntegerType() as t):
+                kind = _INTEGER_KINDS.get((t.width.data, t.signedness.data))
+                if kind is not None:
+                    return kind
+            case FloatAttr():
+                return ArgKind.FLOAT
+            case DenseArrayBase():
+                return ArgKind.DIMS
+            case TensorType():
+                return ArgKind.TENSOR
+            case OffsetAttr():
+                return ArgKind.OFFSET
+        raise ValueError(f"{attr} is not an ARK argument")
+
+
+_INTEGER_KINDS = {
+    (32, Signedness.SIGNED): ArgKind.INT,
+    (32, Signedness.UNSIGNED): ArgKind.UINT32,
+    (64, Signedness.SIGNED): ArgKind.INT64,
+    (64, Signedness.UNSIGNED): ArgKind.UINT64,
+    (1, Signedness.SIGNLESS): ArgKind.BOOL,
+}
+_INTEGER_TYPES = {kind: IntegerType(w, s) for (w, s), kind in _INTEGER_KINDS.items()}
+
+
+def int_arg(kind: ArgKind, value: int) -> IntegerAttr:
+    """An integer-valued argument of `kind` (range-checked by the attribute verifier)."""
+    return IntegerAttr(int(value), _INTEGER_TYPES[kind])
+
+
+def float_arg(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f64)
+
+
+def dims_arg(values: Sequence[int]) -> DenseArrayBase:
+    return _ints(values)
+
+
+def arg_value(attr: Attribute) -> int | bool | float | list[int] | Attribute:
+    """The Python value of an argument attribute (bools as bool, DIMS as a list)."""
+    match ArgKind.of(attr):
+        case ArgKind.BOOL:
+            return bool(attr.value.data)
+        case ArgKind.INT | ArgKind.UINT32 | ArgKind.INT64 | ArgKind.UINT64:
+            return attr.value.data
+        case ArgKind.FLOAT:
+            return attr.value.data
+        case ArgKind.DIMS:
+            return list(attr.get_values())
+        case _:
+            return attr
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument an op type takes: its JSON key, property name and type tag."""
+
+    key: str
+    prop: str
+    kind: ArgKind
+
+
+# ---------------------------------------------------------------------------------------------
+# Operators
+# ---------------------------------------------------------------------------------------------
+
+UNBOUNDED = 1 << 30
+
+
+@dataclass(frozen=True)
+class Arity:
+    """How many read, write and result tensors an op type takes: (min, max) each."""
+
+    reads: tuple[int, int]
+    writes: tuple[int, int]
+    results: tuple[int, int]
+
+    @staticmethod
+    def exactly(reads: int, writes: int, results: int) -> Arity:
+        return Arity((reads, reads), (writes, writes), (results, results))
+
+
+def _count(n: int, bounds: tuple[int, int]) -> bool:
+    return bounds[0] <= n <= bounds[1]
+
+
+def _phrase(bounds: tuple[int, int], noun: str) -> str:
+    lo, hi = bounds
+    if lo == hi:
+        return f"{lo} {noun}{'s' if lo != 1 else ''}"
+    if hi >= UNBOUNDED:
+        return f"at least {lo} {noun}s"
+    return f"{lo} to {hi} {noun}s"
+
+
+class ArkOp(IRDLOperation, ABC):
+    """An ARK operator. Subclasses set TYPE (the ARK type name), ARITY and ARGS.
+
+    Operands are the read tensors then the write tensors; results are the result tensors.
+    `label` is the op's Name. `node` is the id of the model node holding it (absent in plans).
+    `virtual` is stored only when it differs from the type's usual IsVirtual. `config` is the
+    plan-file Config. `extra`, `extra_args` and `node_info` keep what the file says beyond this
+    dialect (unknown keys, unknown args, producer/consumer order) for a faithful export.
+    """
+
+    read_tensors = var_operand_def(TensorType)
+    write_tensors = var_operand_def(TensorType)
+    result_tensors = var_result_def(TensorType)
+
+    label = prop_def(StringAttr)
+    node = opt_prop_def(IntegerAttr)
+    virtual = opt_prop_def(BoolAttr)
+    config = opt_prop_def(DictionaryAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    extra_args = opt_prop_def(DictionaryAttr)
+    node_info = opt_prop_def(DictionaryAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "$label (`reads` `(` $read_tensors^ `:` type($read_tensors) `)`)? "
+        "(`writes` `(` $write_tensors^ `:` type($write_tensors) `)`)? "
+        "attr-dict (`->` type($result_tensors)^)?"
+    )
+
+    TYPE: ClassVar[str]
+    ARITY: ClassVar[Arity]
+    ARGS: ClassVar[tuple[ArgSpec, ...]] = ()
+    IS_VIRTUAL: ClassVar[bool] = False
+    RESULT_ALIASES: ClassVar[str | None] = "write"
+    """Which operands result i aliases: "write" (write i), "read" (read i) or None."""
+
+    def __init__(
+        self,
+        label: str,
+        reads: Sequence[SSAValue],
+        writes: Sequence[SSAValue],
+        result_types: Sequence[TensorType],
+        *,
+        args: dict[str, Attribute] | None = None,
+        node: int | None = None,
+        virtual: bool | None = None,
+        config: DictionaryAttr | None = None,
+        extra: DictionaryAttr | None = None,
+        extra_args: DictionaryAttr | None = None,
+        node_info: DictionaryAttr | None = None,
+    ):
+        properties: dict[str, Attribute] = {"label": StringAttr(label), **(args or {})}
+        optional = {
+            "node": None if node is None else IntegerAttr(node, i64),
+            "virtual": None if virtual is None or virtual == self.IS_VIRTUAL
+            else IntegerAttr(int(virtual), i1),
+            "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,
+        }
+        properties.update({k: v for k, v in optional.items() if v is not None})
+        super().__init__(operands=[list(reads), list(writes)], result_types=[list(result_types)],
+                         properties=properties)
+
+    # -- what passes and backends ask ----------------------------------------------------------
+
+    @property
+    def ark_type(self) -> str:
+        return self.TYPE
+
+    @property
+    def is_virtual(self) -> bool:
+        return bool(self.virtual.value.data) if self.virtual is not None else self.IS_VIRTUAL
+
+    @property
+    def node_id(self) -> int | None:
+        return None if self.node is None else self.node.value.data
+
+    def arg_attrs(self) -> dict[str, Attribute]:
+        """All arguments by JSON key (typed and extra), in ARK's alphabetical order."""
+        found = {spec.key: getattr(self, spec.prop) for spec in self.ARGS}
+        found = {k: v for k, v in found.items() if v is not None}
+        if self.extra_args is not None:
+            found.update(self.extra_args.data)
+        return dict(sorted(found.items()))
+
+    def tensor_type(self, value: SSAValue) -> TensorType:
+        assert isinstance(value.type, TensorType)
+        return value.type
+
+    @property
+    def inputs(self) -> list[TensorType]:
+        return [self.tensor_type(v) for v in self.read_tensors]
+
+    @property
+    def outputs(self) -> list[TensorType]:
+        return [self.tensor_type(v) for v in self.write_tensors]
+
+    @property
+    def results_types(self) -> list[TensorType]:
+        return [self.tensor_type(v) for v in self.result_tensors]
+
+    # -- verification -------------------------------------------------------------------------
+
+    def fail(self, message: str) -> VerifyException:
+        return VerifyException(f"{self.TYPE} '{self.label.data}': {message}")
+
+    def verify_(self) -> None:
+        for operands, bounds, noun in (
+            (self.read_tensors, self.ARITY.reads, "read tensor"),
+            (self.write_tensors, self.ARITY.writes, "write tensor"),
+            (self.result_tensors, self.ARITY.results, "result tensor"),
+        ):
+            if not _count(len(operands), bounds):
+                raise self.fail(f"expected {_phrase(bounds, noun)}, got {len(operands)}")
+        for spec in self.ARGS:
+            if getattr(self, spec.prop) is None:
+                raise self.fail(f"missing argument {spec.key} ({spec.kind.value})")
+        self._verify_aliases()
+
+    def _verify_aliases(self) -> None:
+        if self.RESULT_ALIASES is None:
+            return
+        sources = self.outputs if self.RESULT_ALIASES == "write" else self.inputs
+        for result, source in zip(self.results_types, sources, strict=False):
+            if result.buffer_id != source.buffer_id or result.shape_list != source.shape_list:
+                raise self.fail(
+                    f"result tensor {result.tensor_id} must alias {self.RESULT_ALIASES} tensor "
+                    f"{source.tensor_id} (buffer {source.buffer_id}, shape {source.shape_list}), "
+                    f"but is on buffer {result.buffer_id} with shape {result.shape_list}")
+
+    def check_same_dtype(self, *tensors: TensorType) -> None:
+        dtypes = {t.data_type for t in tensors}
+        if len(dtypes) > 1:
+            listing = ", ".join(f"tensor {t.tensor_id} is {t.data_type}" for t in tensors)
+            raise self.fail(f"data types differ: {listing}")
+
+    def check_shape(self, tensor: TensorType, expected: Sequence[int], why: str) -> None:
+        if tensor.shape_list != list(expected):
+            raise self.fail(f"tensor {tensor.tensor_id} has shape {tensor.shape_list}, "
+                            f"expected {list(expected)} ({why})")
+
+
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
+    """NumPy broadcasting of two shapes, or None when they are incompatible."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return out[::-1]
+
+
+def _same_modulo_leading_ones(a: Sequence[int], b: Sequence[int]) -> bool:
+    n = max(len(a), len(b))
+    return [1] * (n - len(a)) + list(a) == [1] * (n - len(b)) + list(b)
+
+
+class UnaryOp(ArkOp, ABC):
+    """Broadcast1 family: one input broadcast onto the output, element by element."""
+
+    ARITY: ClassVar[Arity] = Arity.exactly(1, 1, 1)
+    SAME_DTYPE: ClassVar[bool] = True
+
+    def verify_(self) -> None:
+        super().verify_()
+        (x,), (out,) = self.inputs, self.outputs
+        if broadcast_shapes(x.shape_list, out.shape_list) != out.shape_list:
+            raise self.fail(f"input shape {x.shape_list} does not broadcast to output shape "
+                            f"{out.shape_list}")
+        if self.SAME_DTYPE:
+            self.check_same_dtype(x, out)
+
+
+class BinaryOp(ArkOp, ABC):
+    """Broadcast2 family: two inputs with NumPy broadcasting."""
+
+    ARITY: ClassVar[Arity] = Arity.exactly(2, 1, 1)
+
+    def verify_(self) -> None:
+        super().verify_()
+        (a, b), (out,) = self.inputs, self.outputs
+        expected = broadcast_shapes(a.shape_list, b.shape_list)
+        if expected is None:
+            raise self.fail(f"shapes {a.shape_list} and {b.shape_list} do not broadcast")
+        if not _same_modulo_leading_ones(out.shape_list, expected):
+            raise self.fail(f"output shape {out.shape_list} is not the broadcast shape "
+                            f"{expected} of {a.shape_list} and {b.shape_list}")
+        self.check_same_dtype(a, b, out)
+
+
+def _op(type_name: str, op_name: str, base: type[ArkOp], doc: str, **classvars) -> type[ArkOp]:
+    """Define a concrete op class of an ARK type that needs no code of its own."""
+    constants = {"TYPE": type_name, **{k: v for k, v in classvars.items() if k.isupper()}}
+    fields = {k: v for k, v in classvars.items() if not k.isupper()}
+    cls = type(f"{type_name}Op", (base,), {
+        "__doc__": doc, "name": op_name, "__module__": __name__, **constants, **fields,
+        # IRDL accepts upper-case constants only when annotated as ClassVar.
+        "__annotations__": {k: ClassVar for k in constants}})
+    return irdl_op_definition(cls)
+
+
+AddOp = _op("Add", "ark.add", BinaryOp, "Element-wise sum with broadcasting.")
+SubOp = _op("Sub", "ark.sub", BinaryOp, "Element-wise difference with broadcasting.")
+MulOp = _op("Mul", "ark.mul", BinaryOp, "Element-wise product with broadcasting.")
+DivOp = _op("Div", "ark.div", BinaryOp, "Element-wise quotient with broadcasting.")
+RopeOp = _op("Rope", "ark.rope", BinaryOp,
+             "Rotary embedding: adjacent pairs of the input times pairs of `other`, as complex "
+             "numbers (out0 = a0*b0 - a1*b1, out1 = a0*b1 + a1*b0).")
+ExpOp = _op("Exp", "ark.exp", UnaryOp, "Element-wise e^x.")
+GeluOp = _op("Gelu", "ark.gelu", UnaryOp, "Element-wise GELU (tanh approximation, as ARK).")
+ReluOp = _op("Relu", "ark.relu", UnaryOp, "Element-wise max(x, 0).")
+RsqrtOp = _op("Rsqrt", "ark.rsqrt", UnaryOp, "Element-wise 1/sqrt(x).")
+SigmoidOp = _op("Sigmoid", "ark.sigmoid", UnaryOp, "Element-wise 1/(1+e^-x).")
+SqrtOp = _op("Sqrt", "ark.sqrt", UnaryOp, "Element-wise sqrt(x).")
+CopyOp = _op("Copy", "ark.copy", UnaryOp, "Copies (and broadcasts) the input into the output.")
+CastOp = _op("Cast", "ark.cast", UnaryOp,
+             "Converts the input to the output's data type.", SAME_DTYPE=False)
+ScalarAddOp = _op("ScalarAdd", "ark.scalar_add", UnaryOp, "x + Factor.",
+                  ARGS=(ArgSpec("Factor", "factor", ArgKind.FLOAT),),
+                  factor=opt_prop_def(FloatAttr[AnyFloat]))
+ScalarMulOp = _op("ScalarMul", "ark.scalar_mul", UnaryOp, "x * Factor.",
+                  ARGS=(ArgSpec("Factor", "factor", ArgKind.FLOAT),),
+                  factor=opt_prop_def(FloatAttr[AnyFloat]))
+
+
+@irdl_op_definition
+class ScalarAssignOp(ArkOp):
+    """Fills the output with the scalar Value."""
+
+    name = "ark.scalar_assign"
+    TYPE: ClassVar[str] = "ScalarAssign"
+    ARITY: ClassVar[Arity] = Arity.exactly(0, 1, 1)
+    ARGS: ClassVar[tuple[ArgSpec, ...]] = (ArgSpec("Value", "value", ArgKind.FLOAT),)
+    value = opt_prop_def(FloatAttr[AnyFloat])
+
+
+@irdl_op_definition
+class MatmulOp(ArkOp):
+    """Batched matrix product of `input` [.., M, K] and `other` [.., K, N] into [.., M, N].
+
+    TransposeInput/TransposeOther transpose the last two dims of the respective operand first;
+    leading (batch) dims broadcast.
+    """
+
+    name = "ark.matmul"
+    TYPE: ClassVar[str] = "Matmul"
+    ARITY: ClassVar[Arity] = Arity.exactly(2, 1, 1)
+    ARGS: ClassVar[tuple[ArgSpec, ...]] = (ArgSpec("TransposeInput", "transpose_input", ArgKind.BOOL),
+            ArgSpec("TransposeOther", "transpose_other", ArgKind.BOOL))
+    transpose_input = opt_prop_def(BoolAttr)
+    transpose_other = opt_prop_def(BoolAttr)
+
+    @property
+    def trans_input(self) -> bool:
+        return self.transpose_input is not None and bool(self.transpose_input.value.data)
+
+    @property
+    def trans_other(self) -> bool:
+        return self.transpose_other is not None and bool(self.transpose_other.value.data)
+
+    def problem_mnk(self) -> tuple[int, int, int]:
+        """(M, N, K) from the logical shapes, honouring the transposes."""
+        (a, b) = (t.shape_list for t in self.inputs)
+        a2, b2 = ([1] + a)[-2:], ([1] + b)[-2:]
+        m, k = (a2[1], a2[0]) if self.trans_input else (a2[0], a2[1])
+        k2, n = (b2[1], b2[0]) if self.trans_other else (b2[0], b2[1])
+        if k != k2:
+            raise self.fail(
+                f"inner dimensions differ: input {a} gives K = {k} (TransposeInput "
+                f"{str(self.trans_input).lower()}), other {b} gives K = {k2} (TransposeOther "
+                f"{str(self.trans_other).lower()})")
+        return m, n, k
+
+    def verify_(self) -> None:
+        super().verify_()
+        (a, b), (out,) = self.inputs, self.outputs
+        self.check_same_dtype(a, b, out)
+        m, n, _ = self.problem_mnk()
+        batch = broadcast_shapes(a.shape_list[:-2], b.shape_list[:-2])
+        if batch is None:
+            raise self.fail(f"batch dims of {a.shape_list} and {b.shape_list} do not broadcast")
+        if not _same_modulo_leading_ones(out.shape_list, [*batch, m, n]):
+            raise self.fail(f"output shape {out.shape_list} should be {[*batch, m, n]}")
+
+
+class ReduceOp(ArkOp, ABC):
+    """Reduction along `axis`; with keep_dim the axis stays with size 1."""
+
+    ARITY: ClassVar[Arity] = Arity.exactly(1, 1, 1)
+    ARGS: ClassVar[tuple[ArgSpec, ...]] = (ArgSpec("Axis", "axis", ArgKind.INT), ArgSpec("KeepDim", "keep_dim", ArgKind.BOOL))
+    axis = opt_prop_def(IntegerAttr)
+    keep_dim = opt_prop_def(BoolAttr)
+
+    @property
+    def axis_index(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def keeps_dim(self) -> bool:
+        return bool(self.keep_dim.value.data)
+
+    def reduced_shape(self, shape: Sequence[int]) -> list[int]:
+        axis = self.axis_index
+        if self.keeps_dim:
+            return [1 if i == axis else d for i, d in enumerate(shape)]
+        return [d for i, d in enumerate(shape) if i != axis] or [1]
+
+    def verify_(self) -> None:
+        super().verify_()
+        (x,), (out,) = self.inputs, self.outputs
+        if not 0 <= self.axis_index < len(x.shape_list):
+            raise self.fail(f"Axis {self.axis_index} is out of range for a "
+                            f"{len(x.shape_list)}-dim input")
+        self.check_shape(out, self.reduced_shape(x.shape_list),
+                         f"reducing axis {self.axis_index} of {x.shape_list}, "
+                         f"KeepDim {str(self.keeps_dim).lower()}")
+        self.check_same_dtype(x, out)
+
+
+ReduceSumOp = _op("ReduceSum", "ark.reduce_sum", ReduceOp, "Sum along Axis.")
+ReduceMaxOp = _op("ReduceMax", "ark.reduce_max", ReduceOp, "Maximum along Axis.")
+ReduceMeanOp = _op("ReduceMean", "ark.reduce_mean", ReduceOp, "Mean along Axis.")
+
+
+@irdl_op_definition
+class TransposeOp(ArkOp):
+    """Permutes dims: output dim i is input dim Permutation[i]."""
+
+    name = "ark.transpose"
+    TYPE: ClassVar[str] = "Transpose"
+    ARITY: ClassVar[Arity] = Arity.exactly(1, 1, 1)
+    ARGS: ClassVar[tuple[ArgSpec, ...]] = (ArgSpec("Permutation", "permutation", ArgKind.DIMS),)
+    permutation = opt_prop_def(DenseArrayBase)
+
+    @property
+    def perm(self) -> list[int]:
+        return list(self.permutation.get_values())
+
+    def verify_(self) -> None:
+        super().verify_()
+        (x,), (out,) = self.inputs, self.outputs
+        perm, shape = self.perm, x.shape_list
+        if sorted(perm) != list(range(len(shape))):
+            raise self.fail(f"Permutation {perm} is not a permutation of the "
+                            f"{len(shape)} dims of input {shape}")
+        self.check_shape(out, [shape[p] for p in perm], f"input {shape} permuted by {perm}")
+        self.check_same_dtype(x, out)
+
+
+@irdl_op_definition
+class EmbeddingOp(ArkOp):
+    """Gathers rows of `weight` [V, D] by integer `indices` [..] into [.., D]."""
+
+    name = "ark.embedding"
+    TYPE: ClassVar[str] = "Embedding"
+    ARITY: ClassVar[Arity] = Arity.exactly(2, 1, 1)
+
+    def verify_(self) -> None:
+        super().verify_()
+        (indices, weight), (out,) = self.inputs, self.outputs
+        if indices.data_type not in INTEGER_DATA_TYPES:
+            raise self.fail(f"indices tensor {indices.tensor_id} must have an integer data "
+                            f"type, got {indices.data_type}")
+        if len(indices.shape_list) > 3:
+            raise self.fail(f"indices shape {indices.shape_list} has more than 3 dims")
+        if len(weight.shape_list) != 2:
+            raise self.fail(f"weight shape {weight.shape_list} must have 2 dims")
+        self.check_shape(out, [*indices.shape_list, weight.shape_list[-1]],
+                         "indices shape followed by the embedding width")
+        self.check_same_dtype(weight, out)
+
+
+NoopOp = _op("Noop", "ark.noop", ArkOp, "Does nothing; orders its input before what follows.",
+             ARITY=Arity.exactly(1, 0, 0), RESULT_ALIASES=None)
+
+
+class CommOp(ArkOp, ABC):
+    """Operators that move data between ranks; their peers are in the buffers' tags."""
+
+
+SendOp = _op("Send", "ark.send", CommOp,
+             "Puts the input into a buffer of a remote rank (the write tensor, Rank = remote).",
+             ARITY=Arity.exactly(1, 1, 1))
+SendDoneOp = _op("SendDone", "ark.send_done", CommOp,
+                 "Waits until the sends of the input have completed; returns an alias of it.",
+                 ARITY=Arity.exactly(1, 0, 1), RESULT_ALIASES="read")
+RecvOp = _op("Recv", "ark.recv", CommOp,
+             "Waits for data a remote rank sent (read: virtual tensor on the remote buffer) and "
+             "returns the local output.", ARITY=Arity.exactly(1, 1, 1))
+DeviceSyncOp = _op("DeviceSync", "ark.device_sync", CommOp,
+                   "Barrier among PeerNum + 1 ranks.", ARITY=Arity.exactly(1, 1, 1),
+                   ARGS=(ArgSpec("PeerNum", "peer_num", ArgKind.INT),
+                         ArgSpec("Rank", "rank", ArgKind.INT)),
+                   peer_num=opt_prop_def(IntegerAttr), rank=opt_prop_def(IntegerAttr))
+SendPacketOp = _op("SendPacket", "ark.send_packet", CommOp,
+                   "Writes the input to a remote scratch buffer as flagged packets (LL protocol).",
+                   ARITY=Arity.exactly(1, 1, 1),
+                   ARGS=(ArgSpec("Flag", "flag", ArgKind.UINT32),),
+                   flag=opt_prop_def(IntegerAttr))
+RecvPacketOp = _op("RecvPacket", "ark.recv_packet", CommOp,
+                   "Reads flagged packets from a local scratch buffer into the output.",
+                   ARITY=Arity.exactly(2, 1, 1),
+                   ARGS=(ArgSpec("Flag", "flag", ArgKind.UINT32),),
+                   flag=opt_prop_def(IntegerAttr))
+RecvReduceSendPacketOp = _op(
+    "RecvReduceSendPacket", "ark.recv_reduce_send_packet", CommOp,
+    "Receives NPeers packet streams, reduces them into the output and forwards the result to "
+    "the peers' outputs.",
+    ARITY=Arity((2, 2), (1, UNBOUNDED), (1, 1)),
+    ARGS=(ArgSpec("Flag", "flag", ArgKind.UINT32), ArgSpec("NPeers", "npeers", ArgKind.UINT32),
+          ArgSpec("Rank", "rank", ArgKind.INT)),
+    flag=opt_prop_def(IntegerAttr), npeers=opt_prop_def(IntegerAttr),
+    rank=opt_prop_def(IntegerAttr))
+RecvReduceSendOp = _op(
+    "RecvReduceSend", "ark.recv_reduce_send", CommOp,
+    "Reduces the peers' contributions into the output and writes it to the peers' outputs.",
+    ARITY=Arity((2, 2), (1, UNBOUNDED), (1, 1)),
+    ARGS=(ArgSpec("NPeers", "npeers", ArgKind.UINT32), ArgSpec("Rank", "rank", ArgKind.INT)),
+    npeers=opt_prop_def(IntegerAttr), rank=opt_prop_def(IntegerAttr))
+
+
+@irdl_op_definition
+class ReshapeOp(ArkOp):
+    """The registered `Reshape` type. ARK itself serializes reshapes as virtual `Tensor` ops;
+    this class exists so a file that does name the type keeps it."""
+
+    name = "ark.reshape"
+    TYPE: ClassVar[str] = "Reshape"
+    ARITY: ClassVar[Arity] = Arity((0, UNBOUNDED), (0, 0), (1, 1))
+    IS_VIRTUAL: ClassVar[bool] = True
+    RESULT_ALIASES: ClassVar[str | None] = None
+
+
+@irdl_op_definition
+class TensorOp(ArkOp):
+    """The virtual `Tensor` operator: declares, reshapes or slices a tensor (its result).
+
+    Reads are the source tensor (plus extra dependencies for identity views) or nothing.
+    `ark-compress` removes these nodes the way ARK's Model::compress() does.
+    """
+
+    name = "ark.tensor"
+    TYPE: ClassVar[str] = "Tensor"
+    ARITY: ClassVar[Arity] = Arity((0, UNBOUNDED), (0, 0), (1, 1))
+    IS_VIRTUAL: ClassVar[bool] = True
+    RESULT_ALIASES: ClassVar[str | None] = None
+
+
+@irdl_op_definition
+class GenericOp(ArkOp):
+    """An operator of a type this dialect does not know, kept verbatim.
+
+    `type_name` is its Type and `args` its Args (each arg stored as in `ArgKind`), so it
+    survives import and export unchanged; passes treat it as opaque.
+    """
+
+    name = "ark.generic"
+    TYPE: ClassVar[str] = "<generic>"
+    ARITY: ClassVar[Arity] = Arity((0, UNBOUNDED), (0, UNBOUNDED), (0, UNBOUNDED))
+    RESULT_ALIASES: ClassVar[str | None] = None
+    type_name = prop_def(StringAttr)
+    args = opt_prop_def(DictionaryAttr)
+
+    @property
+    def ark_type(self) -> str:
+        return self.type_name.data
+
+    def arg_attrs(self) -> dict[str, Attribute]:
+        return dict(sorted(self.args.data.items())) if self.args is not None else {}
+
+    def fail(self, message: str) -> VerifyException:
+        return VerifyException(f"{self.ark_type} '{self.label.data}': {message}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph structure
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A tensor object that no operator of this graph produces.
+
+    Model inputs and weights, the fresh tensors operators write into, and tensors whose
+    producing virtual node was removed (ARK's compressed models) are views. `source`, when
+    present, is the value whose data the view aliases (a reshape or slice of it); `after` are
+    further values it must wait for (what an ARK identity op adds). Both keep dependencies in
+    SSA form.
+    """
+
+    name = "ark.view"
+    source = opt_operand_def(TensorType)
+    after = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = ("(`of` $source^ `:` type($source))? "
+                       "(`after` `(` $after^ `:` type($after) `)`)? attr-dict `:` type($result)")
+
+    def __init__(self, tensor: TensorType, source: SSAValue | None = None,
+                 after: Sequence[SSAValue] = ()):
+        super().__init__(operands=[[source] if source is not None else [], list(after)],
+                         result_types=[tensor])
+
+
+@irdl_op_definition
+class ModelOp(IRDLOperation):
+    """An ARK model file: the graph of one rank out of `world_size`.
+
+    `node_form` is "Ops" for the legacy layout in which every node lists its operators in an
+    `Ops` array; otherwise nodes hold a single `Op`. `extra` keeps unknown top-level keys.
+    """
+
+    name = "ark.model"
+    rank = prop_def(IntegerAttr[I64])
+    world_size = prop_def(IntegerAttr[I64])
+    node_form = opt_prop_def(StringAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator(), IsolatedFromAbove())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`rank` $rank `of` $world_size attr-dict-with-keyword $body"
+
+    def __init__(self, rank: int, world_size: int, body, *, node_form: str | None = None,
+                 extra: DictionaryAttr | None = None):
+        properties: dict[str, Attribute] = {
+            "rank": IntegerAttr(rank, i64), "world_size": IntegerAttr(world_size, i64)}
+        if node_form is not None:
+            properties["node_form"] = StringAttr(node_form)
+        if extra is not None:
+            properties["extra"] = extra
+        super().__init__(properties=properties, regions=[body])
+
+    @property
+    def rank_value(self) -> int:
+        return self.rank.value.data
+
+    @property
+    def world_size_value(self) -> int:
+        return self.world_size.value.data
+
+    @property
+    def uses_ops_lists(self) -> bool:
+        return self.node_form is not None and self.node_form.data == "Ops"
+
+    def operators(self) -> list[ArkOp]:
+        return [op for op in self.body.block.ops if isinstance(op, ArkOp)]
+
+    def verify_(self) -> None:
+        if self.node_form is not None and self.node_form.data not in ("Op", "Ops"):
+            raise VerifyException(f"node_form must be \"Op\" or \"Ops\", got "
+                                  f"\"{self.node_form.data}\"")
+        if not 0 <= self.rank_value < max(self.world_size_value, 1) and self.rank_value != -1:
+            raise VerifyException(f"Rank {self.rank_value} is not in [0, WorldSize "
+                                  f"{self.world_size_value})")
+        check_buffers_consistent(self.body.block)
+
+
+def check_buffers_consistent(block: Block) -> None:
+    """Every tensor of one buffer must describe that buffer (rank, tags) the same way."""
+    seen: dict[int, tuple[BufferAttr, int]] = {}
+    for op in block.ops:
+        for value in op.results:
+            tensor = value.type
+            if not isinstance(tensor, TensorType):
+                continue
+            first = seen.setdefault(tensor.buffer_id, (tensor.buffer, tensor.tensor_id))
+            if first[0] != tensor.buffer:
+                raise VerifyException(
+                    f"buffer {tensor.buffer_id} is described differently by tensor "
+                    f"{first[1]} and tensor {tensor.tensor_id}")
+
+
+def producer_nodes(value: SSAValue) -> list[int]:
+    """The nodes whose operators produced the data `value` holds, looking through views."""
+    owner = value.owner
+    if isinstance(owner, ViewOp):
+        return [node for operand in owner.operands for node in producer_nodes(operand)]
+    if isinstance(owner, ArkOp) and owner.node_id is not None:
+        return [owner.node_id]
+    return []
+
+
+def node_producers(block: Block) -> dict[int, list[int]]:
+    """For every node of a model body, the nodes whose results its operators use.
+
+    This is ARK's ProducerNodeIds, derived from the dataflow: a node depends on the nodes
+    that produced any tensor its operators read or write (writing into a tensor orders the
+    write after its producer, as in ARK).
+    """
+    producers: dict[int, list[int]] = {}
+    for op in block.ops:
+        if not isinstance(op, ArkOp) or op.node_id is None:
+            continue
+        found = producers.setdefault(op.node_id, [])
+        for operand in op.operands:
+            for producer in producer_nodes(operand):
+                if producer != op.node_id and producer not in found:
+                    found.append(producer)
+    return producers
+
+
+def node_consumers(producers: dict[int, list[int]]) -> dict[int, list[int]]:
+    """The inverse of `node_producers`: ARK's ConsumerNodeIds."""
+    consumers: dict[int, list[int]] = {node: [] for node in producers}
+    for node, found in producers.items():
+        for producer in found:
+            consumers[producer].append(node)
+    return consumers
+
+
+# ---------------------------------------------------------------------------------------------
+# The dialect
+# ---------------------------------------------------------------------------------------------
+
+OPERATORS: tuple[type[ArkOp], ...] = (
+    AddOp, CastOp, CopyOp, DivOp, EmbeddingOp, ExpOp, GeluOp, MatmulOp, MulOp, NoopOp, RecvOp,
+    ReduceMaxOp, ReduceMeanOp, ReduceSumOp, ReluOp, ReshapeOp, RopeOp, RsqrtOp, ScalarAddOp,
+    ScalarAssignOp, ScalarMulOp, SendOp, SendDoneOp, SigmoidOp, SqrtOp, SubOp, TensorOp,
+    TransposeOp, SendPacketOp, RecvPacketOp, RecvReduceSendPacketOp, RecvReduceSendOp,
+    DeviceSyncOp,
+)
+"""One class per ARK op type registered by ARK's ModelOpT::from_name (33 types)."""
+
+OPERATOR_BY_TYPE: dict[str, type[ArkOp]] = {cls.TYPE: cls for cls in OPERATORS}
+
+Ark = Dialect(
+    "ark",
+    [*OPERATORS, GenericOp, ViewOp, ModelOp],
+    [TensorType, BufferAttr, OffsetAttr],
+)

@@ -1,0 +1,89 @@
+"""Arbitrary JSON values as xDSL attributes, and back.
+
+Every planc dialect keeps the fields it does not model (newer or vendor-specific keys) so that
+import followed by export gives back the original document. Those fields live in an `extra`
+dictionary property as builtin attributes; this module is the one lossless mapping between the
+two worlds:
+
+    null -> none          true/false -> true/false (i1)    17 -> 17 : i64
+    1.5  -> 1.5 : f64     "s" -> "s"                       [..] -> [..]    {..} -> {..}
+
+Integers outside the 64-bit range fall back to `#builtin.int<...>`, which is unbounded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    NoneAttr,
+    StringAttr,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def to_attr(value: Any) -> Attribute:
+    match value:
+        case None:
+            return NoneAttr()
+        case bool():
+            return IntegerAttr(int(value), i1)
+        case int() if _I64_MIN <= value <= _I64_MAX:
+            return IntegerAttr(value, i64)
+        case int():
+            return IntAttr(value)
+        case float():
+            return FloatAttr(value, f64)
+        case str():
+            return StringAttr(value)
+        case list():
+            return ArrayAttr([to_attr(v) for v in value])
+        case dict():
+            return DictionaryAttr({k: to_attr(v) for k, v in value.items()})
+    raise TypeError(f"not a JSON value: {value!r}")
+
+
+def from_attr(attr: Attribute) -> Any:
+    match attr:
+        case NoneAttr():
+            return None
+        case IntegerAttr(type=IntegerType(width=IntAttr(data=1))):
+            return bool(attr.value.data)
+        case IntegerAttr():
+            return attr.value.data
+        case IntAttr():
+            return attr.data
+        case FloatAttr():
+            return attr.value.data
+        case StringAttr():
+            return attr.data
+        case ArrayAttr():
+            return [from_attr(a) for a in attr.data]
+        case DictionaryAttr():
+            return {k: from_attr(v) for k, v in attr.data.items()}
+    raise TypeError(f"attribute {attr} does not represent a JSON value")
+
+
+def dict_attr(members: dict[str, Any]) -> DictionaryAttr | None:
+    """`members` as a dictionary attribute, or None when there is nothing to keep."""
+    return DictionaryAttr({k: to_attr(v) for k, v in members.items()}) if members else None
+
+
+def dict_value(attr: DictionaryAttr | None) -> dict[str, Any]:
+    return {} if attr is None else {k: from_attr(v) for k, v in attr.data.items()}
+
+
+def bool_attr(value: bool) -> BoolAttr:
+    return IntegerAttr(int(value), i1)
