@@ -1,0 +1,47 @@
+"""JSON text layouts the upstream tools write, so planc's output diffs cleanly against theirs.
+
+`denser_json` is ARK's pretty printer (`ModelJson::dump_pretty`, Python `denser_json`):
+2-space indentation down to a depth limit, compact below it, arrays of numbers always compact.
+With limit 5 it reproduces ARK model files byte for byte, with limit 6 ARK plan files (a
+tensor, an argument or a task group per line).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MODEL_DEPTH = 5
+PLAN_DEPTH = 6
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _is_number_array(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+
+
+def denser_json(value: Any, depth_limit: int = MODEL_DEPTH) -> str:
+    """ARK's "denser JSON" text for `value`, ending with a newline."""
+    return _dense(value, 0, depth_limit) + "\n"
+
+
+def _dense(value: Any, depth: int, limit: int) -> str:
+    expandable = isinstance(value, dict | list) and value and not _is_number_array(value)
+    if not expandable or depth >= limit:
+        return compact(value)
+    inner = "  " * (depth + 1)
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_dense(v, depth + 1, limit)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+    items = [f"{inner}{_dense(v, depth + 1, limit)}" for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"
+
+
+def indented_json(value: Any, indent: int = 2) -> str:
+    """The common `json.dumps(indent=2)` layout, ending with a newline."""
+    return json.dumps(value, indent=indent, ensure_ascii=False) + "\n"

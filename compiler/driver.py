@@ -1,0 +1,307 @@
+"""`planc`: the command-line compiler.
+
+    planc INPUT --target NAME [-o OUTPUT] [--pipeline SPEC] [--print-ir-after-all] [flags]
+    planc check INPUT [--json]
+    planc simulate INPUT [--json]
+
+The input format is detected from the document (or named with --from); `.mlir` inputs are IR
+printed by planc or planc-opt. The target's default pipeline (or --pipeline) transforms the IR,
+and the target writes the result. Every user error is one line on stderr,
+`planc: error: FILE: $.json.path: message`, with exit code 1 and no output file; an internal
+error (a bug in planc) exits with 2.
+
+Only argparse and the data tables are imported at start-up, so `planc --help` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from backends import TARGETS, TargetInfo, all_flags, target_named
+from compiler.diagnostics import PlancError, UsageError
+from frontends import FORMATS, InputFormat, detect_format, format_named, format_of_root, load_hook
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+PROG = "planc"
+SUBCOMMANDS = ("check", "simulate")
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+
+def _listing() -> str:
+    targets = "\n".join(f"  {t.name:<12} {t.summary}" for t in TARGETS)
+    formats = "\n".join(f"  {f.name:<12} {f.summary}" for f in FORMATS)
+    return (f"targets:\n{targets}\n\ninput formats (detected, or --from NAME):\n{formats}\n\n"
+            f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
+            f"  {PROG} simulate INPUT [--json]   functional check and modeled time")
+
+
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from", dest="source_format", metavar="FORMAT",
+                        choices=[f.name for f in FORMATS],
+                        help="the input's format, when detection should not decide")
+
+
+def _add_target_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("target options")
+    for flag in all_flags():
+        if flag.switch:
+            group.add_argument(flag.name, action="store_true", help=flag.help)
+        else:
+            group.add_argument(flag.name, default=flag.default, choices=flag.choices,
+                               metavar=flag.metavar, type=flag.type, help=flag.help)
+
+
+def compile_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compile execution plans for accelerator runtimes.", epilog=_listing())
+    parser.add_argument("input", nargs="?", metavar="INPUT",
+                        help="input document (JSON, or .mlir printed by planc)")
+    parser.add_argument("-t", "--target", default="mlir", metavar="NAME",
+                        help="output format (default: mlir); see the list below")
+    parser.add_argument("-o", "--output", metavar="OUTPUT",
+                        help="output file, or directory for source targets (default: stdout)")
+    parser.add_argument("--pipeline", metavar="SPEC",
+                        help="pass pipeline to run instead of the target's, e.g. "
+                             "'ark-compress{renumber=false}'")
+    parser.add_argument("--print-ir-after-all", action="store_true",
+                        help="print the IR to stderr after every pass")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    _add_input_options(parser)
+    _add_target_flags(parser)
+    return parser
+
+
+def command_parser(command: str) -> argparse.ArgumentParser:
+    summary = {"check": "Import and verify a document; exit 0 if it is valid, 1 if not.",
+               "simulate": "Run a document functionally (and with the cost model where the "
+                           "format has one) and report."}[command]
+    parser = argparse.ArgumentParser(prog=f"{PROG} {command}", description=summary)
+    parser.add_argument("input", metavar="INPUT")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    _add_input_options(parser)
+    _add_target_flags(parser)
+    return parser
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("planc")
+    except Exception:  # noqa: BLE001 -- running from a source tree without metadata
+        return "unknown"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading inputs
+# ---------------------------------------------------------------------------------------------
+
+
+def load_input(path: str, forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
+    """Import `path` into IR and verify it; the format is detected unless `forced`."""
+    from compiler.locations import verify_module
+
+    if path.endswith(".mlir"):
+        fmt, module = _load_mlir(path)
+    else:
+        from compiler.json_reader import load_json_file
+
+        doc = load_json_file(path)
+        fmt = format_named(forced) if forced else detect_format(doc.value)
+        if fmt is None:
+            known = ", ".join(f.name for f in FORMATS)
+            raise PlancError(f"cannot tell the format of this document (known formats: "
+                             f"{known}); name it with --from", path="$", file=path)
+        try:
+            module = fmt.import_document(doc)
+        except PlancError as e:
+            raise e.in_file(path) from None
+    try:
+        verify_module(module)
+    except PlancError as e:
+        raise e.in_file(path) from None
+    return fmt, module
+
+
+def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from compiler.context import planc_context
+
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise PlancError(f"cannot read: {e.strerror}", file=path) from None
+    try:
+        module = Parser(planc_context(), text, name=path).parse_module()
+    except ParseError as e:
+        first = str(e).strip().splitlines()
+        raise PlancError(f"invalid IR: {first[-1] if first else e}", file=path) from None
+    roots = [op.name for op in module.ops]
+    fmt = next((f for f in map(format_of_root, roots) if f is not None), None)
+    if fmt is None:
+        raise PlancError(f"no planc document in this IR (top-level ops: {', '.join(roots)})",
+                         file=path)
+    return fmt, module
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling
+# ---------------------------------------------------------------------------------------------
+
+
+def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False) -> None:
+    """Apply the pass pipeline `spec` to `module`, verifying after every pass."""
+    if not spec:
+        return
+    from xdsl.passes import PassPipeline
+
+    from backends.mlir import print_module
+    from compiler.context import planc_context
+    from compiler.locations import verify_module
+    from passes import get_all_passes
+
+    def after_each(previous, module: ModuleOp, _next) -> None:
+        if previous is None:
+            return
+        verify_module(module)
+        if print_ir:
+            sys.stderr.write(f"// -----// IR Dump After {previous.name} //----- //\n")
+            sys.stderr.write(print_module(module))
+
+    available = get_all_passes()
+    try:
+        pipeline = PassPipeline.parse_spec(available, spec, after_each)
+    except Exception as e:  # noqa: BLE001 -- xDSL reports spec errors as assorted exceptions
+        raise UsageError(f"--pipeline: {e} (known passes: {', '.join(sorted(available))})"
+                         ) from None
+    pipeline.apply(planc_context(), module)
+
+
+def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo,
+                        ) -> tuple[str, ModuleOp]:
+    if args.input is not None:
+        fmt, module = load_input(args.input, args.source_format)
+        return fmt.name, module
+    synthesize = getattr(target.load(), "synthesize", None)
+    if synthesize is None:
+        raise UsageError(f"an INPUT file is required for --target {target.name}")
+    return "", synthesize(args)
+
+
+def compile_command(args: argparse.Namespace) -> int:
+    from compiler.output import write_product
+
+    target = target_named(args.target)
+    if target is None:
+        known = ", ".join(t.name for t in TARGETS)
+        raise UsageError(f"unknown target '{args.target}' (known targets: {known})")
+    if target.writes_directory and not args.output:
+        raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
+    source, module = _synthesize_or_load(args, target)
+    backend = target.load()
+    spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, args)
+    try:
+        run_pipeline(module, spec, print_ir=args.print_ir_after_all)
+        product = backend.emit(module, args)
+    except PlancError as e:
+        raise e.in_file(args.input) if args.input else e from None
+    if args.output and args.output != "-":
+        write_product(args.output, product)
+    elif isinstance(product, str):
+        sys.stdout.write(product)
+    else:
+        raise UsageError(f"--target {target.name} writes several files; give -o DIR")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# check / simulate
+# ---------------------------------------------------------------------------------------------
+
+
+def check_command(args: argparse.Namespace) -> int:
+    try:
+        fmt, module = load_input(args.input, args.source_format)
+    except PlancError as e:
+        if args.json:
+            print(json.dumps({"ok": False, "error": str(e)}))
+        raise
+    summary = load_hook(fmt.describe)(module) if fmt.describe else ""
+    if args.json:
+        print(json.dumps({"format": fmt.name, "ok": True, "summary": summary}))
+    else:
+        print(f"{args.input}: ok: {fmt.name}" + (f" ({summary})" if summary else ""))
+    return 0
+
+
+def simulate_command(args: argparse.Namespace) -> int:
+    fmt, module = load_input(args.input, args.source_format)
+    if fmt.simulate is None:
+        raise UsageError(f"planc simulate does not support {fmt.name} documents yet")
+    try:
+        report: dict[str, Any] = {"format": fmt.name, **load_hook(fmt.simulate)(module, args)}
+    except PlancError as e:
+        raise e.in_file(args.input) from None
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(_human_report(args.input, report))
+    return 0 if report.get("ok") else 1
+
+
+def _human_report(path: str, report: dict[str, Any]) -> str:
+    lines = [f"{path}: {'ok' if report.get('ok') else 'FAILED'}: {report['format']}"]
+    for key, value in report.items():
+        if key not in ("format", "ok"):
+            lines.append(f"  {key}: {json.dumps(value)}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            command = argv[0]
+            args = command_parser(command).parse_args(argv[1:])
+            handler = check_command if command == "check" else simulate_command
+        else:
+            args = compile_parser().parse_args(argv)
+            handler = compile_command
+        return handler(args)
+    except PlancError as e:
+        sys.stderr.write(f"{PROG}: error: {e}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 -- a bug in planc, not in the user's input
+        if os.environ.get("PLANC_DEBUG"):
+            raise
+        sys.stderr.write(f"{PROG}: internal error: {type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:500]} (set PLANC_DEBUG=1 for a "
+                         "traceback)\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

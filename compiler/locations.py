@@ -1,0 +1,43 @@
+"""Source locations of imported IR: the JSON path each op came from.
+
+Importers stamp every op with `loc("$.Nodes[3].Op")`, the MLIR way of remembering where IR came
+from. When a verifier later rejects an op, the driver reports that path, so a verification
+error points into the user's file just like an import error does.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from compiler.diagnostics import PlancError
+
+
+def json_location(path: str) -> NameLoc:
+    return NameLoc(StringAttr(path), NoneAttr())
+
+
+def source_path(op: Operation) -> str | None:
+    """The JSON path `op` was imported from: its own, or its closest located ancestor's."""
+    current: Operation | None = op
+    while current is not None:
+        loc = current.location
+        if isinstance(loc, NameLoc) and loc.desc.data.startswith("$"):
+            return loc.desc.data
+        current = current.parent_op()
+    return None
+
+
+def verify_module(module: ModuleOp) -> None:
+    """Verify every op; the first failure becomes a `PlancError` at the op's JSON path.
+
+    Ops are verified one by one rather than through `module.verify()`, whose diagnostics print
+    the whole module: for a user, the op's path and the verifier's sentence are the message.
+    """
+    for op in module.walk():
+        try:
+            op.verify_()
+        except (VerifyException, DiagnosticException) as e:
+            message = str(e).split("\n", 1)[0]
+            raise PlancError(message, path=source_path(op)) from None

@@ -1,0 +1,69 @@
+"""Input formats: how planc recognises a document and which importer reads it.
+
+The table is plain data (nothing is imported until a format is used), so the CLI starts fast.
+Each importer module provides `import_document(doc: JsonNode) -> ModuleOp`; `simulate` and
+`describe` name optional hooks ("module:function") used by `planc simulate` / `planc check`.
+
+To add a format: write `frontends/<name>.py` and add one `InputFormat` below. Order matters
+where sniffers overlap: the first format whose sniffer accepts a document wins.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from compiler.json_reader import JsonNode
+
+
+def _has(*keys: str) -> Callable[[Any], bool]:
+    return lambda doc: isinstance(doc, dict) and all(k in doc for k in keys)
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    name: str
+    summary: str
+    importer: str
+    """Module with `import_document(doc) -> ModuleOp`."""
+    sniff: Callable[[Any], bool]
+    """Does this raw JSON value look like this format?"""
+    root_op: str
+    """Name of the op an imported document's module holds (identifies `.mlir` inputs)."""
+    simulate: str | None = None
+    """'module:function' running `planc simulate` on an imported module."""
+    describe: str | None = None
+    """'module:function' giving a one-line summary for `planc check`."""
+
+    def import_document(self, doc: JsonNode) -> ModuleOp:
+        return importlib.import_module(self.importer).import_document(doc)
+
+
+def load_hook(spec: str) -> Callable[..., Any]:
+    module, _, function = spec.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+FORMATS: tuple[InputFormat, ...] = (
+    InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
+                _has("Nodes"), "ark.model",
+                simulate="compiler.model_interpreter:simulate_model",
+                describe="frontends.ark_model:describe"),
+)
+
+
+def format_named(name: str) -> InputFormat | None:
+    return next((f for f in FORMATS if f.name == name), None)
+
+
+def detect_format(value: Any) -> InputFormat | None:
+    return next((f for f in FORMATS if f.sniff(value)), None)
+
+
+def format_of_root(op_name: str) -> InputFormat | None:
+    return next((f for f in FORMATS if f.root_op == op_name), None)

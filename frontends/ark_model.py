@@ -1,0 +1,388 @@
+"""Import ARK model files (and the operators of ARK plan files) into the `ark` dialect.
+
+Both node layouts are accepted: `"Op": {...}` (current ARK) and `"Ops": [...]` (the older list
+form), as are both tensor key orders, missing PaddedShape (older files have Pads instead) and
+optional Buffer.IsExternal. Unknown keys anywhere are kept in `extra` properties.
+
+ProducerNodeIds and ConsumerNodeIds are not trusted: the dataflow is rebuilt from the tensors,
+and the declared lists must agree with it (a mismatch is an error naming both node ids). The
+declared order is remembered so that export reproduces the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import DictionaryAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from compiler.json_reader import JsonNode
+from compiler.locations import json_location
+from dialects import ark
+from dialects.json_value import dict_attr
+
+# ---------------------------------------------------------------------------------------------
+# Tensors, buffers and arguments
+# ---------------------------------------------------------------------------------------------
+
+TENSOR_KEYS = frozenset(
+    {"Id", "DataType", "Shape", "Strides", "Offsets", "PaddedShape", "Pads", "Buffer"})
+BUFFER_KEYS = frozenset({"Id", "Rank", "SendTags", "RecvTags", "IsExternal"})
+OP_KEYS = frozenset(
+    {"Type", "Name", "IsVirtual", "ReadTensors", "WriteTensors", "ResultTensors", "Args"})
+NODE_KEYS = frozenset({"Id", "ProducerNodeIds", "ConsumerNodeIds", "Op", "Ops"})
+MODEL_KEYS = frozenset({"Rank", "WorldSize", "Nodes"})
+
+INT32 = (-(2**31), 2**31 - 1)
+dims = ark.MAX_DIMS
+
+
+def _constructed(node: JsonNode, build: Callable[[], Attribute]) -> Attribute:
+    """Build an attribute; its verifier's complaint becomes an error at `node`."""
+    try:
+        return build()
+    except VerifyException as e:
+        raise node.error(str(e)) from None
+
+
+def read_buffer(node: JsonNode) -> ark.BufferAttr:
+    def tags(key: str) -> list[tuple[int, int]]:
+        pairs = []
+        for pair in node[key].elements():
+            remote, tag = pair.as_int_list(2, 2)
+            pairs.append((remote, tag))
+        return pairs
+
+    external = node.get("IsExternal")
+    return ark.BufferAttr.get(
+        node["Id"].as_int(),
+        node["Rank"].as_int(),
+        tags("SendTags"),
+        tags("RecvTags"),
+        None if external is None else external.as_bool(),
+        dict_attr(node.unknown_members(BUFFER_KEYS)),
+    )
+
+
+def read_tensor(node: JsonNode) -> ark.TensorType:
+    shape = node["Shape"].as_int_list(1, dims, min_value=1)
+    n = len(shape)
+
+    def same_rank(key: str, min_value: int) -> list[int] | None:
+        member = node.get(key)
+        if member is None:
+            return None
+        values = member.as_int_list(1, dims, min_value=min_value)
+        if len(values) != n:
+            raise member.error(f"expected {n} integers like Shape, got {len(values)}")
+        return values
+
+    padded = same_rank("PaddedShape", 1)
+    pads = same_rank("Pads", 0)
+    strides = same_rank("Strides", 1)
+    offsets = same_rank("Offsets", 0)
+    if strides is None:
+        raise node.error("missing required key 'Strides'")
+    if offsets is None:
+        raise node.error("missing required key 'Offsets'")
+    dtype_node = node["DataType"]
+    dtype = dtype_node.as_str()
+    if dtype not in ark.DATA_TYPE_BYTES:
+        raise dtype_node.error(f"unknown data type '{dtype}' (expected one of "
+                               f"{', '.join(ark.DATA_TYPE_BYTES)})")
+    tensor_id = node["Id"].as_int()
+    buffer = read_buffer(node["Buffer"])
+    extra = dict_attr(node.unknown_members(TENSOR_KEYS))
+    return _constructed(node, lambda: ark.TensorType.get(
+        tensor_id, dtype, shape, buffer, strides=strides, offsets=offsets,
+        padded_shape=padded, pads=pads, extra=extra))
+
+
+def read_arg(node: JsonNode, expected: ark.ArgKind | None = None) -> Attribute:
+    """One `{"TAG": value}` argument as its attribute (see `ark.ArgKind`)."""
+    tag, value = node.one_key()
+    try:
+        kind = ark.ArgKind(tag)
+    except ValueError:
+        raise node.error(f"unknown argument type '{tag}' (expected one of "
+                         f"{', '.join(k.value for k in ark.ArgKind)})") from None
+    if expected is not None and kind is not expected:
+        raise node.error(f"expected a {expected.value} argument, got {tag}")
+    match kind:
+        case ark.ArgKind.BOOL:
+            return ark.int_arg(kind, value.as_bool())
+        case ark.ArgKind.INT:
+            return ark.int_arg(kind, value.as_int(*INT32))
+        case ark.ArgKind.UINT32:
+            return ark.int_arg(kind, value.as_int(0, 2**32 - 1))
+        case ark.ArgKind.INT64:
+            return ark.int_arg(kind, value.as_int(-(2**63), 2**63 - 1))
+        case ark.ArgKind.UINT64:
+            return ark.int_arg(kind, value.as_int(0, 2**64 - 1))
+        case ark.ArgKind.FLOAT:
+            return ark.float_arg(value.as_number())
+        case ark.ArgKind.DIMS:
+            return ark.dims_arg(value.as_int_list(0, dims))
+        case ark.ArgKind.TENSOR:
+            return read_tensor(value)
+        case ark.ArgKind.OFFSET:
+            return ark.OffsetAttr(IntAttr(value["BufferId"].as_int()),
+                                  IntAttr(value["Value"].as_int()))
+
+
+def read_args(node: JsonNode, op_class: type[ark.ArkOp]) -> tuple[dict[str, Attribute],
+                                                                   dict[str, Attribute]]:
+    """Typed properties for the arguments the op type defines, and all others by key."""
+    specs = {spec.key: spec for spec in op_class.ARGS}
+    typed: dict[str, Attribute] = {}
+    others: dict[str, Attribute] = {}
+    for key, arg in node.items():
+        spec = specs.get(key)
+        if spec is None:
+            others[key] = read_arg(arg)
+        else:
+            typed[spec.prop] = read_arg(arg, spec.kind)
+    for spec in op_class.ARGS:
+        if spec.prop not in typed:
+            raise node.error(f"missing argument '{spec.key}' ({spec.kind.value}) of "
+                             f"{op_class.TYPE}")
+    return typed, others
+
+
+# ---------------------------------------------------------------------------------------------
+# Operators, with a table from tensor ids to SSA values
+# ---------------------------------------------------------------------------------------------
+
+ViewSource = Callable[[ark.TensorType], SSAValue | None]
+
+
+class TensorTable:
+    """The SSA value of every tensor id seen so far, while a graph is being imported.
+
+    A tensor read before any operator produced it becomes an `ark.view`, inserted into `block`
+    just before its first user; `view_source` decides which value (if any) the view aliases.
+    """
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.values: dict[int, SSAValue] = {}
+        self.described_at: dict[int, str] = {}
+        self.produced_at: dict[int, str] = {}
+
+    def _check_same(self, node: JsonNode, tensor: ark.TensorType) -> None:
+        known = self.values.get(tensor.tensor_id)
+        if known is not None and known.type != tensor:
+            raise node.error(f"tensor {tensor.tensor_id} is described differently than at "
+                             f"{self.described_at[tensor.tensor_id]}")
+
+    def use(self, node: JsonNode, view_source: ViewSource) -> SSAValue:
+        tensor = read_tensor(node)
+        self._check_same(node, tensor)
+        value = self.values.get(tensor.tensor_id)
+        if value is None:
+            view = ark.ViewOp(tensor, view_source(tensor))
+            view.location = json_location(node.path)
+            view.result.name_hint = f"t{tensor.tensor_id}"
+            self.block.add_op(view)
+            value = self.values[tensor.tensor_id] = view.result
+            self.described_at[tensor.tensor_id] = node.path
+        return value
+
+    def declare_result(self, node: JsonNode) -> ark.TensorType:
+        tensor = read_tensor(node)
+        tensor_id = tensor.tensor_id
+        if tensor_id in self.produced_at:
+            raise node.error(f"tensor {tensor_id} is already a result at "
+                             f"{self.produced_at[tensor_id]}")
+        if tensor_id in self.values:
+            raise node.error(f"tensor {tensor_id} is used at {self.described_at[tensor_id]} "
+                             "before this operator produces it")
+        return tensor
+
+    def define(self, value: SSAValue, node: JsonNode) -> None:
+        tensor_id = value.type.tensor_id
+        self.values[tensor_id] = value
+        self.produced_at[tensor_id] = self.described_at[tensor_id] = node.path
+
+
+def read_operator(
+    node: JsonNode,
+    table: TensorTable,
+    view_source: ViewSource,
+    *,
+    extra_keys: frozenset[str] = frozenset(),
+    config_key: str | None = None,
+    node_id: int | None = None,
+) -> ark.ArkOp:
+    """Import one ARK operator object and append it (and any views it needs) to the block."""
+    type_name = node["Type"].as_str()
+    op_class = ark.OPERATOR_BY_TYPE.get(type_name, ark.GenericOp)
+    label = node["Name"].as_str()
+    virtual = node["IsVirtual"].as_bool()
+    reads = [table.use(t, view_source) for t in node["ReadTensors"].elements()]
+    writes = [table.use(t, view_source) for t in node["WriteTensors"].elements()]
+    result_nodes = node["ResultTensors"].elements()
+    results = [table.declare_result(t) for t in result_nodes]
+    args_node = node["Args"]
+    args_node.as_dict()
+    if op_class is ark.GenericOp:
+        typed: dict[str, Attribute] = {"type_name": StringAttr(type_name)}
+        all_args = {k: read_arg(a) for k, a in args_node.items()}
+        if all_args:
+            typed["args"] = DictionaryAttr(all_args)
+        others = {}
+    else:
+        typed, others = read_args(args_node, op_class)
+    config = None
+    if config_key is not None:
+        config = dict_attr(node[config_key].as_dict()) or DictionaryAttr({})
+    op = op_class(
+        label, reads, writes, results,
+        args=typed,
+        node=node_id,
+        virtual=virtual,
+        config=config,
+        extra=dict_attr(node.unknown_members(OP_KEYS | extra_keys)),
+        extra_args=DictionaryAttr(others) if others else None,
+    )
+    op.location = json_location(node.path)
+    table.block.add_op(op)
+    for value, result_node in zip(op.result_tensors, result_nodes, strict=True):
+        value.name_hint = f"t{value.type.tensor_id}"
+        table.define(value, result_node)
+    return op
+
+
+# ---------------------------------------------------------------------------------------------
+# Model files
+# ---------------------------------------------------------------------------------------------
+
+
+def _node_operators(node: JsonNode) -> tuple[str, list[JsonNode]]:
+    has_op, has_ops = node.has("Op"), node.has("Ops")
+    if has_op and has_ops:
+        raise node.error("has both 'Op' and 'Ops'; expected one of them")
+    if has_ops:
+        ops = node["Ops"].elements()
+        if not ops:
+            raise node["Ops"].error("expected at least one operator")
+        return "Ops", ops
+    return "Op", [node["Op"]]
+
+
+class _ModelImporter:
+    def __init__(self, doc: JsonNode):
+        self.doc = doc
+        self.block = Block()
+        self.table = TensorTable(self.block)
+        self.node_ops: dict[int, list[ark.ArkOp]] = {}
+        self.declared: dict[int, tuple[JsonNode, JsonNode, JsonNode]] = {}
+        self.node_form: str | None = None
+
+    def run(self) -> ModuleOp:
+        doc = self.doc
+        rank = doc["Rank"].as_int()
+        world_size = doc["WorldSize"].as_int(lo=1)
+        for node in doc["Nodes"].elements():
+            self.read_node(node)
+        self.check_declared_edges()
+        model = ark.ModelOp(rank, world_size, Region(self.block),
+                            node_form="Ops" if self.node_form == "Ops" else None,
+                            extra=dict_attr(doc.unknown_members(MODEL_KEYS)))
+        model.location = json_location("$")
+        return ModuleOp([model])
+
+    def read_node(self, node: JsonNode) -> None:
+        node_id = node["Id"].as_int()
+        if node_id in self.node_ops:
+            raise node["Id"].error(f"node id {node_id} is used by two nodes")
+        producers, consumers = node["ProducerNodeIds"], node["ConsumerNodeIds"]
+        producers.as_int_list()
+        consumers.as_int_list()
+        form, operator_nodes = _node_operators(node)
+        if self.node_form is None:
+            self.node_form = form
+        elif form != self.node_form:
+            raise node.error(f"node uses '{form}' but earlier nodes use '{self.node_form}'")
+        self.declared[node_id] = (node, producers, consumers)
+        source = self._view_source(producers.value)
+        ops = [read_operator(op, self.table, source, node_id=node_id) for op in operator_nodes]
+        # Export lists edges in ascending order; remember the file's order only when it differs.
+        info = {key: listed.value for key, listed in (("ProducerNodeIds", producers),
+                                                       ("ConsumerNodeIds", consumers))
+                if listed.value != sorted(listed.value)}
+        info.update(node.unknown_members(NODE_KEYS))
+        ops[0].node_info = dict_attr(info)
+        self.node_ops[node_id] = ops
+
+    def _view_source(self, declared_producers: list[int]) -> ViewSource:
+        """A view aliases the newest result on its buffer among the declared producers.
+
+        A compressed ARK model no longer has the virtual nodes (reshapes, slices) that made a
+        view; its consumers list the real producer instead. Linking the view to that producer's
+        result puts the dependency back into SSA form.
+        """
+        def source(tensor: ark.TensorType) -> SSAValue | None:
+            for producer in reversed([p for p in self.node_ops if p in declared_producers]):
+                for op in reversed(self.node_ops[producer]):
+                    for value in op.result_tensors:
+                        if value.type.buffer_id == tensor.buffer_id:
+                            return value
+            return None
+        return source
+
+    def check_declared_edges(self) -> None:
+        derived = ark.node_producers(self.block)
+        for node_id, (_, producers, _) in self.declared.items():
+            _check_list(producers, node_id, "producer", derived[node_id], self.node_ops)
+        derived_consumers = ark.node_consumers(derived)
+        for node_id, (_, _, consumers) in self.declared.items():
+            _check_list(consumers, node_id, "consumer", derived_consumers[node_id],
+                        self.node_ops)
+
+
+def _check_list(listed_node: JsonNode, node_id: int, role: str, derived: list[int],
+                nodes: dict[int, list[ark.ArkOp]]) -> None:
+    listed = listed_node.value
+    seen: set[int] = set()
+    for i, other in enumerate(listed):
+        at = JsonNode(other, f"{listed_node.path}[{i}]")
+        if other in seen:
+            raise at.error(f"node {node_id} lists {role} {other} twice")
+        seen.add(other)
+        if other not in nodes:
+            raise at.error(f"node {node_id} lists {role} {other}, which is not a node of "
+                           "this model")
+        if other not in derived:
+            reason = (f"none of its tensors comes from node {other}" if role == "producer"
+                      else f"node {other} does not use any tensor of node {node_id}")
+            raise at.error(f"node {node_id} lists {role} {other}, but {reason}")
+    for other in derived:
+        if other not in seen:
+            reason = (f"it uses a tensor produced by node {other}" if role == "producer"
+                      else f"node {other} uses a tensor it produces")
+            raise listed_node.error(f"node {node_id} does not list {role} {other}, "
+                                    f"although {reason}")
+
+
+def import_model(doc: JsonNode) -> ModuleOp:
+    """An ARK model document as a module holding one `ark.model`."""
+    return _ModelImporter(doc).run()
+
+
+def import_document(doc: JsonNode) -> ModuleOp:
+    if not isinstance(doc.value, dict):
+        raise doc.expected("an ARK model object")
+    return import_model(doc)
+
+
+
+def describe(module: ModuleOp) -> str:
+    model = next(op for op in module.ops if isinstance(op, ark.ModelOp))
+    operators = model.operators()
+    nodes = {op.node_id for op in operators}
+    tensors = {r.type.tensor_id for op in model.body.block.ops for r in op.results}
+    buffers = {r.type.buffer_id for op in model.body.block.ops for r in op.results}
+    return (f"rank {model.rank_value} of {model.world_size_value}, {len(nodes)} nodes, "
+            f"{len(operators)} operators, {len(tensors)} tensors, {len(buffers)} buffers")
