@@ -1,0 +1,92 @@
+"""Write the example model files of this folder (run: python examples/build_examples.py).
+
+The examples are planc's own, built with `frontends.model_builder` (ARK's Python-API style):
+
+* ffn.json             Llama-style FFN block w2(silu(w1 x) * w3 x), the ARK tutorial's model at
+                       1/4 of its width (x [1,256,1024], intermediate 2816), FP16;
+* attention.json       a pre-norm attention block: RMSNorm, Q/K/V projections, rotary
+                       embedding, per-head softmax attention, output projection, residual;
+* sendrecv_rank0.json  two ranks: rank 0 scales a tensor and sends it to rank 1, which adds
+  sendrecv_rank1.json  its own bias to what it receives.
+
+A test checks that this script reproduces the committed files exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from backends.ark_model import emit_model  # noqa: E402
+from frontends.model_builder import ModelBuilder  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def ffn(seq: int = 256, hidden: int = 1024, intermediate: int = 2816) -> str:
+    m = ModelBuilder()
+    x = m.tensor([1, seq, hidden])
+    w1 = m.tensor([intermediate, hidden])
+    w2 = m.tensor([hidden, intermediate])
+    w3 = m.tensor([intermediate, hidden])
+    gate = m.matmul(x, w1, transpose_other=True)
+    silu = m.mul(gate, m.sigmoid(gate))
+    up = m.matmul(x, w3, transpose_other=True)
+    m.matmul(m.mul(silu, up), w2, transpose_other=True)
+    return emit_model(m.finish())
+
+
+def attention(seq: int = 128, hidden: int = 512, heads: int = 4) -> str:
+    head_dim = hidden // heads
+    m = ModelBuilder()
+    x = m.tensor([1, seq, hidden])
+    norm_weight = m.tensor([1, 1, hidden])
+    wq, wk, wv, wo = (m.tensor([hidden, hidden]) for _ in range(4))
+    rope_table = m.tensor([1, seq, 1, head_dim])
+
+    h = m.rms_norm(x, norm_weight)
+
+    def heads_first(t, rotate: bool):
+        t = m.reshape(t, [1, seq, heads, head_dim])
+        if rotate:
+            t = m.rope(t, rope_table)
+        return m.transpose(t, [0, 2, 1, 3])
+
+    q = heads_first(m.matmul(h, wq, transpose_other=True), rotate=True)
+    k = heads_first(m.matmul(h, wk, transpose_other=True), rotate=True)
+    v = heads_first(m.matmul(h, wv, transpose_other=True), rotate=False)
+    scores = m.scalar_mul(m.matmul(q, k, transpose_other=True), head_dim ** -0.5)
+    context = m.matmul(m.softmax(scores), v)
+    merged = m.reshape(m.transpose(context, [0, 2, 1, 3]), [1, seq, hidden])
+    m.add(x, m.matmul(merged, wo, transpose_other=True))
+    return emit_model(m.finish())
+
+
+def sendrecv(rank: int, shape: tuple[int, ...] = (64, 256)) -> str:
+    m = ModelBuilder(rank=rank, world_size=2)
+    if rank == 0:
+        m.send(m.scalar_mul(m.tensor(shape, "FP32"), 2.0), remote_rank=1)
+    else:
+        received = m.recv(shape, "FP32", remote_rank=0)
+        m.add(received, m.tensor(shape, "FP32"))
+    return emit_model(m.finish())
+
+
+EXAMPLES = {
+    "ffn.json": ffn,
+    "attention.json": attention,
+    "sendrecv_rank0.json": lambda: sendrecv(0),
+    "sendrecv_rank1.json": lambda: sendrecv(1),
+}
+
+
+def main() -> None:
+    for name, build in EXAMPLES.items():
+        (HERE / name).write_text(build(), encoding="utf-8")
+        print(f"wrote examples/{name}")
+
+
+if __name__ == "__main__":
+    main()
