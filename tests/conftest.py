@@ -1,0 +1,57 @@
+"""Shared test helpers: the upstream corpus location and an in-process `planc`."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from compiler.driver import main as planc_main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def corpus_root() -> Path:
+    """`../shared/corpus` next to the checkout, or $PLANC_CORPUS."""
+    return Path(os.environ.get("PLANC_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
+def corpus_params(subdir: str, pattern: str = "*.json") -> list:
+    """Corpus files as pytest params; one skipped placeholder when the corpus is absent."""
+    folder = corpus_root() / subdir
+    files = sorted(folder.glob(pattern)) if folder.is_dir() else []
+    if not files:
+        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(
+            reason=f"upstream corpus not found at {folder} (set PLANC_CORPUS to its path)"))]
+    return [pytest.param(f, id=f.name) for f in files]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def planc(capsys):
+    """Run the planc CLI in-process: planc("model.json", "--target", "mlir")."""
+
+    def run(*args: str | Path) -> Result:
+        code = planc_main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def write_json(path: Path, doc) -> Path:
+    path.write_text(json.dumps(doc, indent=2))
+    return path
