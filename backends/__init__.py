@@ -56,6 +56,9 @@ TARGETS: tuple[TargetInfo, ...] = (
                flags=(Flag("--generic", "print the generic op form", switch=True),
                       Flag("--debuginfo", "print source locations (JSON paths)", switch=True))),
     TargetInfo("ark-model", "ARK model file (JSON)", "backends.ark_model"),
+    TargetInfo("ark", "ARK plan file (JSON)", "backends.ark_plan",
+               flags=(Flag("--json-layout", "ARK plan text layout (default: denser, ARK's own)",
+                           default="denser", choices=("denser", "indented")),)),
 )
 
 

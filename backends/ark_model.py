@@ -86,7 +86,7 @@ def _ordered(derived: list[int], hint: list[int] | None) -> list[int]:
 
 
 def model_json(model: ark.ModelOp) -> dict[str, Any]:
-    block = model.body.block
+    block = model.graph
     producers = ark.node_producers(block)
     consumers = ark.node_consumers(producers)
     nodes: dict[int, list[ark.ArkOp]] = {}

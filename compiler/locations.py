@@ -34,10 +34,13 @@ def verify_module(module: ModuleOp) -> None:
 
     Ops are verified one by one rather than through `module.verify()`, whose diagnostics print
     the whole module: for a user, the op's path and the verifier's sentence are the message.
+    Children come before their parents, as in xDSL, so an op's own rules are reported before
+    the document-wide rules its container checks.
     """
-    for op in module.walk():
+    for op in module.walk(region_first=True):
         try:
             op.verify_()
         except (VerifyException, DiagnosticException) as e:
             message = str(e).split("\n", 1)[0]
-            raise PlancError(message, path=source_path(op)) from None
+            culprit = getattr(e, "op", op)  # dialects.verify.VerifyAtError names a child op
+            raise PlancError(message, path=source_path(culprit)) from None

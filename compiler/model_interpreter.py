@@ -187,7 +187,7 @@ class ModelRun:
 
 
 def _all_tensor_types(model: ark.ModelOp) -> list[ark.TensorType]:
-    return [r.type for op in model.body.block.ops for r in op.results]
+    return [r.type for op in model.graph.ops for r in op.results]
 
 
 def _random_input(tensor: ark.TensorType, rng: np.random.Generator,

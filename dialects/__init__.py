@@ -13,6 +13,12 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Ark
 
+    def get_plan() -> Dialect:
+        from dialects.plan import Plan
+
+        return Plan
+
     return {
         "ark": get_ark,
+        "plan": get_plan,
     }

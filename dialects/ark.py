@@ -66,6 +66,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.utils import body_block
+
 # ---------------------------------------------------------------------------------------------
 # Data types
 # ---------------------------------------------------------------------------------------------
@@ -609,7 +611,8 @@ class ArkOp(IRDLOperation, ABC):
     """An ARK operator. Subclasses set TYPE (the ARK type name), ARITY and ARGS.
 
     Operands are the read tensors then the write tensors; results are the result tensors.
-    `label` is the op's Name. `node` is the id of the model node holding it (absent in plans).
+    `label` is the op's Name. `node` is the id of the model node holding it (models); `task`
+    the id of the TaskInfo holding it (plans, see the `plan` dialect).
     `virtual` is stored only when it differs from the type's usual IsVirtual. `config` is the
     plan-file Config. `extra`, `extra_args` and `node_info` keep what the file says beyond this
     dialect (unknown keys, unknown args, producer/consumer order) for a faithful export.
@@ -621,6 +624,7 @@ class ArkOp(IRDLOperation, ABC):
 
     label = prop_def(StringAttr)
     node = opt_prop_def(IntegerAttr)
+    task = opt_prop_def(IntegerAttr)
     virtual = opt_prop_def(BoolAttr)
     config = opt_prop_def(DictionaryAttr)
     extra = opt_prop_def(DictionaryAttr)
@@ -650,6 +654,7 @@ class ArkOp(IRDLOperation, ABC):
         *,
         args: dict[str, Attribute] | None = None,
         node: int | None = None,
+        task: int | None = None,
         virtual: bool | None = None,
         config: DictionaryAttr | None = None,
         extra: DictionaryAttr | None = None,
@@ -659,6 +664,7 @@ class ArkOp(IRDLOperation, ABC):
         properties: dict[str, Attribute] = {"label": StringAttr(label), **(args or {})}
         optional = {
             "node": None if node is None else IntegerAttr(node, i64),
+            "task": None if task is None else IntegerAttr(task, i64),
             "virtual": None if virtual is None or virtual == self.IS_VIRTUAL
             else IntegerAttr(int(virtual), i1),
             "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,
@@ -680,6 +686,16 @@ class ArkOp(IRDLOperation, ABC):
     @property
     def node_id(self) -> int | None:
         return None if self.node is None else self.node.value.data
+
+    @property
+    def task_id(self) -> int | None:
+        return None if self.task is None else self.task.value.data
+
+    def config_value(self) -> dict:
+        """The plan Config as plain JSON values ({} outside plans)."""
+        from dialects.json_value import dict_value
+
+        return dict_value(self.config)
 
     def arg_attrs(self) -> dict[str, Attribute]:
         """All arguments by JSON key (typed and extra), in ARK's alphabetical order."""
@@ -1123,7 +1139,7 @@ class ModelOp(IRDLOperation):
     world_size = prop_def(IntegerAttr[I64])
     node_form = opt_prop_def(StringAttr)
     extra = opt_prop_def(DictionaryAttr)
-    body = region_def("single_block")
+    body = region_def()
     traits = traits_def(NoTerminator(), IsolatedFromAbove())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`rank` $rank `of` $world_size attr-dict-with-keyword $body"
@@ -1147,11 +1163,16 @@ class ModelOp(IRDLOperation):
         return self.world_size.value.data
 
     @property
+    def graph(self) -> Block:
+        """The block holding the model's views and operators."""
+        return body_block(self.body)
+
+    @property
     def uses_ops_lists(self) -> bool:
         return self.node_form is not None and self.node_form.data == "Ops"
 
     def operators(self) -> list[ArkOp]:
-        return [op for op in self.body.block.ops if isinstance(op, ArkOp)]
+        return [op for op in self.graph.ops if isinstance(op, ArkOp)]
 
     def verify_(self) -> None:
         if self.node_form is not None and self.node_form.data not in ("Op", "Ops"):
@@ -1160,7 +1181,7 @@ class ModelOp(IRDLOperation):
         if not 0 <= self.rank_value < max(self.world_size_value, 1) and self.rank_value != -1:
             raise VerifyException(f"Rank {self.rank_value} is not in [0, WorldSize "
                                   f"{self.world_size_value})")
-        check_buffers_consistent(self.body.block)
+        check_buffers_consistent(self.graph)
 
 
 def check_buffers_consistent(block: Block) -> None:

@@ -54,6 +54,9 @@ FORMATS: tuple[InputFormat, ...] = (
                 _has("Nodes"), "ark.model",
                 simulate="compiler.model_interpreter:simulate_model",
                 describe="frontends.ark_model:describe"),
+    InputFormat("ark-plan", "ARK plan file (tasks on processors, warps and SRAM)",
+                "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
+                describe="frontends.ark_plan:describe"),
 )
 
 

@@ -214,8 +214,14 @@ def read_operator(
     extra_keys: frozenset[str] = frozenset(),
     config_key: str | None = None,
     node_id: int | None = None,
+    task_id: int | None = None,
+    repeat: bool = False,
 ) -> ark.ArkOp:
-    """Import one ARK operator object and append it (and any views it needs) to the block."""
+    """Import one ARK operator object and append it (and any views it needs) to the block.
+
+    `repeat` imports another copy of an operator already imported (a plan may run one operator
+    in several tasks): its results are fresh values that do not replace the first ones.
+    """
     type_name = node["Type"].as_str()
     op_class = ark.OPERATOR_BY_TYPE.get(type_name, ark.GenericOp)
     label = node["Name"].as_str()
@@ -223,7 +229,7 @@ def read_operator(
     reads = [table.use(t, view_source) for t in node["ReadTensors"].elements()]
     writes = [table.use(t, view_source) for t in node["WriteTensors"].elements()]
     result_nodes = node["ResultTensors"].elements()
-    results = [table.declare_result(t) for t in result_nodes]
+    results = [read_tensor(t) if repeat else table.declare_result(t) for t in result_nodes]
     args_node = node["Args"]
     args_node.as_dict()
     if op_class is ark.GenericOp:
@@ -241,6 +247,7 @@ def read_operator(
         label, reads, writes, results,
         args=typed,
         node=node_id,
+        task=task_id,
         virtual=virtual,
         config=config,
         extra=dict_attr(node.unknown_members(OP_KEYS | extra_keys)),
@@ -250,7 +257,8 @@ def read_operator(
     table.block.add_op(op)
     for value, result_node in zip(op.result_tensors, result_nodes, strict=True):
         value.name_hint = f"t{value.type.tensor_id}"
-        table.define(value, result_node)
+        if not repeat:
+            table.define(value, result_node)
     return op
 
 
@@ -382,7 +390,7 @@ def describe(module: ModuleOp) -> str:
     model = next(op for op in module.ops if isinstance(op, ark.ModelOp))
     operators = model.operators()
     nodes = {op.node_id for op in operators}
-    tensors = {r.type.tensor_id for op in model.body.block.ops for r in op.results}
-    buffers = {r.type.buffer_id for op in model.body.block.ops for r in op.results}
+    tensors = {r.type.tensor_id for op in model.graph.ops for r in op.results}
+    buffers = {r.type.buffer_id for op in model.graph.ops for r in op.results}
     return (f"rank {model.rank_value} of {model.world_size_value}, {len(nodes)} nodes, "
             f"{len(operators)} operators, {len(tensors)} tensors, {len(buffers)} buffers")

@@ -39,8 +39,11 @@ def test_ark_model_target_writes_the_model(planc, model, tmp_path):
 def test_unknown_target_lists_known_ones(planc, model):
     result = planc(model, "--target", "cuda-xyz")
     assert result.code == 1
-    assert result.err == ("planc: error: unknown target 'cuda-xyz' (known targets: mlir, "
-                          "ark-model)\n")
+    from backends import TARGETS
+
+    known = ", ".join(t.name for t in TARGETS)
+    assert result.err == f"planc: error: unknown target 'cuda-xyz' (known targets: {known})\n"
+    assert {"mlir", "ark-model", "ark"} <= {t.name for t in TARGETS}
 
 
 def test_bad_input_error_names_file_and_path(planc, bad_model):
@@ -155,3 +158,17 @@ def test_examples_compile_from_the_readme(planc, tmp_path):
     out = tmp_path / "ffn.json"
     assert planc(EXAMPLES / "ffn.json", "--target", "ark-model", "-o", out).code == 0
     assert out.read_text() == (EXAMPLES / "ffn.json").read_text()
+
+
+def test_empty_documents_survive_ir_text(planc, tmp_path):
+    # An empty body prints as `{}`, which MLIR parses to a region with no block.
+    for doc, target in (({"Rank": 0, "WorldSize": 1, "Nodes": []}, "ark-model"),
+                        ({"Rank": 0, "WorldSize": 1, "NumProcessors": 1,
+                          "NumWarpsPerProcessor": 1, "TaskInfos": [], "ProcessorGroups": []},
+                         "ark")):
+        path = write_json(tmp_path / "d.json", doc)
+        ir = tmp_path / "d.mlir"
+        ir.write_text(planc(path).out)
+        out = tmp_path / "d.out.json"
+        assert planc(ir, "-t", target, "-o", out).code == 0
+        assert json.loads(out.read_text()) == doc

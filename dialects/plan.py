@@ -1,0 +1,648 @@
+"""The `plan` dialect: ARK plan files (microsoft/ark execution plans).
+
+A plan says how one rank runs a model on a GPU: which operators form each task (`TaskInfos`,
+each op with its `Config`), and how tasks are spread over processors (thread blocks), warps and
+shared memory (`ProcessorGroups` -> `ResourceGroups` -> `TaskGroups`). Here:
+
+* `plan.plan` holds one block: `ark.view`s for the tensors no operator produces, and for each
+  TaskInfo a `plan.task` op followed by the `ark` operators of that task (each carries `task`
+  and `config` properties), then the `plan.processor_group` ops. Operators stay in one flat
+  block, as in `ark.model`, so SSA dataflow crosses tasks freely.
+* `plan.processor_group` / `plan.resource_group` / `plan.task_group` nest like the JSON.
+
+Ranges are `[begin, end]` or `[begin, end, step]` (end exclusive) and keep the form they were
+written in. The format's rules are verifiers: local ones on each op, the ones that need the
+whole plan (task ids, NumTasks, slots) on `plan.plan`, reported at the offending child.
+
+`resource_group_schedule` is the format's task-distribution rule, i.e. what ARK's `task_seq`
+executes; simulators and code generators share it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from dialects import ark
+from dialects.utils import VerifyAtError, body_block
+
+# ---------------------------------------------------------------------------------------------
+# Ranges
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Range:
+    """An arithmetic sequence begin, begin+step, ... < end (the format's range)."""
+
+    begin: int
+    end: int
+    step: int = 1
+
+    @staticmethod
+    def of(attr: RangeAttr) -> Range:
+        return attr.range
+
+    def __len__(self) -> int:
+        return max(0, math.ceil((self.end - self.begin) / self.step))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.begin, self.end, self.step))
+
+    def __contains__(self, value: object) -> bool:
+        return (isinstance(value, int) and self.begin <= value < self.end
+                and (value - self.begin) % self.step == 0)
+
+    def within(self, other: Range) -> bool:
+        return all(v in other for v in self)
+
+    def __str__(self) -> str:
+        return f"[{self.begin}, {self.end}]" if self.step == 1 else \
+            f"[{self.begin}, {self.end}, {self.step}]"
+
+
+@irdl_attr_definition
+class RangeAttr(ParametrizedAttribute):
+    """A range of the format, printed as it is written: `[0, 108]` or `[0, 108, 2]`."""
+
+    name = "plan.range"
+
+    values: DenseArrayBase
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                   parser.parse_integer)
+        return (DenseArrayBase.from_list(i64, values),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("[" + ", ".join(map(str, self.values.get_values())) + "]")
+
+    @property
+    def range(self) -> Range:
+        return Range(*self.values.get_values())
+
+    def as_list(self) -> list[int]:
+        return list(self.values.get_values())
+
+    def verify(self) -> None:
+        values = list(self.values.get_values())
+        if len(values) not in (2, 3):
+            raise VerifyException(f"a range is [begin, end] or [begin, end, step], got {values}")
+        r = Range(*values)
+        if r.begin < 0 or r.end < r.begin or r.step < 1:
+            raise VerifyException(f"range {values} must have 0 <= begin <= end and step >= 1")
+
+
+def range_attr(begin: int, end: int, step: int | None = None) -> RangeAttr:
+    values = [begin, end] if step is None else [begin, end, step]
+    return RangeAttr(DenseArrayBase.from_list(i64, values))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops
+# ---------------------------------------------------------------------------------------------
+
+ARCHITECTURE = re.compile(r"ANY|CUDA(_\d+)?|ROCM(_\w+)?")
+
+
+@irdl_op_definition
+class TaskOp(IRDLOperation):
+    """A TaskInfo: a sequence of operators run together per task index.
+
+    `num_warps` and `sram_bytes` are what one task needs on a processor; the operators are the
+    `ark` ops whose `task` property is this `id`, in block order.
+    """
+
+    name = "plan.task"
+    id = prop_def(IntegerAttr[I64])
+    num_warps = prop_def(IntegerAttr[I64])
+    sram_bytes = prop_def(IntegerAttr[I64])
+    extra = opt_prop_def(DictionaryAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$id `warps` $num_warps `sram` $sram_bytes attr-dict"
+
+    def __init__(self, task_id: int, num_warps: int, sram_bytes: int,
+                 extra: DictionaryAttr | None = None):
+        properties: dict[str, Attribute] = {
+            "id": IntegerAttr(task_id, i64), "num_warps": IntegerAttr(num_warps, i64),
+            "sram_bytes": IntegerAttr(sram_bytes, i64)}
+        if extra is not None:
+            properties["extra"] = extra
+        super().__init__(properties=properties)
+
+    @property
+    def task_id(self) -> int:
+        return self.id.value.data
+
+    @property
+    def warps(self) -> int:
+        return self.num_warps.value.data
+
+    @property
+    def sram(self) -> int:
+        return self.sram_bytes.value.data
+
+    def verify_(self) -> None:
+        if self.warps < 1:
+            raise VerifyException(f"task {self.task_id}: NumWarps must be >= 1, got {self.warps}")
+        if self.sram < 0:
+            raise VerifyException(f"task {self.task_id}: SramBytes must be >= 0, got {self.sram}")
+
+
+@irdl_op_definition
+class TaskGroupOp(IRDLOperation):
+    """Runs task indices `task_range` of TaskInfo `task_id`, `granularity` consecutive task
+    indices per processor at a time (1: round-robin)."""
+
+    name = "plan.task_group"
+    task_id = prop_def(IntegerAttr[I64])
+    task_range = prop_def(RangeAttr)
+    granularity = prop_def(IntegerAttr[I64])
+    extra = opt_prop_def(DictionaryAttr)
+    traits = lazy_traits_def(lambda: (HasParent(ResourceGroupOp),))
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$task_id `tasks` $task_range `granularity` $granularity attr-dict"
+
+    def __init__(self, task_id: int, task_range: RangeAttr, granularity: int = 1,
+                 extra: DictionaryAttr | None = None):
+        properties: dict[str, Attribute] = {
+            "task_id": IntegerAttr(task_id, i64), "task_range": task_range,
+            "granularity": IntegerAttr(granularity, i64)}
+        if extra is not None:
+            properties["extra"] = extra
+        super().__init__(properties=properties)
+
+    @property
+    def task(self) -> int:
+        return self.task_id.value.data
+
+    @property
+    def tasks(self) -> Range:
+        return Range.of(self.task_range)
+
+    @property
+    def gran(self) -> int:
+        return self.granularity.value.data
+
+    def verify_(self) -> None:
+        if self.gran < 1:
+            raise VerifyException(f"Granularity must be a positive integer, got {self.gran}")
+
+
+@irdl_op_definition
+class ResourceGroupOp(IRDLOperation):
+    """Processors, warps (per processor) and shared-memory bytes (per processor) that run the
+    task groups of the body, one after another."""
+
+    name = "plan.resource_group"
+    processor_range = prop_def(RangeAttr)
+    warp_range = prop_def(RangeAttr)
+    sram_range = prop_def(RangeAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    body = region_def()
+    traits = lazy_traits_def(lambda: (NoTerminator(), HasParent(ProcessorGroupOp)))
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = ("`processors` $processor_range `warps` $warp_range `sram` $sram_range "
+                       "attr-dict-with-keyword $body")
+
+    def __init__(self, processors: RangeAttr, warps: RangeAttr, sram: RangeAttr,
+                 task_groups: Sequence[TaskGroupOp] = (), extra: DictionaryAttr | None = None):
+        properties: dict[str, Attribute] = {
+            "processor_range": processors, "warp_range": warps, "sram_range": sram}
+        if extra is not None:
+            properties["extra"] = extra
+        super().__init__(properties=properties, regions=[Region(Block(task_groups))])
+
+    @property
+    def processors(self) -> Range:
+        return Range.of(self.processor_range)
+
+    @property
+    def warps(self) -> Range:
+        return Range.of(self.warp_range)
+
+    @property
+    def sram(self) -> Range:
+        return Range.of(self.sram_range)
+
+    def task_groups(self) -> list[TaskGroupOp]:
+        return [op for op in body_block(self.body).ops if isinstance(op, TaskGroupOp)]
+
+    def verify_(self) -> None:
+        sram = self.sram
+        if sram.step != 1:
+            raise VerifyException(f"SramRange {sram} must have step 1")
+
+
+@irdl_op_definition
+class ProcessorGroupOp(IRDLOperation):
+    """Processors whose resource groups run next; a later group that shares processors with an
+    earlier one waits for it at a barrier, a disjoint one runs concurrently."""
+
+    name = "plan.processor_group"
+    processor_range = prop_def(RangeAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    body = region_def()
+    traits = lazy_traits_def(lambda: (NoTerminator(), HasParent(PlanOp)))
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`processors` $processor_range attr-dict-with-keyword $body"
+
+    def __init__(self, processors: RangeAttr,
+                 resource_groups: Sequence[ResourceGroupOp] = (),
+                 extra: DictionaryAttr | None = None):
+        properties: dict[str, Attribute] = {"processor_range": processors}
+        if extra is not None:
+            properties["extra"] = extra
+        super().__init__(properties=properties, regions=[Region(Block(resource_groups))])
+
+    @property
+    def processors(self) -> Range:
+        return Range.of(self.processor_range)
+
+    def resource_groups(self) -> list[ResourceGroupOp]:
+        return [op for op in body_block(self.body).ops if isinstance(op, ResourceGroupOp)]
+
+    def verify_(self) -> None:
+        processors = self.processors
+        for rg in self.resource_groups():
+            if not rg.processors.within(processors):
+                raise VerifyAtError(
+                    f"resource group processors {rg.processors} are not inside the processor "
+                    f"group's {processors}", rg)
+
+
+REQUIRED_CONFIG: dict[type[ark.ArkOp], tuple[str, ...]] = {
+    ark.MatmulOp: ("TileShapeMNK",),
+    ark.ReduceSumOp: ("ImplType",), ark.ReduceMaxOp: ("ImplType",),
+    ark.ReduceMeanOp: ("ImplType",),
+    ark.SendOp: ("ChannelType",), ark.RecvOp: ("ChannelType",),
+    ark.SendDoneOp: ("ChannelType",), ark.DeviceSyncOp: ("ChannelType",),
+    ark.SendPacketOp: ("PacketType", "Tile"), ark.RecvPacketOp: ("PacketType", "Tile"),
+    ark.RecvReduceSendPacketOp: ("PacketType", "Tile"), ark.RecvReduceSendOp: ("Tile",),
+    ark.TransposeOp: ("Tile",), ark.ScalarAssignOp: ("Tile",),
+}
+"""Config keys each op type's kernel needs beyond NumWarps, SramBytes and NumTasks."""
+
+TILED_ELEMENTWISE = (ark.UnaryOp, ark.BinaryOp)
+"""Op families whose default config is a `Tile` over the output (ARK's Broadcast1/2)."""
+
+
+def required_config(op: ark.ArkOp) -> tuple[str, ...]:
+    keys = REQUIRED_CONFIG.get(type(op))
+    if keys is None and isinstance(op, TILED_ELEMENTWISE):
+        keys = ("Tile",)
+    return ("NumWarps", "SramBytes", "NumTasks", *(keys or ()))
+
+
+def output_tile_count(shape: Sequence[int], tile: Sequence[int]) -> int:
+    """Tiles of `tile` (aligned to the innermost dims, ARK's rule) needed to cover `shape`."""
+    shape4 = [1] * (4 - len(shape)) + list(shape)
+    tile4 = [1] * (4 - len(tile)) + list(tile)
+    return math.prod(math.ceil(s / t) for s, t in zip(shape4, tile4, strict=True))
+
+
+def matmul_task_count(op: ark.MatmulOp, tile_mnk: Sequence[int]) -> int:
+    m, n, _ = op.problem_mnk()
+    out = op.outputs[0].shape_list
+    batch = math.prod(out[:-2]) if len(out) > 2 else 1
+    return batch * math.ceil(m / tile_mnk[0]) * math.ceil(n / tile_mnk[1])
+
+
+@irdl_op_definition
+class PlanOp(IRDLOperation):
+    """An ARK plan file: one rank's tasks and their placement on `num_processors` processors
+    of `num_warps_per_processor` warps. `architecture` is kept only when the file has one;
+    `key_order` records an unusual order of the top-level keys, for a faithful export."""
+
+    name = "plan.plan"
+    rank = prop_def(IntegerAttr[I64])
+    world_size = prop_def(IntegerAttr[I64])
+    num_processors = prop_def(IntegerAttr[I64])
+    num_warps_per_processor = prop_def(IntegerAttr[I64])
+    architecture = opt_prop_def(StringAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    key_order = opt_prop_def(Attribute)
+    body = region_def()
+    traits = traits_def(NoTerminator(), IsolatedFromAbove())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = ("`rank` $rank `of` $world_size `processors` $num_processors `warps` "
+                       "$num_warps_per_processor attr-dict-with-keyword $body")
+
+    HEADER_KEYS: ClassVar[tuple[str, ...]] = (
+        "Rank", "WorldSize", "Architecture", "NumProcessors", "NumWarpsPerProcessor",
+        "TaskInfos", "ProcessorGroups")
+
+    def __init__(self, rank: int, world_size: int, num_processors: int,
+                 num_warps_per_processor: int, body: Region, *,
+                 architecture: str | None = None, extra: DictionaryAttr | None = None):
+        properties: dict[str, Attribute] = {
+            "rank": IntegerAttr(rank, i64), "world_size": IntegerAttr(world_size, i64),
+            "num_processors": IntegerAttr(num_processors, i64),
+            "num_warps_per_processor": IntegerAttr(num_warps_per_processor, i64)}
+        if architecture is not None:
+            properties["architecture"] = StringAttr(architecture)
+        if extra is not None:
+            properties["extra"] = extra
+        super().__init__(properties=properties, regions=[body])
+
+    # -- structure -------------------------------------------------------------------------
+
+    @property
+    def graph(self) -> Block:
+        """The block holding views, tasks, operators and processor groups."""
+        return body_block(self.body)
+
+    @property
+    def processor_count(self) -> int:
+        return self.num_processors.value.data
+
+    @property
+    def warps_per_processor(self) -> int:
+        return self.num_warps_per_processor.value.data
+
+    @property
+    def arch_name(self) -> str | None:
+        return None if self.architecture is None else self.architecture.data
+
+    def tasks(self) -> dict[int, TaskOp]:
+        return {op.task_id: op for op in self.graph.ops if isinstance(op, TaskOp)}
+
+    def task_operators(self) -> dict[int, list[ark.ArkOp]]:
+        """The operators of each TaskInfo, in order."""
+        grouped: dict[int, list[ark.ArkOp]] = {t: [] for t in self.tasks()}
+        for op in self.graph.ops:
+            if isinstance(op, ark.ArkOp) and op.task_id is not None:
+                grouped.setdefault(op.task_id, []).append(op)
+        return grouped
+
+    def processor_groups(self) -> list[ProcessorGroupOp]:
+        return [op for op in self.graph.ops if isinstance(op, ProcessorGroupOp)]
+
+    def num_tasks(self, task_id: int) -> int:
+        """NumTasks of a TaskInfo (its first operator's, as ARK's planner takes it)."""
+        ops = self.task_operators().get(task_id, [])
+        return int(ops[0].config_value().get("NumTasks", 0)) if ops else 0
+
+    # -- verification ----------------------------------------------------------------------
+
+    def verify_(self) -> None:
+        if self.processor_count < 1 or self.warps_per_processor < 1:
+            raise VerifyException("NumProcessors and NumWarpsPerProcessor must be >= 1")
+        if self.arch_name is not None and not ARCHITECTURE.fullmatch(self.arch_name):
+            raise VerifyException(f"unknown Architecture '{self.arch_name}' (expected ANY, "
+                                  "CUDA, CUDA_<sm>, ROCM or ROCM_<gfx>)")
+        ark.check_buffers_consistent(self.graph)
+        tasks = self._verify_tasks()
+        for pg in self.processor_groups():
+            self._verify_processor_group(pg, tasks)
+
+    def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
+        """Check every TaskInfo; return (task op, NumTasks) by id."""
+        tasks: dict[int, tuple[TaskOp, int]] = {}
+        for task in (op for op in self.graph.ops if isinstance(op, TaskOp)):
+            if task.task_id in tasks:
+                raise VerifyAtError(f"TaskInfo id {task.task_id} is used twice", task)
+            tasks[task.task_id] = (task, -1)
+        for task_id, ops in self.task_operators().items():
+            if task_id not in tasks:
+                raise VerifyAtError(f"operator belongs to TaskInfo {task_id}, which does not "
+                                    "exist", ops[0])
+            task = tasks[task_id][0]
+            num_tasks = None
+            for op in ops:
+                count = _verify_operator_config(op, task)
+                if num_tasks is not None and count != num_tasks:
+                    raise VerifyAtError(
+                        f"all operators of task {task_id} must have the same NumTasks; "
+                        f"'{op.label.data}' has {count}, an earlier one {num_tasks}", op)
+                num_tasks = count
+            tasks[task_id] = (task, num_tasks if num_tasks is not None else 0)
+        return tasks
+
+    def _verify_processor_group(self, pg: ProcessorGroupOp,
+                                tasks: dict[int, tuple[TaskOp, int]]) -> None:
+        all_processors = Range(0, self.processor_count)
+        if not pg.processors.within(all_processors):
+            raise VerifyAtError(f"ProcessorRange {pg.processors} is not inside [0, "
+                                f"NumProcessors {self.processor_count})", pg)
+        all_warps = Range(0, self.warps_per_processor)
+        for rg in pg.resource_groups():
+            if not rg.warps.within(all_warps):
+                raise VerifyAtError(f"WarpRange {rg.warps} is not inside [0, "
+                                    f"NumWarpsPerProcessor {self.warps_per_processor})", rg)
+            for tg in rg.task_groups():
+                if tg.task not in tasks:
+                    raise VerifyAtError(f"TaskId {tg.task} names no TaskInfo", tg)
+                task, num_tasks = tasks[tg.task]
+                if tg.tasks.end > num_tasks:
+                    raise VerifyAtError(f"TaskRange {tg.tasks} is not inside [0, NumTasks "
+                                        f"{num_tasks}) of task {tg.task}", tg)
+                if slot_layout(rg, task).num_slots < 1:
+                    raise VerifyAtError(
+                        f"task {tg.task} needs {task.warps} warps and {task.sram} SRAM bytes, "
+                        f"but the resource group has {len(rg.warps)} warps and "
+                        f"{len(rg.sram)} SRAM bytes: no slot fits", tg)
+
+
+def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
+    """Check an operator's Config against its type and task; return its NumTasks."""
+    if op.config is None:
+        raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
+    config = op.config_value()
+    for key in required_config(op):
+        if key not in config:
+            raise VerifyAtError(f"Config of {op.ark_type} '{op.label.data}' lacks '{key}'", op)
+    for key in ("NumWarps", "SramBytes", "NumTasks"):
+        if not isinstance(config[key], int) or isinstance(config[key], bool) or config[key] < 0:
+            raise VerifyAtError(f"Config {key} of '{op.label.data}' must be a non-negative "
+                                f"integer, got {config[key]!r}", op)
+    if config["NumWarps"] > task.warps or config["SramBytes"] > task.sram:
+        raise VerifyAtError(
+            f"'{op.label.data}' needs {config['NumWarps']} warps and {config['SramBytes']} SRAM "
+            f"bytes, more than its task {task.task_id} reserves ({task.warps}, {task.sram})", op)
+    _verify_tiling(op, config)
+    return config["NumTasks"]
+
+
+def _verify_tiling(op: ark.ArkOp, config: dict) -> None:
+    """NumTasks must be the number of output tiles, or tiles are skipped or run twice."""
+    expected = None
+    if isinstance(op, ark.MatmulOp):
+        tile = config["TileShapeMNK"]
+        if not (isinstance(tile, list) and len(tile) == 3 and all(
+                isinstance(v, int) and v > 0 for v in tile)):
+            raise VerifyAtError(f"TileShapeMNK of '{op.label.data}' must be 3 positive "
+                                f"integers, got {tile!r}", op)
+        expected = matmul_task_count(op, tile)
+    elif isinstance(op, ark.ReduceOp):
+        if config["ImplType"] not in ("WarpWise", "ElementWise"):
+            raise VerifyAtError(f"ImplType of '{op.label.data}' must be WarpWise or "
+                                f"ElementWise, got {config['ImplType']!r}", op)
+        last_axis = len(op.inputs[0].shape_list) - 1
+        if config["ImplType"] == "WarpWise" and op.axis_index != last_axis:
+            raise VerifyAtError(f"ImplType WarpWise of '{op.label.data}' needs the last axis, "
+                                f"but Axis is {op.axis_index}", op)
+    elif isinstance(op, (*TILED_ELEMENTWISE, ark.TransposeOp, ark.ScalarAssignOp)):
+        tile = config["Tile"]
+        if not (isinstance(tile, list) and 1 <= len(tile) <= 4 and all(
+                isinstance(v, int) and v > 0 for v in tile)):
+            raise VerifyAtError(f"Tile of '{op.label.data}' must be 1 to 4 positive integers, "
+                                f"got {tile!r}", op)
+        expected = output_tile_count(op.outputs[0].shape_list, tile)
+    if expected is not None and config["NumTasks"] != expected:
+        raise VerifyAtError(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
+                            f"tiling covers the output with {expected} tiles", op)
+
+
+# ---------------------------------------------------------------------------------------------
+# Task distribution (what ARK's task_seq executes)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlotLayout:
+    """How a task group shares a resource group: `num_slots` concurrent tasks per processor,
+    each on `slot_warps` warps and `slot_sram` bytes of shared memory."""
+
+    num_slots: int
+    slot_warps: int
+    slot_sram: int
+
+
+def slot_layout(rg: ResourceGroupOp, task: TaskOp) -> SlotLayout:
+    warps, sram = len(rg.warps), len(rg.sram)
+    slots = warps // task.warps
+    if task.sram > 0:
+        slots = min(slots, sram // task.sram)
+    return SlotLayout(slots, task.warps, sram // slots if slots else 0)
+
+
+@dataclass(frozen=True)
+class TaskGroupSchedule:
+    """Which task indices each processor and slot of a resource group runs, in order."""
+
+    task_group: TaskGroupOp
+    layout: SlotLayout
+    assignment: dict[int, list[list[int]]]
+    """processor id -> slot -> task indices."""
+
+
+def distribute(processors: Range, tasks: Range, granularity: int, num_slots: int,
+               first: int = 0) -> dict[int, list[list[int]]]:
+    """The format's distribution of `tasks` over `processors` and slots.
+
+    Processor number p counted from `first` (wrapping around the range) takes, for
+    t = 0, 1, 2, ..., task index  begin + step * (p*g + t%g + (t//g)*g*P)  while it is below the
+    end; its t-th task goes to slot t % num_slots. g = granularity (1: round-robin), P = the
+    number of processors.
+    """
+    procs = list(processors)
+    count = len(procs)
+    out: dict[int, list[list[int]]] = {p: [[] for _ in range(num_slots)] for p in procs}
+    for p in range(count):
+        proc = procs[(first + p) % count]
+        t = 0
+        while True:
+            index = p * granularity + t % granularity + (t // granularity) * granularity * count
+            task = tasks.begin + tasks.step * index
+            if task >= tasks.end:
+                break
+            out[proc][t % num_slots].append(task)
+            t += 1
+    return out
+
+
+def resource_group_schedule(rg: ResourceGroupOp, tasks: dict[int, TaskOp]
+                            ) -> list[TaskGroupSchedule]:
+    """Every task group of `rg` with its distribution; the first processor rotates from one
+    task group to the next so that consecutive groups start where the last one stopped."""
+    schedules = []
+    first = 0
+    processors = rg.processors
+    for tg in rg.task_groups():
+        layout = slot_layout(rg, tasks[tg.task])
+        schedules.append(TaskGroupSchedule(
+            tg, layout, distribute(processors, tg.tasks, tg.gran, layout.num_slots, first)))
+        first = (first + math.ceil(len(tg.tasks) / tg.gran)) % max(len(processors), 1)
+    return schedules
+
+
+def barriers(groups: Sequence[ProcessorGroupOp]) -> list[list[Range]]:
+    """The processor ranges synchronised right before each processor group.
+
+    ARK keeps the ranges of the groups that ran since their last barrier. A new group that
+    overlaps such a range must wait for it: the old range is synchronised by itself when the new
+    group covers only part of it, and the new group's own range is synchronised when it
+    overlaps an old range (partly or wholly) beyond what was synchronised already. Disjoint
+    groups get no barrier and run concurrently. Empty groups are skipped.
+    """
+    unsynced: list[Range] = []
+    out: list[list[Range]] = []
+    for index, group in enumerate(groups):
+        current = group.processors
+        syncs: list[Range] = []
+        if len(current) == 0:
+            out.append(syncs)
+            continue
+        if index > 0:
+            need_sync = False
+            kept = []
+            for old in unsynced:
+                common = len(set(old) & set(current))
+                if common == 0:
+                    kept.append(old)
+                    continue
+                if common < len(old):
+                    syncs.append(old)
+                    need_sync = need_sync or common < len(current)
+                else:
+                    need_sync = True
+            unsynced = kept
+            if need_sync:
+                syncs.append(current)
+        out.append(syncs)
+        unsynced.append(current)
+    return out
+
+
+def plan_of(op: Operation) -> PlanOp | None:
+    current = op.parent_op()
+    while current is not None and not isinstance(current, PlanOp):
+        current = current.parent_op()
+    return current
+
+
+Plan = Dialect(
+    "plan",
+    [PlanOp, TaskOp, ProcessorGroupOp, ResourceGroupOp, TaskGroupOp],
+    [RangeAttr],
+)

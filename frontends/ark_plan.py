@@ -1,0 +1,131 @@
+"""Import ARK plan files into the `plan` dialect.
+
+Operators are read with the model importer's machinery (`read_operator`), so tensors, arguments
+and unknown fields behave exactly as in model files; each operator keeps its `Config` and the id
+of its TaskInfo. A tensor no operator produced becomes an `ark.view` aliasing the newest result
+on its buffer, which is how a plan expresses an in-place write. An operator repeated in several
+TaskInfos (with other Configs) is imported once per TaskInfo; its copies' results do not shadow
+the first.
+"""
+
+from __future__ import annotations
+
+import json
+
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from compiler.json_reader import JsonNode
+from compiler.locations import json_location
+from dialects import ark, plan
+from dialects.json_value import dict_attr
+from frontends.ark_model import TensorTable, read_operator
+
+PLAN_KEYS = frozenset(plan.PlanOp.HEADER_KEYS)
+TASK_KEYS = frozenset({"Id", "NumWarps", "SramBytes", "Ops"})
+PROCESSOR_GROUP_KEYS = frozenset({"ProcessorRange", "ResourceGroups"})
+RESOURCE_GROUP_KEYS = frozenset({"ProcessorRange", "WarpRange", "SramRange", "TaskGroups"})
+TASK_GROUP_KEYS = frozenset({"TaskId", "TaskRange", "Granularity"})
+
+
+def read_range(node: JsonNode) -> plan.RangeAttr:
+    values = node.as_int_list(2, 3, min_value=0)
+    try:
+        return plan.range_attr(*values)
+    except VerifyException as e:
+        raise node.error(str(e)) from None
+
+
+def _located(op, node: JsonNode):
+    op.location = json_location(node.path)
+    return op
+
+
+class _PlanImporter:
+    def __init__(self, doc: JsonNode):
+        self.doc = doc
+        self.block = Block()
+        self.table = TensorTable(self.block)
+        self.newest_on_buffer: dict[int, SSAValue] = {}
+        self.first_json: dict[tuple[int, ...], str] = {}
+
+    def view_source(self, tensor: ark.TensorType) -> SSAValue | None:
+        return self.newest_on_buffer.get(tensor.buffer_id)
+
+    def run(self) -> ModuleOp:
+        doc = self.doc
+        for task in doc["TaskInfos"].elements():
+            self.read_task(task)
+        groups = [self.read_processor_group(pg) for pg in doc["ProcessorGroups"].elements()]
+        self.block.add_ops(groups)
+        architecture = doc.get("Architecture")
+        result = plan.PlanOp(
+            doc["Rank"].as_int(), doc["WorldSize"].as_int(lo=1),
+            doc["NumProcessors"].as_int(), doc["NumWarpsPerProcessor"].as_int(),
+            Region(self.block),
+            architecture=None if architecture is None else architecture.as_str(),
+            extra=dict_attr(doc.unknown_members(PLAN_KEYS)))
+        order = [k for k in doc.as_dict() if k in PLAN_KEYS]
+        if order != [k for k in plan.PlanOp.HEADER_KEYS if k in order]:
+            result.key_order = ArrayAttr([StringAttr(k) for k in order])
+        return ModuleOp([_located(result, doc)])
+
+    def read_task(self, node: JsonNode) -> None:
+        task_id = node["Id"].as_int()
+        self.block.add_op(_located(plan.TaskOp(
+            task_id, node["NumWarps"].as_int(), node["SramBytes"].as_int(),
+            dict_attr(node.unknown_members(TASK_KEYS))), node))
+        for op_node in node["Ops"].elements():
+            repeat = self._is_repeat(op_node)
+            op = read_operator(op_node, self.table, self.view_source,
+                               extra_keys=frozenset({"Config"}), config_key="Config",
+                               task_id=task_id, repeat=repeat)
+            if not repeat:
+                for value in op.result_tensors:
+                    self.newest_on_buffer[value.type.buffer_id] = value
+
+    def _is_repeat(self, op_node: JsonNode) -> bool:
+        """Is this operator one an earlier TaskInfo already holds (results and all)?"""
+        results = op_node.get("ResultTensors")
+        if results is None or not isinstance(results.value, list) or not results.value:
+            return False
+        try:
+            key = tuple(t["Id"] for t in results.value)
+        except (TypeError, KeyError):
+            return False
+        body = json.dumps({k: v for k, v in op_node.as_dict().items() if k != "Config"},
+                          sort_keys=True)
+        first = self.first_json.setdefault(key, body)
+        return first is not body and first == body
+
+    def read_processor_group(self, node: JsonNode) -> plan.ProcessorGroupOp:
+        groups = [self.read_resource_group(rg) for rg in node["ResourceGroups"].elements()]
+        return _located(plan.ProcessorGroupOp(
+            read_range(node["ProcessorRange"]), groups,
+            dict_attr(node.unknown_members(PROCESSOR_GROUP_KEYS))), node)
+
+    def read_resource_group(self, node: JsonNode) -> plan.ResourceGroupOp:
+        task_groups = [_located(plan.TaskGroupOp(
+            tg["TaskId"].as_int(), read_range(tg["TaskRange"]), tg["Granularity"].as_int(),
+            dict_attr(tg.unknown_members(TASK_GROUP_KEYS))), tg)
+            for tg in node["TaskGroups"].elements()]
+        return _located(plan.ResourceGroupOp(
+            read_range(node["ProcessorRange"]), read_range(node["WarpRange"]),
+            read_range(node["SramRange"]), task_groups,
+            dict_attr(node.unknown_members(RESOURCE_GROUP_KEYS))), node)
+
+
+def import_document(doc: JsonNode) -> ModuleOp:
+    if not isinstance(doc.value, dict):
+        raise doc.expected("an ARK plan object")
+    return _PlanImporter(doc).run()
+
+
+def describe(module: ModuleOp) -> str:
+    p = next(op for op in module.ops if isinstance(op, plan.PlanOp))
+    operators = sum(len(ops) for ops in p.task_operators().values())
+    return (f"rank {p.rank.value.data} of {p.world_size.value.data}, "
+            f"{p.processor_count} processors x {p.warps_per_processor} warps, "
+            f"{len(p.tasks())} tasks, {operators} operators, "
+            f"{len(p.processor_groups())} processor groups")
