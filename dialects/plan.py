@@ -15,7 +15,8 @@ written in. The format's rules are verifiers: local ones on each op, the ones th
 whole plan (task ids, NumTasks, slots) on `plan.plan`, reported at the offending child.
 
 `resource_group_schedule` is the format's task-distribution rule, i.e. what ARK's `task_seq`
-executes; simulators and code generators share it.
+executes; `task_tile` is the output region a task index computes; `barriers` where processor
+groups synchronise. Simulators and code generators share them.
 """
 
 from __future__ import annotations
@@ -594,6 +595,53 @@ def resource_group_schedule(rg: ResourceGroupOp, tasks: dict[int, TaskOp]
             tg, layout, distribute(processors, tg.tasks, tg.gran, layout.num_slots, first)))
         first = (first + math.ceil(len(tg.tasks) / tg.gran)) % max(len(processors), 1)
     return schedules
+
+
+def _pad4(values: Sequence[int]) -> list[int]:
+    return [1] * (4 - len(values)) + list(values)
+
+
+def unit_shape(op: ark.ArkOp) -> list[int]:
+    """The output region (4 dims, NCHW) that one task index of `op` computes.
+
+    Matmul tiles are TileShapeMNK's M x N, element-wise and transpose tiles are `Tile`, an
+    embedding task is one row, a reduction task one output element (or its `Tile`), and an op
+    without a tiling computes its whole output in one task.
+    """
+    config = op.config_value()
+    out = _pad4(op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list)
+    if isinstance(op, ark.MatmulOp):
+        tile_m, tile_n = config["TileShapeMNK"][:2]
+        return [1, 1, tile_m, tile_n]
+    if isinstance(op, ark.EmbeddingOp):
+        return [1, 1, 1, out[3]]
+    if "Tile" in config:
+        return _pad4(config["Tile"])
+    if isinstance(op, ark.ReduceOp):
+        return [1, 1, 1, 1]
+    return out
+
+
+def task_tile(op: ark.ArkOp, index: int) -> tuple[slice, ...]:
+    """The part of `op`'s output that task `index` computes, as slices over the output's dims.
+
+    Task indices enumerate the tiles in row-major order (N, C, H, W; W fastest), the order of
+    ARK's `UnitOp`; tiles at the edges are clipped to the shape.
+    """
+    shape = op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list
+    shape4, unit = _pad4(shape), unit_shape(op)
+    counts = [math.ceil(s / u) for s, u in zip(shape4, unit, strict=True)]
+    if not 0 <= index < math.prod(counts):
+        raise ValueError(f"task index {index} is outside the {math.prod(counts)} tiles of "
+                         f"'{op.label.data}'")
+    coords = []
+    for count in reversed(counts):
+        coords.append(index % count)
+        index //= count
+    coords.reverse()
+    slices = [slice(c * u, min((c + 1) * u, s)) for c, u, s in zip(coords, unit, shape4,
+                                                                   strict=True)]
+    return tuple(slices[4 - len(shape):])
 
 
 def barriers(groups: Sequence[ProcessorGroupOp]) -> list[list[Range]]:

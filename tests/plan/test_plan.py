@@ -212,3 +212,37 @@ class TestDistribution:
         # Split-K shape: [0,64] waits for all 108; [64,108] then runs concurrently with it;
         # the final group covers both halves, so one barrier over all of it suffices.
         assert got == [[], ["[0, 108]"], [], ["[0, 108]"]]
+
+
+class TestTaskTiles:
+    def plan_ops(self, doc):
+        p = single_plan(import_document(JsonNode(doc)))
+        return {op.label.data: op for ops in p.task_operators().values() for op in ops}
+
+    def test_elementwise_tiles_are_row_major(self):
+        doc = small_plan_doc()
+        op = doc["TaskInfos"][1]["Ops"][0]
+        op["Config"].update(Tile=[3, 6], NumTasks=6)  # output [4, 16]: 2 x 3 tiles, clipped
+        doc["ProcessorGroups"][1]["ResourceGroups"][0]["TaskGroups"][0]["TaskRange"] = [0, 6]
+        sigmoid = self.plan_ops(doc)["sigmoid"]
+        verify_module(sigmoid.parent_op().parent_op())
+        assert plan.task_tile(sigmoid, 0) == (slice(0, 3), slice(0, 6))
+        assert plan.task_tile(sigmoid, 2) == (slice(0, 3), slice(12, 16))
+        assert plan.task_tile(sigmoid, 5) == (slice(3, 4), slice(12, 16))
+        with pytest.raises(ValueError):
+            plan.task_tile(sigmoid, 6)
+
+    def test_tiles_cover_the_output_exactly_once(self):
+        import numpy as np
+
+        ops = self.plan_ops(small_plan_doc())
+        for op in ops.values():
+            covered = np.zeros(op.outputs[0].shape_list, dtype=int)
+            for index in range(op.config_value()["NumTasks"]):
+                covered[plan.task_tile(op, index)] += 1
+            assert (covered == 1).all(), op.label.data
+
+    def test_matmul_tile_is_m_by_n(self):
+        matmul = self.plan_ops(small_plan_doc())["matmul"]
+        assert plan.unit_shape(matmul) == [1, 1, 4, 16]
+        assert plan.task_tile(matmul, 0) == (slice(0, 4), slice(0, 16))
