@@ -644,6 +644,36 @@ def task_tile(op: ark.ArkOp, index: int) -> tuple[slice, ...]:
     return tuple(slices[4 - len(shape):])
 
 
+@dataclass(frozen=True)
+class BufferLayout:
+    """Where each local buffer lives in the one device allocation of a plan."""
+
+    offsets: dict[int, int]
+    sizes: dict[int, int]
+    total_bytes: int
+
+
+def buffer_layout(p: PlanOp) -> BufferLayout:
+    """ARK's executor layout: every local buffer (Rank -1 or this rank) is as large as the
+    largest layout of any tensor on it, placed back to back in ascending id order.
+
+    A memory plan is therefore expressed in the plan itself: tensors whose lifetimes do not
+    overlap share a buffer (as ARK's own hand-tuned plans do), and the layout shrinks.
+    """
+    sizes: dict[int, int] = {}
+    rank = p.rank.value.data
+    for op in p.graph.ops:
+        for value in op.results:
+            tensor = value.type
+            if isinstance(tensor, ark.TensorType) and tensor.buffer.rank.data in (-1, rank):
+                sizes[tensor.buffer_id] = max(sizes.get(tensor.buffer_id, 0), tensor.span_bytes)
+    offsets, total = {}, 0
+    for buffer_id in sorted(sizes):
+        offsets[buffer_id] = total
+        total += sizes[buffer_id]
+    return BufferLayout(offsets, sizes, total)
+
+
 def barriers(groups: Sequence[ProcessorGroupOp]) -> list[list[Range]]:
     """The processor ranges synchronised right before each processor group.
 

@@ -246,3 +246,12 @@ class TestTaskTiles:
         matmul = self.plan_ops(small_plan_doc())["matmul"]
         assert plan.unit_shape(matmul) == [1, 1, 4, 16]
         assert plan.task_tile(matmul, 0) == (slice(0, 4), slice(0, 16))
+
+
+def test_buffer_layout_is_arks_back_to_back_layout():
+    p = single_plan(import_document(JsonNode(small_plan_doc())))
+    layout = plan.buffer_layout(p)
+    # FP32 buffers: x[4,8], w[16,8], mm[4,16], sig[4,16], add[4,16].
+    assert layout.sizes == {0: 128, 1: 512, 2: 256, 3: 256, 4: 256}
+    assert layout.offsets == {0: 0, 1: 128, 2: 640, 3: 896, 4: 1152}
+    assert layout.total_bytes == 1408
