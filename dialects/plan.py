@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -54,6 +54,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.utils import VerifyAtError, body_block
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # ---------------------------------------------------------------------------------------------
 # Ranges
@@ -421,10 +424,25 @@ class PlanOp(IRDLOperation):
         if self.arch_name is not None and not ARCHITECTURE.fullmatch(self.arch_name):
             raise VerifyException(f"unknown Architecture '{self.arch_name}' (expected ANY, "
                                   "CUDA, CUDA_<sm>, ROCM or ROCM_<gfx>)")
+        limits = self._architecture_limits()
+        if limits is not None and self.warps_per_processor > limits.max_warps:
+            raise VerifyException(
+                f"NumWarpsPerProcessor {self.warps_per_processor} exceeds the {limits.max_warps} "
+                f"warps one processor of {self.arch_name} can hold")
         ark.check_buffers_consistent(self.graph)
         tasks = self._verify_tasks()
         for pg in self.processor_groups():
             self._verify_processor_group(pg, tasks)
+            if limits is not None:
+                _verify_sram_limit(pg, limits.max_sram, self.arch_name)
+
+    def _architecture_limits(self):
+        """What one processor of the plan's Architecture offers (None when unknown)."""
+        if self.arch_name is None:
+            return None
+        from compiler.hardware import architecture_limits
+
+        return architecture_limits(self.arch_name)
 
     def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
         """Check every TaskInfo; return (task op, NumTasks) by id."""
@@ -472,6 +490,13 @@ class PlanOp(IRDLOperation):
                         f"task {tg.task} needs {task.warps} warps and {task.sram} SRAM bytes, "
                         f"but the resource group has {len(rg.warps)} warps and "
                         f"{len(rg.sram)} SRAM bytes: no slot fits", tg)
+
+
+def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) -> None:
+    for rg in pg.resource_groups():
+        if rg.sram.end > max_sram:
+            raise VerifyAtError(f"SramRange {rg.sram} exceeds the {max_sram} bytes of shared "
+                                f"memory a plan may use on one processor of {arch}", rg)
 
 
 def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
@@ -580,6 +605,38 @@ def distribute(processors: Range, tasks: Range, granularity: int, num_slots: int
             out[proc][t % num_slots].append(task)
             t += 1
     return out
+
+
+@dataclass(frozen=True)
+class TaskAssignment:
+    """`distribute` as arrays, one entry per task of the range (in range order): the
+    processor and slot running it and its position in that processor's sequence. Cost models
+    use it for task groups of millions of tasks."""
+
+    tasks: np.ndarray
+    processors: np.ndarray
+    slots: np.ndarray
+    positions: np.ndarray
+
+
+def task_assignment(processors: Range, tasks: Range, granularity: int, num_slots: int,
+                    first: int = 0) -> TaskAssignment:
+    """Where every task of `tasks` runs, by inverting `distribute`'s formula: the j-th task of
+    the range is block j // g; block b goes to processor number b % P, where it is task
+    (b // P) * g + j % g of that processor."""
+    import numpy as np
+
+    procs = np.fromiter(processors, dtype=np.int64)
+    count = len(procs)
+    index = np.arange(len(tasks), dtype=np.int64)
+    block, within = np.divmod(index, granularity)
+    number = block % count if count else block
+    position = (block // max(count, 1)) * granularity + within
+    return TaskAssignment(
+        tasks=tasks.begin + tasks.step * index,
+        processors=procs[(first + number) % count] if count else number,
+        slots=position % max(num_slots, 1),
+        positions=position)
 
 
 def resource_group_schedule(rg: ResourceGroupOp, tasks: dict[int, TaskOp]
