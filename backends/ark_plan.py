@@ -14,9 +14,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from backends.ark_model import operator_json
 from backends.json_format import PLAN_DEPTH, denser_json, indented_json
-from compiler.diagnostics import PlancError
+from compiler.diagnostics import PlancError, UsageError, one_of
 from dialects import plan
 from dialects.json_value import dict_value
+
+
+DEFAULT_DEVICE = "a100"
 
 
 def _range(attr: plan.RangeAttr) -> list[int]:
@@ -70,16 +73,57 @@ def single_plan(module: ModuleOp) -> plan.PlanOp:
     return plans[0]
 
 
-def emit_plan(module: ModuleOp, layout: str = "denser") -> str:
-    doc = plan_json(single_plan(module))
+ARK_FORMATS = ("current", "legacy", "torch")
+"""Versions of the plan file: ARK main; before mid-2024 (plans had no Architecture key); ARK's
+PyTorch-interface branch (#235), whose buffers always state IsExternal."""
+
+
+def in_ark_format(doc: dict[str, Any], ark_format: str) -> dict[str, Any]:
+    """`doc` (a plan_json result) as plan file version `ark_format` writes it."""
+    if ark_format == "legacy":
+        doc.pop("Architecture", None)
+    elif ark_format == "torch":
+        for task in doc["TaskInfos"]:
+            for op in task["Ops"]:
+                for key in ("ReadTensors", "WriteTensors", "ResultTensors"):
+                    for tensor in op[key]:
+                        tensor["Buffer"].setdefault("IsExternal", False)
+    return doc
+
+
+def emit_plan(module: ModuleOp, layout: str = "denser", ark_format: str = "current") -> str:
+    doc = in_ark_format(plan_json(single_plan(module)), ark_format)
     return indented_json(doc) if layout == "indented" else denser_json(doc, PLAN_DEPTH)
+
+
+PLANNERS = ("planc", "ark-default")
+"""`--planner` values: planc's own pipeline, or ARK's default planner (the baseline)."""
+
+PLANC_PIPELINE = ("ark-compress,ark-to-sched{{device={device}}},sched-fuse,sched-tile,"
+                  "sched-partition,sched-allocate,sched-to-plan")
+ARK_DEFAULT_PIPELINE = "ark-default-plan{{device={device}}}"
+
+
+def model_pipeline(device: str, planner: str = "planc") -> str:
+    """The passes that turn an ARK model into a plan for `device`."""
+    from compiler.hardware import gpu_device
+
+    gpu_device(device)  # an unknown or non-GPU device is a usage error, reported here
+    if planner not in PLANNERS:
+        raise UsageError(f"unknown planner '{planner}' (known planners: {one_of(PLANNERS)})")
+    template = ARK_DEFAULT_PIPELINE if planner == "ark-default" else PLANC_PIPELINE
+    return template.format(device=device)
 
 
 def pipeline(source_format: str, options: Namespace) -> str:
     if source_format == "ark-plan":
         return ""
-    raise PlancError(f"cannot make an ARK plan from a {source_format} document yet")
+    if source_format == "ark-model":
+        return model_pipeline(getattr(options, "arch", None) or DEFAULT_DEVICE,
+                              getattr(options, "planner", None) or "planc")
+    raise PlancError(f"cannot make an ARK plan from a {source_format} document")
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:
-    return emit_plan(module, getattr(options, "json_layout", None) or "denser")
+    return emit_plan(module, getattr(options, "json_layout", None) or "denser",
+                     getattr(options, "ark_format", None) or "current")

@@ -639,34 +639,55 @@ def task_assignment(processors: Range, tasks: Range, granularity: int, num_slots
         positions=position)
 
 
+def task_group_starts(rg: ResourceGroupOp) -> Iterator[tuple[TaskGroupOp, int]]:
+    """Each task group of `rg` with the processor number it starts from: the first processor
+    rotates from one task group to the next so that a group starts where the last stopped."""
+    first = 0
+    count = max(len(rg.processors), 1)
+    for tg in rg.task_groups():
+        yield tg, first
+        first = (first + math.ceil(len(tg.tasks) / tg.gran)) % count
+
+
 def resource_group_schedule(rg: ResourceGroupOp, tasks: dict[int, TaskOp]
                             ) -> list[TaskGroupSchedule]:
-    """Every task group of `rg` with its distribution; the first processor rotates from one
-    task group to the next so that consecutive groups start where the last one stopped."""
+    """Every task group of `rg` with its distribution (see `task_group_starts`)."""
     schedules = []
-    first = 0
-    processors = rg.processors
-    for tg in rg.task_groups():
+    for tg, first in task_group_starts(rg):
         layout = slot_layout(rg, tasks[tg.task])
         schedules.append(TaskGroupSchedule(
-            tg, layout, distribute(processors, tg.tasks, tg.gran, layout.num_slots, first)))
-        first = (first + math.ceil(len(tg.tasks) / tg.gran)) % max(len(processors), 1)
+            tg, layout, distribute(rg.processors, tg.tasks, tg.gran, layout.num_slots, first)))
     return schedules
+
+
+def resource_group_assignments(rg: ResourceGroupOp, tasks: dict[int, TaskOp]
+                               ) -> Iterator[tuple[TaskGroupOp, SlotLayout, TaskAssignment]]:
+    """`resource_group_schedule` as arrays (`task_assignment`), for large task groups."""
+    for tg, first in task_group_starts(rg):
+        layout = slot_layout(rg, tasks[tg.task])
+        yield tg, layout, task_assignment(rg.processors, tg.tasks, tg.gran,
+                                          max(layout.num_slots, 1), first)
 
 
 def _pad4(values: Sequence[int]) -> list[int]:
     return [1] * (4 - len(values)) + list(values)
 
 
-def unit_shape(op: ark.ArkOp) -> list[int]:
+def output_shape(op: ark.ArkOp) -> list[int]:
+    """The shape task tiles cover: the written tensor's (the result's for ops writing none)."""
+    return op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list
+
+
+def unit_shape(op: ark.ArkOp, config: dict | None = None) -> list[int]:
     """The output region (4 dims, NCHW) that one task index of `op` computes.
 
     Matmul tiles are TileShapeMNK's M x N, element-wise and transpose tiles are `Tile`, an
     embedding task is one row, a reduction task one output element (or its `Tile`), and an op
-    without a tiling computes its whole output in one task.
+    without a tiling computes its whole output in one task. `config` replaces the op's own
+    Config (planners try configurations before they set one).
     """
-    config = op.config_value()
-    out = _pad4(op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list)
+    config = op.config_value() if config is None else config
+    out = _pad4(output_shape(op))
     if isinstance(op, ark.MatmulOp):
         tile_m, tile_n = config["TileShapeMNK"][:2]
         return [1, 1, tile_m, tile_n]
@@ -685,7 +706,7 @@ def task_tile(op: ark.ArkOp, index: int) -> tuple[slice, ...]:
     Task indices enumerate the tiles in row-major order (N, C, H, W; W fastest), the order of
     ARK's `UnitOp`; tiles at the edges are clipped to the shape.
     """
-    shape = op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list
+    shape = output_shape(op)
     shape4, unit = _pad4(shape), unit_shape(op)
     counts = [math.ceil(s / u) for s, u in zip(shape4, unit, strict=True)]
     if not 0 <= index < math.prod(counts):

@@ -13,6 +13,12 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ArkCompressPass
 
+    def get_ark_default_plan() -> type[ModulePass]:
+        from passes.ark_default_plan import ArkDefaultPlanPass
+
+        return ArkDefaultPlanPass
+
     return {
         "ark-compress": get_ark_compress,
+        "ark-default-plan": get_ark_default_plan,
     }
