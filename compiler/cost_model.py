@@ -240,36 +240,50 @@ def kernel_dtype(ops: Sequence[ark.ArkOp]) -> str:
 
 @dataclass(frozen=True)
 class KernelEstimate:
-    """What one task group of a kernel costs when it has the processors to itself."""
+    """What the tasks of one kernel cost when they have `processors` processors to
+    themselves, every task costing a full tile (planners compare candidates with it; the
+    simulator uses the exact per-task model)."""
 
-    seconds: float
     tasks: int
+    slots: int
+    slot_warps: int
     task_seconds: float
+    """Serial time of one task on one slot."""
+    work: tuple[float, float, float, float]
+    """One task's matmul FLOPs, vector FLOPs, L2 bytes and memory bytes."""
+    rates: Rates
+    device: GpuDevice
+
+    def on(self, processors: int) -> float:
+        """Modeled seconds of all tasks spread round-robin over `processors` processors."""
+        if self.tasks == 0:
+            return 0.0
+        per_proc = math.ceil(self.tasks / max(processors, 1))
+        per_slot = math.ceil(per_proc / max(self.slots, 1))
+        warps = min(per_proc, self.slots) * self.slot_warps
+        compute = float(_saturation(warps, self.device.warps_to_saturate_compute))
+        memory = float(_saturation(warps, self.device.warps_to_saturate_memory))
+        matmul, vector, l2, dram = self.work
+        throughput = per_proc * max(matmul / (self.rates.matmul * compute),
+                                    vector / (self.rates.vector * compute),
+                                    l2 / (self.rates.l2 * memory),
+                                    dram / (self.rates.dram * memory))
+        return max(per_slot * self.task_seconds, throughput)
+
+    @property
+    def seconds(self) -> float:
+        return self.on(self.device.processors)
 
 
 def kernel_estimate(ops: Sequence[ark.ArkOp], configs: Sequence[dict], num_tasks: int,
-                    slot_warps: int, num_slots: int, processors: int,
-                    device: GpuDevice) -> KernelEstimate:
-    """The modeled time of all `num_tasks` tasks spread round-robin over `processors`
-    processors with `num_slots` slots each, assuming every task costs a full tile (planners
-    compare candidates with it; the simulator uses the exact per-task model)."""
-    if num_tasks == 0:
-        return KernelEstimate(0.0, 0, 0.0)
-    one = np.zeros(1, dtype=np.int64)
-    work = task_work(ops, configs, one, num_tasks)
+                    slot_warps: int, num_slots: int, device: GpuDevice) -> KernelEstimate:
+    """The cost of a kernel's `num_tasks` tasks with `num_slots` slots per processor."""
+    work = task_work(ops, configs, np.zeros(1, dtype=np.int64), max(num_tasks, 1))
     rates = Rates.of(device, kernel_dtype(ops))
     serial = float(task_seconds(work, len(ops), slot_warps, rates, device)[0])
-    per_proc = math.ceil(num_tasks / max(processors, 1))
-    per_slot = math.ceil(per_proc / max(num_slots, 1))
-    warps = min(per_proc, num_slots) * slot_warps
-    compute = float(_saturation(warps, device.warps_to_saturate_compute))
-    memory = float(_saturation(warps, device.warps_to_saturate_memory))
-    throughput = per_proc * max(
-        work.matmul_flops[0] / (rates.matmul * compute),
-        work.vector_flops[0] / (rates.vector * compute),
-        work.l2_bytes[0] / (rates.l2 * memory),
-        work.dram_bytes[0] / (rates.dram * memory))
-    return KernelEstimate(max(per_slot * serial, throughput), num_tasks, serial)
+    totals = (float(work.matmul_flops[0]), float(work.vector_flops[0]),
+              float(work.l2_bytes[0]), float(work.dram_bytes[0]))
+    return KernelEstimate(num_tasks, num_slots, slot_warps, serial, totals, rates, device)
 
 
 # ---------------------------------------------------------------------------------------------

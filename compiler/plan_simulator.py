@@ -609,22 +609,25 @@ def _input_buffers(p: plan.PlanOp) -> set[int]:
 
 
 def simulate(p: plan.PlanOp, *, seed: int = 0, arch: str | None = None,
-             functional: bool = True, inputs: dict[int, np.ndarray] | None = None
-             ) -> dict[str, Any]:
-    """The report of `planc simulate` for plan `p` (see the module docstring)."""
+             functional: bool = True, model: ModelRun | None = None) -> dict[str, Any]:
+    """The report of `planc simulate` for plan `p` (see the module docstring).
+
+    With `model` (a `run_model` result of the model the plan was made from), the plan runs on
+    that run's inputs and its outputs are also compared with that model's, by tensor id.
+    """
     device, why = plan_device(p, arch)
     report: dict[str, Any] = {"ok": True, "device": device.name, "device_source": why}
     if functional:
-        report.update(_functional(p, seed, inputs))
+        report.update(_functional(p, seed, model))
     cost = plan_cost(p, device)
     report.update(cost.summary(p.processor_count, p.warps_per_processor))
     report.update(memory_report(p))
     return report
 
 
-def _functional(p: plan.PlanOp, seed: int, inputs: dict[int, np.ndarray] | None
-                ) -> dict[str, Any]:
+def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str, Any]:
     model, originals, ordering = derive_model(p)
+    inputs = _inputs_from(model_run, model) if model_run is not None else None
     reference = run_model(model, inputs, seed=seed)
     runner = PlanRunner(p, reference, originals)
     for message in ordering:
@@ -649,6 +652,21 @@ def _functional(p: plan.PlanOp, seed: int, inputs: dict[int, np.ndarray] | None
         output_ok &= close
         outputs[str(tid)] = {"shape": tensor.shape_list, "dtype": tensor.data_type,
                              "max_abs_error": diff, "ok": close}
+    if model_run is not None:
+        for tid in model_run.outputs:
+            tensor = model_run.types[tid]
+            got = dtypes.to_compute(runner.view(reference.types.get(tid, tensor)),
+                                    tensor.data_type) if tid in reference.types else None
+            if got is None:
+                runner.report("model", f"the plan has no tensor {tid}, an output of the model")
+                output_ok = False
+                continue
+            diff = _max_diff(got, model_run.tensors[tid])
+            max_abs = max(max_abs, diff)
+            if not _close(got, model_run.tensors[tid], tensor.data_type):
+                output_ok = False
+                runner.report("model", f"output tensor {tid} differs from the model's "
+                              f"(largest difference {diff:.3g})")
     problems = [str(pr) for pr in runner.problems]
     return {
         "ok": output_ok and not runner.counts,
@@ -658,6 +676,20 @@ def _functional(p: plan.PlanOp, seed: int, inputs: dict[int, np.ndarray] | None
         "problem_counts": runner.counts,
         "tasks_run": int(sum(int(c.sum()) for c in ran.values())),
     }
+
+
+def _inputs_from(model_run: ModelRun, model: ark.ModelOp) -> dict[int, np.ndarray]:
+    """The values of a model run's inputs as every tensor of `model` on their buffers sees
+    them (a plan may read an input through views of its own, e.g. split-K slices)."""
+    from compiler.model_interpreter import Memory
+
+    types = [model_run.types[t] for t in model_run.inputs]
+    tensors = [r.type for op in model.graph.ops for r in op.results]
+    memory = Memory(buffer_sizes(types + tensors))
+    for tid, values in model_run.inputs.items():
+        memory.write(model_run.types[tid], values)
+    held = {t.buffer_id for t in types}
+    return {t.tensor_id: memory.read(t) for t in tensors if t.buffer_id in held}
 
 
 def single(module: ModuleOp | plan.PlanOp) -> plan.PlanOp:

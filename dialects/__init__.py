@@ -18,7 +18,13 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Plan
 
+    def get_sched() -> Dialect:
+        from dialects.sched import Sched
+
+        return Sched
+
     return {
         "ark": get_ark,
         "plan": get_plan,
+        "sched": get_sched,
     }

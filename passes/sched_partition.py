@@ -1,0 +1,362 @@
+"""`sched-partition`: spread the tiles of tiled kernels over the device's processors.
+
+Kernels are put in phases by dependency depth: a kernel runs in the phase after the last of
+the kernels it depends on, so the kernels of one phase are independent of each other and a
+barrier between phases orders everything else. Within a phase:
+
+* one kernel runs on all processors (on as many as it has tiles);
+* independent kernels (the Q/K/V projections of an attention block, the two halves of a
+  split-K matmul) either run concurrently on disjoint processor ranges, sized so that the
+  slowest finishes first (`concurrency=ranges`), or one after another on all processors,
+  where ARK's processor rotation lets each start where the last stopped
+  (`concurrency=sequence`); `auto` picks the faster by the cost model.
+
+Every launch uses as many concurrent tiles (slots) per processor as its kernel's warps and
+shared memory allow within the device's plan width; `granularity` sets how many consecutive
+tiles a processor takes at a time.
+
+With `split-k`, a lone matmul whose tiles fill less than one wave of the device is split along
+K into two matmuls over disjoint processor ranges: the first writes the output, the second a
+partial buffer, and an element-wise add (next phase) sums them in place. The cut balances the
+two halves (the first runs in one wave; the second gets the processors left over) and is taken
+only when the cost model says it pays for the add and the extra barrier.
+
+Finally kernels are renumbered in execution order and the block is reordered to match, so that
+a plan's TaskInfo ids are the positions of its TaskInfos (as ARK's code generator expects).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from compiler.cost_model import KernelEstimate, kernel_estimate
+from compiler.hardware import GpuDevice, gpu_device
+from dialects import ark, sched
+from dialects.json_value import dict_attr
+from dialects.plan import Range
+from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
+from passes.sched_tile import Tiler, slots
+
+CONCURRENCY = ("auto", "ranges", "sequence")
+
+
+@dataclass
+class Kernel:
+    op: sched.KernelOp
+    ops: list[ark.ArkOp]
+    estimate: KernelEstimate
+    slots: int
+
+
+def estimate_kernel(kernel: sched.KernelOp, ops: Sequence[ark.ArkOp],
+                    device: GpuDevice) -> Kernel:
+    count = max(slots(kernel.warps, kernel.sram, device), 1)
+    configs = [op.config_value() for op in ops]
+    return Kernel(kernel, list(ops), kernel_estimate(ops, configs, kernel.tiles, kernel.warps,
+                                                     count, device), count)
+
+
+# ---------------------------------------------------------------------------------------------
+# Processor ranges
+# ---------------------------------------------------------------------------------------------
+
+
+def balanced_ranges(kernels: Sequence[Kernel], processors: int) -> list[int] | None:
+    """Processors per kernel minimising the slowest kernel's time (None if they do not fit):
+    each processor goes to the kernel that is currently slowest."""
+    if len(kernels) > processors:
+        return None
+    share = [1] * len(kernels)
+    times = [k.estimate.on(1) for k in kernels]
+    for _ in range(processors - len(kernels)):
+        slowest = max(range(len(kernels)), key=times.__getitem__)
+        if share[slowest] >= max(kernels[slowest].estimate.tasks, 1):
+            break  # more processors than tiles: nothing left to gain
+        share[slowest] += 1
+        times[slowest] = kernels[slowest].estimate.on(share[slowest])
+    return share
+
+
+def sequence_seconds(kernels: Sequence[Kernel], processors: int) -> float:
+    """All kernels one after another on all processors, each starting where the last stopped:
+    roughly one pool of work plus one partial wave."""
+    pooled = sum(k.estimate.tasks * k.estimate.task_seconds / (processors * k.slots)
+                 for k in kernels)
+    return max(pooled + max(k.estimate.task_seconds for k in kernels),
+               max(k.estimate.on(processors) for k in kernels))
+
+
+def launch(kernel: Kernel, first: int, count: int, granularity: int) -> sched.LaunchOp:
+    op = kernel.op
+    used = max(1, min(count, op.tiles))
+    return sched.LaunchOp(
+        op.kernel_id, Range(0, op.tiles), Range(first, first + used),
+        Range(0, kernel.slots * op.warps), Range(0, kernel.slots * op.sram), granularity)
+
+
+def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: str,
+                   granularity: int) -> list[sched.LaunchOp]:
+    processors = device.processors
+    if len(kernels) == 1:
+        return [launch(kernels[0], 0, processors, granularity)]
+    share = balanced_ranges(kernels, processors) if concurrency != "sequence" else None
+    if share is not None and concurrency == "auto":
+        ranges_time = max(k.estimate.on(p) for k, p in zip(kernels, share, strict=True))
+        if sequence_seconds(kernels, processors) <= ranges_time:
+            share = None
+    if share is None:
+        return [launch(k, 0, processors, granularity) for k in kernels]
+    launches, first = [], 0
+    for kernel, count in zip(kernels, share, strict=True):
+        launches.append(launch(kernel, first, count, granularity))
+        first = launches[-1].unit_range.end
+    return launches
+
+
+# ---------------------------------------------------------------------------------------------
+# Split-K
+# ---------------------------------------------------------------------------------------------
+
+
+class Ids:
+    """Fresh tensor and buffer ids for tensors the pass creates."""
+
+    def __init__(self, block: Block):
+        tensors = [r.type for op in block.ops for r in op.results
+                   if isinstance(r.type, ark.TensorType)]
+        self.tensor = max((t.tensor_id for t in tensors), default=-1) + 1
+        self.buffer = max((t.buffer_id for t in tensors), default=-1) + 1
+
+    def next_tensor(self) -> int:
+        self.tensor += 1
+        return self.tensor - 1
+
+    def next_buffer(self) -> int:
+        self.buffer += 1
+        return self.buffer - 1
+
+
+def _k_axis(value: SSAValue, operand: int, transposed: bool) -> int:
+    """The dimension of a matmul operand that runs along K."""
+    rank = len(value.type.shape_list)
+    last = rank - 1
+    if operand == 0:
+        return last - 1 if transposed else last
+    return last if transposed else last - 1
+
+
+def _k_slice(value: SSAValue, axis: int, begin: int, end: int, ids: Ids) -> ark.ViewOp:
+    t = value.type
+    shape, offsets = t.shape_list, t.offsets_list
+    shape[axis] = end - begin
+    offsets[axis] += begin
+    view = ark.ViewOp(ark.TensorType.get(ids.next_tensor(), t.data_type, shape, t.buffer,
+                                         strides=t.strides_list, offsets=offsets), value)
+    view.result.name_hint = f"t{view.result.type.tensor_id}"
+    return view
+
+
+def split_cut(kernel: Kernel, device: GpuDevice) -> tuple[int, int, float] | None:
+    """(K of the first half, processors of the first half, modeled seconds saved) for a lone
+    matmul kernel that fills less than one wave, or None when splitting does not pay."""
+    if len(kernel.ops) != 1 or not isinstance(kernel.ops[0], ark.MatmulOp):
+        return None
+    mm = kernel.ops[0]
+    _, _, depth = mm.problem_mnk()
+    step = mm.config_value()["TileShapeMNK"][2]
+    tiles, per_proc = kernel.op.tiles, kernel.slots
+    first_procs = math.ceil(tiles / per_proc)
+    rest = device.processors - first_procs
+    if rest < 1 or depth < 4 * step:
+        return None
+    rest_waves = math.ceil(tiles / (rest * per_proc))
+    second = max(step, (depth // (1 + rest_waves)) // step * step)
+    first = depth - second
+    whole = kernel.estimate.on(device.processors)
+    part = kernel.estimate.on(first_procs)
+    split = max(part * first / depth, kernel.estimate.on(rest) * second / depth)
+    out = mm.outputs[0]
+    add = (3 * out.num_elements * out.element_bytes / device.memory_bandwidth
+           + device.memory_latency_s * 2 + device.barrier_s)
+    saved = whole - split - add
+    return (first, first_procs, saved) if saved > 0.05 * whole else None
+
+
+def split_k(schedule: sched.ScheduleOp, kernel: Kernel, first: int, ids: Ids,
+            tiler: Tiler, new_kernels: tuple[int, int]) -> None:
+    """Replace a lone matmul kernel by two half-K matmuls (the first keeps the kernel and
+    writes the output, the second, kernel `new_kernels[0]`, a partial buffer) and an in-place
+    add of the two (kernel `new_kernels[1]`)."""
+    (mm,) = kernel.ops
+    a, b = mm.read_tensors
+    (out,) = mm.write_tensors
+    (result,) = mm.result_tensors
+    _, _, depth = mm.problem_mnk()
+    axes = (_k_axis(a, 0, mm.trans_input), _k_axis(b, 1, mm.trans_other))
+    views = [_k_slice(v, axis, lo, hi, ids)
+             for lo, hi in ((0, first), (first, depth))
+             for v, axis in zip((a, b), axes, strict=True)]
+    o = out.type
+    partial = ark.ViewOp(ark.TensorType.get(ids.next_tensor(), o.data_type, o.shape_list,
+                                            ark.BufferAttr.get(ids.next_buffer())))
+    args = {k: v for k, v in (("transpose_input", mm.transpose_input),
+                              ("transpose_other", mm.transpose_other)) if v is not None}
+    label, config = mm.label.data, mm.config
+    first_mm = ark.MatmulOp(label, [views[0].result, views[1].result], [out],
+                            [o.with_id(ids.next_tensor())], args=args, task=mm.task_id,
+                            config=config)
+    second_mm = ark.MatmulOp(f"{label}_k1", [views[2].result, views[3].result],
+                             [partial.result], [partial.result.type.with_id(ids.next_tensor())],
+                             args=args, task=new_kernels[0], config=config)
+    in_place = ark.ViewOp(o.with_id(ids.next_tensor()), first_mm.result_tensors[0])
+    add = ark.AddOp(f"{label}_sum", [first_mm.result_tensors[0], second_mm.result_tensors[0]],
+                    [in_place.result], [result.type], task=new_kernels[1])
+    second_kernel = sched.KernelOp(new_kernels[0], "matmul")
+    second_kernel.set_tiling(kernel.op.tiles, kernel.op.warps, kernel.op.sram)
+    add_kernel = sched.KernelOp(new_kernels[1], "elementwise")
+    new = [*views, partial, first_mm, second_kernel, second_mm, in_place, add_kernel, add]
+    for op in new:
+        op.location = mm.location
+    Rewriter.insert_op(new, InsertPoint.before(mm))
+    for value in (*(v.result for v in views), partial.result, in_place.result,
+                  *first_mm.result_tensors, *second_mm.result_tensors):
+        value.name_hint = f"t{value.type.tensor_id}"
+    result.replace_all_uses_with(add.result_tensors[0])
+    add.result_tensors[0].name_hint = result.name_hint
+    mm.detach()
+    mm.erase()
+    tiler.tile(add_kernel, [add])
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------------------------
+
+
+def _topological(order: list[int], deps: dict[int, set[int]]) -> list[int]:
+    done: set[int] = set()
+    out: list[int] = []
+
+    def visit(k: int) -> None:
+        if k in done:
+            return
+        done.add(k)
+        for d in sorted(deps[k]):
+            visit(d)
+        out.append(k)
+
+    for k in order:
+        visit(k)
+    return out
+
+
+def phases_of(schedule: sched.ScheduleOp) -> list[list[int]]:
+    """Kernels grouped by dependency depth, in order."""
+    operators = schedule.kernel_operators()
+    kernel_of = {op: k for k, ops in operators.items() for op in ops}
+    deps = kernel_dependencies(kernel_of, operator_dependencies(schedule.operators()))
+    order = list(schedule.kernels())
+    level = levels(deps, _topological(order, deps))
+    grouped: dict[int, list[int]] = {}
+    for k in order:
+        grouped.setdefault(level[k], []).append(k)
+    return [grouped[d] for d in sorted(grouped)]
+
+
+def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int]) -> None:
+    """Give kernels ids 0, 1, ... in `order` and rebuild the block in that order: each
+    kernel's declaration, then its operators, each after the views it uses."""
+    kernels = schedule.kernels()
+    operators = schedule.kernel_operators()
+    new_id = {old: i for i, old in enumerate(order)}
+    block = schedule.graph
+    rest = [op for op in block.ops if not isinstance(op, (ark.ArkOp, sched.KernelOp,
+                                                           ark.ViewOp))]
+    views = [op for op in block.ops if isinstance(op, ark.ViewOp)]
+    unassigned = [op for op in block.ops if isinstance(op, ark.ArkOp) and op.task_id is None]
+    for op in list(block.ops):
+        op.detach()
+    placed: set[Operation] = set()
+
+    def place(op: Operation) -> None:
+        if op in placed:
+            return
+        for operand in op.operands:
+            if isinstance(operand.owner, ark.ViewOp):
+                place(operand.owner)
+        placed.add(op)
+        block.add_op(op)
+
+    for old in order:
+        kernel = kernels[old]
+        kernel.id = IntegerAttr(new_id[old], i64)
+        block.add_op(kernel)
+        placed.add(kernel)
+        for op in operators[old]:
+            op.task = kernel.id
+            place(op)
+    for op in [*unassigned, *views, *rest]:
+        place(op)
+    for op in rest:
+        if isinstance(op, sched.PhaseOp):
+            for lop in op.launches():
+                lop.kernel = IntegerAttr(new_id[lop.kernel_id], i64)
+
+
+@dataclass(frozen=True)
+class SchedPartitionPass(ModulePass):
+    name = "sched-partition"
+
+    concurrency: str = "auto"
+    split_k: bool = True
+    granularity: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.concurrency not in CONCURRENCY:
+            from compiler.diagnostics import UsageError
+
+            raise UsageError(f"sched-partition: concurrency must be one of "
+                             f"{', '.join(CONCURRENCY)}, got '{self.concurrency}'")
+        for schedule in sched.schedules(op):
+            self.partition(schedule)
+
+    def partition(self, schedule: sched.ScheduleOp) -> None:
+        device = gpu_device(schedule.device_name)
+        for phase in schedule.phases():
+            phase.detach()
+            phase.erase()
+        if self.split_k:
+            self.split_lone_matmuls(schedule, device)
+        operators = schedule.kernel_operators()
+        kernels = schedule.kernels()
+        order: list[int] = []
+        for members in phases_of(schedule):
+            phase_kernels = [estimate_kernel(kernels[k], operators[k], device)
+                             for k in members]
+            schedule.graph.add_op(sched.PhaseOp(phase_launches(
+                phase_kernels, device, self.concurrency, self.granularity)))
+            order.extend(members)
+        renumber_and_reorder(schedule, order)
+
+    def split_lone_matmuls(self, schedule: sched.ScheduleOp, device: GpuDevice) -> None:
+        ids = Ids(schedule.graph)
+        tiler = Tiler(device)
+        operators = schedule.kernel_operators()
+        kernels = schedule.kernels()
+        next_id = max(kernels, default=-1) + 1
+        for members in phases_of(schedule):
+            if len(members) != 1:
+                continue
+            kernel = estimate_kernel(kernels[members[0]], operators[members[0]], device)
+            cut = split_cut(kernel, device)
+            if cut is not None:
+                split_k(schedule, kernel, cut[0], ids, tiler, (next_id, next_id + 1))
+                next_id += 2
