@@ -199,7 +199,7 @@ class RegionOp(IRDLOperation):
     holds = prop_def(DenseArrayBase)
     traits = lazy_traits_def(lambda: (HasParent(ScheduleOp),))
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$buffer `offset` $offset `size` $size `holds` $holds attr-dict"
+    assembly_format = "$buffer `offset` $offset `size` $size attr-dict"
 
     def __init__(self, buffer: int, offset: int, size: int, holds: Sequence[int]):
         super().__init__(properties={

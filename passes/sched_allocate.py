@@ -41,17 +41,18 @@ Position = tuple[int, int, int]
 class Life:
     buffer: int
     size: int
-    layouts: set[tuple] = field(default_factory=set)
     first: Position | None = None
     first_is_write: bool = False
     last: Position | None = None
     kernels_in_phase: dict[int, set[int]] = field(default_factory=dict)
-    aligned: bool = True
-    """Every access is to the same tile as the accessing operator's output tile."""
+    aligned_in_phase: dict[int, bool] = field(default_factory=dict)
+    layouts_in_phase: dict[int, set[tuple]] = field(default_factory=dict)
+    """Per phase: every access is to the same tile as the accessing operator's output tile."""
     last_op: ark.ArkOp | None = None
     pinned: bool = False
 
-    def touch(self, at: Position, write: bool, op: ark.ArkOp, aligned: bool) -> None:
+    def touch(self, at: Position, write: bool, op: ark.ArkOp, value: SSAValue,
+              aligned: bool) -> None:
         if self.first is None or at < self.first:
             self.first, self.first_is_write = at, write
         elif at == self.first:
@@ -59,7 +60,8 @@ class Life:
         if self.last is None or at >= self.last:
             self.last, self.last_op = at, op
         self.kernels_in_phase.setdefault(at[0], set()).add(at[1])
-        self.aligned &= aligned
+        self.aligned_in_phase[at[0]] = self.aligned_in_phase.get(at[0], True) and aligned
+        self.layouts_in_phase.setdefault(at[0], set()).add(_layout(value.type))
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
@@ -93,7 +95,6 @@ class Lifetimes:
             tensor = value.type
             life = self.lives.setdefault(tensor.buffer_id, Life(tensor.buffer_id, 0))
             life.size = max(life.size, tensor.span_bytes)
-            life.layouts.add(_layout(tensor))
             buffer = tensor.buffer
             if buffer.rank.data not in (-1, rank) or buffer.send_tag_pairs or \
                     buffer.recv_tag_pairs:
@@ -108,10 +109,10 @@ class Lifetimes:
                     at = (p, order, i)
                     for value in op.read_tensors:
                         self.lives[value.type.buffer_id].touch(
-                            at, False, op, _aligned(op, value, kernel.kind_name))
+                            at, False, op, value, _aligned(op, value, kernel.kind_name))
                     for value in op.write_tensors:
                         self.lives[value.type.buffer_id].touch(
-                            at, True, op, _aligned(op, value, kernel.kind_name))
+                            at, True, op, value, _aligned(op, value, kernel.kind_name))
                 order += 1
         for life in self.lives.values():
             if life.first is None or not life.first_is_write:
@@ -127,11 +128,12 @@ def disjoint(a: Life, b: Life, in_place: bool) -> bool:
     """May `b` (starting later) use `a`'s memory? See the module docstring."""
     if a.last[0] < b.first[0]:
         return True
-    if a.last[0] != b.first[0] or not (a.aligned and b.aligned):
-        return False
     phase = a.last[0]
+    if phase != b.first[0] or not (a.aligned_in_phase[phase] and b.aligned_in_phase[phase]):
+        return False
     kernels = a.kernels_in_phase[phase] | b.kernels_in_phase[phase]
-    if len(kernels) != 1 or len(a.layouts) != 1 or a.layouts != b.layouts:
+    layouts = a.layouts_in_phase[phase]
+    if len(kernels) != 1 or len(layouts) != 1 or layouts != b.layouts_in_phase[phase]:
         return False
     if a.last[2] < b.first[2]:
         return True
