@@ -139,8 +139,9 @@ class Fuser:
 
     def mergeable(self, gid: int, into: int) -> bool:
         a, b = self.groups[gid], self.groups[into]
+        kinds = frozenset({a.kind, b.kind})
         return (self.options.siblings and a.open and a.space == b.space
-                and frozenset({a.kind, b.kind}) in MERGED_KIND
+                and kinds in MERGED_KIND and all(self.allowed_kind(k) for k in kinds)
                 and len(a.ops) + len(b.ops) < self.options.max_ops
                 and not self.reaches(gid, into) and not self.reaches(into, gid))
 
@@ -181,7 +182,10 @@ class Fuser:
         return False
 
     def allowed(self, gid: int) -> bool:
-        kind = self.groups[gid].kind
+        return self.allowed_kind(self.groups[gid].kind)
+
+    def allowed_kind(self, kind: str) -> bool:
+        """May element-wise operators join kernels of this kind?"""
         return {"matmul": self.options.epilogue, "rows": self.options.rows,
                 "elementwise": self.options.elementwise,
                 "transpose": self.options.elementwise}.get(kind, False)

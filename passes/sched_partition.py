@@ -71,17 +71,22 @@ def estimate_kernel(kernel: sched.KernelOp, ops: Sequence[ark.ArkOp],
 
 def balanced_ranges(kernels: Sequence[Kernel], processors: int) -> list[int] | None:
     """Processors per kernel minimising the slowest kernel's time (None if they do not fit):
-    each processor goes to the kernel that is currently slowest."""
+    each processor goes to the kernel that is currently slowest; then every kernel gives back
+    the processors it does not need for its time."""
     if len(kernels) > processors:
         return None
     share = [1] * len(kernels)
     times = [k.estimate.on(1) for k in kernels]
     for _ in range(processors - len(kernels)):
-        slowest = max(range(len(kernels)), key=times.__getitem__)
-        if share[slowest] >= max(kernels[slowest].estimate.tasks, 1):
-            break  # more processors than tiles: nothing left to gain
+        open_ = [i for i in range(len(kernels)) if share[i] < max(kernels[i].estimate.tasks, 1)]
+        if not open_:
+            break
+        slowest = max(open_, key=times.__getitem__)
         share[slowest] += 1
         times[slowest] = kernels[slowest].estimate.on(share[slowest])
+    for i, kernel in enumerate(kernels):
+        while share[i] > 1 and kernel.estimate.on(share[i] - 1) <= times[i]:
+            share[i] -= 1
     return share
 
 
@@ -94,30 +99,38 @@ def sequence_seconds(kernels: Sequence[Kernel], processors: int) -> float:
                max(k.estimate.on(processors) for k in kernels))
 
 
-def launch(kernel: Kernel, first: int, count: int, granularity: int) -> sched.LaunchOp:
+def launch(kernel: Kernel, units: Range, granularity: int,
+           resources: tuple[int, int] | None = None) -> sched.LaunchOp:
+    """A launch of all tiles of `kernel` on `units`, with its slots' warps and shared memory
+    (or `resources` = (warps, sram), when several launches share their processors)."""
     op = kernel.op
-    used = max(1, min(count, op.tiles))
-    return sched.LaunchOp(
-        op.kernel_id, Range(0, op.tiles), Range(first, first + used),
-        Range(0, kernel.slots * op.warps), Range(0, kernel.slots * op.sram), granularity)
+    warps, sram = resources or (kernel.slots * op.warps, kernel.slots * op.sram)
+    return sched.LaunchOp(op.kernel_id, Range(0, op.tiles), units, Range(0, warps),
+                          Range(0, sram), granularity)
 
 
 def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: str,
                    granularity: int) -> list[sched.LaunchOp]:
     processors = device.processors
     if len(kernels) == 1:
-        return [launch(kernels[0], 0, processors, granularity)]
+        (kernel,) = kernels
+        units = Range(0, max(1, min(processors, kernel.op.tiles)))
+        return [launch(kernel, units, granularity)]
     share = balanced_ranges(kernels, processors) if concurrency != "sequence" else None
     if share is not None and concurrency == "auto":
         ranges_time = max(k.estimate.on(p) for k, p in zip(kernels, share, strict=True))
         if sequence_seconds(kernels, processors) <= ranges_time:
             share = None
     if share is None:
-        return [launch(k, 0, processors, granularity) for k in kernels]
+        # One resource group on all processors: ARK rotates the first processor from one
+        # task group to the next, so the kernels pack like one.
+        resources = (max(k.slots * k.op.warps for k in kernels),
+                     max(k.slots * k.op.sram for k in kernels))
+        return [launch(k, Range(0, processors), granularity, resources) for k in kernels]
     launches, first = [], 0
     for kernel, count in zip(kernels, share, strict=True):
-        launches.append(launch(kernel, first, count, granularity))
-        first = launches[-1].unit_range.end
+        launches.append(launch(kernel, Range(first, first + count), granularity))
+        first += count
     return launches
 
 
