@@ -224,6 +224,30 @@ class Shadow:
         self.reader = {b: np.full(n // units[b], -1, np.int64) for b, n in sizes.items()}
         self.data_op = {b: np.full(n // units[b], INPUT, np.int64) for b, n in sizes.items()}
 
+    def window(self, tensor: ark.TensorType, region: tuple[slice, ...]
+               ) -> tuple[slice, ...] | np.ndarray:
+        """How to index a shadow array for `region` (slices over the tensor's dims): slices of
+        the array shaped as the tensor's strides when its elements are shadow units (a view,
+        no copy), else flat indices."""
+        if tensor.element_bytes != self.units[tensor.buffer_id]:
+            return self.indices(tensor, region)
+        return (_Reshaped(tensor.strides_list), tuple(
+            slice(o + s.start, o + s.stop) for o, s in
+            zip(tensor.offsets_list, _concrete(region, tensor.shape_list), strict=True)))
+
+    def get(self, array: np.ndarray, where) -> np.ndarray:
+        if isinstance(where, tuple):
+            shape, window = where
+            return array[: math.prod(shape.dims)].reshape(shape.dims)[window]
+        return array[where]
+
+    def set(self, array: np.ndarray, where, value: int) -> None:
+        if isinstance(where, tuple):
+            shape, window = where
+            array[: math.prod(shape.dims)].reshape(shape.dims)[window] = value
+        else:
+            array[where] = value
+
     def indices(self, tensor: ark.TensorType, region: tuple[slice, ...]) -> np.ndarray:
         """Shadow element indices of `region` (slices over the tensor's dims)."""
         unit = self.units[tensor.buffer_id]
@@ -235,6 +259,14 @@ class Shadow:
         for coord, extent in zip(coords, strides, strict=True):
             flat = (flat[:, None] * extent + coord[None, :]).reshape(-1)
         return (flat[:, None] * scale + np.arange(scale)[None, :]).reshape(-1)
+
+
+@dataclass(frozen=True)
+class _Reshaped:
+    dims: tuple[int, ...]
+
+    def __init__(self, dims: Sequence[int]):
+        object.__setattr__(self, "dims", tuple(dims))
 
 
 def _concrete(region: tuple[slice, ...], shape: Sequence[int]) -> list[slice]:
@@ -408,9 +440,10 @@ class PlanRunner:
     def check_read(self, op: ark.ArkOp, value: SSAValue, region: tuple[slice, ...],
                    event: int, where: tuple[int, int]) -> None:
         tensor = value.type
-        idx = self.shadow.indices(tensor, region)
+        shadow = self.shadow
+        spot = shadow.window(tensor, region)
         buf = tensor.buffer_id
-        writers = self.shadow.writer[buf][idx]
+        writers = shadow.get(shadow.writer[buf], spot)
         written = writers >= 0
         if written.any():
             unordered = ~self.clocks.ordered_before(writers[written], self.events, *where)
@@ -422,8 +455,11 @@ class PlanRunner:
                             f"{self.events.processor[other]} writes with no barrier in between",
                             op)
         expected = self.provenance(value)
-        found = self.shadow.data_op[buf][idx]
-        wrong = ~np.isin(found, list(expected))
+        found = shadow.get(shadow.data_op[buf], spot)
+        if len(expected) == 1:
+            wrong = found != next(iter(expected))
+        else:
+            wrong = ~np.isin(found, list(expected))
         if wrong.any():
             culprit = int(found[np.argmax(wrong)])
             if culprit == INPUT:
@@ -435,14 +471,15 @@ class PlanRunner:
                             f"{tensor.tensor_id} (buffer {buf}), but "
                             f"'{self._name(culprit)}' overwrote it: tensors that are live at "
                             "the same time share memory", op)
-        self.shadow.reader[buf][idx] = event
+        shadow.set(shadow.reader[buf], spot, event)
 
     def check_write(self, op: ark.ArkOp, tensor: ark.TensorType, region: tuple[slice, ...],
                     event: int, where: tuple[int, int]) -> None:
-        idx = self.shadow.indices(tensor, region)
+        shadow = self.shadow
+        spot = shadow.window(tensor, region)
         buf = tensor.buffer_id
-        for kind, last in (("wrote", self.shadow.writer[buf][idx]),
-                           ("read", self.shadow.reader[buf][idx])):
+        for kind, last in (("wrote", shadow.get(shadow.writer[buf], spot)),
+                           ("read", shadow.get(shadow.reader[buf], spot))):
             seen = (last >= 0) & (last != event)
             if not seen.any():
                 continue
@@ -453,8 +490,8 @@ class PlanRunner:
                             f"{buf} that task {self.events.task[other]} on processor "
                             f"{self.events.processor[other]} {kind} with no barrier in between",
                             op)
-        self.shadow.writer[buf][idx] = event
-        self.shadow.data_op[buf][idx] = self.index[self.copies.get(op, op)]
+        shadow.set(shadow.writer[buf], spot, event)
+        shadow.set(shadow.data_op[buf], spot, self.index[self.copies.get(op, op)])
 
     def _name(self, index: int) -> str:
         for op, i in self.index.items():
@@ -626,6 +663,12 @@ def simulate(p: plan.PlanOp, *, seed: int = 0, arch: str | None = None,
 
 
 def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str, Any]:
+    comm = [op for op in p.graph.ops if isinstance(op, ark.CommOp)]
+    if comm:
+        raise PlancError(f"{comm[0].ark_type} '{comm[0].label.data}': a plan of one rank "
+                         "cannot run its communication without the other ranks; use "
+                         "--cost-only for its modeled time and memory",
+                         path=source_path(comm[0]))
     model, originals, ordering = derive_model(p)
     inputs = _inputs_from(model_run, model) if model_run is not None else None
     reference = run_model(model, inputs, seed=seed)

@@ -69,6 +69,8 @@ class Fuser:
         self.groups: dict[int, Group] = {}
         self.group_of: dict[ark.ArkOp, int] = {}
         self.next_id = 0
+        self.touched: set[int] = set()
+        """Buffers operators visited so far read or write."""
 
     # -- the kernel graph ------------------------------------------------------------------
 
@@ -204,7 +206,10 @@ class Fuser:
     def place(self, op: ark.ArkOp) -> None:
         kind = op_kind(op)
         out = shape4(op.outputs[0].shape_list) if op.outputs else ()
-        fresh = all(is_fresh_write(v) for v in op.write_tensors)
+        # Writing into a buffer an earlier operator used is an in-place write: never fused.
+        fresh = all(is_fresh_write(v) and v.type.buffer_id not in self.touched
+                    for v in op.write_tensors)
+        self.touched.update(t.buffer_id for t in (*op.inputs, *op.outputs))
         if kind == "elementwise" and fresh and op.read_tensors:
             if self.join_any(op, self.candidates(op), out):
                 return

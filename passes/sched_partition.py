@@ -177,12 +177,23 @@ def _k_slice(value: SSAValue, axis: int, begin: int, end: int, ids: Ids) -> ark.
     return view
 
 
+def splittable_matmul(kernel: Kernel) -> ark.MatmulOp | None:
+    """The matmul of a kernel made of one matmul and element-wise operators on its output
+    (which can run after the halves are summed), or None."""
+    matmuls = [op for op in kernel.ops if isinstance(op, ark.MatmulOp)]
+    if kernel.op.kind_name != "matmul" or len(matmuls) != 1 or kernel.ops[0] is not matmuls[0]:
+        return None
+    if not all(isinstance(op, (ark.UnaryOp, ark.BinaryOp)) for op in kernel.ops[1:]):
+        return None
+    return matmuls[0]
+
+
 def split_cut(kernel: Kernel, device: GpuDevice) -> tuple[int, int, float] | None:
     """(K of the first half, processors of the first half, modeled seconds saved) for a lone
     matmul kernel that fills less than one wave, or None when splitting does not pay."""
-    if len(kernel.ops) != 1 or not isinstance(kernel.ops[0], ark.MatmulOp):
+    mm = splittable_matmul(kernel)
+    if mm is None:
         return None
-    mm = kernel.ops[0]
     _, _, depth = mm.problem_mnk()
     step = mm.config_value()["TileShapeMNK"][2]
     tiles, per_proc = kernel.op.tiles, kernel.slots
@@ -207,8 +218,8 @@ def split_k(schedule: sched.ScheduleOp, kernel: Kernel, first: int, ids: Ids,
             tiler: Tiler, new_kernels: tuple[int, int]) -> None:
     """Replace a lone matmul kernel by two half-K matmuls (the first keeps the kernel and
     writes the output, the second, kernel `new_kernels[0]`, a partial buffer) and an in-place
-    add of the two (kernel `new_kernels[1]`)."""
-    (mm,) = kernel.ops
+    add of the two (kernel `new_kernels[1]`), which the matmul's epilogue joins."""
+    mm, epilogue = kernel.ops[0], kernel.ops[1:]
     a, b = mm.read_tensors
     (out,) = mm.write_tensors
     (result,) = mm.result_tensors
@@ -246,7 +257,9 @@ def split_k(schedule: sched.ScheduleOp, kernel: Kernel, first: int, ids: Ids,
     add.result_tensors[0].name_hint = result.name_hint
     mm.detach()
     mm.erase()
-    tiler.tile(add_kernel, [add])
+    for op in epilogue:
+        op.task = add.task
+    tiler.tile(add_kernel, [add, *epilogue])
 
 
 # ---------------------------------------------------------------------------------------------
