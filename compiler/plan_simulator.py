@@ -461,7 +461,7 @@ class PlanRunner:
         else:
             wrong = ~np.isin(found, list(expected))
         if wrong.any():
-            culprit = int(found[np.argmax(wrong)])
+            culprit = int(found[wrong][0])
             if culprit == INPUT:
                 self.report("missing", f"'{op.label.data}' (task {op.task_id}) reads elements "
                             f"of tensor {tensor.tensor_id} (buffer {buf}) that no task has "
