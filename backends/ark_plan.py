@@ -46,8 +46,9 @@ def processor_group_json(pg: plan.ProcessorGroupOp) -> dict[str, Any]:
 
 def plan_json(p: plan.PlanOp) -> dict[str, Any]:
     operators = p.task_operators()
+    tensors: dict = {}
     task_infos = [{"Id": task.task_id, "NumWarps": task.warps, "SramBytes": task.sram,
-                   "Ops": [operator_json(op) for op in operators.get(task.task_id, [])],
+                   "Ops": [operator_json(op, tensors) for op in operators.get(task.task_id, [])],
                    **dict_value(task.extra)}
                   for task in p.tasks().values()]
     header: dict[str, Any] = {
@@ -86,8 +87,8 @@ def in_ark_format(doc: dict[str, Any], ark_format: str) -> dict[str, Any]:
         for task in doc["TaskInfos"]:
             for op in task["Ops"]:
                 for key in ("ReadTensors", "WriteTensors", "ResultTensors"):
-                    for tensor in op[key]:
-                        tensor["Buffer"].setdefault("IsExternal", False)
+                    op[key] = [{**t, "Buffer": {**t["Buffer"], "IsExternal": t["Buffer"].get(
+                        "IsExternal", False)}} for t in op[key]]
     return doc
 
 
@@ -99,8 +100,11 @@ def emit_plan(module: ModuleOp, layout: str = "denser", ark_format: str = "curre
 PLANNERS = ("planc", "ark-default")
 """`--planner` values: planc's own pipeline, or ARK's default planner (the baseline)."""
 
-PLANC_PIPELINE = ("ark-compress,ark-to-sched{{device={device}}},sched-fuse,sched-tile,"
-                  "sched-partition,sched-allocate,sched-to-plan")
+PLANC_PIPELINE = "ark-plan{{device={device}}}"
+"""planc's planner: the passes of `passes.ark_plan`, run as one (verified once, at the end)."""
+PLANC_PASSES = ("ark-compress,ark-to-sched{{device={device}}},sched-fuse,sched-tile,"
+                "sched-partition,sched-allocate,sched-to-plan")
+"""The same, pass by pass (e.g. for --pipeline with --print-ir-after-all)."""
 ARK_DEFAULT_PIPELINE = "ark-default-plan{{device={device}}}"
 
 

@@ -120,7 +120,7 @@ def op_work(op: ark.ArkOp, config: dict, indices: np.ndarray, local: set[SSAValu
     if isinstance(op, ark.TransposeOp):
         _read(work, op.read_tensors[0], elems, local)
         return work
-    for value in op.read_tensors:
+    for value in op.operand_groups()[0]:
         region = _region(value.type.shape_list, out4, ext)
         if np.all(region < elems) and region.size:
             # A broadcast operand: every task rereads it from cache.
@@ -158,7 +158,7 @@ def task_work(ops: Sequence[ark.ArkOp], configs: Sequence[dict], indices: np.nda
     for op, config in zip(ops, configs, strict=True):
         work.add(op_work(op, config, indices, local, total_tasks))
         local.update(op.result_tensors)
-        local.update(op.write_tensors)
+        local.update(op.operand_groups()[1])
     return work
 
 
@@ -177,10 +177,14 @@ class Rates:
     dram: float
 
     @staticmethod
-    def of(device: GpuDevice, dtype: str) -> Rates:
+    def of(device: GpuDevice, dtype: str, active: int | None = None) -> Rates:
+        """Rates of one processor while `active` processors (all, by default) are busy: each
+        has its own compute, and a share of the bandwidths up to what one processor moves."""
         p = device.processors
+        share = max(1, min(active or p, p))
         return Rates(device.matmul_rate(dtype) / p, device.vector_rate("FP32") / p,
-                     device.l2_bandwidth / p, device.memory_bandwidth / p)
+                     min(device.l2_bandwidth / share, device.processor_bandwidth),
+                     min(device.memory_bandwidth / share, device.processor_bandwidth))
 
 
 def _saturation(warps: np.ndarray | float, full: int) -> np.ndarray | float:
@@ -247,43 +251,68 @@ class KernelEstimate:
     tasks: int
     slots: int
     slot_warps: int
-    task_seconds: float
-    """Serial time of one task on one slot."""
+    n_ops: int
     work: tuple[float, float, float, float]
     """One task's matmul FLOPs, vector FLOPs, L2 bytes and memory bytes."""
-    rates: Rates
+    dtype: str
     device: GpuDevice
+
+    def serial(self, active: int) -> float:
+        """One task's time on one slot while `active` processors are busy (`task_seconds`
+        for one task)."""
+        device = self.device
+        rates = Rates.of(device, self.dtype, active)
+        compute = min(1.0, self.slot_warps / device.warps_to_saturate_compute)
+        memory = min(1.0, self.slot_warps / device.warps_to_saturate_memory)
+        matmul, vector, l2, dram = self.work
+        return self.fixed_seconds + max(matmul / (rates.matmul * compute),
+                                        vector / (rates.vector * compute),
+                                        l2 / (rates.l2 * memory), dram / (rates.dram * memory))
+
+    @property
+    def fixed_seconds(self) -> float:
+        """The part of a task's time that does not grow with its work."""
+        return self.device.task_overhead_s + self.n_ops * self.device.memory_latency_s
+
+    @property
+    def task_seconds(self) -> float:
+        return self.serial(self.device.processors)
 
     def on(self, processors: int) -> float:
         """Modeled seconds of all tasks spread round-robin over `processors` processors."""
         if self.tasks == 0:
             return 0.0
-        per_proc = math.ceil(self.tasks / max(processors, 1))
+        active = max(1, min(processors, self.tasks))
+        per_proc = math.ceil(self.tasks / active)
         per_slot = math.ceil(per_proc / max(self.slots, 1))
         warps = min(per_proc, self.slots) * self.slot_warps
         compute = float(_saturation(warps, self.device.warps_to_saturate_compute))
         memory = float(_saturation(warps, self.device.warps_to_saturate_memory))
+        rates = Rates.of(self.device, self.dtype, active)
         matmul, vector, l2, dram = self.work
-        throughput = per_proc * max(matmul / (self.rates.matmul * compute),
-                                    vector / (self.rates.vector * compute),
-                                    l2 / (self.rates.l2 * memory),
-                                    dram / (self.rates.dram * memory))
-        return max(per_slot * self.task_seconds, throughput)
+        throughput = per_proc * max(matmul / (rates.matmul * compute),
+                                    vector / (rates.vector * compute),
+                                    l2 / (rates.l2 * memory), dram / (rates.dram * memory))
+        return max(per_slot * self.serial(active), throughput)
 
     @property
     def seconds(self) -> float:
         return self.on(self.device.processors)
+
+    def scaled(self, fraction: float) -> KernelEstimate:
+        """The same tasks doing `fraction` of the work each (e.g. part of a matmul's K)."""
+        return KernelEstimate(self.tasks, self.slots, self.slot_warps, self.n_ops,
+                              tuple(w * fraction for w in self.work), self.dtype, self.device)
 
 
 def kernel_estimate(ops: Sequence[ark.ArkOp], configs: Sequence[dict], num_tasks: int,
                     slot_warps: int, num_slots: int, device: GpuDevice) -> KernelEstimate:
     """The cost of a kernel's `num_tasks` tasks with `num_slots` slots per processor."""
     work = task_work(ops, configs, np.zeros(1, dtype=np.int64), max(num_tasks, 1))
-    rates = Rates.of(device, kernel_dtype(ops))
-    serial = float(task_seconds(work, len(ops), slot_warps, rates, device)[0])
     totals = (float(work.matmul_flops[0]), float(work.vector_flops[0]),
               float(work.l2_bytes[0]), float(work.dram_bytes[0]))
-    return KernelEstimate(num_tasks, num_slots, slot_warps, serial, totals, rates, device)
+    return KernelEstimate(num_tasks, num_slots, slot_warps, len(ops), totals,
+                          kernel_dtype(ops), device)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,29 +370,30 @@ def plan_cost(p: plan.PlanOp, device: GpuDevice) -> PlanCost:
     cost = PlanCost(0.0, busy, 0.0, 0, 0.0)
     groups = p.processor_groups()
     for index, (pg, syncs) in enumerate(zip(groups, plan.barriers(groups), strict=True)):
+        assignments = [(tg, layout, assignment) for rg in pg.resource_groups()
+                       for tg, layout, assignment in plan.resource_group_assignments(rg, tasks)
+                       if len(assignment.tasks) and operators.get(tg.task)]
+        busy_processors = len(set().union(*(np.unique(a.processors).tolist()
+                                            for _, _, a in assignments)))
         for sync in syncs:
             members = np.fromiter(sync, dtype=np.int64)
             start = clock[members].max() + device.barrier_s
             cost.barrier_wait_s += float(np.sum(start - clock[members]))
             clock[members] = start
             cost.barriers += 1
-        for rg in pg.resource_groups():
-            for tg, layout, assignment in plan.resource_group_assignments(rg, tasks):
-                ops = operators.get(tg.task, [])
-                if not len(assignment.tasks) or not ops:
-                    continue
-                num_tasks = p.num_tasks(tg.task)
-                work = task_work(ops, configs[tg.task], assignment.tasks, num_tasks)
-                rates = Rates.of(device, kernel_dtype(ops))
-                serial = task_seconds(work, len(ops), layout.slot_warps, rates, device)
-                ids, seconds, warps = processor_seconds(
-                    work, serial, assignment.processors, assignment.slots, layout.num_slots,
-                    layout.slot_warps, rates, device)
-                start = clock[ids].min()
-                clock[ids] += seconds
-                busy[ids] += seconds
-                cost.warp_seconds += float(np.sum(seconds * warps))
-                cost.task_groups.append(TaskGroupCost(
-                    tg.task, index, float(clock[ids].max() - start), len(assignment.tasks)))
+        for tg, layout, assignment in assignments:
+            ops = operators[tg.task]
+            work = task_work(ops, configs[tg.task], assignment.tasks, p.num_tasks(tg.task))
+            rates = Rates.of(device, kernel_dtype(ops), busy_processors)
+            serial = task_seconds(work, len(ops), layout.slot_warps, rates, device)
+            ids, seconds, warps = processor_seconds(
+                work, serial, assignment.processors, assignment.slots, layout.num_slots,
+                layout.slot_warps, rates, device)
+            start = clock[ids].min()
+            clock[ids] += seconds
+            busy[ids] += seconds
+            cost.warp_seconds += float(np.sum(seconds * warps))
+            cost.task_groups.append(TaskGroupCost(
+                tg.task, index, float(clock[ids].max() - start), len(assignment.tasks)))
     cost.modeled_time_s = float(clock.max()) if nproc else 0.0
     return cost

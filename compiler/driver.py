@@ -16,10 +16,12 @@ Only argparse and the data tables are imported at start-up, so `planc --help` is
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from backends import TARGETS, TargetInfo, all_flags, target_named
@@ -192,6 +194,19 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False) -> None
     pipeline.apply(planc_context(), module)
 
 
+@contextmanager
+def without_garbage_collection() -> Iterator[None]:
+    """Pause Python's cycle collector: IR is a large graph of cyclic objects, which makes
+    every collection walk all of it, so compile time grows quadratically with model size."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo,
                         ) -> tuple[str, ModuleOp]:
     if args.input is not None:
@@ -216,8 +231,9 @@ def compile_command(args: argparse.Namespace) -> int:
     backend = target.load()
     spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, args)
     try:
-        run_pipeline(module, spec, print_ir=args.print_ir_after_all)
-        product = backend.emit(module, args)
+        with without_garbage_collection():
+            run_pipeline(module, spec, print_ir=args.print_ir_after_all)
+            product = backend.emit(module, args)
     except PlancError as e:
         raise e.in_file(args.input) if args.input else e from None
     if args.output and args.output != "-":

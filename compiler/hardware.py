@@ -102,6 +102,8 @@ class GpuDevice:
     memory_bytes: int
     memory_bandwidth: float
     l2_bandwidth: float
+    processor_bandwidth: float
+    """Bytes per second one processor can move on its own (when few processors are busy)."""
     matmul_flops: dict[str, float]
     vector_flops: dict[str, float]
     matmul_efficiency: float
@@ -174,6 +176,7 @@ def gpu_device(name: str) -> GpuDevice:
             memory_bytes=_positive(doc["memory_bytes"]),
             memory_bandwidth=_positive(doc["memory_bandwidth"], integer=False),
             l2_bandwidth=_positive(doc["l2_bandwidth"], integer=False),
+            processor_bandwidth=_positive(doc["processor_bandwidth"], integer=False),
             matmul_flops=_rates(doc["matmul_flops"]),
             vector_flops=_rates(doc["vector_flops"]),
             matmul_efficiency=(_positive(doc["matmul_efficiency"], integer=False)

@@ -311,22 +311,35 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def shape_list(self) -> list[int]:
-        return list(self.shape.get_values())
+        return list(self._dims[0])
 
     @property
     def strides_list(self) -> list[int]:
-        return list(self.strides.get_values())
+        return list(self._dims[1])
 
     @property
     def offsets_list(self) -> list[int]:
-        return list(self.offsets.get_values())
+        return list(self._dims[2])
 
     @property
     def padded_list(self) -> list[int]:
         """The padded shape, which is the shape itself when the file did not give one."""
-        if isinstance(self.padded_shape, NoneAttr):
-            return self.shape_list
-        return list(self.padded_shape.get_values())
+        return list(self._dims[3])
+
+    @property
+    def _dims(self) -> tuple[tuple[int, ...], ...]:
+        """Shape, strides, offsets and padded shape, unpacked once per attribute (planners
+        ask for them constantly, and unpacking a dense array is slow). The attribute is
+        immutable, so the instance keeps them (IRDL forbids declaring a cached field)."""
+        cached = self.__dict__.get("_planc_dims")
+        if cached is None:
+            shape = tuple(self.shape.get_values())
+            padded = shape if isinstance(self.padded_shape, NoneAttr) else tuple(
+                self.padded_shape.get_values())
+            cached = (shape, tuple(self.strides.get_values()),
+                      tuple(self.offsets.get_values()), padded)
+            self.__dict__["_planc_dims"] = cached
+        return cached
 
     @property
     def buffer_id(self) -> int:
@@ -709,13 +722,24 @@ class ArkOp(IRDLOperation, ABC):
         assert isinstance(value.type, TensorType)
         return value.type
 
+    def operand_groups(self) -> tuple[tuple[SSAValue, ...], tuple[SSAValue, ...]]:
+        """(read tensors, write tensors), the same as `read_tensors` and `write_tensors` but
+        several times faster: the segment sizes are unpacked once per attribute, not on
+        every access (passes over large models ask for them constantly)."""
+        sizes = self.properties["operandSegmentSizes"]
+        counts = sizes.__dict__.get("_planc_counts")
+        if counts is None:
+            counts = sizes.__dict__["_planc_counts"] = tuple(sizes.get_values())
+        operands = self.operands
+        return tuple(operands[: counts[0]]), tuple(operands[counts[0]:])
+
     @property
     def inputs(self) -> list[TensorType]:
-        return [self.tensor_type(v) for v in self.read_tensors]
+        return [v.type for v in self.operand_groups()[0]]
 
     @property
     def outputs(self) -> list[TensorType]:
-        return [self.tensor_type(v) for v in self.write_tensors]
+        return [v.type for v in self.operand_groups()[1]]
 
     @property
     def results_types(self) -> list[TensorType]:

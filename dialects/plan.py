@@ -21,6 +21,7 @@ groups synchronise. Simulators and code generators share them.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -126,7 +127,9 @@ class RangeAttr(ParametrizedAttribute):
             raise VerifyException(f"range {values} must have 0 <= begin <= end and step >= 1")
 
 
+@functools.lru_cache(maxsize=4096)
 def range_attr(begin: int, end: int, step: int | None = None) -> RangeAttr:
+    """The range attribute (shared: attributes are immutable, and planners make many)."""
     values = [begin, end] if step is None else [begin, end, step]
     return RangeAttr(DenseArrayBase.from_list(i64, values))
 

@@ -26,6 +26,7 @@ Passes build it up: `ark-to-sched`, `sched-fuse`, `sched-tile`, `sched-partition
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Dialect, Operation, Region
@@ -49,8 +50,13 @@ from dialects.utils import VerifyAtError, body_block
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
 
-def _int(value: int) -> IntegerAttr:
+@functools.lru_cache(maxsize=4096)
+def int_attr(value: int) -> IntegerAttr:
+    """An i64 integer attribute (shared: attributes are immutable, and passes make many)."""
     return IntegerAttr(value, i64)
+
+
+_int = int_attr
 
 
 @irdl_op_definition

@@ -18,6 +18,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ArkDefaultPlanPass
 
+    def get_ark_plan() -> type[ModulePass]:
+        from passes.ark_plan import ArkPlanPass
+
+        return ArkPlanPass
+
     def get_ark_to_sched() -> type[ModulePass]:
         from passes.ark_to_sched import ArkToSchedPass
 
@@ -51,6 +56,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "ark-compress": get_ark_compress,
         "ark-default-plan": get_ark_default_plan,
+        "ark-plan": get_ark_plan,
         "ark-to-sched": get_ark_to_sched,
         "sched-fuse": get_sched_fuse,
         "sched-tile": get_sched_tile,

@@ -78,7 +78,7 @@ def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
     if isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)):
         return have == out
     if isinstance(op, ark.MatmulOp):
-        return value in op.write_tensors
+        return value in op.operand_groups()[1]
     return False
 
 
@@ -107,10 +107,11 @@ class Lifetimes:
                 kernel = kernels[launch.kernel_id]
                 for i, op in enumerate(operators[kernel.kernel_id]):
                     at = (p, order, i)
-                    for value in op.read_tensors:
+                    reads, writes = op.operand_groups()
+                    for value in reads:
                         self.lives[value.type.buffer_id].touch(
                             at, False, op, value, _aligned(op, value, kernel.kind_name))
-                    for value in op.write_tensors:
+                    for value in writes:
                         self.lives[value.type.buffer_id].touch(
                             at, True, op, value, _aligned(op, value, kernel.kind_name))
                 order += 1
@@ -178,16 +179,17 @@ def assign_regions(lifetimes: Lifetimes, reuse: bool, in_place: bool) -> list[Re
 
 def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
     """Put every tensor of a region's later occupants on the region's buffer."""
-    target = {life.buffer: region.buffer for region in regions for life in region.lives
-              if life.buffer != region.buffer}
+    target = {}
+    for region in regions:
+        physical = ark.BufferAttr.get(region.buffer)
+        target.update({life.buffer: physical for life in region.lives[1:]})
     if not target:
         return
     for value in _tensor_values(schedule):
         tensor = value.type
         new = target.get(tensor.buffer_id)
         if new is not None:
-            moved = ark.TensorType(*tensor.parameters[:7], ark.BufferAttr.get(new),
-                                   tensor.extra)
+            moved = ark.TensorType(*tensor.parameters[:7], new, tensor.extra)
             Rewriter.replace_value_with_new_type(value, moved)
 
 

@@ -150,7 +150,7 @@ class Fuser:
     def try_join(self, op: ark.ArkOp, gid: int, out: tuple[int, ...]) -> list[int] | None:
         """The kernels to merge into `gid` for `op` to join it, or None if it cannot."""
         merges: list[int] = []
-        for value in op.read_tensors:
+        for value in op.operand_groups()[0]:
             owner = value.owner
             if isinstance(owner, ark.ArkOp) and self.group_of.get(owner) == gid:
                 if not self.local(value, gid, out):
@@ -195,7 +195,7 @@ class Fuser:
     def candidates(self, op: ark.ArkOp) -> list[int]:
         """Kernels producing `op`'s inputs directly: matmul first, then the most recent."""
         found: list[int] = []
-        for value in op.read_tensors:
+        for value in op.operand_groups()[0]:
             owner = value.owner
             if isinstance(owner, ark.ArkOp) and owner in self.group_of:
                 gid = self.group_of[owner]
@@ -205,12 +205,13 @@ class Fuser:
 
     def place(self, op: ark.ArkOp) -> None:
         kind = op_kind(op)
-        out = shape4(op.outputs[0].shape_list) if op.outputs else ()
+        reads, writes = op.operand_groups()
+        out = shape4(writes[0].type.shape_list) if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
         fresh = all(is_fresh_write(v) and v.type.buffer_id not in self.touched
-                    for v in op.write_tensors)
-        self.touched.update(t.buffer_id for t in (*op.inputs, *op.outputs))
-        if kind == "elementwise" and fresh and op.read_tensors:
+                    for v in writes)
+        self.touched.update(v.type.buffer_id for v in (*reads, *writes))
+        if kind == "elementwise" and fresh and reads:
             if self.join_any(op, self.candidates(op), out):
                 return
             self.new_group(op, "elementwise", out)

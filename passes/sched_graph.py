@@ -40,12 +40,13 @@ def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.A
     writers: dict[int, set[ark.ArkOp]] = {}
     for op in ops:
         found = {p for value in op.operands for p in data_producers(value)}
-        for tensor in op.outputs:
-            buffer = tensor.buffer_id
+        reads, writes = op.operand_groups()
+        for value in writes:
+            buffer = value.type.buffer_id
             found |= readers.pop(buffer, set()) | writers.get(buffer, set())
             writers[buffer] = {op}
-        for tensor in op.inputs:
-            readers.setdefault(tensor.buffer_id, set()).add(op)
+        for value in reads:
+            readers.setdefault(value.type.buffer_id, set()).add(op)
         found.discard(op)
         deps[op] = found
     return deps

@@ -43,7 +43,7 @@ from dialects import ark, sched
 from dialects.json_value import dict_attr
 from dialects.plan import Range
 from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
-from passes.sched_tile import Tiler, slots
+from passes.sched_tile import Tiler, signature, slots
 
 CONCURRENCY = ("auto", "ranges", "sequence")
 
@@ -56,12 +56,28 @@ class Kernel:
     slots: int
 
 
+class Estimates:
+    """Kernel estimates, shared by kernels of equal structure and configuration."""
+
+    def __init__(self, device: GpuDevice):
+        self.device = device
+        self.cache: dict[tuple, KernelEstimate] = {}
+
+    def kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
+        count = max(slots(kernel.warps, kernel.sram, self.device), 1)
+        key = (signature(kernel.kind_name, ops), tuple(op.config for op in ops),
+               kernel.tiles, kernel.warps, count)
+        estimate = self.cache.get(key)
+        if estimate is None:
+            configs = [op.config_value() for op in ops]
+            estimate = self.cache[key] = kernel_estimate(ops, configs, kernel.tiles,
+                                                         kernel.warps, count, self.device)
+        return Kernel(kernel, list(ops), estimate, count)
+
+
 def estimate_kernel(kernel: sched.KernelOp, ops: Sequence[ark.ArkOp],
                     device: GpuDevice) -> Kernel:
-    count = max(slots(kernel.warps, kernel.sram, device), 1)
-    configs = [op.config_value() for op in ops]
-    return Kernel(kernel, list(ops), kernel_estimate(ops, configs, kernel.tiles, kernel.warps,
-                                                     count, device), count)
+    return Estimates(device).kernel(kernel, ops)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,8 +221,8 @@ def split_cut(kernel: Kernel, device: GpuDevice) -> tuple[int, int, float] | Non
     second = max(step, (depth // (1 + rest_waves)) // step * step)
     first = depth - second
     whole = kernel.estimate.on(device.processors)
-    part = kernel.estimate.on(first_procs)
-    split = max(part * first / depth, kernel.estimate.on(rest) * second / depth)
+    split = max(kernel.estimate.scaled(first / depth).on(first_procs),
+                kernel.estimate.scaled(second / depth).on(rest))
     out = mm.outputs[0]
     add = (3 * out.num_elements * out.element_bytes / device.memory_bandwidth
            + device.memory_latency_s * 2 + device.barrier_s)
@@ -298,11 +314,32 @@ def phases_of(schedule: sched.ScheduleOp) -> list[list[int]]:
 
 
 def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int]) -> None:
-    """Give kernels ids 0, 1, ... in `order` and rebuild the block in that order: each
-    kernel's declaration, then its operators, each after the views it uses."""
+    """Give kernels ids 0, 1, ... in `order` and put their declarations in that order: each
+    right before its first operator when the operators already come in that order, else
+    rebuild the block: each kernel's declaration, its operators, each after its views."""
     kernels = schedule.kernels()
     operators = schedule.kernel_operators()
     new_id = {old: i for i, old in enumerate(order)}
+    block = schedule.graph
+    for phase in schedule.phases():
+        for lop in phase.launches():
+            lop.kernel = sched.int_attr(new_id[lop.kernel_id])
+    position = {op: i for i, op in enumerate(block.ops)}
+    firsts = [position[operators[k][0]] for k in order if operators[k]]
+    if all(operators[k] for k in order) and firsts == sorted(firsts):
+        for old in order:
+            kernel = kernels[old]
+            kernel.id = sched.int_attr(new_id[old])
+            for op in operators[old]:
+                op.task = kernel.id
+            kernel.detach()
+            block.insert_op_before(kernel, operators[old][0])
+        return
+    _rebuild(schedule, order, new_id, kernels, operators)
+
+
+def _rebuild(schedule: sched.ScheduleOp, order: list[int], new_id: dict[int, int],
+             kernels: dict[int, sched.KernelOp], operators: dict[int, list[ark.ArkOp]]) -> None:
     block = schedule.graph
     rest = [op for op in block.ops if not isinstance(op, (ark.ArkOp, sched.KernelOp,
                                                            ark.ViewOp))]
@@ -323,7 +360,7 @@ def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int]) -> None:
 
     for old in order:
         kernel = kernels[old]
-        kernel.id = IntegerAttr(new_id[old], i64)
+        kernel.id = sched.int_attr(new_id[old])
         block.add_op(kernel)
         placed.add(kernel)
         for op in operators[old]:
@@ -331,10 +368,6 @@ def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int]) -> None:
             place(op)
     for op in [*unassigned, *views, *rest]:
         place(op)
-    for op in rest:
-        if isinstance(op, sched.PhaseOp):
-            for lop in op.launches():
-                lop.kernel = IntegerAttr(new_id[lop.kernel_id], i64)
 
 
 @dataclass(frozen=True)
@@ -356,33 +389,39 @@ class SchedPartitionPass(ModulePass):
 
     def partition(self, schedule: sched.ScheduleOp) -> None:
         device = gpu_device(schedule.device_name)
+        estimates = Estimates(device)
         for phase in schedule.phases():
             phase.detach()
             phase.erase()
-        if self.split_k:
-            self.split_lone_matmuls(schedule, device)
+        phases = phases_of(schedule)
+        if self.split_k and self.split_lone_matmuls(schedule, phases, estimates):
+            phases = phases_of(schedule)
         operators = schedule.kernel_operators()
         kernels = schedule.kernels()
         order: list[int] = []
-        for members in phases_of(schedule):
-            phase_kernels = [estimate_kernel(kernels[k], operators[k], device)
-                             for k in members]
+        for members in phases:
+            phase_kernels = [estimates.kernel(kernels[k], operators[k]) for k in members]
             schedule.graph.add_op(sched.PhaseOp(phase_launches(
                 phase_kernels, device, self.concurrency, self.granularity)))
             order.extend(members)
         renumber_and_reorder(schedule, order)
 
-    def split_lone_matmuls(self, schedule: sched.ScheduleOp, device: GpuDevice) -> None:
-        ids = Ids(schedule.graph)
+    def split_lone_matmuls(self, schedule: sched.ScheduleOp, phases: list[list[int]],
+                           estimates: Estimates) -> bool:
+        """Split the lone matmul kernels of `phases` where it pays; did any split?"""
+        device = estimates.device
+        ids: Ids | None = None
         tiler = Tiler(device)
         operators = schedule.kernel_operators()
         kernels = schedule.kernels()
         next_id = max(kernels, default=-1) + 1
-        for members in phases_of(schedule):
-            if len(members) != 1:
+        for members in phases:
+            if len(members) != 1 or kernels[members[0]].kind_name != "matmul":
                 continue
-            kernel = estimate_kernel(kernels[members[0]], operators[members[0]], device)
+            kernel = estimates.kernel(kernels[members[0]], operators[members[0]])
             cut = split_cut(kernel, device)
             if cut is not None:
+                ids = ids or Ids(schedule.graph)
                 split_k(schedule, kernel, cut[0], ids, tiler, (next_id, next_id + 1))
                 next_id += 2
+        return ids is not None

@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler.cost_model import kernel_estimate
@@ -54,6 +55,11 @@ class Tiling:
     warps: int
     sram: int
     seconds: float
+
+    @cached_property
+    def attributes(self) -> tuple[DictionaryAttr, ...]:
+        """The configs as attributes, built once for all kernels that share the tiling."""
+        return tuple(dict_attr(config) for config in self.configs)
 
 
 def slots(warps: int, sram: int, device: GpuDevice) -> int:
@@ -148,16 +154,19 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
     return shape4(ops[0].outputs[0].shape_list)
 
 
+def _layout(tensor: ark.TensorType) -> tuple:
+    return tuple(tensor.shape_list), tuple(tensor.strides_list), tensor.data_type
+
+
 def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
     """What a kernel's cost depends on: structurally equal kernels share their tiling."""
     position = {}
     parts = []
     for i, op in enumerate(ops):
-        reads = tuple((tuple(v.type.shape_list), v.type.data_type,
-                       position.get(v, -1)) for v in op.read_tensors)
-        outs = tuple((tuple(t.shape_list), t.data_type) for t in op.outputs)
-        parts.append((type(op).__name__, reads, outs, tuple(sorted(
-            (k, str(v)) for k, v in op.arg_attrs().items()))))
+        read_values, write_values = op.operand_groups()
+        reads = tuple((_layout(v.type), position.get(v, -1)) for v in read_values)
+        outs = tuple(_layout(v.type) for v in write_values)
+        parts.append((type(op).__name__, reads, outs, tuple(op.arg_attrs().items())))
         for value in op.result_tensors:
             position[value] = i
     return kind, tuple(parts)
@@ -196,8 +205,8 @@ class Tiler:
         tiling = self.cache.get(key)
         if tiling is None:
             tiling = self.cache[key] = choose_tiling(kernel.kind_name, ops, self.device)
-        for op, config in zip(ops, tiling.configs, strict=True):
-            op.config = dict_attr(config)
+        for op, config in zip(ops, tiling.attributes, strict=True):
+            op.config = config
         kernel.set_tiling(tiling.tiles, tiling.warps, tiling.sram)
         return tiling
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from backends.ark_plan import model_pipeline, plan_json, single_plan
+from backends.ark_plan import PLANC_PASSES, model_pipeline, plan_json, single_plan
 from compiler.driver import run_pipeline
 from compiler.json_reader import load_json_file
 from compiler.locations import verify_module
@@ -114,8 +114,8 @@ class TestAgainstArkDefault:
     def test_memory_reuse_shrinks_the_plan_and_keeps_it_right(self):
         module = MODELS["norms"]()
         reference = run_model(module, seed=1)
-        run_pipeline(module, model_pipeline("a100").replace("sched-allocate",
-                                                            "sched-allocate{reuse=false}"))
+        passes = PLANC_PASSES.format(device="a100")
+        run_pipeline(module, passes.replace("sched-allocate", "sched-allocate{reuse=false}"))
         apart = simulate(single_plan(module), model=reference)
         _, p = planned(MODELS["norms"], "a100")
         shared = simulate(p, model=run_model(MODELS["norms"](), seed=1))

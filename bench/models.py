@@ -1,0 +1,68 @@
+"""Models for the benchmarks: a Llama-7B decoder layer and generated models of any size."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from xdsl.dialects.builtin import ModuleOp  # noqa: E402
+
+from frontends.model_builder import ModelBuilder  # noqa: E402
+
+
+def llama_decoder_layer(seq: int = 2048, hidden: int = 4096, heads: int = 32,
+                        intermediate: int = 11008, dtype: str = "FP16") -> ModuleOp:
+    """One Llama-2-7B decoder layer, batch 1: RMSNorm, Q/K/V projections with rotary
+    embeddings, causal-masked softmax attention, output projection and residual, RMSNorm,
+    SwiGLU feed-forward and residual."""
+    head_dim = hidden // heads
+    m = ModelBuilder()
+    x = m.tensor([1, seq, hidden], dtype)
+    norm1, norm2 = m.tensor([1, 1, hidden], dtype), m.tensor([1, 1, hidden], dtype)
+    wq, wk, wv, wo = (m.tensor([hidden, hidden], dtype) for _ in range(4))
+    w1, w3 = m.tensor([intermediate, hidden], dtype), m.tensor([intermediate, hidden], dtype)
+    w2 = m.tensor([hidden, intermediate], dtype)
+    rope = m.tensor([1, seq, 1, head_dim], dtype)
+    mask = m.tensor([1, 1, seq, seq], dtype)
+
+    h = m.rms_norm(x, norm1)
+
+    def heads_first(t, rotate: bool):
+        t = m.reshape(t, [1, seq, heads, head_dim])
+        if rotate:
+            t = m.rope(t, rope)
+        return m.transpose(t, [0, 2, 1, 3])
+
+    q = heads_first(m.matmul(h, wq, transpose_other=True), True)
+    k = heads_first(m.matmul(h, wk, transpose_other=True), True)
+    v = heads_first(m.matmul(h, wv, transpose_other=True), False)
+    scores = m.add(m.scalar_mul(m.matmul(q, k, transpose_other=True), head_dim ** -0.5), mask)
+    context = m.matmul(m.softmax(scores), v)
+    merged = m.reshape(m.transpose(context, [0, 2, 1, 3]), [1, seq, hidden])
+    x2 = m.add(x, m.matmul(merged, wo, transpose_other=True))
+    h2 = m.rms_norm(x2, norm2)
+    gate = m.matmul(h2, w1, transpose_other=True)
+    silu = m.mul(gate, m.sigmoid(gate))
+    up = m.matmul(h2, w3, transpose_other=True)
+    m.add(x2, m.matmul(m.mul(silu, up), w2, transpose_other=True))
+    return m.finish()
+
+
+def generated(ops: int, width: int = 256, seq: int = 64) -> ModuleOp:
+    """A deep stack of small pre-norm MLP blocks (RMSNorm, matmul, bias, GELU, matmul,
+    residual: 10 operators each) with `ops` operators in all."""
+    m = ModelBuilder()
+    x = m.tensor([1, seq, width])
+    made = 0
+    while made + 10 <= ops:
+        h = m.rms_norm(x, m.tensor([1, 1, width]))
+        h = m.gelu(m.add(m.matmul(h, m.tensor([width, width]), transpose_other=True),
+                         m.tensor([width])))
+        x = m.add(x, m.matmul(h, m.tensor([width, width]), transpose_other=True))
+        made += 10
+    while made < ops:
+        x = m.relu(x)
+        made += 1
+    return m.finish()
