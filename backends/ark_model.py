@@ -65,14 +65,15 @@ def operator_json(op: ark.ArkOp, tensors: dict | None = None) -> dict[str, Any]:
     """The operator object; plans add their `Config` (kept on the op) after `Args`.
 
     `tensors`, when given, memoizes tensor objects across operators (a tensor appears as the
-    result of one operator and the input of others); the caller must not mutate them.
+    result of one operator and the input of others), by the identity of the type attribute
+    (which the IR keeps alive); the caller must not mutate them.
     """
     def tensor(t: ark.TensorType) -> dict[str, Any]:
         if tensors is None:
             return tensor_json(t)
-        found = tensors.get(t)
+        found = tensors.get(id(t))  # by identity: hashing a tensor type is slow
         if found is None:
-            found = tensors[t] = tensor_json(t)
+            found = tensors[id(t)] = tensor_json(t)
         return found
 
     out: dict[str, Any] = {

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 
 from frontends.model_builder import ModelBuilder
+from frontends.model_zoo import llama_decoder_layer
 
 
 def epilogue() -> ModuleOp:
@@ -109,5 +110,12 @@ def deep_transposed_matmul() -> ModuleOp:
     return m.finish()
 
 
+def llama_layer() -> ModuleOp:
+    """A Llama decoder layer at toy size: every pattern of the real one (RMSNorm, rotary Q/K,
+    masked softmax attention, residuals, SwiGLU)."""
+    return llama_decoder_layer(seq=64, hidden=128, heads=2, intermediate=256)
+
+
+MODELS["llama_layer"] = llama_layer
 MODELS["deep_matmul"] = deep_matmul
 MODELS["deep_transposed_matmul"] = deep_transposed_matmul

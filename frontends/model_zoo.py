@@ -1,15 +1,11 @@
-"""Models for the benchmarks: a Llama-7B decoder layer and generated models of any size."""
+"""Reference models built with `ModelBuilder`, for benchmarks and tests: a Llama-2-7B decoder
+layer (any size) and generated stacks of any number of operators."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from xdsl.dialects.builtin import ModuleOp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from xdsl.dialects.builtin import ModuleOp  # noqa: E402
-
-from frontends.model_builder import ModelBuilder  # noqa: E402
+from frontends.model_builder import ModelBuilder
 
 
 def llama_decoder_layer(seq: int = 2048, hidden: int = 4096, heads: int = 32,
