@@ -18,7 +18,6 @@ from compiler.diagnostics import PlancError, UsageError, one_of
 from dialects import plan
 from dialects.json_value import dict_value
 
-
 DEFAULT_DEVICE = "a100"
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Dialect, Operation, Region
 from xdsl.irdl import (

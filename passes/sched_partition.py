@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -40,7 +40,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from compiler.cost_model import KernelEstimate, kernel_estimate
 from compiler.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
-from dialects.json_value import dict_attr
 from dialects.plan import Range
 from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
 from passes.sched_tile import Tiler, signature, slots

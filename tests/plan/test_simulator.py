@@ -147,8 +147,9 @@ class TestCostModel:
             expected = plan.distribute(procs, tasks, gran, slots, first)
             got = plan.task_assignment(procs, tasks, gran, slots, first)
             rebuilt = {p: [[] for _ in range(slots)] for p in procs}
-            for task, proc, slot, pos in sorted(zip(got.tasks, got.processors, got.slots,
-                                                    got.positions), key=lambda x: (x[1], x[3])):
+            for task, proc, slot, _ in sorted(zip(got.tasks, got.processors, got.slots,
+                                                    got.positions, strict=True),
+                                                key=lambda x: (x[1], x[3])):
                 rebuilt[int(proc)][int(slot)].append(int(task))
             assert rebuilt == expected
 
