@@ -49,7 +49,7 @@ from compiler.cost_model import plan_cost
 from compiler.diagnostics import PlancError
 from compiler.hardware import GpuDevice, gpu_device, gpu_for_architecture
 from compiler.locations import source_path
-from compiler.model_interpreter import ModelRun, buffer_sizes, evaluate, run_model
+from compiler.model_interpreter import Memory, ModelRun, buffer_sizes, evaluate, run_model
 from dialects import ark, plan
 
 MAX_ERRORS = 20
@@ -384,7 +384,10 @@ class PlanRunner:
         tensors = [r.type for op in p.graph.ops for r in op.results
                    if isinstance(r.type, ark.TensorType)]
         sizes = buffer_sizes(tensors)
-        self.buffers = {b: np.full(n, 0xFF, dtype=np.uint8) for b, n in sizes.items()}
+        self.memory = Memory(sizes)
+        for raw in self.memory.buffers.values():
+            raw.fill(0xFF)  # NaN in every float type: reads of unwritten data show
+        self.view = self.memory.view
         self.shadow = Shadow(sizes, _units(tensors))
         self.events = Events()
         self.clocks = Clocks(p.processor_count)
@@ -394,16 +397,6 @@ class PlanRunner:
         for tid, values in reference.inputs.items():
             tensor = reference.types[tid]
             self.view(tensor)[...] = dtypes.to_storage(values, tensor.data_type)
-
-    # -- memory ------------------------------------------------------------------------------
-
-    def view(self, tensor: ark.TensorType) -> np.ndarray:
-        storage = dtypes.STORAGE[tensor.data_type]
-        strides = tensor.strides_list
-        raw = self.buffers[tensor.buffer_id][: math.prod(strides) * storage.itemsize]
-        window = tuple(slice(o, o + s) for o, s in zip(tensor.offsets_list, tensor.shape_list,
-                                                         strict=True))
-        return raw.view(storage).reshape(strides)[window]
 
     def report(self, kind: str, message: str, op: Operation | None = None) -> None:
         """Count a problem; keep the first MAX_ERRORS distinct messages."""
@@ -724,8 +717,6 @@ def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[s
 def _inputs_from(model_run: ModelRun, model: ark.ModelOp) -> dict[int, np.ndarray]:
     """The values of a model run's inputs as every tensor of `model` on their buffers sees
     them (a plan may read an input through views of its own, e.g. split-K slices)."""
-    from compiler.model_interpreter import Memory
-
     types = [model_run.types[t] for t in model_run.inputs]
     tensors = [r.type for op in model.graph.ops for r in op.results]
     memory = Memory(buffer_sizes(types + tensors))
