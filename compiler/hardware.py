@@ -192,15 +192,24 @@ def gpu_device(name: str) -> GpuDevice:
         raise e.in_file(str(device_files()[name])) from None
 
 
+def _loadable_gpus() -> list[GpuDevice]:
+    """Every GPU description that loads (a broken file is reported when it is asked for by
+    name, not when some plan's Architecture is looked up)."""
+    found = []
+    for name in device_files():
+        try:
+            if _raw(name)["kind"].as_str() == "gpu":
+                found.append(gpu_device(name))
+        except PlancError:
+            continue
+    return found
+
+
 def gpu_for_architecture(architecture: str | None) -> GpuDevice | None:
     """The first known GPU (by name) of an ARK Architecture name such as CUDA_80."""
     if architecture is None:
         return None
-    for name in device_names("gpu"):
-        device = gpu_device(name)
-        if device.architecture == architecture:
-            return device
-    return None
+    return next((d for d in _loadable_gpus() if d.architecture == architecture), None)
 
 
 @dataclass(frozen=True)
@@ -215,8 +224,7 @@ class ArchitectureLimits:
 def architecture_limits(architecture: str) -> ArchitectureLimits | None:
     """The per-processor limits of an ARK Architecture, from the devices that have it
     (the most generous when several do); None when no known device has it."""
-    devices = [gpu_device(n) for n in device_names("gpu")]
-    matching = [d for d in devices if d.architecture == architecture]
+    matching = [d for d in _loadable_gpus() if d.architecture == architecture]
     if not matching:
         return None
     return ArchitectureLimits(max(d.max_warps_per_processor for d in matching),

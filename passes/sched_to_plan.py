@@ -46,6 +46,7 @@ def resource_groups(phase: sched.PhaseOp) -> list[plan.ResourceGroupOp]:
 def lower(schedule: sched.ScheduleOp) -> plan.PlanOp:
     device = gpu_device(schedule.device_name)
     block = schedule.graph
+    has_kernels = bool(schedule.kernels())
     everything = plan.range_attr(0, device.processors)
     groups = []
     for op in list(block.ops):
@@ -65,7 +66,7 @@ def lower(schedule: sched.ScheduleOp) -> plan.PlanOp:
         elif isinstance(op, ark.ArkOp) and op.config is None and not op.is_virtual:
             raise PlancError(f"{op.ark_type} '{op.label.data}' has no tiling; run sched-tile "
                              "first")
-    if not groups:
+    if not groups and has_kernels:
         raise PlancError("the schedule has no phases; run sched-partition first")
     block.add_ops(groups)
     warps = max([1, *(rg.warps.end for g in groups for rg in g.resource_groups())])

@@ -134,3 +134,28 @@ def test_communication_models_plan_but_only_model_their_cost(planc, tmp_path):
     assert r.code == 1
     assert "use --cost-only" in r.err
     assert planc("simulate", out, "--cost-only").code == 0
+
+
+def test_models_without_operators_make_empty_plans(planc, tmp_path):
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({"Rank": 0, "WorldSize": 1, "Nodes": []}))
+    out = tmp_path / "plan.json"
+    assert planc(path, "-t", "ark", "--arch", "mi300x", "-o", out).code == 0
+    doc = json.loads(out.read_text())
+    assert doc["TaskInfos"] == [] and doc["ProcessorGroups"] == []
+    assert planc("simulate", out).code == 0
+
+
+def test_operators_the_device_cannot_run_are_reported(planc, tmp_path):
+    from backends.ark_model import emit_model
+    from frontends.model_builder import ModelBuilder
+
+    m = ModelBuilder()
+    m.matmul(m.tensor([64, 64], "INT8"), m.tensor([64, 64], "INT8"))
+    path = tmp_path / "int8.json"
+    path.write_text(emit_model(m.finish()))
+    r = planc(path, "-t", "ark", "-o", tmp_path / "p.json")
+    assert r.code == 1
+    assert r.err.strip().endswith("$.Nodes[0].Op: Matmul 'matmul': a100 has no INT8 matmul "
+                                  "kernel")
+    assert not (tmp_path / "p.json").exists()
