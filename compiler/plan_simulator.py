@@ -248,6 +248,13 @@ class Shadow:
         else:
             array[where] = value
 
+    def flat(self, tensor: ark.TensorType, elements: np.ndarray) -> np.ndarray:
+        """Shadow indices of the tensor's flat element indices `elements`."""
+        scale = tensor.element_bytes // self.units[tensor.buffer_id]
+        if scale == 1:
+            return elements
+        return (elements[:, None] * scale + np.arange(scale)[None, :]).reshape(-1)
+
     def indices(self, tensor: ark.TensorType, region: tuple[slice, ...]) -> np.ndarray:
         """Shadow element indices of `region` (slices over the tensor's dims)."""
         unit = self.units[tensor.buffer_id]
@@ -432,9 +439,13 @@ class PlanRunner:
 
     def check_read(self, op: ark.ArkOp, value: SSAValue, region: tuple[slice, ...],
                    event: int, where: tuple[int, int]) -> None:
+        self.check_read_at(op, value, self.shadow.window(value.type, region), event, where)
+
+    def check_read_at(self, op: ark.ArkOp, value: SSAValue, spot, event: int,
+                      where: tuple[int, int]) -> None:
+        """Check a read of the shadow elements `spot` (see `Shadow.window`)."""
         tensor = value.type
         shadow = self.shadow
-        spot = shadow.window(tensor, region)
         buf = tensor.buffer_id
         writers = shadow.get(shadow.writer[buf], spot)
         written = writers >= 0
@@ -468,8 +479,12 @@ class PlanRunner:
 
     def check_write(self, op: ark.ArkOp, tensor: ark.TensorType, region: tuple[slice, ...],
                     event: int, where: tuple[int, int]) -> None:
+        self.check_write_at(op, tensor, self.shadow.window(tensor, region), event, where)
+
+    def check_write_at(self, op: ark.ArkOp, tensor: ark.TensorType, spot, event: int,
+                       where: tuple[int, int]) -> None:
+        """Check a write of the shadow elements `spot`, then record it."""
         shadow = self.shadow
-        spot = shadow.window(tensor, region)
         buf = tensor.buffer_id
         for kind, last in (("wrote", shadow.get(shadow.writer[buf], spot)),
                            ("read", shadow.get(shadow.reader[buf], spot))):
@@ -513,9 +528,13 @@ class PlanRunner:
                             if not indices:
                                 continue
                             event = self.events.new(proc, clock, slot, task_id)
+                            np.add.at(ran[task_id], indices, 1)
+                            ops = operators[task_id]
+                            if batchable(ops):
+                                self.run_batch(ops[0], indices, event, (proc, slot))
+                                continue
                             for index in indices:
-                                ran[task_id][index] += 1
-                                for op in operators[task_id]:
+                                for op in ops:
                                     self.run_tile(op, index, event, (proc, slot))
                         self.clocks.finish(proc)
         return ran
@@ -555,6 +574,45 @@ class PlanRunner:
         target[...] = dtypes.to_storage(values, out.data_type)
         self.compare_tile(op, tile, index)
 
+    def elements(self, tensor: ark.TensorType) -> np.ndarray:
+        """The tensor's buffer as a flat array of its element type."""
+        storage = dtypes.STORAGE[tensor.data_type]
+        raw = self.memory.buffers[tensor.buffer_id]
+        return raw[: len(raw) // storage.itemsize * storage.itemsize].view(storage)
+
+    def run_batch(self, op: ark.ArkOp, indices: Sequence[int], event: int,
+                  where: tuple[int, int]) -> None:
+        """All tiles `indices` of an element-wise operator that one slot runs, at once: the
+        same as one after another, since each tile reads only what it writes or data no tile
+        of the operator writes (see `batchable`)."""
+        out = op.outputs[0]
+        coords = tile_coordinates(op, np.asarray(indices, dtype=np.int64))
+        args = []
+        for value in op.read_tensors:
+            tensor = value.type
+            flat = element_indices(tensor, broadcast_coordinates(tensor.shape_list,
+                                                                 out.shape_list, coords))
+            self.check_read_at(op, value, self.shadow.flat(tensor, flat), event, where)
+            args.append(dtypes.to_compute(self.elements(tensor)[flat], tensor.data_type))
+        if isinstance(op, ark.ScalarAssignOp):
+            values = np.full(len(coords), op.value.value.data, dtype=np.float32)
+        else:
+            values = np.broadcast_to(evaluate(op, args), (len(coords),))
+        flat = element_indices(out, coords)
+        self.check_write_at(op, out, self.shadow.flat(out, flat), event, where)
+        self.elements(out)[flat] = dtypes.to_storage(values, out.data_type)
+        original = self.copies.get(op, op)
+        result = original.results_types[0]
+        expected = self.ref.tensors.get(result.tensor_id)
+        if expected is None:
+            return
+        got = dtypes.to_compute(self.elements(out)[flat], out.data_type)
+        want = expected[tuple(coords.T)]
+        if not _close(got, want, result.data_type):
+            self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tiles "
+                        f"{_first(indices)} differently from the model (largest difference "
+                        f"{_max_diff(got, want):.3g})", op)
+
     def _gather_rows(self, op: ark.EmbeddingOp, weight: SSAValue, indices: np.ndarray,
                      event: int, where: tuple[int, int]) -> np.ndarray:
         rows = np.unique(np.asarray(indices, dtype=np.int64))
@@ -575,6 +633,62 @@ class PlanRunner:
             self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tile "
                         f"{index} differently from the model (largest difference "
                         f"{_max_diff(got, expected):.3g})", op)
+
+
+def batchable(ops: Sequence[ark.ArkOp]) -> bool:
+    """Can a slot run all its tiles of this task at once (`PlanRunner.run_batch`)? Yes for a
+    lone element-wise operator whose inputs do not overlap its output in another layout (then
+    no tile reads what another tile writes)."""
+    if len(ops) != 1:
+        return False
+    (op,) = ops
+    if not isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)) or \
+            isinstance(op, ark.RopeOp) or not op.outputs:
+        return False
+    out = op.outputs[0]
+    return all(t.buffer_id != out.buffer_id or t.same_layout(out)
+               for t in op.inputs)
+
+
+def tile_coordinates(op: ark.ArkOp, indices: np.ndarray) -> np.ndarray:
+    """Coordinates (elements x dims) of every output element of tiles `indices`."""
+    shape = plan.output_shape(op)
+    shape4 = np.array(_pad4(shape, 1))
+    unit = np.array(plan.unit_shape(op))
+    counts = -(-shape4 // unit)
+    origins = np.stack(np.unravel_index(indices, counts), axis=1) * unit
+    grid = np.stack(np.unravel_index(np.arange(int(np.prod(unit))), unit), axis=1)
+    coords = (origins[:, None, :] + grid[None, :, :]).reshape(-1, 4)
+    coords = coords[(coords < shape4).all(axis=1)]
+    return coords[:, 4 - len(shape):]
+
+
+def broadcast_coordinates(shape: Sequence[int], out_shape: Sequence[int],
+                          coords: np.ndarray) -> np.ndarray:
+    """The elements of a (broadcast) input that output elements `coords` read."""
+    lead = len(out_shape) - len(shape)
+    mapped = coords[:, max(lead, 0):].copy()
+    for d, size in enumerate(shape[max(-lead, 0):]):
+        if size == 1:
+            mapped[:, d] = 0
+    if lead < 0:
+        mapped = np.concatenate([np.zeros((len(coords), -lead), dtype=mapped.dtype), mapped],
+                                axis=1)
+    return mapped
+
+
+def element_indices(tensor: ark.TensorType, coords: np.ndarray) -> np.ndarray:
+    """Flat element indices in the tensor's buffer of its elements `coords`."""
+    flat = np.zeros(len(coords), dtype=np.int64)
+    for d, (extent, offset) in enumerate(zip(tensor.strides_list, tensor.offsets_list,
+                                             strict=True)):
+        flat = flat * extent + coords[:, d] + offset
+    return flat
+
+
+def _first(indices: Sequence[int]) -> str:
+    shown = ", ".join(map(str, list(indices)[:4]))
+    return shown + (", ..." if len(indices) > 4 else "")
 
 
 def _extents(tile: tuple[slice, ...], shape: Sequence[int]) -> list[int]:

@@ -49,6 +49,17 @@ def test_plan_computes_the_model(name, arch):
     assert list(p.tasks()) == list(range(len(p.tasks())))
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_arks_default_plans_compute_the_model_too(name):
+    """The baseline is right as well (and exercises ARK's per-element reductions, 8x8
+    transposes and one-row embedding tasks in the simulator)."""
+    module = MODELS[name]()
+    reference = run_model(module, seed=7)
+    run_pipeline(module, "ark-default-plan{device=mi300x partial-tiles=true}")
+    report = simulate(single_plan(module), model=reference)
+    assert report["ok"], report["problems"]
+
+
 def task_ops(p) -> list[list[str]]:
     return [[op["Name"] for op in task["Ops"]] for task in plan_json(p)["TaskInfos"]]
 
