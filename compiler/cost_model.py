@@ -12,10 +12,11 @@ operators, run by one slot (a group of warps) of one processor. For every task i
 A task on a slot takes `task_overhead + n_ops * memory_latency` (each operator waits for its
 first loads; ARK runs tasks one after another without prefetching across them) plus the
 longest of its compute and L2 streaming times at the rate its warps can draw. A processor runs
-its slots concurrently but shares its compute, L2 and memory bandwidth (1 / #processors of the
-device each) among them; how much of that share a processor reaches grows with its active warps
-(`warps_to_saturate_*`). So a processor's time for a task group is the larger of its slowest
-slot's serial time and its total work at the processor's rates.
+its slots concurrently but shares its rates among them: 1 / #processors of the device's
+compute, and of its L2 and memory bandwidth a share among the processors busy at the time, up
+to what one processor can move (`processor_bandwidth`). How much of that a processor reaches
+grows with its active warps (`warps_to_saturate_*`). So a processor's time for a task group is
+the larger of its slowest slot's serial time and its total work at the processor's rates.
 
 `plan_cost` runs processor groups in plan order on per-processor clocks: a processor group first
 waits at the barriers `plan.barriers` places (all processors of a synchronised range wait for
