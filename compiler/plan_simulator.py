@@ -298,14 +298,6 @@ def _pad4(values: Sequence[Any], fill: Any) -> list[Any]:
     return [fill] * (4 - len(values)) + list(values)
 
 
-def _broadcast_region(value: SSAValue, out_shape: Sequence[int],
-                      tile: tuple[slice, ...]) -> tuple[slice, ...]:
-    shape = value.type.shape_list
-    out4, tile4, in4 = _pad4(out_shape, 1), _pad4(tile, slice(0, 1)), _pad4(shape, 1)
-    region = [slice(0, 1) if in4[d] == 1 and out4[d] != 1 else tile4[d] for d in range(4)]
-    return tuple(region[4 - len(shape):])
-
-
 def _matmul_regions(op: ark.MatmulOp, tile: tuple[slice, ...]) -> list[tuple[slice, ...]]:
     """Rows of the input and columns of the other operand (all of K) behind an output tile."""
     out_batch = op.outputs[0].shape_list[:-2]
@@ -355,7 +347,8 @@ def input_regions(op: ark.ArkOp, tile: tuple[slice, ...]) -> list[tuple[slice, .
         return [tuple(region)]
     if isinstance(op, ark.EmbeddingOp):
         return [tuple(tile[:-1]), None]
-    return [_broadcast_region(v, out_shape, tile) for v in op.read_tensors]
+    return [tuple(_broadcast_region_dims(v.type.shape_list, out_shape, tile))
+            for v in op.read_tensors]
 
 
 def _even_last(tile: tuple[slice, ...], shape: Sequence[int]) -> tuple[slice, ...]:
@@ -502,10 +495,7 @@ class PlanRunner:
         shadow.set(shadow.data_op[buf], spot, self.index[self.copies.get(op, op)])
 
     def _name(self, index: int) -> str:
-        for op, i in self.index.items():
-            if i == index:
-                return op.label.data
-        return "?"
+        return next((op.label.data for op, i in self.index.items() if i == index), "?")
 
     # -- execution --------------------------------------------------------------------------
 
@@ -735,10 +725,10 @@ def plan_device(p: plan.PlanOp, arch: str | None = None) -> tuple[GpuDevice, str
     return gpu_device("a100"), "assumed: the plan names no known Architecture"
 
 
-def memory_report(p: plan.PlanOp, inputs: set[int] | None = None) -> dict[str, int]:
+def memory_report(p: plan.PlanOp) -> dict[str, int]:
     """Device bytes of the plan's buffers, and how many of them hold model inputs."""
     layout = plan.buffer_layout(p)
-    input_buffers = inputs if inputs is not None else _input_buffers(p)
+    input_buffers = _input_buffers(p)
     held = sum(n for b, n in layout.sizes.items() if b in input_buffers)
     return {"device_bytes": layout.total_bytes, "input_bytes": held,
             "activation_bytes": layout.total_bytes - held, "buffers": len(layout.sizes)}
