@@ -368,6 +368,20 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     def with_id(self, tensor_id: int) -> TensorType:
         return TensorType(IntAttr(tensor_id), *self.parameters[1:])
 
+    def with_buffer(self, buffer: BufferAttr) -> TensorType:
+        """The same tensor on another buffer (memory planning moves tensors between buffers).
+
+        No rule of a tensor involves its buffer, so the copy is not verified again, and it
+        keeps the unpacked dims: this is the hot path of moving tens of thousands of tensors.
+        """
+        moved = TensorType.__new__(TensorType)
+        for (name, _), value in zip(TensorType.get_irdl_definition().parameters,
+                                    (*self.parameters[:7], buffer, self.extra), strict=True):
+            object.__setattr__(moved, name, value)
+        if "_planc_dims" in self.__dict__:
+            moved.__dict__["_planc_dims"] = self.__dict__["_planc_dims"]
+        return moved
+
     def same_layout(self, other: TensorType) -> bool:
         """Same buffer, shape, strides and offsets: the two ids name the same data."""
         return self.parameters[1:8] == other.parameters[1:8]

@@ -189,8 +189,7 @@ def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
         tensor = value.type
         new = target.get(tensor.buffer_id)
         if new is not None:
-            moved = ark.TensorType(*tensor.parameters[:7], new, tensor.extra)
-            Rewriter.replace_value_with_new_type(value, moved)
+            Rewriter.replace_value_with_new_type(value, tensor.with_buffer(new))
 
 
 def record_regions(schedule: sched.ScheduleOp, regions: list[Region]) -> int:
