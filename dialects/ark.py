@@ -1043,31 +1043,22 @@ RecvReduceSendOp = _op(
     npeers=opt_prop_def(IntegerAttr), rank=opt_prop_def(IntegerAttr))
 
 
-@irdl_op_definition
-class ReshapeOp(ArkOp):
-    """The registered `Reshape` type. ARK itself serializes reshapes as virtual `Tensor` ops;
-    this class exists so a file that does name the type keeps it."""
+class VirtualOp(ArkOp, ABC):
+    """Operators that compute nothing: their result describes data that already exists."""
 
-    name = "ark.reshape"
-    TYPE: ClassVar[str] = "Reshape"
     ARITY: ClassVar[Arity] = Arity((0, UNBOUNDED), (0, 0), (1, 1))
     IS_VIRTUAL: ClassVar[bool] = True
     RESULT_ALIASES: ClassVar[str | None] = None
 
 
-@irdl_op_definition
-class TensorOp(ArkOp):
-    """The virtual `Tensor` operator: declares, reshapes or slices a tensor (its result).
-
-    Reads are the source tensor (plus extra dependencies for identity views) or nothing.
-    `ark-compress` removes these nodes the way ARK's Model::compress() does.
-    """
-
-    name = "ark.tensor"
-    TYPE: ClassVar[str] = "Tensor"
-    ARITY: ClassVar[Arity] = Arity((0, UNBOUNDED), (0, 0), (1, 1))
-    IS_VIRTUAL: ClassVar[bool] = True
-    RESULT_ALIASES: ClassVar[str | None] = None
+TensorOp = _op("Tensor", "ark.tensor", VirtualOp,
+               "The virtual `Tensor` operator: declares, reshapes or slices a tensor (its "
+               "result). Reads are the source tensor (plus extra dependencies for identity "
+               "views) or nothing. `ark-compress` removes these nodes the way ARK's "
+               "Model::compress() does.")
+ReshapeOp = _op("Reshape", "ark.reshape", VirtualOp,
+                "The registered `Reshape` type. ARK itself serializes reshapes as virtual "
+                "`Tensor` ops; this class exists so a file that does name the type keeps it.")
 
 
 @irdl_op_definition

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.utils.exceptions import VerifyException
+
+from compiler.diagnostics import PlancError
+
+RootT = TypeVar("RootT", bound=Operation)
 
 
 class VerifyAtError(VerifyException):
@@ -25,3 +32,11 @@ def body_block(region: Region) -> Block:
     if not region.blocks:
         region.add_block(Block())
     return region.block
+
+
+def single_root(module: ModuleOp, cls: type[RootT]) -> RootT:
+    """The one top-level `cls` op of `module` (a document), or a PlancError."""
+    roots = [op for op in module.ops if isinstance(op, cls)]
+    if len(roots) != 1:
+        raise PlancError(f"expected one {cls.name} in the module, found {len(roots)}")
+    return roots[0]

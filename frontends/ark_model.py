@@ -21,6 +21,7 @@ from compiler.json_reader import JsonNode
 from compiler.locations import json_location
 from dialects import ark
 from dialects.json_value import dict_attr
+from dialects.utils import single_root
 
 # ---------------------------------------------------------------------------------------------
 # Tensors, buffers and arguments
@@ -387,7 +388,7 @@ def import_document(doc: JsonNode) -> ModuleOp:
 
 
 def describe(module: ModuleOp) -> str:
-    model = next(op for op in module.ops if isinstance(op, ark.ModelOp))
+    model = single_root(module, ark.ModelOp)
     operators = model.operators()
     nodes = {op.node_id for op in operators}
     tensors = {r.type.tensor_id for op in model.graph.ops for r in op.results}
