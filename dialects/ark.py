@@ -21,6 +21,7 @@ type encodes the ARK argument type tag (see `ArgKind`).
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC
 from collections.abc import Sequence
@@ -83,7 +84,19 @@ MAX_DIMS = 4
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
+    return _cached_ints(tuple(values))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_ints(values: tuple[int, ...]) -> DenseArrayBase:
+    # Attributes are immutable, so equal shapes can share one (building one costs ~40 us).
     return DenseArrayBase.from_list(i64, list(values))
+
+
+@functools.lru_cache(maxsize=8192)
+def int_values(array: DenseArrayBase) -> tuple[int, ...]:
+    """The integers of a dense array, cached: unpacking bytes on every shape query adds up."""
+    return tuple(array.get_values())
 
 
 def _print_ints(printer: Printer, values: Sequence[int]) -> None:
@@ -311,22 +324,22 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def shape_list(self) -> list[int]:
-        return list(self.shape.get_values())
+        return list(int_values(self.shape))
 
     @property
     def strides_list(self) -> list[int]:
-        return list(self.strides.get_values())
+        return list(int_values(self.strides))
 
     @property
     def offsets_list(self) -> list[int]:
-        return list(self.offsets.get_values())
+        return list(int_values(self.offsets))
 
     @property
     def padded_list(self) -> list[int]:
         """The padded shape, which is the shape itself when the file did not give one."""
         if isinstance(self.padded_shape, NoneAttr):
             return self.shape_list
-        return list(self.padded_shape.get_values())
+        return list(int_values(self.padded_shape))
 
     @property
     def buffer_id(self) -> int:
