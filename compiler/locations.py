@@ -11,7 +11,21 @@ from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from compiler.diagnostics import PlancError
+from compiler.diagnostics import PlancError, extend_path
+
+
+class VerifyAt(VerifyException):
+    """A verifier failure that belongs to a member of the op's JSON object, or to another op.
+
+    `steps` extend the path of `op` (the failing op itself when None): a layout's verifier
+    raising `VerifyAt("...", None, "shard")` is reported at `$.layouts.A.shard`, and a plan's
+    verifier can blame one of its work items by passing that item's op.
+    """
+
+    def __init__(self, message: str, op: Operation | None = None, *steps: str | int):
+        super().__init__(message)
+        self.op = op
+        self.steps = steps
 
 
 def json_location(path: str) -> NameLoc:
@@ -40,4 +54,12 @@ def verify_module(module: ModuleOp) -> None:
             op.verify_()
         except (VerifyException, DiagnosticException) as e:
             message = str(e).split("\n", 1)[0]
-            raise PlancError(message, path=source_path(op)) from None
+            raise PlancError(message, path=error_path(op, e)) from None
+
+
+def error_path(op: Operation, error: Exception) -> str | None:
+    """The JSON path a verifier failure of `op` points at."""
+    if not isinstance(error, VerifyAt):
+        return source_path(op)
+    path = source_path(error.op or op)
+    return extend_path(path, *error.steps) if path is not None else None

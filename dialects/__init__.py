@@ -13,6 +13,12 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Ark
 
+    def get_tt() -> Dialect:
+        from dialects.tt import TT
+
+        return TT
+
     return {
         "ark": get_ark,
+        "tt": get_tt,
     }

@@ -49,11 +49,22 @@ def load_hook(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
+def _tt_plan(doc: Any) -> bool:
+    """A TileLang-TT runtime plan, or an array of them (planc's multi-kernel file)."""
+    def is_plan(value: Any) -> bool:
+        return isinstance(value, dict) and "core_grid" in value and "work_partition" in value
+    return is_plan(doc) or (isinstance(doc, list) and bool(doc) and is_plan(doc[0]))
+
+
 FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
                 simulate="compiler.model_interpreter:simulate_model",
                 describe="frontends.ark_model:describe"),
+    InputFormat("tt", "Tenstorrent runtime plan (tt.plan.json, TileLang-TT)",
+                "frontends.tt_plan", _tt_plan, "tt.plans",
+                simulate="compiler.tt_simulator:simulate_plans",
+                describe="frontends.tt_plan:describe"),
 )
 
 
