@@ -18,7 +18,13 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return TT
 
+    def get_metalium() -> Dialect:
+        from dialects.metalium import Metalium
+
+        return Metalium
+
     return {
         "ark": get_ark,
         "tt": get_tt,
+        "metalium": get_metalium,
     }

@@ -28,9 +28,15 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TtPlacePass
 
+    def get_tt_to_metalium() -> type[ModulePass]:
+        from passes.tt_to_metalium import TtToMetaliumPass
+
+        return TtToMetaliumPass
+
     return {
         "ark-compress": get_ark_compress,
         "tt-tile": get_tt_tile,
         "tt-partition": get_tt_partition,
         "tt-place": get_tt_place,
+        "tt-to-metalium": get_tt_to_metalium,
     }

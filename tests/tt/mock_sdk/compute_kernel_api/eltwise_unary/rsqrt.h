@@ -1,0 +1,9 @@
+// Mock of compute_kernel_api/eltwise_unary/rsqrt.h.
+#pragma once
+#include "../common.h"
+namespace ckernel {
+template <bool legacy_compat = true>
+ALWI void rsqrt_tile_init();
+template <bool legacy_compat = true, bool FAST_APPROX = false>
+ALWI void rsqrt_tile(std::uint32_t idst);
+}  // namespace ckernel

@@ -1,0 +1,9 @@
+// Mock of compute_kernel_api/eltwise_unary/sigmoid.h.
+#pragma once
+#include "../common.h"
+namespace ckernel {
+template <bool fast_and_approx = false>
+ALWI void sigmoid_tile_init();
+template <int vec_mode = 4, bool fast_and_approx = false>
+ALWI void sigmoid_tile(std::uint32_t idst);
+}  // namespace ckernel

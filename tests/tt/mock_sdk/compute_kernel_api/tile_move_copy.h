@@ -1,0 +1,7 @@
+// Mock of compute_kernel_api/tile_move_copy.h.
+#pragma once
+#include "common.h"
+namespace ckernel {
+ALWI void copy_tile_init(std::uint32_t cbid);
+ALWI void copy_tile(std::uint32_t in_cb_id, std::uint32_t in_tile_index, std::uint32_t dst_tile_index);
+}  // namespace ckernel

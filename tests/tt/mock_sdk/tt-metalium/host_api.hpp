@@ -1,0 +1,131 @@
+// Mock of tt-metalium/host_api.hpp (with the types it brings in: core coordinates, circular
+// buffer and kernel configs, buffers).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <unordered_map>
+#include <vector>
+
+namespace tt {
+enum class DataFormat : std::uint8_t {
+    Float32 = 0, Float16 = 1, Bfp8 = 2, Bfp4 = 3, Tf32 = 4, Float16_b = 5, Bfp8_b = 6,
+    Bfp4_b = 7, Int32 = 8, UInt16 = 9, Lf8 = 10, Bfp2 = 11, UInt8 = 12, UInt32 = 13,
+    Int8 = 14, Bfp2_b = 15, Invalid = 0xff
+};
+enum CBIndex : std::uint8_t {
+    c_0 = 0, c_1 = 1, c_2 = 2, c_3 = 3, c_4 = 4, c_5 = 5, c_6 = 6, c_7 = 7,
+    c_8 = 8, c_9 = 9, c_10 = 10, c_11 = 11, c_12 = 12, c_13 = 13, c_14 = 14, c_15 = 15,
+    c_16 = 16, c_17 = 17, c_18 = 18, c_19 = 19, c_20 = 20, c_21 = 21, c_22 = 22, c_23 = 23,
+    c_24 = 24, c_25 = 25, c_26 = 26, c_27 = 27, c_28 = 28, c_29 = 29, c_30 = 30, c_31 = 31,
+    SIZE = 32
+};
+}  // namespace tt
+
+struct CoreCoord {
+    std::size_t x = 0;
+    std::size_t y = 0;
+    CoreCoord() = default;
+    CoreCoord(std::size_t x, std::size_t y) : x(x), y(y) {}
+};
+
+struct CoreRange {
+    CoreCoord start_coord;
+    CoreCoord end_coord;
+    CoreRange(const CoreCoord& point);
+    CoreRange(const CoreCoord& start_coord, const CoreCoord& end_coord);
+};
+
+class CoreRangeSet {
+public:
+    CoreRangeSet() = default;
+    CoreRangeSet(const std::vector<CoreRange>& core_ranges);
+    CoreRangeSet(const std::set<CoreRange>& core_ranges);
+    CoreRangeSet(const CoreRange& core_range);
+};
+
+namespace tt::tt_metal {
+
+using DeviceAddr = std::uint64_t;
+using KernelHandle = std::uint32_t;
+using CBHandle = std::uintptr_t;
+
+enum class BufferType { DRAM, L1, SYSTEM_MEMORY, L1_SMALL, TRACE };
+enum class MathFidelity : std::uint8_t { LoFi = 0, HiFi2 = 2, HiFi3 = 3, HiFi4 = 4, Invalid = 0xff };
+enum class DataMovementProcessor { RISCV_0 = 0, RISCV_1 = 1 };
+enum NOC : std::uint8_t { RISCV_0_default = 0, RISCV_1_default = 1, NOC_0 = 0, NOC_1 = 1 };
+enum class NOC_MODE : std::uint8_t { DM_DEDICATED_NOC = 0, DM_DYNAMIC_NOC = 1 };
+
+struct DataMovementConfig {
+    DataMovementProcessor processor = DataMovementProcessor::RISCV_0;
+    NOC noc = NOC::RISCV_0_default;
+    NOC_MODE noc_mode = NOC_MODE::DM_DEDICATED_NOC;
+    std::vector<std::uint32_t> compile_args;
+    std::map<std::string, std::string> defines;
+    std::unordered_map<std::string, std::uint32_t>* named_compile_args_unused = nullptr;
+};
+
+struct ComputeConfig {
+    MathFidelity math_fidelity = MathFidelity::HiFi4;
+    bool fp32_dest_acc_en = false;
+    bool dst_full_sync_en = false;
+    std::vector<int> unpack_to_dest_mode;
+    bool bfp8_pack_precise = false;
+    bool math_approx_mode = false;
+    std::vector<std::uint32_t> compile_args;
+    std::map<std::string, std::string> defines;
+};
+
+struct EthernetConfig {
+    std::vector<std::uint32_t> compile_args;
+};
+
+class CircularBufferConfig {
+public:
+    CircularBufferConfig(std::uint32_t total_size,
+                         const std::map<std::uint8_t, tt::DataFormat>& data_format_spec);
+    CircularBufferConfig& set_page_size(std::uint8_t buffer_index, std::uint32_t page_size);
+};
+
+class Buffer {
+public:
+    DeviceAddr address() const;
+    DeviceAddr size() const;
+};
+
+class Program {
+public:
+    Program();
+    Program(Program&&) noexcept;
+    Program& operator=(Program&&) noexcept;
+    Program(const Program&) = delete;
+};
+
+Program CreateProgram();
+
+KernelHandle CreateKernel(
+    Program& program, const std::string& file_name,
+    const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
+    const std::variant<DataMovementConfig, ComputeConfig, EthernetConfig>& config);
+
+CBHandle CreateCircularBuffer(
+    Program& program, const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
+    const CircularBufferConfig& config);
+
+void SetRuntimeArgs(
+    const Program& program, KernelHandle kernel,
+    const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
+    std::initializer_list<std::uint32_t> runtime_args);
+
+void SetRuntimeArgs(
+    const Program& program, KernelHandle kernel,
+    const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
+    const std::vector<std::uint32_t>& runtime_args);
+
+}  // namespace tt::tt_metal
