@@ -107,12 +107,19 @@ def _key_order_attr(keys: Sequence[str] | None) -> ArrayAttr | None:
     return None if keys is None else ArrayAttr([StringAttr(k) for k in keys])
 
 
+def _nested(op: Operation) -> Iterator[Operation]:
+    """The ops nested in `op`, innermost first (post-order)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                yield from _nested(child)
+                yield child
+
+
 def _verify_first(op: Operation) -> None:
-    """Verify the ops nested in `op` before `op` checks rules spanning them, so that the
-    first error a user sees is the most local one, at its own JSON path."""
-    for child in op.walk():
-        if child is op:
-            continue
+    """Verify the ops nested in `op`, innermost first, before `op` checks rules spanning them,
+    so that the first error a user sees is the most local one, at its own JSON path."""
+    for child in _nested(op):
         try:
             child.verify_()
         except VerifyAt as e:
@@ -557,7 +564,6 @@ class PlanOp(JsonObjectOp):
     # -- verification --------------------------------------------------------------------
 
     def verify_(self) -> None:
-        _verify_first(self)
         if (self.grid_x is None) != (self.grid_y is None):
             raise VerifyException("core_grid needs both gx and gy")
         grid = self.grid
@@ -567,6 +573,7 @@ class PlanOp(JsonObjectOp):
         if self.schema_version is not None and self.schema_version.value.data < 1:
             raise VerifyAt(f"schema_version must be >= 1, got "
                            f"{self.schema_version.value.data}", None, "schema_version")
+        _verify_first(self)
         for op in self.body.block.ops:
             if not isinstance(op, CoreRangeOp | KernelOp | WorkPartitionOp | LayoutsOp):
                 raise VerifyException(f"a plan does not hold {op.name}")
