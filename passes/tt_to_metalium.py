@@ -230,6 +230,7 @@ def kernel_plan(index: int, plan: tt.PlanOp, device: TTDevice) -> KernelPlan:
     kernel.directory = f"kernels/{index:02d}_{_identifier(op.label.data)}"
     kernel.ranges = [(r.start[0], r.start[1], r.start[0] + r.extent[0] - 1,
                       r.start[1] + r.extent[1] - 1) for r in plan.core_ranges()]
+    _check_argument_count(kernel)
     return kernel
 
 
@@ -688,6 +689,17 @@ def _runtime_values(k: KernelPlan, items: list[tuple[int, int]]) -> list[int]:
 def _range_cores(ranges: Sequence[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
     return [(x, y) for x0, y0, x1, y1 in ranges for x in range(x0, x1 + 1)
             for y in range(y0, y1 + 1)]
+
+
+def _check_argument_count(k: KernelPlan) -> None:
+    """The reader takes the most arguments: its input addresses and the work list."""
+    for core, items in k.work.items():
+        count = len(k.operands) + len(_runtime_values(k, items))
+        if count > mt.RuntimeArgsOp.MAX_ARGS:
+            raise _fail(k.plan, f"core ({core[0]},{core[1]}) has {len(items)} work items; its "
+                                f"reader would take {count} runtime args, more than tt-metal's "
+                                f"{mt.RuntimeArgsOp.MAX_ARGS} (a row_major partition passes each "
+                                "core's tiles as one contiguous run; more cores also help)")
 
 
 def program_body(k: KernelPlan, buffers: dict[int, HostBuffer]) -> Block:

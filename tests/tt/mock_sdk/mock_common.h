@@ -1,9 +1,11 @@
-// Shared by the mock kernel headers: circular buffer ids and the kernel argument accessors.
+// Shared by the mock kernel headers: circular buffer ids and runtime arguments.
 #pragma once
 #include <cstdint>
 
-#define ALWI  // always-inline definitions in the real SDK; declarations here
-#define FORCE_INLINE
+#include "sim_api.h"
+
+#define ALWI inline
+#define FORCE_INLINE inline
 
 namespace tt {
 // tt::CBIndex is an unscoped enum, so kernels write `constexpr uint32_t cb = tt::CBIndex::c_0;`.
@@ -17,9 +19,8 @@ enum CBIndex : std::uint8_t {
 }  // namespace tt
 
 template <typename T>
-T get_arg_val(int arg_idx);
-
-template <typename T>
-T get_common_arg_val(int arg_idx);
+T get_arg_val(int arg_idx) {
+    return static_cast<T>(sim::arg(arg_idx));
+}
 
 constexpr std::uint32_t get_compile_time_arg_val(std::uint32_t index) { return index; }

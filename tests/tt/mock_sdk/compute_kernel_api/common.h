@@ -1,4 +1,4 @@
-// Mock of compute_kernel_api/common.h: the compute entry point and runtime args.
+// Mock of compute_kernel_api/common.h: the compute entry point and shared enums.
 #pragma once
 #include <cstdint>
 

@@ -1,5 +1,6 @@
 // Mock of tt-metalium/host_api.hpp (with the types it brings in: core coordinates, circular
-// buffer and kernel configs, buffers).
+// buffer and kernel configs, programs). Programs record what the host asks for; the mesh
+// workload runs them on the emulator (sim_runtime.hpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,9 +10,12 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <variant>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 #include <vector>
+
+#include "../sim_runtime.hpp"
 
 namespace tt {
 enum class DataFormat : std::uint8_t {
@@ -33,21 +37,29 @@ struct CoreCoord {
     std::size_t y = 0;
     CoreCoord() = default;
     CoreCoord(std::size_t x, std::size_t y) : x(x), y(y) {}
+    bool operator<(const CoreCoord& o) const { return std::make_pair(x, y) < std::make_pair(o.x, o.y); }
 };
 
 struct CoreRange {
     CoreCoord start_coord;
-    CoreCoord end_coord;
-    CoreRange(const CoreCoord& point);
-    CoreRange(const CoreCoord& start_coord, const CoreCoord& end_coord);
+    CoreCoord end_coord;  // inclusive
+    CoreRange(const CoreCoord& point) : start_coord(point), end_coord(point) {}
+    CoreRange(const CoreCoord& start, const CoreCoord& end) : start_coord(start), end_coord(end) {}
+    bool operator<(const CoreRange& o) const {
+        return std::make_pair(start_coord, end_coord) < std::make_pair(o.start_coord, o.end_coord);
+    }
 };
 
 class CoreRangeSet {
 public:
     CoreRangeSet() = default;
-    CoreRangeSet(const std::vector<CoreRange>& core_ranges);
-    CoreRangeSet(const std::set<CoreRange>& core_ranges);
-    CoreRangeSet(const CoreRange& core_range);
+    CoreRangeSet(const std::vector<CoreRange>& core_ranges) : ranges_(core_ranges) {}
+    CoreRangeSet(const std::set<CoreRange>& core_ranges) : ranges_(core_ranges.begin(), core_ranges.end()) {}
+    CoreRangeSet(const CoreRange& core_range) : ranges_{core_range} {}
+    const std::vector<CoreRange>& ranges() const { return ranges_; }
+
+private:
+    std::vector<CoreRange> ranges_;
 };
 
 namespace tt::tt_metal {
@@ -55,6 +67,7 @@ namespace tt::tt_metal {
 using DeviceAddr = std::uint64_t;
 using KernelHandle = std::uint32_t;
 using CBHandle = std::uintptr_t;
+using CoreSpec = std::variant<CoreCoord, CoreRange, CoreRangeSet>;
 
 enum class BufferType { DRAM, L1, SYSTEM_MEMORY, L1_SMALL, TRACE };
 enum class MathFidelity : std::uint8_t { LoFi = 0, HiFi2 = 2, HiFi3 = 3, HiFi4 = 4, Invalid = 0xff };
@@ -68,7 +81,6 @@ struct DataMovementConfig {
     NOC_MODE noc_mode = NOC_MODE::DM_DEDICATED_NOC;
     std::vector<std::uint32_t> compile_args;
     std::map<std::string, std::string> defines;
-    std::unordered_map<std::string, std::uint32_t>* named_compile_args_unused = nullptr;
 };
 
 struct ComputeConfig {
@@ -89,43 +101,73 @@ struct EthernetConfig {
 class CircularBufferConfig {
 public:
     CircularBufferConfig(std::uint32_t total_size,
-                         const std::map<std::uint8_t, tt::DataFormat>& data_format_spec);
-    CircularBufferConfig& set_page_size(std::uint8_t buffer_index, std::uint32_t page_size);
+                         const std::map<std::uint8_t, tt::DataFormat>& data_format_spec)
+        : total_size_(total_size), formats_(data_format_spec) {}
+    CircularBufferConfig& set_page_size(std::uint8_t buffer_index, std::uint32_t page_size) {
+        page_sizes_[buffer_index] = page_size;
+        return *this;
+    }
+    std::uint32_t total_size_;
+    std::map<std::uint8_t, tt::DataFormat> formats_;
+    std::map<std::uint8_t, std::uint32_t> page_sizes_;
 };
 
-class Buffer {
-public:
-    DeviceAddr address() const;
-    DeviceAddr size() const;
+namespace sim_detail {
+inline std::vector<CoreCoord> cores_of(const CoreSpec& spec) {
+    std::vector<CoreRange> ranges;
+    if (auto* c = std::get_if<CoreCoord>(&spec)) ranges.push_back(CoreRange(*c));
+    if (auto* r = std::get_if<CoreRange>(&spec)) ranges.push_back(*r);
+    if (auto* s = std::get_if<CoreRangeSet>(&spec)) ranges = s->ranges();
+    std::vector<CoreCoord> cores;
+    for (const CoreRange& r : ranges)
+        for (std::size_t x = r.start_coord.x; x <= r.end_coord.x; ++x)
+            for (std::size_t y = r.start_coord.y; y <= r.end_coord.y; ++y) cores.emplace_back(x, y);
+    return cores;
+}
+
+struct KernelRecord {
+    std::string path;
+    std::vector<CoreCoord> cores;
 };
+}  // namespace sim_detail
 
 class Program {
 public:
-    Program();
-    Program(Program&&) noexcept;
-    Program& operator=(Program&&) noexcept;
+    Program() = default;
+    Program(Program&&) noexcept = default;
+    Program& operator=(Program&&) noexcept = default;
     Program(const Program&) = delete;
+
+    std::vector<std::pair<std::vector<CoreCoord>, CircularBufferConfig>> cbs;
+    std::vector<sim_detail::KernelRecord> kernels;
+    mutable std::map<std::pair<KernelHandle, CoreCoord>, std::vector<std::uint32_t>> runtime_args;
 };
 
-Program CreateProgram();
+inline Program CreateProgram() { return Program(); }
 
-KernelHandle CreateKernel(
-    Program& program, const std::string& file_name,
-    const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
-    const std::variant<DataMovementConfig, ComputeConfig, EthernetConfig>& config);
+inline KernelHandle CreateKernel(
+    Program& program, const std::string& file_name, const CoreSpec& core_spec,
+    const std::variant<DataMovementConfig, ComputeConfig, EthernetConfig>& config) {
+    (void)config;
+    if (sim::registry().count(file_name) == 0) sim::fail("no kernel registered for " + file_name);
+    program.kernels.push_back({file_name, sim_detail::cores_of(core_spec)});
+    return static_cast<KernelHandle>(program.kernels.size() - 1);
+}
 
-CBHandle CreateCircularBuffer(
-    Program& program, const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
-    const CircularBufferConfig& config);
+inline CBHandle CreateCircularBuffer(Program& program, const CoreSpec& core_spec,
+                                     const CircularBufferConfig& config) {
+    program.cbs.emplace_back(sim_detail::cores_of(core_spec), config);
+    return program.cbs.size();
+}
 
-void SetRuntimeArgs(
-    const Program& program, KernelHandle kernel,
-    const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
-    std::initializer_list<std::uint32_t> runtime_args);
+inline void SetRuntimeArgs(const Program& program, KernelHandle kernel, const CoreSpec& core_spec,
+                           const std::vector<std::uint32_t>& runtime_args) {
+    for (const CoreCoord& core : sim_detail::cores_of(core_spec)) program.runtime_args[{kernel, core}] = runtime_args;
+}
 
-void SetRuntimeArgs(
-    const Program& program, KernelHandle kernel,
-    const std::variant<CoreCoord, CoreRange, CoreRangeSet>& core_spec,
-    const std::vector<std::uint32_t>& runtime_args);
+inline void SetRuntimeArgs(const Program& program, KernelHandle kernel, const CoreSpec& core_spec,
+                           std::initializer_list<std::uint32_t> runtime_args) {
+    SetRuntimeArgs(program, kernel, core_spec, std::vector<std::uint32_t>(runtime_args));
+}
 
 }  // namespace tt::tt_metal

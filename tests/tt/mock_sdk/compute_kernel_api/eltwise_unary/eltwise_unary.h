@@ -2,5 +2,5 @@
 #pragma once
 #include "../common.h"
 namespace ckernel {
-ALWI void init_sfpu(std::uint32_t icb, std::uint32_t ocb);
+ALWI void init_sfpu(std::uint32_t icb, std::uint32_t ocb) { (void)icb, (void)ocb; }
 }  // namespace ckernel
