@@ -385,7 +385,7 @@ class TensorFileOp(IRDLOperation):
     shape = prop_def(DenseArrayBase)
     """[batch, rows, cols]."""
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$buffer $file `:` $element $shape attr-dict"
+    assembly_format = "$buffer $file `:` $element attr-dict"
 
     def __init__(self, buffer: SSAValue, file: str, element: str, shape: Sequence[int]):
         super().__init__(operands=[buffer], properties={
@@ -435,7 +435,7 @@ class CoreRangesOp(IRDLOperation):
     ranges = prop_def(DenseArrayBase)
     result = result_def(CoresType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$cores_name $ranges attr-dict"
+    assembly_format = "$cores_name attr-dict"
 
     def __init__(self, name: str, ranges: Sequence[tuple[int, int, int, int]]):
         flat = [v for r in ranges for v in r]
@@ -460,7 +460,7 @@ class CircularBufferOp(IRDLOperation):
     page_bytes = prop_def(IntegerAttr[I64])
     data_format = prop_def(StringAttr)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = ("$cores `c_` $index `pages` $pages `x` $page_bytes $data_format "
+    assembly_format = ("$cores `index` $index `pages` $pages `x` $page_bytes $data_format "
                        "attr-dict")
 
     def __init__(self, cores: SSAValue, index: int, pages: int, page_bytes: int,
@@ -511,8 +511,8 @@ class RuntimeArgsOp(IRDLOperation):
     core_y = prop_def(IntegerAttr[I64])
     values = prop_def(DenseArrayBase)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = ("$kernel `core` `(` $core_x `,` $core_y `)` (`addresses` `(` $buffers^ "
-                       "`)`)? $values attr-dict")
+    assembly_format = ("$kernel `core` ` ` `(` $core_x `,` $core_y `)` (`addresses` ` ` `(` "
+                       "$buffers^ `)`)? attr-dict")
 
     MAX_ARGS: ClassVar[int] = 341
     """tt_metal::max_runtime_args: unique runtime args per kernel per core."""

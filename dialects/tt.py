@@ -149,8 +149,8 @@ class CoreRangeOp(JsonObjectOp):
     replicated = opt_prop_def(BoolAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = ("`start` `[` $start_x `,` $start_y `]` `extent` `[` $extent_x `,` "
-                       "$extent_y `]` attr-dict")
+    assembly_format = ("`start` ` ` `[` $start_x `,` $start_y `]` `extent` ` ` `[` $extent_x "
+                       "`,` $extent_y `]` attr-dict")
 
     def __init__(self, start: Sequence[int], extent: Sequence[int], *,
                  replicated: bool | None = None, extra: DictionaryAttr | None = None,
@@ -337,7 +337,7 @@ class LayoutOp(JsonObjectOp):
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = ("$buffer `shard` $shard (`interleave` $interleave^)? "
-                       "(`stride` `[` $stride_0^ `,` $stride_1 `]`)? "
+                       "(`stride` ` ` `[` $stride_0^ `,` $stride_1 `]`)? "
                        "(`tile_id_order` $tile_id_order^)? attr-dict")
 
     def __init__(self, buffer: str, shard: str, *, interleave: bool | None = None,
@@ -429,7 +429,7 @@ class KernelOp(JsonObjectOp):
     traits = traits_def(NoTerminator(), IsolatedFromAbove())
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = ("`grid_tiles` `[` $tiles_m `,` $tiles_n `]` (`len_k` $len_k^)? "
+    assembly_format = ("`grid_tiles` ` ` `[` $tiles_m `,` $tiles_n `]` (`len_k` $len_k^)? "
                        "attr-dict-with-keyword $body")
 
     def __init__(self, grid_tiles: Sequence[int], len_k: int | None, body: Block, *,
@@ -607,7 +607,7 @@ class PlanOp(JsonObjectOp):
                 raise VerifyAt(f"core ({x},{y}) is outside the {grid[0]}x{grid[1]} core grid",
                                core_op)
             if not any(r.contains((x, y)) for r in ranges):
-                raise VerifyAt(f"core ({x},{y}) has work but is in no core range", core_op)
+                raise VerifyAt(f"core ({x},{y}) is in the work partition but in no core range", core_op)
 
     def _replicated(self, core: tuple[int, int]) -> bool:
         return any(r.is_replicated and r.contains(core) for r in self.core_ranges())

@@ -93,7 +93,7 @@ CASES = [
     ("core outside the grid", _move_tile("(1,1)", "(2,1)"), f"{WP}['(2,1)']",
      "core (2,1) is outside the 2x2 core grid"),
     ("core in no range", _split_ranges([{"start": [0, 0], "extent": [2, 1]}]),
-     f"{WP}['(0,1)']", "core (0,1) has work but is in no core range"),
+     f"{WP}['(0,1)']", "core (0,1) is in the work partition but in no core range"),
     ("items not an array", _set(["work_partition", "(0,0)"], {"io": 0}), f"{WP}['(0,0)']",
      "expected an array, got an object"),
     ("item without jo", _delete("work_partition", "(0,0)", 0, "jo"), f"{WP}['(0,0)'][0]",
