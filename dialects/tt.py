@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
@@ -88,7 +89,17 @@ def _quoted(text: str) -> str:
     return '"' + text + '"'
 
 
-class JsonObjectOp(IRDLOperation):
+class TTOp(IRDLOperation):
+    """A `tt` op: its rules are `check()`, which a plan runs on its nested ops first."""
+
+    def check(self) -> None:
+        """The op's own rules (beyond IRDL's constraints)."""
+
+    def verify_(self) -> None:
+        self.check()
+
+
+class JsonObjectOp(TTOp):
     """An op standing for one JSON object: unknown members in `extra`, key order kept."""
 
     extra = opt_prop_def(DictionaryAttr)
@@ -121,7 +132,8 @@ def _verify_first(op: Operation) -> None:
     so that the first error a user sees is the most local one, at its own JSON path."""
     for child in _nested(op):
         try:
-            child.verify_()
+            # IRDL constraints are verified once, by verify_module's walk; here only rules.
+            child.check() if isinstance(child, TTOp) else child.verify_()
         except VerifyAt as e:
             raise VerifyAt(str(e), e.op or child, *e.steps) from None
         except VerifyException as e:
@@ -187,7 +199,7 @@ class CoreRangeOp(JsonObjectOp):
     def describe(self) -> str:
         return f"start {list(self.start)} extent {list(self.extent)}"
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         (sx, sy), (ex, ey) = self.start, self.extent
         if sx < 0 or sy < 0:
             raise VerifyAt(f"core range has a negative start {[sx, sy]}", None, "start")
@@ -240,7 +252,7 @@ class WorkOp(JsonObjectOp):
     def len_k_value(self) -> int | None:
         return _value(self.len_k)
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         for field in ("io", "jo"):
             if getattr(self, field).value.data < 0:
                 raise VerifyAt(f"{field} must be >= 0, got {getattr(self, field).value.data}",
@@ -253,7 +265,7 @@ class WorkOp(JsonObjectOp):
 
 
 @irdl_op_definition
-class CoreOp(IRDLOperation):
+class CoreOp(TTOp):
     """The ordered work items of one core, keyed "(x,y)" as in the file."""
 
     name = "tt.core"
@@ -280,7 +292,7 @@ class CoreOp(IRDLOperation):
     def items(self) -> list[WorkOp]:
         return [op for op in self.body.block.ops if isinstance(op, WorkOp)]
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         if self.coordinates is None:
             raise VerifyException(f"core key {_quoted(self.key.data)} is not of the form "
                                   '"(x,y)" with integers x and y')
@@ -290,7 +302,7 @@ class CoreOp(IRDLOperation):
 
 
 @irdl_op_definition
-class WorkPartitionOp(IRDLOperation):
+class WorkPartitionOp(TTOp):
     """The plan's `work_partition`: which cores compute which output tiles, in order."""
 
     name = "tt.work_partition"
@@ -304,7 +316,7 @@ class WorkPartitionOp(IRDLOperation):
     def cores(self) -> list[CoreOp]:
         return [op for op in self.body.block.ops if isinstance(op, CoreOp)]
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         seen: dict[tuple[int, int], str] = {}
         for op in self.body.block.ops:
             if not isinstance(op, CoreOp):
@@ -369,7 +381,7 @@ class LayoutOp(JsonObjectOp):
             return None
         return [self.stride_0.value.data, _value(self.stride_1)]
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         if self.shard.data not in SHARDS:
             raise VerifyAt(f'shard must be "DRAM" or "L1", got {_quoted(self.shard.data)}',
                            None, "shard")
@@ -383,7 +395,7 @@ class LayoutOp(JsonObjectOp):
 
 
 @irdl_op_definition
-class LayoutsOp(IRDLOperation):
+class LayoutsOp(TTOp):
     """The plan's `layouts`: one tt.layout per buffer."""
 
     name = "tt.layouts"
@@ -400,7 +412,7 @@ class LayoutsOp(IRDLOperation):
     def by_buffer(self) -> dict[str, LayoutOp]:
         return {op.buffer_name: op for op in self.layouts()}
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         seen: set[str] = set()
         for op in self.body.block.ops:
             if not isinstance(op, LayoutOp):
@@ -461,7 +473,7 @@ class KernelOp(JsonObjectOp):
         op = self.operator
         return f"{op.ark_type} '{op.label.data}'"
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         from compiler.tt_kernels import NotAKernel, kernel_geometry
 
         operators = [op for op in self.body.block.ops if isinstance(op, ark.ArkOp)]
@@ -563,7 +575,7 @@ class PlanOp(JsonObjectOp):
 
     # -- verification --------------------------------------------------------------------
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         if (self.grid_x is None) != (self.grid_y is None):
             raise VerifyException("core_grid needs both gx and gy")
         grid = self.grid
@@ -607,7 +619,8 @@ class PlanOp(JsonObjectOp):
                 raise VerifyAt(f"core ({x},{y}) is outside the {grid[0]}x{grid[1]} core grid",
                                core_op)
             if not any(r.contains((x, y)) for r in ranges):
-                raise VerifyAt(f"core ({x},{y}) is in the work partition but in no core range", core_op)
+                raise VerifyAt(f"core ({x},{y}) is in the work partition but in no core range",
+                               core_op)
 
     def _replicated(self, core: tuple[int, int]) -> bool:
         return any(r.is_replicated and r.contains(core) for r in self.core_ranges())
@@ -682,7 +695,7 @@ class PlanOp(JsonObjectOp):
 
 
 @irdl_op_definition
-class PlansOp(IRDLOperation):
+class PlansOp(TTOp):
     """A `tt.plan.json` document: one plan (a JSON object), or with `listed` a JSON array of
     plans, which is how planc writes a model of several kernels (in execution order)."""
 
@@ -705,7 +718,7 @@ class PlansOp(IRDLOperation):
     def plans(self) -> list[PlanOp]:
         return [op for op in self.body.block.ops if isinstance(op, PlanOp)]
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         for op in self.body.block.ops:
             if not isinstance(op, PlanOp):
                 raise VerifyException(f"tt.plans holds only tt.plan ops, not {op.name}")

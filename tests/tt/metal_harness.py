@@ -55,7 +55,7 @@ def _compile_objects(sources: list[Path], cwd: Path, *flags: str | Path) -> list
         jobs.append((obj, subprocess.Popen(
             compile_command("-O1", "-pthread", *flags, "-c", source, "-o", obj),
             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-    for obj, job in jobs:
+    for _, job in jobs:
         _, err = job.communicate()
         assert job.returncode == 0, err
     return [obj for obj, _ in jobs]

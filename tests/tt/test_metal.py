@@ -3,7 +3,6 @@ with the real signatures, and, run on the mock's CPU emulation, compute the mode
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
@@ -93,8 +92,8 @@ def mixed_model():
 
 
 def emulate(planc, tmp_path, model_text: str, *flags: str, seed: int = 5):
-    from frontends.ark_model import import_document
     from compiler.json_reader import parse_json
+    from frontends.ark_model import import_document
 
     source = tmp_path / "model.json"
     source.write_text(model_text)

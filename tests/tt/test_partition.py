@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from compiler.tt_devices import device_named, parse_grid
-from compiler.diagnostics import UsageError
 from backends.tt_plan import document_json
+from compiler.diagnostics import UsageError
+from compiler.tt_devices import device_named, parse_grid
 from passes.tt_partition import (
     STRATEGIES,
     active_ranges,
