@@ -4,7 +4,7 @@ A plan says which cores of a Tensix core grid run a kernel and which output tile
 computes, and where the kernel's buffers live:
 
     tt.plans {                                   the file: one plan, or a list of plans
-      tt.plan grid 4 x 4 {schema_version = 1} {  core_grid, schema_version, backend_version
+      tt.plan grid 4 x 4 attributes {schema_version = 1 : i64} {   core_grid, versions
         tt.core_range start [0, 0] extent [4, 4] core_ranges[i]
         tt.kernel grid_tiles [4, 4] len_k 4 {    kernel (planc's extension): the ARK operator
           ... ark.view / ark.matmul ...           the plan computes, so the plan is complete

@@ -50,9 +50,11 @@ def load_hook(spec: str) -> Callable[..., Any]:
 
 
 def _tt_plan(doc: Any) -> bool:
-    """A TileLang-TT runtime plan, or an array of them (planc's multi-kernel file)."""
+    """A TileLang-TT runtime plan, or an array of them (planc's multi-kernel file). Either of
+    its two most distinctive keys identifies it, so a plan missing the other one is reported
+    as such rather than as an unknown format."""
     def is_plan(value: Any) -> bool:
-        return isinstance(value, dict) and "core_grid" in value and "work_partition" in value
+        return isinstance(value, dict) and ("core_grid" in value or "work_partition" in value)
     return is_plan(doc) or (isinstance(doc, list) and bool(doc) and is_plan(doc[0]))
 
 

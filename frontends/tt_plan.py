@@ -153,8 +153,9 @@ def describe(module: ModuleOp) -> str:
         partition = plan.work_partition
         counts = [len(c.items()) for c in partition.cores()] if partition else []
         grid = plan.grid or (0, 0)
+        cores = f"{len(counts)} core{'s' if len(counts) != 1 else ''}"
         parts.append(f"{plan.label()} on {grid[0]}x{grid[1]} cores: {sum(counts)} tiles over "
-                     f"{len(counts)} cores, at most {max(counts, default=0)} per core")
+                     f"{cores}, at most {max(counts, default=0)} per core")
     if len(parts) > 3:
         parts = parts[:3] + [f"... ({len(plans)} plans)"]
     return "; ".join(parts)

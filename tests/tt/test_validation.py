@@ -56,6 +56,8 @@ CASES = [
     # -- structure ---------------------------------------------------------------------------
     ("missing layouts", _delete("layouts"), "$", "missing required key 'layouts'"),
     ("missing core_ranges", _delete("core_ranges"), "$", "missing required key 'core_ranges'"),
+    ("missing work_partition", _delete("work_partition"), "$",
+     "missing required key 'work_partition'"),
     ("grid of one number", _set(["core_grid"], [4]), "$.core_grid",
      "expected 2 integers, got 1"),
     ("grid of zero", _set(["core_grid"], [0, 2]), "$.core_grid",
@@ -234,3 +236,13 @@ def test_unknown_members_and_explicit_nulls_survive(planc, tmp_path):
     assert planc(write_json(tmp_path / "in.json", doc), "-t", "tt", "-o", out).code == 0
     assert json.loads(out.read_text()) == doc
     assert list(json.loads(out.read_text())["layouts"]["A"]) == ["tile_id_order", "shard", "banks"]
+
+
+def test_models_with_operators_tt_cannot_run_are_refused_at_their_node(planc, tmp_path):
+    from tests.conftest import EXAMPLES
+    out = tmp_path / "plan.json"
+    result = planc(EXAMPLES / "sendrecv_rank0.json", "-t", "tt", "-o", out)
+    assert result.code == 1 and not out.exists()
+    assert result.err == (f"planc: error: {EXAMPLES / 'sendrecv_rank0.json'}: $.Nodes[1].Op: "
+                          "Send 'send': communication operators have no Tenstorrent plan (plans "
+                          "run on one device)\n")
