@@ -18,11 +18,11 @@ simulator (modeled time) and the C++ emitter (CB table, held operand).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler.tt_devices import TTDevice
-from compiler.tt_kernels import TILE, KernelGeometry, KernelKind
+from compiler.tt_kernels import TILE, KernelGeometry, KernelKind, TileView
 from dialects import ark
 
 Tile = tuple[int, int]
@@ -48,14 +48,32 @@ def _changes(values: Sequence[int]) -> int:
     return sum(1 for i, v in enumerate(values) if i == 0 or v != values[i - 1])
 
 
-def held_operand(work: WorkLists, len_k: int, page_bytes: Mapping[str, int],
-                 device: TTDevice) -> str | None:
+def b_has_batches(buffers: Mapping[str, ark.TensorType]) -> bool:
+    return TileView.of(buffers["B"].shape_list).batch_size > 1
+
+
+def strip_index(geometry: KernelGeometry, buffers: Mapping[str, ark.TensorType],
+                operand: str) -> Callable[[Tile], int]:
+    """Which K strip of `operand` output tile (io, jo) needs. A's strip is its tile row, so
+    io names it (io includes the batch); B's is its tile column jo, within the batch when B
+    has batches of its own (a broadcast B is the same for every batch)."""
+    if operand == "A":
+        return lambda tile: tile[0]
+    if b_has_batches(buffers):
+        rows, columns = geometry.output.row_tiles, geometry.grid_tiles[1]
+        return lambda tile: (tile[0] // rows) * columns + tile[1]
+    return lambda tile: tile[1]
+
+
+def held_operand(work: WorkLists, geometry: KernelGeometry,
+                 buffers: Mapping[str, ark.TensorType], device: TTDevice) -> str | None:
     """"A" or "B": the matmul operand whose K strip cores keep across consecutive work items
     (the one fetched less often), or None when neither strip fits in a quarter of L1."""
     budget = device.l1_usable_bytes // HOLD_FRACTION
-    fetches = {"A": sum(_changes([io for io, _ in items]) for items in work.values()),
-               "B": sum(_changes([jo for _, jo in items]) for items in work.values())}
-    candidates = [name for name in ("A", "B") if page_bytes[name] * len_k <= budget]
+    fetches = {name: sum(_changes([strip_index(geometry, buffers, name)(t) for t in items])
+                         for items in work.values()) for name in ("A", "B")}
+    candidates = [name for name in ("A", "B")
+                  if tile_bytes(buffers[name].data_type) * geometry.len_k <= budget]
     return min(candidates, key=lambda name: fetches[name]) if candidates else None
 
 
@@ -124,8 +142,8 @@ def core_traffic(geometry: KernelGeometry, op: ark.ArkOp, items: Sequence[Tile],
         case KernelKind.MATMUL:
             reads = {"A": n * k, "B": n * k}
             if held is not None:
-                index = 0 if held == "A" else 1
-                reads[held] = k * _changes([tile[index] for tile in items])
+                strip = strip_index(geometry, dict(zip(names, op.inputs, strict=True)), held)
+                reads[held] = k * _changes([strip(tile) for tile in items])
             cycles = n * k
         case KernelKind.REDUCE:
             reads, cycles = {"A": n * k}, n * k
@@ -157,7 +175,7 @@ def kernel_cost(geometry: KernelGeometry, op: ark.ArkOp, work: WorkLists,
     """Modeled time of one kernel; buffers are in DRAM unless `in_dram` says otherwise."""
     in_dram = in_dram or {}
     page = {name: tile_bytes(t.data_type) for name, t in buffers.items()}
-    held = (held_operand(work, geometry.len_k, page, device)
+    held = (held_operand(work, geometry, buffers, device)
             if geometry.kind is KernelKind.MATMUL else None)
     step = _cycles_per_step(geometry, op, device)
     noc_rate = device.noc_bytes_per_cycle * device.clock_hz

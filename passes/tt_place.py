@@ -92,7 +92,7 @@ def _kernel_needs(plan: tt.PlanOp, device: TTDevice) -> tuple[int, dict[str, int
     buffers = kernel_buffers(op)
     work = _work_lists(plan)
     pages = {name: tile_bytes(t.data_type) for name, t in buffers.items()}
-    held = (held_operand(work, geometry.len_k, pages, device)
+    held = (held_operand(work, geometry, buffers, device)
             if geometry.kind is KernelKind.MATMUL else None)
     cbs = circular_buffers(geometry, buffers, held)
     moved = dict.fromkeys(buffers, 0)

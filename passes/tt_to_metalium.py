@@ -54,7 +54,13 @@ from compiler.tt_kernels import (
     kernel_buffers,
     kernel_geometry,
 )
-from compiler.tt_schedule import CircularBuffer, circular_buffers, held_operand, tile_bytes
+from compiler.tt_schedule import (
+    CircularBuffer,
+    b_has_batches,
+    circular_buffers,
+    held_operand,
+    tile_bytes,
+)
 from dialects import ark, tt
 from dialects import metalium as mt
 
@@ -221,8 +227,7 @@ def kernel_plan(index: int, plan: tt.PlanOp, device: TTDevice) -> KernelPlan:
     in_l1 = {n: n in layouts and layouts[n].shard_value == "L1" for n in buffers}
     interleaved = {n: n not in layouts or layouts[n].interleaved is not False for n in buffers}
     work = _work(plan)
-    pages = {name: tile_bytes(t.data_type) for name, t in buffers.items()}
-    held = (held_operand(work, geometry.len_k, pages, device)
+    held = (held_operand(work, geometry, buffers, device)
             if geometry.kind is KernelKind.MATMUL else None)
     cbs = circular_buffers(geometry, buffers, held)
     kernel = KernelPlan(index, plan, op, geometry, buffers, in_l1, interleaved, work, held, cbs,
@@ -420,6 +425,16 @@ class KernelWriter:
         call("noc_async_read_barrier")
         call("cb_push_back", cb, count)
 
+    def strip_index(self, io: SSAValue, jo: SSAValue) -> SSAValue:
+        """The held operand's strip for output tile (io, jo), as `tt_schedule.strip_index`
+        defines it: A's tile row io; B's tile column jo, within the batch if B has batches."""
+        if self.k.held == "A":
+            return io
+        if not b_has_batches(self.k.buffers):
+            return jo
+        batch = div(io, const(self.out_rows))
+        return named(add(mul(batch, const(self.nt)), jo), "b_strip")
+
     # -- reader --------------------------------------------------------------------------
 
     def reader(self) -> Block:
@@ -446,7 +461,7 @@ class KernelWriter:
         with loop(count, "i", [named(const(NO_ITEM), "held_index")]) as body:
             io, jo = decode(body.index)
             if held is not None:
-                index = io if held == "A" else jo
+                index = self.strip_index(io, jo)
                 with when(differs(index, body.carried[0])), loop(len_k, "k") as strip:
                     tile = self.operand_tile(operands[held], io, jo, strip.index)
                     self.fetch(operands[held], accessors[held], cbs[held], [tile])
@@ -492,7 +507,7 @@ class KernelWriter:
         with loop(count, "i", [named(const(NO_ITEM), "held_index")]) as body:
             if held is not None:
                 io, jo = decode(body.index)
-                index = io if held == "A" else jo
+                index = self.strip_index(io, jo)
                 with when(differs(index, body.carried[0])):
                     with when(differs(body.index, zero)):
                         call("cb_pop_front", cbs[held], len_k)

@@ -87,6 +87,7 @@ def mixed_model():
     h = m.exp(m.scalar_add(m.relu(h), -1.0))
     h = m.sigmoid(m.copy(h))
     m.matmul(h, m.tensor([48, 80], "BF16"), transpose_other=True)
+    m.matmul(m.tensor([2, 64, 96], "BF16"), m.tensor([2, 96, 32], "BF16"))  # batched B
     m.sqrt(m.tensor([70, 50], "FP32"))
     return m.finish()
 
@@ -120,8 +121,13 @@ def test_emulated_program_computes_the_ffn(planc, tmp_path):
 
 
 def test_emulated_program_computes_every_supported_kernel(planc, tmp_path):
+    """On one core, column by column: the batched matmul's core keeps B's strip for the two
+    tile rows of each batch and must fetch the next batch's strip, not reuse it."""
     from backends.ark_model import emit_model
-    emulate(planc, tmp_path, emit_model(mixed_model()), "--grid", "2x2")
+    out = emulate(planc, tmp_path, emit_model(mixed_model()), "--grid", "1x1",
+                  "--partition", "column_major")
+    compute = (out / "kernels" / "12_matmul_2" / "compute.cpp").read_text()
+    assert "uint32_t b_strip = ((io / 2) + jo);" in compute
 
 
 def test_kernelless_upstream_plan_runs_as_its_gemm(planc, tmp_path):

@@ -10,6 +10,8 @@ import pytest
 from backends.tt_plan import document_json
 from compiler.diagnostics import UsageError
 from compiler.tt_devices import device_named, parse_grid
+from compiler.tt_kernels import kernel_buffers, kernel_geometry
+from frontends.model_builder import ModelBuilder
 from passes.tt_partition import (
     STRATEGIES,
     active_ranges,
@@ -103,13 +105,36 @@ def test_auto_picks_the_cheapest_strategy():
     assert _chosen(512, 1024, 64, (2, 2)) == "column_major"
 
 
+def _kernel(m: int, k: int, n: int, **kw):
+    from compiler.tt_kernels import kernel_buffers, kernel_geometry
+    op = lower(matmul_model(m, k, n, **kw), "tt-tile").ops.first.plans()[0].kernel.operator
+    return kernel_geometry(op), kernel_buffers(op), op
+
+
 def test_strips_too_large_for_l1_are_streamed():
     from compiler.tt_schedule import held_operand
     work = {(0, 0): [(0, 0), (0, 1)]}
     device = device_named(None)
-    assert held_operand(work, 8, {"A": 2048, "B": 2048}, device) == "A"
+    geometry, buffers, _ = _kernel(64, 256, 64)
+    assert held_operand(work, geometry, buffers, device) == "A"
     huge_k = device.l1_usable_bytes // 2048  # a strip of all of L1
-    assert held_operand(work, huge_k, {"A": 2048, "B": 2048}, device) is None
+    geometry, buffers, _ = _kernel(64, 32 * huge_k, 64)
+    assert held_operand(work, geometry, buffers, device) is None
+
+
+def test_a_batched_b_strip_belongs_to_its_batch():
+    """Output tiles (0, 0) and (1, 0) of a batched matmul share B's column 0 only when B is
+    broadcast over the batch; with B batched they need different strips."""
+    from compiler.tt_schedule import held_operand, strip_index
+    b = ModelBuilder()
+    b.matmul(b.tensor([2, 32, 64]), b.tensor([2, 64, 32]))
+    op = lower(b.finish(), "tt-tile").ops.first.plans()[0].kernel.operator
+    geometry, buffers = kernel_geometry(op), kernel_buffers(op)
+    assert [strip_index(geometry, buffers, "B")(t) for t in [(0, 0), (1, 0)]] == [0, 1]
+    work = {(0, 0): [(0, 0), (1, 0)]}
+    assert held_operand(work, geometry, buffers, device_named(None)) == "A"
+    geometry, buffers, _ = _kernel(64, 64, 32)  # 2x1 tiles, B shared: one B strip
+    assert held_operand(work, geometry, buffers, device_named(None)) == "B"
 
 
 def test_cost_model_counts_held_strips():
