@@ -30,16 +30,14 @@ need re-tiling on the device).
 from __future__ import annotations
 
 import re
-import struct
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.builder import ImplicitBuilder
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -63,6 +61,20 @@ from compiler.tt_schedule import (
 )
 from dialects import ark, tt
 from dialects import metalium as mt
+from dialects.metalium_builder import (
+    Decoder,
+    add,
+    call,
+    const,
+    differs,
+    div,
+    float_bits,
+    loop,
+    mul,
+    named,
+    rem,
+    when,
+)
 
 DATA_FORMATS = {"FP16": "Float16", "BF16": "Float16_b", "FP32": "Float32", "INT32": "Int32",
                 "UINT32": "UInt32", "INT8": "Int8", "UINT8": "UInt8", "BYTE": "UInt8"}
@@ -244,95 +256,8 @@ def _identifier(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Building kernel code
+# Kernels
 # ---------------------------------------------------------------------------------------------
-
-
-def const(value: int) -> SSAValue:
-    return arith.ConstantOp(IntegerAttr(value, i32)).result
-
-
-def named(value: SSAValue, name: str) -> SSAValue:
-    value.name_hint = name
-    return value
-
-
-def literal(value: SSAValue) -> int | None:
-    owner = value.owner
-    return owner.value.value.data if isinstance(owner, arith.ConstantOp) else None
-
-
-def add(a: SSAValue, b: SSAValue) -> SSAValue:
-    """a + b, folding additions of zero so index expressions stay readable."""
-    if literal(a) == 0:
-        return b
-    if literal(b) == 0:
-        return a
-    return arith.AddiOp(a, b).result
-
-
-def mul(a: SSAValue, b: SSAValue) -> SSAValue:
-    """a * b, folding products with zero and one."""
-    if 0 in (literal(a), literal(b)):
-        return const(0)
-    if literal(a) == 1:
-        return b
-    if literal(b) == 1:
-        return a
-    return arith.MuliOp(a, b).result
-
-
-def div(a: SSAValue, b: SSAValue) -> SSAValue:
-    return arith.DivUIOp(a, b).result
-
-
-def rem(a: SSAValue, b: SSAValue) -> SSAValue:
-    return arith.RemUIOp(a, b).result
-
-
-def differs(a: SSAValue, b: SSAValue) -> SSAValue:
-    return arith.CmpiOp(a, b, "ne").result
-
-
-def call(function: str, *args: SSAValue, template: Sequence[str] = ()) -> SSAValue | None:
-    op = mt.call(function, *args, template=template)
-    return op.result
-
-
-@dataclass
-class Loop:
-    index: SSAValue
-    carried: list[SSAValue]
-    results: Sequence[SSAValue] = ()
-
-
-@contextmanager
-def loop(upper: SSAValue, name: str, carried: Sequence[SSAValue] = ()) -> Iterator[Loop]:
-    """`for (uint32_t name = 0; name < upper; name += 1)`, with loop-carried values; the
-    body sets `state.carried` to their next values."""
-    body = Block(arg_types=[i32, *(v.type for v in carried)])
-    named(body.args[0], name)
-    for arg, value in zip(body.args[1:], carried, strict=True):
-        arg.name_hint = value.name_hint
-    state = Loop(body.args[0], list(body.args[1:]))
-    for_op = scf.ForOp(const(0), upper, const(1), list(carried), body)
-    with ImplicitBuilder(body):
-        yield state
-        scf.YieldOp(*state.carried)
-    state.results = for_op.results
-
-
-@contextmanager
-def when(condition: SSAValue) -> Iterator[None]:
-    then = Block()
-    scf.IfOp(condition, [], Region(then))
-    with ImplicitBuilder(then):
-        yield
-        scf.YieldOp()
-
-
-def float_bits(value: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
 class KernelWriter:
@@ -350,7 +275,7 @@ class KernelWriter:
         return {cb.buffer or cb.name: mt.CBOp(cb.name, cb.index).result for cb in self.k.cbs
                 if buffers is None or cb.buffer in buffers}
 
-    def work_items(self, first_arg: int) -> tuple[SSAValue, callable]:
+    def work_items(self, first_arg: int) -> tuple[SSAValue, Decoder]:
         """(number of items, i -> (io, jo)) read from the runtime args at `first_arg`."""
         count = mt.ArgOp("num_items", const(first_arg)).result
         if self.k.contiguous:
