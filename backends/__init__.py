@@ -51,6 +51,17 @@ class TargetInfo:
         return importlib.import_module(self.module)
 
 
+TT_FLAGS = (
+    Flag("--arch", "device whose hardware model to use (tt: wormhole_b0 or blackhole; default "
+         "wormhole_b0)", metavar="NAME"),
+    Flag("--grid", "Tensix core grid GXxGY to partition over (tt; default: the device's "
+         "compute grid)", metavar="GXxGY"),
+    Flag("--partition", "how output tiles are split over cores (tt; default auto: the "
+         "strategy the cost model finds fastest)", default="auto",
+         choices=("auto", "row_major", "column_major", "block", "z_order")),
+)
+
+
 TARGETS: tuple[TargetInfo, ...] = (
     TargetInfo("mlir", "the IR after the pipeline, as MLIR text", "backends.mlir",
                flags=(Flag("--generic", "print the generic op form", switch=True),
@@ -59,6 +70,10 @@ TARGETS: tuple[TargetInfo, ...] = (
     TargetInfo("ark", "ARK plan file (JSON)", "backends.ark_plan",
                flags=(Flag("--json-layout", "ARK plan text layout (default: denser, ARK's own)",
                            default="denser", choices=("denser", "indented")),)),
+    TargetInfo("tt", "Tenstorrent runtime plan (tt.plan.json)", "backends.tt_plan",
+               flags=TT_FLAGS),
+    TargetInfo("tt-metal", "TT-Metalium host program and reader/compute/writer kernels (C++)",
+               "backends.tt_metal", writes_directory=True, flags=TT_FLAGS),
 )
 
 

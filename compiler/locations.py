@@ -11,7 +11,8 @@ from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from compiler.diagnostics import PlancError
+from compiler.diagnostics import PlancError, extend_path
+from dialects.utils import VerifyAt
 
 
 def json_location(path: str) -> NameLoc:
@@ -42,5 +43,12 @@ def verify_module(module: ModuleOp) -> None:
             op.verify_()
         except (VerifyException, DiagnosticException) as e:
             message = str(e).split("\n", 1)[0]
-            culprit = getattr(e, "op", op)  # dialects.verify.VerifyAtError names a child op
-            raise PlancError(message, path=source_path(culprit)) from None
+            raise PlancError(message, path=error_path(op, e)) from None
+
+
+def error_path(op: Operation, error: Exception) -> str | None:
+    """The JSON path a verifier failure of `op` points at."""
+    if not isinstance(error, VerifyAt):
+        return source_path(op)
+    path = source_path(error.op or op)
+    return extend_path(path, *error.steps) if path is not None else None

@@ -18,7 +18,19 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Plan
 
+    def get_tt() -> Dialect:
+        from dialects.tt import TT
+
+        return TT
+
+    def get_metalium() -> Dialect:
+        from dialects.metalium import Metalium
+
+        return Metalium
+
     return {
         "ark": get_ark,
         "plan": get_plan,
+        "tt": get_tt,
+        "metalium": get_metalium,
     }

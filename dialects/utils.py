@@ -13,13 +13,21 @@ from compiler.diagnostics import PlancError
 RootT = TypeVar("RootT", bound=Operation)
 
 
-class VerifyAtError(VerifyException):
-    """A rule checked by a container op (which sees the whole document) but broken by one of
-    its children: `op` is the child, so the error is reported at the child's JSON path."""
+class VerifyAt(VerifyException):
+    """A verifier failure that belongs to a member of the op's JSON object, or to another op.
 
-    def __init__(self, message: str, op: Operation):
+    `steps` extend the path of `op` (the failing op itself when None): a layout's verifier
+    raising `VerifyAt("...", None, "shard")` is reported at `$.layouts.A.shard`, and a
+    container op checking document-wide rules blames a child by passing that child op.
+    """
+
+    def __init__(self, message: str, op: Operation | None = None, *steps: str | int):
         super().__init__(message)
         self.op = op
+        self.steps = steps
+
+
+VerifyAtError = VerifyAt  # the name branches started from; drop once they are merged
 
 
 def body_block(region: Region) -> Block:

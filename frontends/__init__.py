@@ -49,6 +49,15 @@ def load_hook(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
+def _tt_plan(doc: Any) -> bool:
+    """A TileLang-TT runtime plan, or an array of them (planc's multi-kernel file). Either of
+    its two most distinctive keys identifies it, so a plan missing the other one is reported
+    as such rather than as an unknown format."""
+    def is_plan(value: Any) -> bool:
+        return isinstance(value, dict) and ("core_grid" in value or "work_partition" in value)
+    return is_plan(doc) or (isinstance(doc, list) and bool(doc) and is_plan(doc[0]))
+
+
 FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
@@ -57,6 +66,10 @@ FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-plan", "ARK plan file (tasks on processors, warps and SRAM)",
                 "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
                 describe="frontends.ark_plan:describe"),
+    InputFormat("tt", "Tenstorrent runtime plan (tt.plan.json, TileLang-TT)",
+                "frontends.tt_plan", _tt_plan, "tt.plans",
+                simulate="compiler.tt_simulator:simulate_plans",
+                describe="frontends.tt_plan:describe"),
 )
 
 
