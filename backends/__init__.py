@@ -56,6 +56,14 @@ TARGETS: tuple[TargetInfo, ...] = (
                flags=(Flag("--generic", "print the generic op form", switch=True),
                       Flag("--debuginfo", "print source locations (JSON paths)", switch=True))),
     TargetInfo("ark-model", "ARK model file (JSON)", "backends.ark_model"),
+    TargetInfo("gemini", "Gemini scheduler IR (*_stschedule.json)", "backends.gemini",
+               flags=(Flag("--mesh", "Gemini core mesh XxY (default 1x1)", metavar="XxY"),
+                      Flag("--buffer-size", "Gemini L2 bytes per core (default 8388608)",
+                           metavar="BYTES", type=int),
+                      Flag("--dram-bw", "Gemini DRAM bandwidth in GB/s (default 16)",
+                           metavar="GBPS", type=float),
+                      Flag("--batch", "Gemini batch size (default: the model's)", metavar="N",
+                           type=int))),
 )
 
 

@@ -11,7 +11,23 @@ from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from compiler.diagnostics import PlancError
+from compiler.diagnostics import PlancError, extend_path
+
+
+class VerifyAt(VerifyException):
+    """A verifier's complaint about a place other than the op being verified.
+
+    Checks that need a global view (an id that must resolve elsewhere in the document) run in
+    one op but blame another: `op` is the op whose JSON path is reported (None: the op being
+    verified) and `steps` continue that path into the op's fields, e.g.
+    `VerifyAt("no such workload", ofmap_op, "destination", 1)` is reported at
+    `$['0'][3].ofmap[0].destination[1]`.
+    """
+
+    def __init__(self, message: str, op: Operation | None = None, *steps: str | int):
+        super().__init__(message)
+        self.op = op
+        self.steps = steps
 
 
 def json_location(path: str) -> NameLoc:
@@ -40,4 +56,11 @@ def verify_module(module: ModuleOp) -> None:
             op.verify_()
         except (VerifyException, DiagnosticException) as e:
             message = str(e).split("\n", 1)[0]
-            raise PlancError(message, path=source_path(op)) from None
+            raise PlancError(message, path=_blamed_path(op, e)) from None
+
+
+def _blamed_path(op: Operation, error: Exception) -> str | None:
+    if not isinstance(error, VerifyAt):
+        return source_path(op)
+    path = source_path(error.op or op)
+    return extend_path(path, *error.steps) if path else None

@@ -13,6 +13,18 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Ark
 
+    def get_gemini() -> Dialect:
+        from dialects.gemini import Gemini
+
+        return Gemini
+
+    def get_dnn() -> Dialect:
+        from dialects.dnn import Dnn
+
+        return Dnn
+
     return {
         "ark": get_ark,
+        "gemini": get_gemini,
+        "dnn": get_dnn,
     }

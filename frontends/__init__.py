@@ -49,11 +49,25 @@ def load_hook(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
+def _is_layer_description(doc: Any) -> bool:
+    """Gemini's frontend IR: an object of layers, each with an operation and shapes."""
+    return isinstance(doc, dict) and bool(doc) and all(
+        isinstance(v, dict) and "operation" in v and "output_shape" in v for v in doc.values())
+
+
 FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
                 simulate="compiler.model_interpreter:simulate_model",
                 describe="frontends.ark_model:describe"),
+    InputFormat("gemini-ir", "Gemini scheduler IR (*_stschedule.json)", "frontends.gemini_ir",
+                _has("buffersize", "xlen", "ylen"), "gemini.schedule",
+                simulate="compiler.gemini_simulator:simulate_schedule",
+                describe="frontends.gemini_ir:describe"),
+    InputFormat("gemini-layers", "Gemini frontend layer description (DNN layers)",
+                "frontends.gemini_layers", _is_layer_description, "dnn.graph",
+                simulate="compiler.dnn_interpreter:simulate_graph",
+                describe="frontends.gemini_layers:describe"),
 )
 
 
