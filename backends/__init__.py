@@ -64,6 +64,8 @@ TARGETS: tuple[TargetInfo, ...] = (
                            metavar="GBPS", type=float),
                       Flag("--batch", "Gemini batch size (default: the model's)", metavar="N",
                            type=int))),
+    TargetInfo("gemini-layers", "Gemini frontend layer description (JSON)",
+               "backends.gemini_layers"),
 )
 
 

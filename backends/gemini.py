@@ -23,23 +23,30 @@ from dialects.json_value import dict_value
 
 def schedule_pipeline(options: argparse.Namespace) -> str:
     """The passes that schedule a `dnn` graph onto the mesh and lower it to `gemini`."""
-    mesh = parse_mesh(getattr(options, "mesh", None) or "1x1")
-    buffer = int(getattr(options, "buffer_size", None) or DEFAULT_BUFFER)
-    bandwidth = float(getattr(options, "dram_bw", None) or DEFAULT_DRAM_BW)
+    xlen, ylen = parse_mesh(getattr(options, "mesh", None) or "1x1")
+    buffer = getattr(options, "buffer_size", None) or DEFAULT_BUFFER
+    bandwidth = getattr(options, "dram_bw", None) or DEFAULT_DRAM_BW
     batch = getattr(options, "batch", None)
-    batch_opt = f" batch={int(batch)}" if batch else ""
-    hw = f"buffer-size={buffer} dram-bw={bandwidth:g}"
+    if buffer <= 0:
+        raise UsageError(f"--buffer-size: expected a positive number of bytes, got {buffer}")
+    if bandwidth <= 0:
+        raise UsageError(f"--dram-bw: expected a positive bandwidth in GB/s, got {bandwidth}")
+    if batch is not None and batch <= 0:
+        raise UsageError(f"--batch: expected a positive batch size, got {batch}")
+    hw = f"buffer-size={buffer} dram-bw={float(bandwidth)!r}"
+    passes = [f"dnn-rebatch{{batch={batch}}}"] if batch else []
     return ",".join([
-        f"gemini-group-layers{{{hw}{batch_opt}}}",
-        f"gemini-batch-cut{{{hw}{batch_opt}}}",
-        f"gemini-partition{{mesh={mesh[0]}x{mesh[1]}}}",
+        *passes,
+        f"gemini-group-layers{{{hw} mesh={xlen}x{ylen}}}",
+        f"gemini-batch-cut{{{hw}}}",
+        "gemini-partition",
         f"gemini-workloads{{buffer-size={buffer}}}",
         "gemini-receptive-field",
         "gemini-transfer-ids",
-        "gemini-dram-order",
-        "gemini-allocate-l2",
-        "gemini-wl0",
-        f"gemini-cycles{{dram-bw={bandwidth:g}}}",
+        f"gemini-dram-order{{{hw}}}",
+        f"gemini-allocate-l2{{{hw}}}",
+        f"gemini-wl0{{{hw}}}",
+        f"gemini-cycles{{{hw}}}",
     ])
 
 

@@ -1206,7 +1206,7 @@ class TensorOrderCheck:
         self.holder: dict[int, tuple[str, int]] = {}
         complete = True
         for (core, _), wl in self.index.workloads.items():
-            complete &= wl.has_list("buffer")
+            complete &= wl.has_list("buffer") and wl.wl0_key is not None
             for tensor in wl.buffer:
                 self._check(order_of, tensor, self._dram_transfers(core, wl, tensor))
             for tensor in wl.wl0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
@@ -13,6 +14,30 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ArkCompressPass
 
+    def lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+        def load() -> type[ModulePass]:
+            return getattr(importlib.import_module(module), cls)
+
+        return load
+
     return {
         "ark-compress": get_ark_compress,
+        **{name: lazy(module, cls) for name, module, cls in GEMINI_PASSES},
     }
+
+
+GEMINI_PASSES = (
+    ("dnn-from-ark", "passes.dnn_from_ark", "DnnFromArkPass"),
+    ("dnn-rebatch", "passes.dnn_rebatch", "DnnRebatchPass"),
+    ("gemini-group-layers", "passes.gemini_group_layers", "GeminiGroupLayersPass"),
+    ("gemini-batch-cut", "passes.gemini_batch_cut", "GeminiBatchCutPass"),
+    ("gemini-partition", "passes.gemini_partition", "GeminiPartitionPass"),
+    ("gemini-workloads", "passes.gemini_workloads", "GeminiWorkloadsPass"),
+    ("gemini-receptive-field", "passes.gemini_receptive_field", "GeminiReceptiveFieldPass"),
+    ("gemini-transfer-ids", "passes.gemini_transfer_ids", "GeminiTransferIdsPass"),
+    ("gemini-dram-order", "passes.gemini_dram_order", "GeminiDramOrderPass"),
+    ("gemini-allocate-l2", "passes.gemini_allocate_l2", "GeminiAllocateL2Pass"),
+    ("gemini-wl0", "passes.gemini_wl0", "GeminiWl0Pass"),
+    ("gemini-cycles", "passes.gemini_cycles", "GeminiCyclesPass"),
+)
+"""The Gemini scheduling passes: (pass name, module, class)."""

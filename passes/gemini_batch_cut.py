@@ -1,0 +1,72 @@
+"""gemini-batch-cut: choose how many samples each layer group processes at a time.
+
+A segment runs its layers for one batch group (sub-batch) after another: batch groups outer,
+layers inner, as Gemini's T-cuts do. Larger groups mean fewer, larger workloads (better PE use,
+fewer per-workload overheads) but more feature-map bytes in L2, and a segment with more than one
+group must keep all its weights resident. The pass picks, per segment, the largest divisor of
+the batch whose L2 peak fits (`gemini-group-layers`' evaluation) and records it as
+`gemini.sub_batch` on the segment's layers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from compiler import gemini_model as model
+from compiler.gemini_plan import (
+    SEGMENT,
+    SUB_BATCH,
+    batch_of,
+    error_at,
+    get_int,
+    graph_of,
+    hardware,
+    mesh_of,
+    scheduled_layers,
+    set_int,
+    source,
+)
+from dialects import dnn
+from passes.gemini_group_layers import evaluate_segment, layer_facts
+
+
+@dataclass(frozen=True)
+class GeminiBatchCutPass(ModulePass):
+    """Pick each segment's sub-batch (the largest that fits L2); records `gemini.sub_batch`."""
+
+    name = "gemini-batch-cut"
+
+    buffer_size: int = model.GeminiHardware.buffer_bytes
+    dram_bw: float = model.GeminiHardware.dram_bytes_per_cycle
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = graph_of(op, self.name)
+        hw = hardware(self.buffer_size, self.dram_bw)
+        layers = scheduled_layers(graph)
+        facts = layer_facts(layers, hw)
+        xlen, ylen = mesh_of(graph)
+        spans: dict[int, list[int]] = defaultdict(list)
+        for i, layer in enumerate(layers):
+            segment = get_int(layer, SEGMENT)
+            if segment is None:
+                raise error_at(layer, f"layer '{layer.name_}' has no gemini.segment (run "
+                                      f"gemini-group-layers first)")
+            spans[segment].append(i)
+        batch = batch_of(graph)
+        for segment, members in sorted(spans.items()):
+            start, end = members[0], members[-1] + 1
+            if members != list(range(start, end)):
+                raise error_at(layers[members[0]], f"segment {segment} is not contiguous in "
+                                                   f"topological order")
+            plan = evaluate_segment(facts, start, end, batch, xlen * ylen, hw)
+            sub_batch = plan.sub_batch if plan is not None else 1
+            for i in members:
+                set_int(layers[i], SUB_BATCH, sub_batch)
+        for layer in graph.layers:
+            if isinstance(layer, dnn.ReshapeOp):
+                set_int(layer, SUB_BATCH, get_int(source(layer.output).owner, SUB_BATCH, 1))
