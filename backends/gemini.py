@@ -39,7 +39,7 @@ def schedule_pipeline(options: argparse.Namespace) -> str:
         *passes,
         f"gemini-group-layers{{{hw} mesh={xlen}x{ylen}}}",
         f"gemini-batch-cut{{{hw}}}",
-        "gemini-partition",
+        f"gemini-partition{{buffer-size={buffer}}}",
         f"gemini-workloads{{buffer-size={buffer}}}",
         "gemini-receptive-field",
         "gemini-transfer-ids",

@@ -77,13 +77,16 @@ def _write_array(values: list, indent: str, out: list[str]) -> None:
 def _one_line(values: list) -> str | None:
     if len(values) * 3 >= RIGHT_MARGIN:
         return None
-    if any(isinstance(v, dict | list) and v for v in values):
-        return None
     texts = []
     for v in values:
-        part: list[str] = []
-        _write(v, "", part)
-        texts.append("".join(part))
+        if type(v) is int:
+            texts.append(str(v))
+        elif isinstance(v, dict | list):
+            if v:
+                return None
+            texts.append("[]" if isinstance(v, list) else "{}")
+        else:
+            texts.append(_scalar(v))
     if 4 + (len(values) - 1) * 2 + sum(map(len, texts)) >= RIGHT_MARGIN:
         return None
     return "[ " + ", ".join(texts) + " ]"

@@ -28,7 +28,7 @@ from compiler import gemini_model as model
 from compiler.gemini_model import Box, GeminiHardware
 from xdsl.dialects.builtin import StringAttr
 
-from compiler.gemini_plan import ISSUE, SUB_BATCH, get_int, workload_step
+from compiler.gemini_plan import ISSUE, get_int, group_of, groups_of, workload_step
 from dialects import dnn, gemini
 
 
@@ -59,10 +59,10 @@ class L2Tensor:
     address: int = -1
 
 
-def weight_in_l2(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware, batch: int) -> bool:
-    """Are this layer's weights staged in L2 (rather than read straight into WL0)?"""
-    sub_batch = get_int(layer, SUB_BATCH, batch)
-    return model.streams_weights(layer, k_range, hw) or sub_batch < batch
+def weight_in_l2(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
+    """Are this layer's weights staged in L2 (rather than read straight into WL0)? Streamed
+    layers, and every layer of a segment with several batch groups (resident weights)."""
+    return model.streams_weights(layer, k_range, hw) or groups_of(layer) > 1
 
 
 @dataclass
@@ -84,7 +84,7 @@ class CoreTimeline:
 
 
 def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
-                 hw: GeminiHardware, batch: int) -> dict[int, list[L2Tensor]]:
+                 hw: GeminiHardware) -> dict[int, list[L2Tensor]]:
     """The L2 tensors of every core (positions set; DRAM loads land at `gemini.issue`, or at
     their first reader when not yet ordered)."""
     producer: dict[int, tuple[gemini.WorkloadOp, gemini.OfmapOp]] = {}
@@ -108,7 +108,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
                         found[key] = _load_tensor(core.id, wl, ifmap, loads[ids[0]])
                 else:
                     first, _ = producer[ids[0]]
-                    group = first.box[0][0] // get_int(layers[first.layer], SUB_BATCH, 1)
+                    group = group_of(layers[first.layer], first.box)
                     key = ("core", first.layer, group)
                     if key not in found:
                         found[key] = L2Tensor(core.id, "ifmap", 0, ([], []),
@@ -119,7 +119,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
             weight = wl.weight
             if weight is not None:
                 k_range = weight.ints_of("upper")[1] - weight.ints_of("lower")[1] + 1
-                if weight_in_l2(layers[wl.layer], k_range, hw, batch):
+                if weight_in_l2(layers[wl.layer], k_range, hw):
                     tid = weight.transfer_ids[0]
                     key = ("weight", tid)
                     if key not in found:

@@ -5,7 +5,9 @@ a `gemini.schedule`. Decisions about layers are discardable attributes on the la
 
     gemini.segment    the layer group (segment) it belongs to; groups run one after another and
                       exchange feature maps through DRAM
-    gemini.sub_batch  samples per batch group of its segment
+    gemini.sub_batch  samples (of the network's batch) per batch group of its segment
+    gemini.groups     how many batch groups its segment runs (a layer whose N is not the
+                      network batch, e.g. attention heads, splits its N the same way)
     gemini.split      [pN, pK, pH, pW]: how its output is cut into parts
     gemini.cores      the core of each part (parts in N, K, H, W order)
 
@@ -17,6 +19,7 @@ position in the DRAM queue).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +33,7 @@ from dialects import dnn, gemini
 
 SEGMENT = "gemini.segment"
 SUB_BATCH = "gemini.sub_batch"
+GROUPS = "gemini.groups"
 SPLIT = "gemini.split"
 CORES = "gemini.cores"
 MESH = "gemini.mesh"
@@ -137,7 +141,26 @@ def is_network_output(layer: dnn.LayerOp) -> bool:
 
 
 def batch_of(graph: dnn.GraphOp) -> int:
-    return max(layer.out_type.nchw[0] for layer in scheduled_layers(graph))
+    """The network's batch: the N every layer's samples are a multiple of."""
+    return math.gcd(*(layer.out_type.nchw[0] for layer in scheduled_layers(graph)))
+
+
+def groups_of(layer: dnn.LayerOp) -> int:
+    return get_int(layer, GROUPS, 1)
+
+
+def group_size(layer: dnn.LayerOp) -> int:
+    """Samples of this layer's N per batch group."""
+    return layer.out_type.nchw[0] // groups_of(layer)
+
+
+def group_of(layer: dnn.LayerOp, box: Box) -> int:
+    return box[0][0] // group_size(layer)
+
+
+def group_samples(layer: dnn.LayerOp, group: int) -> tuple[int, int]:
+    size = group_size(layer)
+    return group * size, (group + 1) * size - 1
 
 
 def mesh_of(graph: dnn.GraphOp) -> tuple[int, int]:

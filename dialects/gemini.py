@@ -29,6 +29,7 @@ permutation of the DRAM transfers with the documented sentinels.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,7 @@ def _constraint(kind: Kind):
 # -- small attribute helpers used by the whole toolchain --------------------------------------
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
@@ -126,6 +128,11 @@ def bool_attr(value: bool) -> IntegerAttr:
 
 
 def ints_attr(values: Iterable[int]) -> DenseArrayBase:
+    return _ints_attr(tuple(values))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ints_attr(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
@@ -138,7 +145,13 @@ def number_attr(value: int | float) -> IntegerAttr | FloatAttr:
 
 
 def ints(attr: DenseArrayBase | None) -> list[int]:
-    return [] if attr is None else [int(v) for v in attr.get_values()]
+    return [] if attr is None else list(_values(attr))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _values(attr: DenseArrayBase) -> tuple[int, ...]:
+    # Unpacking a dense array is slow and the same boxes recur all over a schedule.
+    return tuple(int(v) for v in attr.get_values())
 
 
 def rows(attr: ArrayAttr | None) -> list[list[int]]:
@@ -147,17 +160,17 @@ def rows(attr: ArrayAttr | None) -> list[list[int]]:
 
 def value_of(attr: Attribute | None):
     """The plain Python value of a field attribute (None when absent or null)."""
-    match attr:
-        case None | NoneAttr():
-            return None
-        case IntegerAttr():
-            return attr.value.data
-        case FloatAttr():
-            return attr.value.data
-        case StringAttr():
-            return attr.data
-        case DenseArrayBase():
-            return ints(attr)
+    if attr is None:
+        return None
+    kind = type(attr)
+    if kind is IntegerAttr or kind is FloatAttr:
+        return attr.value.data
+    if kind is StringAttr:
+        return attr.data
+    if kind is NoneAttr:
+        return None
+    if isinstance(attr, DenseArrayBase):
+        return ints(attr)
     raise TypeError(f"no plain value for {attr}")
 
 
@@ -378,6 +391,10 @@ class RecordOp(IRDLOperation):
         return ints(self.properties.get(prop))
 
     def verify_(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """The record's own rules (without xDSL's generic property checks)."""
         for f in self.FIELDS:
             if f.required and f.prop not in self.properties:
                 raise VerifyException(f"missing required key '{f.key}'")
@@ -452,8 +469,8 @@ class DramLoadOp(RecordOp):
 
     name = "gemini.dram_load"
 
-    def verify_(self) -> None:
-        super().verify_()
+    def check(self) -> None:
+        super().check()
         self.check_choice("kind", "type", ("weight", "fmap"))
         for i, dest in enumerate(self.destinations):
             if dest.to_dram:
@@ -477,8 +494,8 @@ class IfmapOp(RecordOp):
 
     name = "gemini.ifmap"
 
-    def verify_(self) -> None:
-        super().verify_()
+    def check(self) -> None:
+        super().check()
         _check_layout(self)
         if not self.transfer_ids:
             raise VerifyAt("an ifmap needs at least one transfer id", None, "transfer_id")
@@ -497,8 +514,8 @@ class OfmapOp(RecordOp):
 
     name = "gemini.ofmap"
 
-    def verify_(self) -> None:
-        super().verify_()
+    def check(self) -> None:
+        super().check()
         if not self.destinations:
             raise VerifyAt("an ofmap block needs at least one destination", None, "destination")
 
@@ -558,8 +575,8 @@ class L2TensorOp(RecordOp):
         srcs = self.sources
         return bool(srcs) and all(s.from_dram for s in srcs)
 
-    def verify_(self) -> None:
-        super().verify_()
+    def check(self) -> None:
+        super().check()
         self.check_choice("kind", "type", ("ifmap", "ofmap", "weight"))
         _check_layout(self)
         if self.value("address") < 0:
@@ -599,8 +616,8 @@ class Wl0TensorOp(RecordOp):
     def end(self) -> int:
         return self.value("address") + self.value("size")
 
-    def verify_(self) -> None:
-        super().verify_()
+    def check(self) -> None:
+        super().check()
         self.check_choice("source", "source", ("DDR", "CORE"))
         if self.value("source") == "CORE" and self.value("tensor_order") is not None:
             raise VerifyAt("a WL0 tensor fed from L2 (CORE) has tensor_order null", None,
@@ -635,8 +652,8 @@ class TileOp(RecordOp):
     def pred(self) -> float:
         return float(self.value("single_tile_time_pred") or 0)
 
-    def verify_(self) -> None:
-        super().verify_()
+    def check(self) -> None:
+        super().check()
         for lo, hi in (("ifmap_lower", "ifmap_upper"), ("ifmap_lower2", "ifmap_upper2"),
                        ("ofmap_lower", "ofmap_upper")):
             if lo in self.properties and hi in self.properties:
@@ -724,7 +741,7 @@ class WorkloadOp(RecordOp):
         return lower, upper
 
     def children(self, kind: type[_Op]) -> list[_Op]:
-        return [op for op in self.body.ops if isinstance(op, kind)]
+        return [op for op in self.body.ops if type(op) is kind]
 
     @property
     def ifmaps(self) -> list[IfmapOp]:
@@ -775,8 +792,8 @@ class WorkloadOp(RecordOp):
 
     # -- verification ---------------------------------------------------------------------
 
-    def verify_(self) -> None:
-        super().verify_()
+    def check(self) -> None:
+        super().check()
         self.check_choice("layer_type", "layer_type", LAYER_TYPES)
         box = rows(self.workload)
         if len(box) != 2:
@@ -850,10 +867,11 @@ class WorkloadOp(RecordOp):
                                f"the one at [{first.value('address')}, {first.end})", second,
                                "address")
         if self.has_list("buffer"):
-            by_ids = {tuple(sorted(t.transfer_ids)): t for t in self.buffer
-                      if t.value("kind") != "ofmap"}
+            held_by = [(set(t.transfer_ids), t) for t in self.buffer
+                       if t.value("kind") != "ofmap"]
             for ifmap in self.ifmaps:
-                held = by_ids.get(tuple(sorted(ifmap.transfer_ids)))
+                wanted = set(ifmap.transfer_ids)
+                held = next((t for ids, t in held_by if wanted <= ids), None)
                 if held is None:
                     raise VerifyAt(f"no tensor of the L2 snapshot holds transfers "
                                    f"{ifmap.transfer_ids}", ifmap, "transfer_id")
@@ -981,15 +999,15 @@ class ScheduleOp(RecordOp):
             yield from core.workloads
 
     def verify_(self) -> None:
-        super().verify_()
+        super().check()
         for prop in ("buffersize", "xlen", "ylen"):
             if self.value(prop) <= 0:
                 raise VerifyAt(f"{prop} must be > 0", None, prop)
-        # Nested ops first, so that the cross checks below can trust each record.
+        # Each record's own rules first, so that the cross checks below can trust them.
         for op in self.walk():
-            if op is not self:
+            if op is not self and isinstance(op, RecordOp | CoreOp):
                 try:
-                    op.verify_()
+                    op.check() if isinstance(op, RecordOp) else op.verify_()
                 except VerifyAt as e:
                     raise VerifyAt(str(e), e.op or op, *e.steps) from None
                 except VerifyException as e:
@@ -1079,6 +1097,12 @@ class TransferIndex:
 
     def _verify_destinations(self) -> None:
         """Every core destination consumes the block; every DRAM destination is stored."""
+        reads: dict[tuple[int, int], set[int]] = {}
+        for key, consumer in self.workloads.items():
+            used = {t for f in consumer.ifmaps for t in f.transfer_ids}
+            if consumer.weight is not None:
+                used |= set(consumer.weight.transfer_ids)
+            reads[key] = used
         for tid, producer in self.producer.items():
             for i, dest in enumerate(producer.destinations):
                 if dest.to_dram:
@@ -1090,10 +1114,7 @@ class TransferIndex:
                 if consumer is None:
                     raise VerifyAt(f"destination workload {dest.target[1]} of core "
                                    f"{dest.target[0]} does not exist", producer, "destination", i)
-                used = {t for f in consumer.ifmaps for t in f.transfer_ids}
-                if consumer.weight is not None:
-                    used |= set(consumer.weight.transfer_ids)
-                if tid not in used:
+                if tid not in reads[dest.target]:
                     raise VerifyAt(f"destination workload {dest.target[1]} of core "
                                    f"{dest.target[0]} does not read transfer {tid}", producer,
                                    "destination", i)

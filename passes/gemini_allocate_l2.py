@@ -23,10 +23,10 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
+from compiler.diagnostics import PlancError
 from compiler.gemini_l2 import AllocationError, L2Tensor, first_fit, plan_tensors
 from compiler.gemini_plan import (
     ORDER,
-    batch_of,
     error_at,
     get_int,
     hardware,
@@ -68,6 +68,20 @@ def _allocate(core: gemini.CoreOp, tensors: list[L2Tensor], capacity: int) -> No
                            f"{e.tensor.kind} tensor of {e.tensor.size} bytes does not fit "
                            f"(largest free hole {e.largest_hole} bytes, {e.live} bytes live)"
                        ) from None
+
+
+def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
+                 hw) -> PlancError | None:
+    """The allocation error the current plan would hit, or None (nothing is changed)."""
+    tensors = plan_tensors(schedule, layers, hw)
+    cores = {core.id: core for core in schedule.cores}
+    _number(tensors, cores)
+    for core_id, found in tensors.items():
+        try:
+            _allocate(cores[core_id], found, schedule.value("buffersize"))
+        except PlancError as e:
+            return e
+    return None
 
 
 def _number(tensors: dict[int, list[L2Tensor]], timelines: dict[int, gemini.CoreOp]) -> None:
@@ -119,7 +133,7 @@ class GeminiAllocateL2Pass(ModulePass):
             return
         layers = layer_table(graph)
         hw = hardware(self.buffer_size, self.dram_bw)
-        tensors = plan_tensors(schedule, layers, hw, batch_of(graph))
+        tensors = plan_tensors(schedule, layers, hw)
         cores = {core.id: core for core in schedule.cores}
         _number(tensors, cores)
         dram = schedule.dram

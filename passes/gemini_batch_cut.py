@@ -19,6 +19,7 @@ from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.gemini_plan import (
+    GROUPS,
     SEGMENT,
     SUB_BATCH,
     batch_of,
@@ -67,6 +68,9 @@ class GeminiBatchCutPass(ModulePass):
             sub_batch = plan.sub_batch if plan is not None else 1
             for i in members:
                 set_int(layers[i], SUB_BATCH, sub_batch)
+                set_int(layers[i], GROUPS, batch // sub_batch)
         for layer in graph.layers:
             if isinstance(layer, dnn.ReshapeOp):
-                set_int(layer, SUB_BATCH, get_int(source(layer.output).owner, SUB_BATCH, 1))
+                producer = source(layer.output).owner
+                set_int(layer, SUB_BATCH, get_int(producer, SUB_BATCH, batch))
+                set_int(layer, GROUPS, get_int(producer, GROUPS, 1))

@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 from compiler import gemini_model as model
 from compiler.gemini_l2 import weight_in_l2
 from compiler.gemini_model import Box, GeminiHardware
-from compiler.gemini_plan import batch_of, graph_of, hardware, layer_table, schedule_of
+from compiler.gemini_plan import graph_of, hardware, layer_table, schedule_of
 from dialects import dnn, gemini
 
 
@@ -39,7 +39,7 @@ class WorkloadPlan:
 
 
 def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
-                  batch: int) -> WorkloadPlan:
+                  ) -> WorkloadPlan:
     box = wl.box
     in_bytes = sum(ifmap.value("size") for ifmap in wl.ifmaps)
     out_bytes = model.fmap_bytes(box, layer.out_type.bits)
@@ -53,7 +53,7 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
     weight = wl.weight
     k0, k1 = box[0][1], box[1][1]
-    if weight is None or not weight_in_l2(layer, k1 - k0 + 1, hw, batch):
+    if weight is None or not weight_in_l2(layer, k1 - k0 + 1, hw):
         direct = weight.value("size") if weight is not None else 0
         cycles = model.pe_cycles(layer, box, in_bytes, direct)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
@@ -113,10 +113,9 @@ class GeminiCyclesPass(ModulePass):
         schedule = schedule_of(op, self.name)
         layers = layer_table(graph)
         hw = hardware(self.buffer_size, self.dram_bw)
-        batch = batch_of(graph)
         for wl in schedule.workloads():
             layer = layers[wl.layer]
-            plan = plan_workload(layer, wl, hw, batch)
+            plan = plan_workload(layer, wl, hw)
             for tile in wl.tiles:
                 tile.detach()
                 tile.erase()

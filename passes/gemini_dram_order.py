@@ -29,8 +29,8 @@ from compiler.gemini_model import GeminiHardware
 from compiler.gemini_plan import (
     ISSUE,
     ORDER,
-    batch_of,
     error_at,
+    get_int,
     graph_of,
     hardware,
     layer_table,
@@ -62,6 +62,19 @@ def wl0_units(load: gemini.DramLoadOp, layer: dnn.LayerOp) -> int:
     return model.wl0_direct_units(layer, k_range)
 
 
+FILLS = (GeminiHardware.l2_fill, 0.8, 0.7, 0.6, 0.5)
+"""Shares of L2 and WL0 the DRAM queue may fill, tried in turn."""
+
+
+def allocation_failure(module: ModuleOp, schedule: gemini.ScheduleOp, layers, hw,
+                       ) -> PlancError | None:
+    """Would the L2 and WL0 allocators place everything with the current issue steps?"""
+    from passes.gemini_allocate_l2 import try_allocate
+    from passes.gemini_wl0 import try_allocate_wl0
+
+    return try_allocate(schedule, layers, hw) or try_allocate_wl0(schedule, layers, hw)
+
+
 @dataclass(frozen=True)
 class GeminiDramOrderPass(ModulePass):
     """Issue points and queue order of every DRAM transfer (gemini.issue, gemini.order)."""
@@ -76,16 +89,42 @@ class GeminiDramOrderPass(ModulePass):
         schedule = schedule_of(op, self.name)
         layers = layer_table(graph)
         hw = hardware(self.buffer_size, self.dram_bw)
-        batch = batch_of(graph)
         dram = schedule.dram
-        for load in dram.loads:
+        step_of = {(c.id, wl.id): workload_step(wl) for c in schedule.cores
+                   for wl in c.workloads}
+        start = self._start_times(schedule, layers, hw)
+        queue = sorted(dram.loads, key=lambda l: (
+            min(step_of[d.target] for d in l.destinations), l.value("kind") != "weight",
+            l.value("transfer_id")))
+        # Byte counts do not see fragmentation: if first fit cannot place the plan, plan again
+        # with less of the buffer.
+        for fill in FILLS:
+            issues = self._plan(schedule, layers, hw, fill, queue, step_of, start)
+            for load, issue in zip(queue, issues):
+                set_int(load, ISSUE, issue)
+            failure = allocation_failure(op, schedule, layers, hw)
+            if failure is None:
+                break
+            if fill == FILLS[-1]:
+                raise failure
+        issued: list[tuple] = [(get_int(load, ISSUE), 0, seq, load)
+                               for seq, load in enumerate(queue)]
+        for store in dram.stores:
+            step = step_of[(store.value("core_id"), store.value("workload_id"))]
+            issued.append((step, 1, store.value("transfer_id"), store))
+        for order, (*_, transfer) in enumerate(sorted(issued, key=lambda e: e[:3])):
+            set_int(transfer, ORDER, order)
+
+    def _plan(self, schedule, layers, hw: GeminiHardware, fill: float, queue, step_of,
+              start) -> list[int]:
+        """Issue steps of the queued loads when a `fill` share of L2 and WL0 may be used."""
+        for load in queue:
             load.attributes.pop(ISSUE, None)
         timelines = {c.id: CoreTimeline(c.id, c.workloads) for c in schedule.cores}
-        start = self._start_times(schedule, layers, hw, batch)
-        tensors = plan_tensors(schedule, layers, hw, batch)
-        l2 = {core: Occupancy(hw.buffer_bytes * hw.l2_fill, [0.0] * len(tl.workloads))
+        tensors = plan_tensors(schedule, layers, hw)
+        l2 = {core: Occupancy(hw.buffer_bytes * fill, [0.0] * len(tl.workloads))
               for core, tl in timelines.items()}
-        wl0 = {core: Occupancy(hw.wl0_capacity_units, [0.0] * len(tl.workloads))
+        wl0 = {core: Occupancy(hw.wl0_capacity_units * fill, [0.0] * len(tl.workloads))
                for core, tl in timelines.items()}
         loaded: dict[int, list[L2Tensor]] = defaultdict(list)
         for core, found in tensors.items():
@@ -94,57 +133,47 @@ class GeminiDramOrderPass(ModulePass):
                     loaded[tensor.dram[1]].append(tensor)
                 else:
                     l2[core].add(tensor.first, tensor.last, tensor.size)
-        self._reserve_streams(schedule, layers, hw, batch, wl0)
-        self._check_fmaps(schedule, timelines, l2)
-        step_of = {(c.id, wl.id): workload_step(wl) for c in schedule.cores
-                   for wl in c.workloads}
-        queue = sorted(dram.loads, key=lambda l: (
-            min(step_of[d.target] for d in l.destinations), l.value("kind") != "weight",
-            l.value("transfer_id")))
+        self._reserve_streams(schedule, layers, hw, wl0)
+        self._check_fmaps(schedule, timelines, l2, hw)
         previous = 0
-        issued: list[tuple[int, int, gemini.RecordOp]] = []
-        for seq, load in enumerate(queue):
-            issue = self._issue(load, layers, loaded, timelines, step_of, start, previous, l2,
-                                wl0, hw, batch)
-            set_int(load, ISSUE, issue)
-            previous = issue
-            issued.append((issue, 0, seq, load))
-        for store in dram.stores:
-            step = step_of[(store.value("core_id"), store.value("workload_id"))]
-            issued.append((step, 1, store.value("transfer_id"), store))
-        for order, (*_, transfer) in enumerate(sorted(issued, key=lambda e: e[:3])):
-            set_int(transfer, ORDER, order)
+        issues = []
+        for load in queue:
+            previous = self._issue(load, layers, loaded, timelines, step_of, start, previous,
+                                   l2, wl0, hw)
+            issues.append(previous)
+        return issues
 
-    def _start_times(self, schedule, layers, hw, batch) -> dict[int, float]:
+    def _start_times(self, schedule, layers, hw) -> dict[int, float]:
         """Estimated start cycle of every step, each core running its workloads in order."""
         start: dict[int, float] = {}
         for core in schedule.cores:
             clock = 0.0
             for wl in core.workloads:
                 start[workload_step(wl)] = clock
-                clock += plan_workload(layers[wl.layer], wl, hw, batch).time
+                clock += plan_workload(layers[wl.layer], wl, hw).time
         return start
 
-    def _reserve_streams(self, schedule, layers, hw, batch, wl0) -> None:
+    def _reserve_streams(self, schedule, layers, hw, wl0) -> None:
         for core in schedule.cores:
             for position, wl in enumerate(core.workloads):
-                plan = plan_workload(layers[wl.layer], wl, hw, batch)
+                plan = plan_workload(layers[wl.layer], wl, hw)
                 if plan.stream_units:
                     wl0[core.id].add(position, position, plan.stream_units)
 
-    def _check_fmaps(self, schedule, timelines, l2: dict[int, Occupancy]) -> None:
+    def _check_fmaps(self, schedule, timelines, l2: dict[int, Occupancy],
+                     hw: GeminiHardware) -> None:
         for core, occupancy in l2.items():
             for position, used in enumerate(occupancy.used):
-                if used > occupancy.capacity:
+                if used > hw.buffer_bytes * hw.l2_fill:
                     wl = timelines[core].workloads[position]
                     raise error_at(wl, f"L2 overflow: the feature maps live at workload "
                                        f"{wl.id} of core {core} need {int(used)} bytes, more "
-                                       f"than the {int(occupancy.capacity)} planned of the "
-                                       f"L2 buffer; use a larger --buffer-size, a smaller "
+                                       f"than the {int(hw.buffer_bytes * hw.l2_fill)} planned "
+                                       f"of the L2 buffer; use a larger --buffer-size, a smaller "
                                        f"--batch or more cores")
 
     def _issue(self, load: gemini.DramLoadOp, layers, loaded, timelines, step_of, start,
-               previous: int, l2, wl0, hw: GeminiHardware, batch: int) -> int:
+               previous: int, l2, wl0, hw: GeminiHardware) -> int:
         dests = [d.target for d in load.destinations]
         first_use = min(step_of[t] for t in dests)
         layer = layers[_layer_of(timelines, dests[0])]

@@ -33,11 +33,11 @@ from compiler import gemini_model as model
 from compiler.gemini_model import Box
 from compiler.gemini_plan import (
     SEGMENT,
-    SUB_BATCH,
     consumers,
     error_at,
     get_int,
     graph_of,
+    group_of,
     is_network_output,
     layer_table,
     schedule_of,
@@ -56,7 +56,7 @@ def value_name(value: SSAValue) -> str:
 
 
 def workload_group(wl: gemini.WorkloadOp, layer: dnn.LayerOp) -> int:
-    return wl.box[0][0] // get_int(layer, SUB_BATCH, 1)
+    return group_of(layer, wl.box)
 
 
 @dataclass

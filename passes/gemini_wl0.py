@@ -19,11 +19,11 @@ from xdsl.dialects.builtin import ModuleOp, NoneAttr, StringAttr
 from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
+from compiler.diagnostics import PlancError
 from compiler.gemini_l2 import AllocationError, CoreTimeline, L2Tensor, first_fit, weight_in_l2
 from compiler.gemini_plan import (
     ISSUE,
     ORDER,
-    batch_of,
     error_at,
     get_int,
     hardware,
@@ -52,6 +52,20 @@ def _allocate(core: gemini.CoreOp, tensors: list[L2Tensor], capacity: int) -> No
         raise error_at(wl, f"WL0 allocation failed at workload {wl.id} of core {core.id}: "
                            f"{e.tensor.size} units do not fit (largest free hole "
                            f"{e.largest_hole} units)") from None
+
+
+def try_allocate_wl0(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
+                     hw) -> PlancError | None:
+    """The WL0 allocation error the current plan would hit, or None."""
+    loads = {l.value("transfer_id"): l for l in schedule.dram.loads}
+    for core in schedule.cores:
+        timeline = CoreTimeline(core.id, core.workloads)
+        entries = wl0_entries(core, timeline, layers, loads, hw)
+        try:
+            _allocate(core, [e.tensor for e in entries], hw.wl0_capacity_units)
+        except PlancError as e:
+            return e
+    return None
 
 
 def reallocate(schedule: gemini.ScheduleOp, capacity: int) -> None:
@@ -90,11 +104,10 @@ class GeminiWl0Pass(ModulePass):
             reallocate(schedule, hw.wl0_capacity_units)
             return
         layers = layer_table(graph)
-        batch = batch_of(graph)
         loads = {l.value("transfer_id"): l for l in schedule.dram.loads}
         for core in schedule.cores:
             timeline = CoreTimeline(core.id, core.workloads)
-            entries = self._entries(core, timeline, layers, loads, hw, batch)
+            entries = wl0_entries(core, timeline, layers, loads, hw)
             _allocate(core, [e.tensor for e in entries], hw.wl0_capacity_units)
             for position, wl in enumerate(core.workloads):
                 for entry in entries:
@@ -102,36 +115,36 @@ class GeminiWl0Pass(ModulePass):
                         wl.append(_wl0_op(entry))
                 wl.wl0_key = StringAttr("wl0_buffer")
 
-    def _entries(self, core, timeline, layers, loads, hw, batch) -> list[Wl0Entry]:
-        direct: dict[int, Wl0Entry] = {}
-        entries: list[Wl0Entry] = []
-        for position, wl in enumerate(core.workloads):
-            weight = wl.weight
-            if weight is None:
-                continue
-            layer = layers[wl.layer]
-            tid = weight.transfer_ids[0]
-            k_range = weight.ints_of("upper")[1] - weight.ints_of("lower")[1] + 1
-            if weight_in_l2(layer, k_range, hw, batch):
-                units = plan_workload(layer, wl, hw, batch).stream_units
-                tensor = L2Tensor(core.id, "weight", units, ([], []), 8, 8, 0, {position},
-                                  first=position, last=position, tensor_id=len(entries))
-                entries.append(Wl0Entry(tensor, wl.layer, "CORE", tid, None, None))
-                continue
-            entry = direct.get(tid)
-            if entry is None:
-                load = loads[tid]
-                issue = get_int(load, ISSUE)
-                first = timeline.position_at(issue) if issue is not None else position
-                tensor = L2Tensor(core.id, "weight", model.wl0_direct_units(layer, k_range),
-                                  ([], []), 8, 8, 0, set(), first=min(first, position),
-                                  tensor_id=len(entries))
-                entry = direct[tid] = Wl0Entry(tensor, wl.layer, "DDR", tid,
-                                               get_int(load, ORDER),
-                                               (weight.ints_of("lower"), weight.ints_of("upper")))
-                entries.append(entry)
-            entry.tensor.last = position
-        return entries
+def wl0_entries(core, timeline, layers, loads, hw) -> list[Wl0Entry]:
+    direct: dict[int, Wl0Entry] = {}
+    entries: list[Wl0Entry] = []
+    for position, wl in enumerate(core.workloads):
+        weight = wl.weight
+        if weight is None:
+            continue
+        layer = layers[wl.layer]
+        tid = weight.transfer_ids[0]
+        k_range = weight.ints_of("upper")[1] - weight.ints_of("lower")[1] + 1
+        if weight_in_l2(layer, k_range, hw):
+            units = plan_workload(layer, wl, hw).stream_units
+            tensor = L2Tensor(core.id, "weight", units, ([], []), 8, 8, 0, {position},
+                              first=position, last=position, tensor_id=len(entries))
+            entries.append(Wl0Entry(tensor, wl.layer, "CORE", tid, None, None))
+            continue
+        entry = direct.get(tid)
+        if entry is None:
+            load = loads[tid]
+            issue = get_int(load, ISSUE)
+            first = timeline.position_at(issue) if issue is not None else position
+            tensor = L2Tensor(core.id, "weight", model.wl0_direct_units(layer, k_range),
+                              ([], []), 8, 8, 0, set(), first=min(first, position),
+                              tensor_id=len(entries))
+            entry = direct[tid] = Wl0Entry(tensor, wl.layer, "DDR", tid,
+                                           get_int(load, ORDER),
+                                           (weight.ints_of("lower"), weight.ints_of("upper")))
+            entries.append(entry)
+        entry.tensor.last = position
+    return entries
 
 
 def _wl0_op(entry: Wl0Entry) -> gemini.Wl0TensorOp:

@@ -19,13 +19,14 @@ from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.gemini_plan import (
+    GROUPS,
     SEGMENT,
     STEP,
-    SUB_BATCH,
-    batch_of,
     error_at,
     get_int,
     graph_of,
+    group_samples,
+    groups_of,
     layer_parts,
     mesh_of,
     scheduled_layers,
@@ -48,11 +49,10 @@ class GeminiWorkloadsPass(ModulePass):
             existing.detach()
             existing.erase()
         xlen, ylen = mesh_of(graph)
-        batch = batch_of(graph)
         segments: dict[int, list] = defaultdict(list)
         for layer in scheduled_layers(graph):
             segment = get_int(layer, SEGMENT)
-            if segment is None or get_int(layer, SUB_BATCH) is None:
+            if segment is None or get_int(layer, GROUPS) is None:
                 raise error_at(layer, f"layer '{layer.name_}' has no segment or sub-batch (run "
                                       f"gemini-group-layers and gemini-batch-cut first)")
             segments[segment].append(layer)
@@ -60,11 +60,9 @@ class GeminiWorkloadsPass(ModulePass):
         step = 0
         for segment in sorted(segments):
             layers = segments[segment]
-            sub_batch = get_int(layers[0], SUB_BATCH)
-            for group in range(batch // sub_batch):
-                samples = (group * sub_batch, (group + 1) * sub_batch - 1)
+            for group in range(groups_of(layers[0])):
                 for layer in layers:
-                    for part in layer_parts(layer, samples):
+                    for part in layer_parts(layer, group_samples(layer, group)):
                         core = per_core[part.core]
                         wl = gemini.WorkloadOp.new(len(core), layer.name_, layer.LAYER_TYPE,
                                                    *part.box)
