@@ -1229,7 +1229,7 @@ class TensorOrderCheck:
         for (core, _), wl in self.index.workloads.items():
             complete &= wl.has_list("buffer") and wl.wl0_key is not None
             for tensor in wl.buffer:
-                self._check(order_of, tensor, self._dram_transfers(core, wl, tensor))
+                self._check(order_of, tensor, self.transfers_of(core, wl, tensor))
             for tensor in wl.wl0:
                 if tensor.value("source") == "DDR":
                     self._check(order_of, tensor, [("load", t) for t in tensor.transfer_ids])
@@ -1245,8 +1245,10 @@ class TensorOrderCheck:
             raise VerifyAt(f"DRAM transfer {tid} has no tensor_order: it never appears in an "
                            f"L2 or WL0 snapshot", op, "transfer_id")
 
-    def _dram_transfers(self, core: int, wl: WorkloadOp, tensor: L2TensorOp,
-                        ) -> list[tuple[str, int]] | None:
+    def transfers_of(self, core: int, wl: WorkloadOp, tensor: L2TensorOp,
+                     ) -> list[tuple[str, int]] | None:
+        """The DRAM transfers an L2 tensor stands for: ("load", id) for tensors read from
+        DRAM, ("store", id) for the staging copy of a stored output, None for on-chip data."""
         if tensor.value("kind") == "ofmap":
             stores = [s for s in self.index.stores if s.value("core_id") == core
                       and s.value("workload_id") == wl.id
