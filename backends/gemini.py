@@ -24,8 +24,8 @@ from dialects.json_value import dict_value
 def schedule_pipeline(options: argparse.Namespace) -> str:
     """The passes that schedule a `dnn` graph onto the mesh and lower it to `gemini`."""
     xlen, ylen = parse_mesh(getattr(options, "mesh", None) or "1x1")
-    buffer = getattr(options, "buffer_size", None) or DEFAULT_BUFFER
-    bandwidth = getattr(options, "dram_bw", None) or DEFAULT_DRAM_BW
+    buffer = _option(options, "buffer_size", DEFAULT_BUFFER)
+    bandwidth = _option(options, "dram_bw", DEFAULT_DRAM_BW)
     batch = getattr(options, "batch", None)
     if buffer <= 0:
         raise UsageError(f"--buffer-size: expected a positive number of bytes, got {buffer}")
@@ -48,6 +48,11 @@ def schedule_pipeline(options: argparse.Namespace) -> str:
         f"gemini-wl0{{{hw}}}",
         f"gemini-cycles{{{hw}}}",
     ])
+
+
+def _option(options: argparse.Namespace, name: str, default):
+    value = getattr(options, name, None)
+    return default if value is None else value
 
 
 DEFAULT_BUFFER = 8 * 1024 * 1024

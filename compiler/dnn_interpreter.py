@@ -125,14 +125,31 @@ def matmul(layer: dnn.MatmulOp, inputs: list[Array]) -> Array:
     return np.einsum(pattern, a, b)[..., None]
 
 
+def to_rows(x: Array) -> Array:
+    """A feature map [N, C, H, 1] as the row-major array [N, H, C] it stands for."""
+    return _nchw(x)[..., 0].transpose(0, 2, 1)
+
+
+def from_rows(rows: Array, out: dnn.FmapType) -> Array:
+    n, c, h, _ = out.nchw
+    return rows.reshape(n, h, c).transpose(0, 2, 1)[..., None]
+
+
 def transpose(layer: dnn.TransposeOp, inputs: list[Array]) -> Array:
-    return inputs[0].reshape(dnn.ints(layer.from_shape)).transpose(dnn.ints(layer.perm))
+    rows = to_rows(inputs[0]).reshape(dnn.ints(layer.from_shape)).transpose(dnn.ints(layer.perm))
+    return from_rows(rows, layer.out_type)
+
+
+def reshape(layer: dnn.ReshapeOp, inputs: list[Array]) -> Array:
+    if layer.is_row_major:
+        return from_rows(to_rows(inputs[0]), layer.out_type)
+    return inputs[0]
 
 
 LAYER_FUNCTIONS: dict[type, Callable[[Any, list[Array]], Array]] = {
     dnn.Conv2dOp: conv2d, dnn.PoolOp: pool, dnn.EltwiseOp: eltwise,
     dnn.QuantizeOp: lambda layer, inputs: inputs[0], dnn.DenseOp: dense,
-    dnn.ReshapeOp: lambda layer, inputs: inputs[0], dnn.MatmulOp: matmul,
+    dnn.ReshapeOp: reshape, dnn.MatmulOp: matmul,
     dnn.UnaryOp: unary, dnn.ReduceOp: reduce, dnn.TransposeOp: transpose,
 }
 
@@ -154,13 +171,17 @@ def random_value(op: dnn.InputOp, rng: np.random.Generator) -> Array:
     return rng.uniform(0.5, 1.5, shape)
 
 
-def run_graph(graph: dnn.GraphOp, seed: int = 0) -> dict[SSAValue, Array]:
-    """Every value of the graph, computed layer by layer."""
+def run_graph(graph: dnn.GraphOp, seed: int = 0, given: dict[str, Array] | None = None,
+              ) -> dict[SSAValue, Array]:
+    """Every value of the graph, computed layer by layer; inputs named in `given` take those
+    values, the others are drawn at random."""
     rng = np.random.default_rng(seed)
     values: dict[SSAValue, Array] = {}
     for op in graph.body.block.ops:
         if isinstance(op, dnn.InputOp):
-            values[op.output] = random_value(op, rng)
+            value = (given or {}).get(op.input_name.data)
+            values[op.output] = random_value(op, rng) if value is None else \
+                np.asarray(value, dtype=np.float64).reshape(op.output.type.shape_list)
         elif isinstance(op, dnn.LayerOp):
             values[op.output] = evaluate(op, [values[v] for v in op.inputs])
     return values

@@ -448,10 +448,18 @@ class DenseOp(LayerOp):
 
 @irdl_op_definition
 class ReshapeOp(LayerOp):
-    """The same elements under another shape: a view, no work on the accelerator."""
+    """The same elements under another shape: a view, no work on the accelerator.
+
+    With `row_major` (reshapes of ARK tensors) the elements are ordered as ARK stores them,
+    rows before columns: a feature map [N, C, H, 1] is the row-major array [N, H, C]."""
 
     name = "dnn.reshape"
     OPERATIONS: ClassVar[tuple[str, ...]] = ("reshape", "flatten")
+    row_major = opt_prop_def(IntegerAttr)
+
+    @property
+    def is_row_major(self) -> bool:
+        return self.row_major is not None and bool(self.row_major.value.data)
 
     def verify_(self) -> None:
         super().verify_()
@@ -529,8 +537,9 @@ class ReduceOp(LayerOp):
 
 @irdl_op_definition
 class TransposeOp(LayerOp):
-    """A layout change on the data-transfer engine: the input seen as an array of shape
-    `from_shape` has its dims permuted by `perm`, then is seen as the output's shape."""
+    """A layout change on the data-transfer engine: the input, as the row-major ARK array of
+    shape `from_shape` (a feature map [N, C, H, 1] holds the rows of [N, H, C]), has its dims
+    permuted by `perm`, and the result is the output's row-major array."""
 
     name = "dnn.transpose"
     LAYER_TYPE: ClassVar[str | None] = "dt"

@@ -16,7 +16,8 @@ element-wise op stays element-wise, a row-wise reduction reduces channels, and t
 
 Model inputs that are not weights become network inputs; results nobody reads become network
 outputs. Communication ops and Embedding have no Gemini counterpart and are rejected with the
-op's JSON path. The ARK model is replaced by the graph.
+op's JSON path. The ARK model is replaced by the graph. Feature maps hold ARK's row-major data
+with rows as H, so reshapes are marked as row-major views.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ class Converter:
     def reshape(self, value: SSAValue, target: dnn.FmapType, name: str) -> SSAValue:
         if value.type == target:
             return value
-        layer = dnn.ReshapeOp.new(self.unique(name), "reshape", [value], target)
+        layer = dnn.ReshapeOp.new(self.unique(name), "reshape", [value], target,
+                                  row_major=IntegerAttr(1, 1))
         self.block.add_op(layer)
         return layer.output
 

@@ -94,3 +94,50 @@ def small_schedule() -> dict[str, Any]:
         "xlen": 1,
         "ylen": 1,
     }
+
+
+def _layer(index: int, name: str, operation: str, prev: list[str], nxt: list[str],
+           in_shapes: list[list[int]], in_types: list[str], out_shape: list[int], out_type: str,
+           **more: Any) -> dict[str, Any]:
+    layer = {"layer_index": index, "name": name, "operation": operation, "device": "npu",
+             "input_dtype": in_types, "output_dtype": [out_type], "input_shape": in_shapes,
+             "output_shape": [out_shape], "previous_layer": prev, "next_layer": nxt}
+    layer.update(more)
+    return layer
+
+
+def small_network() -> dict[str, Any]:
+    """A Gemini frontend layer description with every layer kind of the ResNet files: quantize,
+    3x3 and strided 1x1 convolutions, max and global-average pooling, a dequantize + residual
+    add, a dense layer and the final reshape (16x16 input, 8 channels)."""
+    conv = {"activation_type": "relu", "activation_attr": None,
+            "quant_info": {"input_scale1": 0.02, "output_zero_point": -128.0}}
+    layers = [
+        _layer(0, "q", "quantize", ["input1"], ["conv1"], [[1, 8, 16, 16]], ["float16"],
+               [1, 8, 16, 16], "int8", tensor_mode=0),
+        _layer(1, "conv1", "conv2d", ["q", "constant_conv1_weight"], ["pool"],
+               [[1, 8, 16, 16], [16, 8, 3, 3]], ["int8", "int8"], [1, 16, 16, 16], "int8",
+               kernel_size=[3, 3], stride=[1, 1], padding=[1, 1, 1, 1], **conv),
+        _layer(2, "pool", "max_pool2d", ["conv1"], ["conv2", "deq"], [[1, 16, 16, 16]],
+               ["int8"], [1, 16, 8, 8], "int8", pool_size=[3, 3], stride=[2, 2],
+               padding=[1, 1, 1, 1], ceil_mode=0),
+        _layer(3, "conv2", "conv2d", ["pool", "constant_conv2_weight"], ["add"],
+               [[1, 16, 8, 8], [16, 16, 3, 3]], ["int8", "int8"], [1, 16, 8, 8], "float16",
+               kernel_size=[3, 3], stride=[1, 1], padding=[1, 1, 1, 1]),
+        _layer(4, "deq", "quantize", ["pool"], ["add"], [[1, 16, 8, 8]], ["int8"],
+               [1, 16, 8, 8], "float16"),
+        _layer(5, "add", "element_wise_add", ["conv2", "deq"], ["conv3"],
+               [[1, 16, 8, 8], [1, 16, 8, 8]], ["float16", "float16"], [1, 16, 8, 8], "int8",
+               module_list={"relu_group": {}}),
+        _layer(6, "conv3", "conv2d", ["add", "constant_conv3_weight"], ["gap"],
+               [[1, 16, 8, 8], [32, 16, 1, 1]], ["int8", "int8"], [1, 32, 4, 4], "int8",
+               kernel_size=[1, 1], stride=[2, 2], padding=[0, 0, 0, 0]),
+        _layer(7, "gap", "avg_pool2d", ["conv3", "gap_constant1"], ["fc"],
+               [[1, 32, 4, 4], [1, 1, 1, 1]], ["int8", "float32"], [1, 32, 1, 1], "int8",
+               pool_size=[4, 4], stride=[1, 1], padding=[0, 0, 0, 0], ceil_mode=False),
+        _layer(8, "fc", "dense", ["gap", "constant_fc_weight"], ["fc_reshape"],
+               [[1, 32, 1, 1], [10, 32, 1, 1]], ["int8", "int8"], [1, 10, 1, 1], "float16"),
+        _layer(9, "fc_reshape", "reshape", ["fc"], ["output1"], [[1, 10, 1, 1]], ["float16"],
+               [1, 10], "float16", device="cpu"),
+    ]
+    return {layer["name"]: layer for layer in layers}
