@@ -125,7 +125,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
                     if key not in found:
                         found[key] = _weight_tensor(core.id, wl, weight, loads[tid])
                     found[key].readers.add(position)
-            staged = _staging(core.id, position, wl, stores)
+            staged = _staging(core.id, position, wl, stores, layers[wl.layer].out_type.bits)
             if staged is not None:
                 found[("ofmap", wl.id)] = staged
         for key, ids in blocks.items():
@@ -194,7 +194,7 @@ def _weight_tensor(core: int, wl: gemini.WorkloadOp, weight: gemini.WeightOp,
 
 
 def _staging(core: int, position: int, wl: gemini.WorkloadOp,
-             stores: dict[int, gemini.DramStoreOp]) -> L2Tensor | None:
+             stores: dict[int, gemini.DramStoreOp], bits: int) -> L2Tensor | None:
     """The output tile, held while it is sent to DRAM or to other cores."""
     leaving = [o for o in wl.ofmaps
                if any(d.to_dram or d.target[0] != core for d in o.destinations)]
@@ -204,11 +204,7 @@ def _staging(core: int, position: int, wl: gemini.WorkloadOp,
                    if o.value("transfer_id") in stores), None)
     lower, upper = wl.box
     local = ([0] * 4, [u - l for l, u in zip(lower, upper)])
-    size = wl.value("ofmap_size") or 0
-    elements = 1
-    for d in model.box_size(local):
-        elements *= d
-    bits = 16 if size >= 2 * elements else 8
+    size = model.fmap_bytes(local, bits)
     return L2Tensor(core, "ofmap", size, local, model.channel_align(bits), bits,
                     workload_step(wl), {position}, producer_position=position,
                     layer_name=wl.layer, dram=("store", stored) if stored is not None else None)
