@@ -272,7 +272,14 @@ def _delivered(ifmap: gemini.IfmapOp, value, loads, blocks, computed, stored, in
                         [a + b for a, b in zip(producer.box[0], rel[1])])
             if producer in computed:
                 full[_slices(absolute)] = computed[producer][_slices(rel)]
-    return full.reshape(dnn.fmap(src).shape_list).reshape(dnn.fmap(value).shape_list)
+    data = full.reshape(dnn.fmap(src).shape_list)
+    views = []
+    while value is not src:     # the reshapes between the data and what the layer reads
+        views.append(value.owner)
+        value = value.owner.inputs[0]
+    for view in reversed(views):
+        data = evaluate(view, [data])
+    return data
 
 
 def _weights(wl: gemini.WorkloadOp, value, reference: Array, loads) -> Array:
