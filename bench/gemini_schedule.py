@@ -72,7 +72,6 @@ def cycle_model_agreement(ir_path: Path, layers_path: Path) -> dict:
     sched = next(iter(import_ir(load_json_file(ir_path)).ops))
     graph = next(iter(import_layers(load_json_file(layers_path)).ops))
     layers = {layer.name_: layer for layer in graph.layers}
-    hw = model.GeminiHardware()
     errors: dict[str, list[float]] = {"pe": [], "pe-streamed": [], "vp": []}
     totals = {"planc": 0.0, "gemini": 0.0}
     for wl in sched.workloads():

@@ -34,8 +34,8 @@ def _nchw(x: Array) -> Array:
 
 def _windows(x: Array, layer: dnn.WindowOp, fill: float) -> Array:
     """[N, C, H', W', R, S] windows of the padded input."""
-    (r, s), (sh, sw), (t, b, l, rt) = layer.window, layer.strides, layer.pads
-    padded = np.pad(x, ((0, 0), (0, 0), (t, b), (l, rt)), constant_values=fill)
+    (r, s), (sh, sw), (top, bottom, left, right) = layer.window, layer.strides, layer.pads
+    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
     _, _, h_out, w_out = layer.out_type.nchw
     need_h, need_w = (h_out - 1) * sh + r, (w_out - 1) * sw + s
     if padded.shape[2] < need_h or padded.shape[3] < need_w:   # ceil_mode

@@ -24,10 +24,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from compiler import gemini_model as model
-from compiler.gemini_model import Box, GeminiHardware
 from xdsl.dialects.builtin import StringAttr
 
+from compiler import gemini_model as model
+from compiler.gemini_model import Box, GeminiHardware
 from compiler.gemini_plan import ISSUE, get_int, group_of, groups_of, workload_step
 from dialects import dnn, gemini
 
@@ -167,8 +167,8 @@ def _assemble(tensor: L2Tensor, ids: list[int], producer: dict) -> None:
     pieces = []
     for tid in ids:
         wl, ofmap = producer[tid]
-        lower = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("lower"))]
-        upper = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("upper"))]
+        lower = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("lower"), strict=False)]
+        upper = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("upper"), strict=False)]
         pieces.append(((lower, upper), wl, ofmap))
     box = pieces[0][0]
     for piece, _, _ in pieces[1:]:
@@ -177,7 +177,7 @@ def _assemble(tensor: L2Tensor, ids: list[int], producer: dict) -> None:
     tensor.size = model.fmap_bytes(box, tensor.bitwidth)
     tensor.transfer_ids = ids
     tensor.sources = [_source(wl.core.id, wl.layer, piece, ofmap.value("size"), tid, "core")
-                      for (piece, wl, ofmap), tid in zip(pieces, ids)]
+                      for (piece, wl, ofmap), tid in zip(pieces, ids, strict=False)]
     tensor.ready = min(workload_step(wl) for _, wl, _ in pieces)
 
 
@@ -203,7 +203,7 @@ def _staging(core: int, position: int, wl: gemini.WorkloadOp,
     stored = next((o.value("transfer_id") for o in leaving
                    if o.value("transfer_id") in stores), None)
     lower, upper = wl.box
-    local = ([0] * 4, [u - l for l, u in zip(lower, upper)])
+    local = ([0] * 4, [hi - lo for lo, hi in zip(lower, upper, strict=False)])
     size = model.fmap_bytes(local, bits)
     return L2Tensor(core, "ofmap", size, local, model.channel_align(bits), bits,
                     workload_step(wl), {position}, producer_position=position,

@@ -14,7 +14,6 @@ exact there; PE costs within a few per cent for 3x3 convolutions, see bench/).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,7 +65,7 @@ def channel_align(bits: int, hw: GeminiHardware = GeminiHardware()) -> int:
 
 def box_size(box: Box) -> list[int]:
     lower, upper = box
-    return [u - l + 1 for l, u in zip(lower, upper)]
+    return [hi - lo + 1 for lo, hi in zip(lower, upper, strict=False)]
 
 
 def fmap_bytes(box: Box, bits: int) -> int:
@@ -164,7 +163,7 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
     if not is_local(layer):
         return whole(shape), no_pad
     if isinstance(layer, dnn.WindowOp):
-        (r, s), (sh, sw), (pt, pb, pl, pr) = layer.window, layer.strides, layer.pads
+        (r, s), (sh, sw), (pt, _, pl, _) = layer.window, layer.strides, layer.pads
         ha, hb, top, bottom = _window_range(h0, h1, r, sh, pt, shape[2])
         wa, wb, left, right = _window_range(w0, w1, s, sw, pl, shape[3])
         cs = (0, shape[1] - 1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
@@ -188,19 +187,20 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
 
 
 def intersect(a: Box, b: Box) -> Box | None:
-    lower = [max(x, y) for x, y in zip(a[0], b[0])]
-    upper = [min(x, y) for x, y in zip(a[1], b[1])]
-    return None if any(l > u for l, u in zip(lower, upper)) else (lower, upper)
+    lower = [max(x, y) for x, y in zip(a[0], b[0], strict=False)]
+    upper = [min(x, y) for x, y in zip(a[1], b[1], strict=False)]
+    return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
 
 
 def union(a: Box, b: Box) -> Box:
-    return ([min(x, y) for x, y in zip(a[0], b[0])], [max(x, y) for x, y in zip(a[1], b[1])])
+    return ([min(x, y) for x, y in zip(a[0], b[0], strict=True)],
+            [max(x, y) for x, y in zip(a[1], b[1], strict=True)])
 
 
 def relative(inner: Box, outer: Box) -> Box:
     """`inner` in coordinates relative to `outer`'s lower corner."""
-    return ([l - o for l, o in zip(inner[0], outer[0])],
-            [u - o for u, o in zip(inner[1], outer[0])])
+    return ([a - o for a, o in zip(inner[0], outer[0], strict=False)],
+            [u - o for u, o in zip(inner[1], outer[0], strict=False)])
 
 
 # ---------------------------------------------------------------------------------------------

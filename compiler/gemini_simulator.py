@@ -92,7 +92,7 @@ def _landing(schedule: gemini.ScheduleOp) -> dict[int, list[tuple[int, int]]]:
 
 def schedule_metrics(schedule: gemini.ScheduleOp, bytes_per_cycle: float) -> Metrics:
     dram = schedule.dram
-    loads = {l.value("transfer_id"): l for l in (dram.loads if dram else [])}
+    loads = {ld.value("transfer_id"): ld for ld in (dram.loads if dram else [])}
     stores = {s.value("transfer_id"): s for s in (dram.stores if dram else [])}
     producer: dict[int, tuple[int, int, gemini.OfmapOp]] = {}
     for core in schedule.cores:
@@ -175,7 +175,7 @@ def schedule_metrics(schedule: gemini.ScheduleOp, bytes_per_cycle: float) -> Met
                default=0)
     return Metrics(int(sum(per_core)), int(max(per_core, default=0)),
                    max([*end.values(), *done.values(), 0.0]), peak,
-                   sum(l.value("size") for l in loads.values()),
+                   sum(ld.value("size") for ld in loads.values()),
                    sum(producer[t][2].value("size") for t in stores if t in producer),
                    total)
 
@@ -200,7 +200,7 @@ def check_tiles(module: ModuleOp, seed: int = 0) -> TileCheck:
     reference = run_graph(graph, seed)
     layers = layer_table(graph)
     inputs = {op.input_name.data: reference[op.output] for op in graph.inputs}
-    loads = {l.value("transfer_id"): l for l in schedule.dram.loads}
+    loads = {ld.value("transfer_id"): ld for ld in schedule.dram.loads}
     blocks: dict[int, tuple[gemini.WorkloadOp, gemini.OfmapOp]] = {}
     for wl in schedule.workloads():
         for ofmap in wl.ofmaps:
@@ -231,8 +231,8 @@ def check_tiles(module: ModuleOp, seed: int = 0) -> TileCheck:
         for ofmap in wl.ofmaps:
             if any(d.to_dram for d in ofmap.destinations):
                 image = stored.setdefault(wl.layer, np.full(layer.out_type.nchw, np.nan))
-                lower = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("lower"))]
-                upper = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("upper"))]
+                lower = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("lower"), strict=False)]
+                upper = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("upper"), strict=False)]
                 image[_slices((lower, upper))] = out[_slices((lower, upper))]
     for output in graph.outputs:
         producer = source(output.value).owner
@@ -248,7 +248,7 @@ def check_tiles(module: ModuleOp, seed: int = 0) -> TileCheck:
 
 
 def _slices(box) -> tuple[slice, ...]:
-    return tuple(slice(l, u + 1) for l, u in zip(*box))
+    return tuple(slice(lo, hi + 1) for lo, hi in zip(*box, strict=True))
 
 
 def _delivered(ifmap: gemini.IfmapOp, value, loads, blocks, computed, stored, inputs) -> Array:
@@ -268,8 +268,8 @@ def _delivered(ifmap: gemini.IfmapOp, value, loads, blocks, computed, stored, in
         else:
             producer, ofmap = blocks[tid]
             rel = (ofmap.ints_of("lower"), ofmap.ints_of("upper"))
-            absolute = ([a + b for a, b in zip(producer.box[0], rel[0])],
-                        [a + b for a, b in zip(producer.box[0], rel[1])])
+            absolute = ([a + b for a, b in zip(producer.box[0], rel[0], strict=False)],
+                        [a + b for a, b in zip(producer.box[0], rel[1], strict=False)])
             if producer in computed:
                 full[_slices(absolute)] = computed[producer][_slices(rel)]
     data = full.reshape(dnn.fmap(src).shape_list)

@@ -317,8 +317,9 @@ class WindowOp(LayerOp):
 
     def expected_output_hw(self) -> list[int]:
         _, _, h, w = fmap(self.inputs[0]).nchw
-        (r, s), (sh, sw), (t, b, l, rt) = self.window, self.strides, self.pads
-        return [_window(h, r, sh, t, b, self.ceil_mode), _window(w, s, sw, l, rt, self.ceil_mode)]
+        (r, s), (sh, sw), (top, bottom, left, right) = self.window, self.strides, self.pads
+        return [_window(h, r, sh, top, bottom, self.ceil_mode),
+                _window(w, s, sw, left, right, self.ceil_mode)]
 
     def verify_(self) -> None:
         super().verify_()
@@ -383,7 +384,7 @@ class PoolOp(WindowOp):
 
 def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
     out = []
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y and 1 not in (x, y):
             return None
         out.append(max(x, y))

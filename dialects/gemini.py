@@ -30,7 +30,6 @@ permutation of the DRAM transfers with the documented sentinels.
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -175,7 +174,7 @@ def value_of(attr: Attribute | None):
 
 
 def box_size(lower: Sequence[int], upper: Sequence[int]) -> list[int]:
-    return [u - l + 1 for l, u in zip(lower, upper)]
+    return [hi - lo + 1 for lo, hi in zip(lower, upper, strict=False)]
 
 
 def tensor_bytes(lower: Sequence[int], upper: Sequence[int], align: int, bitwidth: int) -> int:
@@ -191,13 +190,14 @@ def _check_box(lower: Sequence[int], upper: Sequence[int], what: str = "") -> No
                               f"W), got {len(lower)} and {len(upper)}")
     if any(v < 0 for v in lower):
         raise VerifyException(f"{prefix}lower {list(lower)} has a negative coordinate")
-    if any(l > u for l, u in zip(lower, upper)):
+    if any(lo > hi for lo, hi in zip(lower, upper, strict=False)):
         raise VerifyException(f"{prefix}lower {list(lower)} is not <= upper {list(upper)}")
 
 
 def _inside(lower: Sequence[int], upper: Sequence[int], outer_lo: Sequence[int],
             outer_hi: Sequence[int]) -> bool:
-    return all(ol <= l and u <= ou for l, u, ol, ou in zip(lower, upper, outer_lo, outer_hi))
+    return all(ol <= lo and hi <= ou
+               for lo, hi, ol, ou in zip(lower, upper, outer_lo, outer_hi, strict=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -839,7 +839,7 @@ class WorkloadOp(RecordOp):
             if buffersize is not None and start + size > buffersize:
                 raise VerifyAt(f"ring buffer region [{start}, {start + size}) exceeds the "
                                f"buffersize {buffersize}", None, "ring_buffer_info")
-        for (s1, z1), (s2, z2) in zip(sorted(regions), sorted(regions)[1:]):
+        for (s1, z1), (s2, _) in zip(sorted(regions), sorted(regions)[1:], strict=False):
             if s2 < s1 + z1:
                 raise VerifyAt(f"ring buffer regions at {s1} and {s2} overlap", None,
                                "ring_buffer_info")
@@ -861,7 +861,7 @@ class WorkloadOp(RecordOp):
                             tensor, "address")
                 occupied.append((start, end, tensor))
         wl0 = sorted(self.wl0, key=lambda t: t.value("address"))
-        for first, second in zip(wl0, wl0[1:]):
+        for first, second in zip(wl0, wl0[1:], strict=False):
             if second.value("address") < first.end:
                 raise VerifyAt(f"WL0 tensor at [{second.value('address')}, {second.end}) overlaps "
                                f"the one at [{first.value('address')}, {first.end})", second,
@@ -1053,7 +1053,7 @@ class TransferIndex:
     def verify(self) -> None:
         for load in self.loads:
             self._produce(load.value("transfer_id"), load)
-        for (core, _), wl in self.workloads.items():
+        for wl in self.workloads.values():
             for ofmap in wl.ofmaps:
                 self._produce(ofmap.value("transfer_id"), ofmap)
         for store in self.stores:
@@ -1203,7 +1203,7 @@ class TransferIndex:
         for wl in self.workloads.values():
             upper = wl.box[1]
             known = extent.setdefault(wl.layer, upper)
-            extent[wl.layer] = [max(a, b) for a, b in zip(known, upper)]
+            extent[wl.layer] = [max(a, b) for a, b in zip(known, upper, strict=False)]
         for store in self.stores:
             layer = extent.get(store.value("layer_name"))
             if layer and not _inside(store.ints_of("lower"), store.ints_of("upper"),

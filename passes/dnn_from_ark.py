@@ -136,7 +136,8 @@ class Converter:
             return self.matmul(op, name, out)
         inputs = [self.value(v) for v in op.read_tensors]
         if kind in ELEMENTWISE:
-            shapes = [self.broadcast_view(op, v, t, out) for v, t in zip(inputs, op.inputs)]
+            shapes = [self.broadcast_view(op, v, t, out)
+                      for v, t in zip(inputs, op.inputs, strict=True)]
             layer = dnn.EltwiseOp.new(name, f"element_wise_{ELEMENTWISE[kind]}", shapes,
                                       fmap_type(out))
         elif kind in UNARY:

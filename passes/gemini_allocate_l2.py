@@ -137,7 +137,7 @@ class GeminiAllocateL2Pass(ModulePass):
         cores = {core.id: core for core in schedule.cores}
         _number(tensors, cores)
         dram = schedule.dram
-        order_of = {("load", l.value("transfer_id")): get_int(l, ORDER) for l in dram.loads}
+        order_of = {("load", ld.value("transfer_id")): get_int(ld, ORDER) for ld in dram.loads}
         order_of |= {("store", s.value("transfer_id")): get_int(s, ORDER) for s in dram.stores}
         sentinel = len(dram.loads) + len(dram.stores)
         capacity = schedule.value("buffersize")

@@ -86,7 +86,7 @@ def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadO
              "ofmap_lower": gemini.ints_attr(tile.ofmap[0]),
              "ofmap_upper": gemini.ints_attr(tile.ofmap[1]),
              "single_tile_time_pred": gemini.number_attr(float(round(tile.cycles, 3)))}
-    for suffix, ifmap in zip(("", "2"), wl.ifmaps):
+    for suffix, ifmap in zip(("", "2"), wl.ifmaps, strict=False):
         props[f"ifmap_lower{suffix}"] = gemini.ints_attr(ifmap.ints_of("lower"))
         props[f"ifmap_upper{suffix}"] = gemini.ints_attr(ifmap.ints_of("upper"))
     if layer.LAYER_TYPE == "pe":

@@ -93,14 +93,14 @@ class GeminiDramOrderPass(ModulePass):
         step_of = {(c.id, wl.id): workload_step(wl) for c in schedule.cores
                    for wl in c.workloads}
         start = self._start_times(schedule, layers, hw)
-        queue = sorted(dram.loads, key=lambda l: (
-            min(step_of[d.target] for d in l.destinations), l.value("kind") != "weight",
-            l.value("transfer_id")))
+        queue = sorted(dram.loads, key=lambda ld: (
+            min(step_of[d.target] for d in ld.destinations), ld.value("kind") != "weight",
+            ld.value("transfer_id")))
         # Byte counts do not see fragmentation: if first fit cannot place the plan, plan again
         # with less of the buffer.
         for fill in FILLS:
             issues = self._plan(schedule, layers, hw, fill, queue, step_of, start)
-            for load, issue in zip(queue, issues):
+            for load, issue in zip(queue, issues, strict=False):
                 set_int(load, ISSUE, issue)
             failure = allocation_failure(op, schedule, layers, hw)
             if failure is None:

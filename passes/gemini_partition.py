@@ -29,8 +29,8 @@ from compiler.gemini_plan import (
     MESH,
     SPLIT,
     cut,
-    group_size,
     graph_of,
+    group_size,
     mesh_of,
     parse_mesh,
     scheduled_layers,
@@ -63,7 +63,7 @@ def candidates(layer: dnn.LayerOp, sub_batch: int, cores: int) -> list[tuple[int
 def part_cost(layer: dnn.LayerOp, split: tuple[int, ...], sub_batch: int) -> float:
     _, k, h, w = layer.out_type.nchw
     count = split[0] * split[1] * split[2] * split[3]
-    first = [cut(size, parts)[0] for size, parts in zip((sub_batch, k, h, w), split)]
+    first = [cut(size, parts)[0] for size, parts in zip((sub_batch, k, h, w), split, strict=False)]
     box = ([r[0] for r in first], [r[1] for r in first])
     in_bytes = 0
     for i in range(len(layer.activations)):
@@ -86,7 +86,7 @@ def working_set(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
                 hw: model.GeminiHardware) -> int:
     """L2 bytes the largest part needs at once: its inputs, its output, staged weights."""
     _, k, h, w = layer.out_type.nchw
-    first = [cut(size, parts)[0] for size, parts in zip((group, k, h, w), split)]
+    first = [cut(size, parts)[0] for size, parts in zip((group, k, h, w), split, strict=False)]
     box = ([r[0] for r in first], [r[1] for r in first])
     total = model.fmap_bytes(box, layer.out_type.bits)
     for i in range(len(layer.activations)):

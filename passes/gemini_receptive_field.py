@@ -133,7 +133,7 @@ class GeminiReceptiveFieldPass(ModulePass):
             layer = wiring.layers[wl.layer]
             wl.tile_padding_tblr = gemini.ints_attr(self._needs(wl, layer, needs))
         ifmaps: dict[gemini.WorkloadOp, dict[int, gemini.IfmapOp]] = defaultdict(dict)
-        for (value, core, segment, group), wanted in needs.items():
+        for (value, _core, _segment, group), wanted in needs.items():
             self._wire_tensor(wiring, value, group, wanted, by_layer_group, ifmaps)
         for wl in workloads:
             ordered = [ifmaps[wl][i] for i in sorted(ifmaps[wl])]
@@ -158,11 +158,7 @@ class GeminiReceptiveFieldPass(ModulePass):
                 box, pad = model.whole(dnn.fmap(src).nchw), [0, 0, 0, 0]
             if index == 0:
                 padding = pad
-            producer = src.owner
-            on_chip = isinstance(producer, dnn.LayerOp) and \
-                get_int(producer, SEGMENT) == segment
-            key = (src, wl.core.id, segment, group, on_chip)
-            needs[key[:4]].append(Need(wl, index, box))
+            needs[(src, wl.core.id, segment, group)].append(Need(wl, index, box))
         return padding
 
     def _wire_tensor(self, wiring: Wiring, value: SSAValue, group: int, wanted: list[Need],

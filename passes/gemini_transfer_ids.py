@@ -29,12 +29,12 @@ def canonical_order(schedule: gemini.ScheduleOp) -> list[int]:
         return min((position.get(d.target, len(position)) for d in load.destinations
                     if not d.to_dram), default=len(position))
 
-    weights = sorted((l for l in loads if l.value("kind") == "weight"),
-                     key=lambda l: (first_use(l), l.value("transfer_id")))
-    inputs = sorted((l for l in loads if l.value("kind") == "fmap"
-                     and not l.ints_of("related_ifmap")),
-                    key=lambda l: (first_use(l), l.value("transfer_id")))
-    order = [l.value("transfer_id") for l in weights + inputs]
+    weights = sorted((ld for ld in loads if ld.value("kind") == "weight"),
+                     key=lambda ld: (first_use(ld), ld.value("transfer_id")))
+    inputs = sorted((ld for ld in loads if ld.value("kind") == "fmap"
+                     and not ld.ints_of("related_ifmap")),
+                    key=lambda ld: (first_use(ld), ld.value("transfer_id")))
+    order = [ld.value("transfer_id") for ld in weights + inputs]
     reloads: dict[int, list[int]] = {}
     for load in loads:
         if load.value("kind") == "fmap" and load.ints_of("related_ifmap"):

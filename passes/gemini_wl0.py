@@ -57,7 +57,7 @@ def _allocate(core: gemini.CoreOp, tensors: list[L2Tensor], capacity: int) -> No
 def try_allocate_wl0(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
                      hw) -> PlancError | None:
     """The WL0 allocation error the current plan would hit, or None."""
-    loads = {l.value("transfer_id"): l for l in schedule.dram.loads}
+    loads = {ld.value("transfer_id"): ld for ld in schedule.dram.loads}
     for core in schedule.cores:
         timeline = CoreTimeline(core.id, core.workloads)
         entries = wl0_entries(core, timeline, layers, loads, hw)
@@ -104,7 +104,7 @@ class GeminiWl0Pass(ModulePass):
             reallocate(schedule, hw.wl0_capacity_units)
             return
         layers = layer_table(graph)
-        loads = {l.value("transfer_id"): l for l in schedule.dram.loads}
+        loads = {ld.value("transfer_id"): ld for ld in schedule.dram.loads}
         for core in schedule.cores:
             timeline = CoreTimeline(core.id, core.workloads)
             entries = wl0_entries(core, timeline, layers, loads, hw)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path
@@ -70,7 +69,8 @@ def test_emits_jsoncpp_layout():
     text = emit(module)
     assert text.startswith('{\n   "-1" : {\n      "in" : [\n         {\n            "core_id" : 0,')
     assert '"lower" : [ 0, 0, 0, 0 ],' in text
-    assert '"workload" : [\n            [ 0, 0, 0, 0 ],\n            [ 0, 7, 7, 7 ]\n         ],' in text
+    assert ('"workload" : [\n            [ 0, 0, 0, 0 ],\n            [ 0, 7, 7, 7 ]\n'
+            '         ],') in text
     assert '"single_tile_time_pred" : 30.0,' in text and text.endswith("}\n")
 
 

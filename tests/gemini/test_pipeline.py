@@ -56,8 +56,8 @@ def test_small_buffer_splits_the_network_into_segments():
     module = schedule(small_network(), batch=4, buffer_size=8000)
     sched = the_schedule(module)
     stored = {s.value("layer_name") for s in sched.dram.stores}
-    reloads = [l for l in sched.dram.loads if l.value("kind") == "fmap"
-               and l.ints_of("related_ifmap")]
+    reloads = [ld for ld in sched.dram.loads if ld.value("kind") == "fmap"
+               and ld.ints_of("related_ifmap")]
     assert len(stored) > 1 and reloads      # segments exchange feature maps through DRAM
     assert check_tiles(module).ok
     metrics = schedule_metrics(sched, 16.0)
@@ -70,7 +70,8 @@ def test_partition_cuts_layers_over_the_mesh():
     conv1 = [wl for wl in sched.workloads() if wl.layer == "conv1"]
     assert len(conv1) == 4 and len({wl.core.id for wl in conv1}) == 4
     boxes = sorted((tuple(wl.box[0]), tuple(wl.box[1])) for wl in conv1)
-    covered = sum((u[2] - l[2] + 1) * (u[3] - l[3] + 1) * (u[1] - l[1] + 1) for l, u in boxes)
+    covered = sum((hi[2] - lo[2] + 1) * (hi[3] - lo[3] + 1) * (hi[1] - lo[1] + 1)
+                  for lo, hi in boxes)
     assert covered == 16 * 16 * 16          # the parts tile the output exactly once
     remote = [o for wl in sched.workloads() for o in wl.ofmaps
               if any(not d.to_dram and d.target[0] != wl.core.id for d in o.destinations)]
@@ -80,10 +81,10 @@ def test_partition_cuts_layers_over_the_mesh():
 def test_transfer_ids_are_dense_and_canonical():
     sched = the_schedule(schedule(small_network()))
     loads = sched.dram.loads
-    ids = sorted([l.value("transfer_id") for l in loads] +
+    ids = sorted([ld.value("transfer_id") for ld in loads] +
                  [o.value("transfer_id") for wl in sched.workloads() for o in wl.ofmaps])
     assert ids == list(range(len(ids)))
-    weights = [l.value("transfer_id") for l in loads if l.value("kind") == "weight"]
+    weights = [ld.value("transfer_id") for ld in loads if ld.value("kind") == "weight"]
     assert weights == list(range(len(weights)))       # weights first, in consumption order
 
 
@@ -188,8 +189,8 @@ def test_functional_check_catches_a_missing_halo():
 def test_functional_check_catches_a_wrong_weight_slice():
     module = schedule(small_network(), mesh="2x2")
     sched = the_schedule(module)
-    load = next(l for l in sched.dram.loads if l.value("kind") == "weight"
-                and l.ints_of("upper")[1] > 0)
+    load = next(ld for ld in sched.dram.loads if ld.value("kind") == "weight"
+                and ld.ints_of("upper")[1] > 0)
     upper = load.ints_of("upper")
     upper[1] -= 1
     load.upper = type(load.upper).from_list(load.upper.elt_type, upper)
