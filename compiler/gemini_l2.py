@@ -215,6 +215,21 @@ def _staging(core: int, position: int, wl: gemini.WorkloadOp,
 # ---------------------------------------------------------------------------------------------
 
 
+def allocate(core: gemini.CoreOp, tensors: list[L2Tensor], capacity: int,
+             memory: str = "L2", unit: str = "bytes") -> None:
+    """`first_fit`, with a failure reported at the workload where the tensor did not fit."""
+    from compiler.gemini_plan import error_at
+
+    try:
+        first_fit(tensors, capacity)
+    except AllocationError as e:
+        wl = core.workloads[e.position]
+        raise error_at(wl, f"{memory} allocation failed at workload {wl.id} of core {core.id}: "
+                           f"{e.tensor.kind} tensor of {e.tensor.size} {unit} does not fit "
+                           f"(largest free hole {e.largest_hole} {unit}, {e.live} {unit} live)"
+                       ) from None
+
+
 class AllocationError(Exception):
     def __init__(self, tensor: L2Tensor, position: int, largest_hole: int, live: int):
         super().__init__()

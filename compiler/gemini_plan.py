@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
 
 from compiler.diagnostics import PlancError
 from compiler.gemini_model import Box, GeminiHardware
@@ -179,6 +180,30 @@ def hardware(buffer_size: int, dram_bw: float) -> GeminiHardware:
     if buffer_size <= 0 or dram_bw <= 0:
         raise PlancError("buffer-size and dram-bw must be positive")
     return GeminiHardware(buffer_bytes=buffer_size, dram_bytes_per_cycle=dram_bw)
+
+
+@dataclass(frozen=True)
+class HardwarePass(ModulePass):
+    """A Gemini pass that plans against the L2 size and DRAM bandwidth (its options)."""
+
+    buffer_size: int = GeminiHardware.buffer_bytes
+    dram_bw: float = GeminiHardware.dram_bytes_per_cycle
+
+    @property
+    def hw(self) -> GeminiHardware:
+        return hardware(self.buffer_size, self.dram_bw)
+
+
+def segments(graph: dnn.GraphOp, need: str = SEGMENT) -> dict[int, list[dnn.LayerOp]]:
+    """The scheduled layers of each segment, in topological order; every layer must carry
+    `need` (the decision of an earlier pass)."""
+    found: dict[int, list[dnn.LayerOp]] = {}
+    for layer in scheduled_layers(graph):
+        if get_int(layer, SEGMENT) is None or get_int(layer, need) is None:
+            raise error_at(layer, f"layer '{layer.name_}' has no {need} (run "
+                                  f"gemini-group-layers and gemini-batch-cut first)")
+        found.setdefault(get_int(layer, SEGMENT), []).append(layer)
+    return dict(sorted(found.items()))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,16 +20,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
-from xdsl.passes import ModulePass
 
-from compiler import gemini_model as model
 from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import AllocationError, L2Tensor, first_fit, plan_tensors
+from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors
 from compiler.gemini_plan import (
     ORDER,
+    HardwarePass,
     error_at,
     get_int,
-    hardware,
     layer_table,
     schedule_of,
     workload_step,
@@ -53,21 +51,10 @@ def reallocate(schedule: gemini.ScheduleOp) -> None:
                                                      entry.value("size"), ([], []), 8, 8, 0,
                                                      set(), first=position, tensor_id=tid)
                 tensor.last = position
-        _allocate(core, list(tensors.values()), capacity)
+        allocate(core, list(tensors.values()), capacity)
         for tid, tensor in tensors.items():
             for entry in entries[tid]:
                 entry.address = gemini.int_attr(tensor.address)
-
-
-def _allocate(core: gemini.CoreOp, tensors: list[L2Tensor], capacity: int) -> None:
-    try:
-        first_fit(tensors, capacity)
-    except AllocationError as e:
-        wl = core.workloads[e.position]
-        raise error_at(wl, f"L2 allocation failed at workload {wl.id} of core {core.id}: "
-                           f"{e.tensor.kind} tensor of {e.tensor.size} bytes does not fit "
-                           f"(largest free hole {e.largest_hole} bytes, {e.live} bytes live)"
-                       ) from None
 
 
 def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
@@ -78,7 +65,7 @@ def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     _number(tensors, cores)
     for core_id, found in tensors.items():
         try:
-            _allocate(cores[core_id], found, schedule.value("buffersize"))
+            allocate(cores[core_id], found, schedule.value("buffersize"))
         except PlancError as e:
             return e
     return None
@@ -117,13 +104,10 @@ def _entry(tensor: L2Tensor, position: int, order: int | None,
 
 
 @dataclass(frozen=True)
-class GeminiAllocateL2Pass(ModulePass):
+class GeminiAllocateL2Pass(HardwarePass):
     """L2 snapshots with first-fit addresses (or re-allocation of existing snapshots)."""
 
     name = "gemini-allocate-l2"
-
-    buffer_size: int = model.GeminiHardware.buffer_bytes
-    dram_bw: float = model.GeminiHardware.dram_bytes_per_cycle
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         schedule = schedule_of(op, self.name)
@@ -132,8 +116,7 @@ class GeminiAllocateL2Pass(ModulePass):
             reallocate(schedule)
             return
         layers = layer_table(graph)
-        hw = hardware(self.buffer_size, self.dram_bw)
-        tensors = plan_tensors(schedule, layers, hw)
+        tensors = plan_tensors(schedule, layers, self.hw)
         cores = {core.id: core for core in schedule.cores}
         _number(tensors, cores)
         dram = schedule.dram
@@ -143,7 +126,7 @@ class GeminiAllocateL2Pass(ModulePass):
         capacity = schedule.value("buffersize")
         for core_id, found in tensors.items():
             core = cores[core_id]
-            _allocate(core, found, capacity)
+            allocate(core, found, capacity)
             for position, wl in enumerate(core.workloads):
                 live = [t for t in found if t.first <= position <= t.last]
                 entries = []

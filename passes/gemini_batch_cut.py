@@ -10,25 +10,22 @@ the batch whose L2 peak fits (`gemini-group-layers`' evaluation) and records it 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
-from compiler import gemini_model as model
 from compiler.gemini_plan import (
     GROUPS,
-    SEGMENT,
     SUB_BATCH,
+    HardwarePass,
     batch_of,
     error_at,
     get_int,
     graph_of,
-    hardware,
     mesh_of,
     scheduled_layers,
+    segments,
     set_int,
     source,
 )
@@ -37,29 +34,21 @@ from passes.gemini_group_layers import evaluate_segment, layer_facts
 
 
 @dataclass(frozen=True)
-class GeminiBatchCutPass(ModulePass):
+class GeminiBatchCutPass(HardwarePass):
     """Pick each segment's sub-batch (the largest that fits L2); records `gemini.sub_batch`."""
 
     name = "gemini-batch-cut"
 
-    buffer_size: int = model.GeminiHardware.buffer_bytes
-    dram_bw: float = model.GeminiHardware.dram_bytes_per_cycle
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = graph_of(op, self.name)
-        hw = hardware(self.buffer_size, self.dram_bw)
+        hw = self.hw
         layers = scheduled_layers(graph)
         facts = layer_facts(layers, hw)
         xlen, ylen = mesh_of(graph)
-        spans: dict[int, list[int]] = defaultdict(list)
-        for i, layer in enumerate(layers):
-            segment = get_int(layer, SEGMENT)
-            if segment is None:
-                raise error_at(layer, f"layer '{layer.name_}' has no gemini.segment (run "
-                                      f"gemini-group-layers first)")
-            spans[segment].append(i)
+        index = {layer: i for i, layer in enumerate(layers)}
         batch = batch_of(graph)
-        for segment, members in sorted(spans.items()):
+        for segment, members in segments(graph).items():
+            members = [index[layer] for layer in members]
             start, end = members[0], members[-1] + 1
             if members != list(range(start, end)):
                 raise error_at(layers[members[0]], f"segment {segment} is not contiguous in "

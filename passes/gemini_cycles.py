@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.gemini_l2 import weight_in_l2
 from compiler.gemini_model import Box, GeminiHardware
-from compiler.gemini_plan import graph_of, hardware, layer_table, schedule_of
+from compiler.gemini_plan import HardwarePass, graph_of, layer_table, schedule_of
 from dialects import dnn, gemini
 
 
@@ -100,19 +99,16 @@ def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadO
 
 
 @dataclass(frozen=True)
-class GeminiCyclesPass(ModulePass):
+class GeminiCyclesPass(HardwarePass):
     """Fill every workload's tile_info and time from the cycle model."""
 
     name = "gemini-cycles"
-
-    buffer_size: int = model.GeminiHardware.buffer_bytes
-    dram_bw: float = model.GeminiHardware.dram_bytes_per_cycle
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = graph_of(op, self.name)
         schedule = schedule_of(op, self.name)
         layers = layer_table(graph)
-        hw = hardware(self.buffer_size, self.dram_bw)
+        hw = self.hw
         for wl in schedule.workloads():
             layer = layers[wl.layer]
             plan = plan_workload(layer, wl, hw)

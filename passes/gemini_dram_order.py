@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.diagnostics import PlancError
@@ -29,10 +28,10 @@ from compiler.gemini_model import GeminiHardware
 from compiler.gemini_plan import (
     ISSUE,
     ORDER,
+    HardwarePass,
     error_at,
     get_int,
     graph_of,
-    hardware,
     layer_table,
     schedule_of,
     set_int,
@@ -76,19 +75,16 @@ def allocation_failure(module: ModuleOp, schedule: gemini.ScheduleOp, layers, hw
 
 
 @dataclass(frozen=True)
-class GeminiDramOrderPass(ModulePass):
+class GeminiDramOrderPass(HardwarePass):
     """Issue points and queue order of every DRAM transfer (gemini.issue, gemini.order)."""
 
     name = "gemini-dram-order"
-
-    buffer_size: int = model.GeminiHardware.buffer_bytes
-    dram_bw: float = model.GeminiHardware.dram_bytes_per_cycle
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = graph_of(op, self.name)
         schedule = schedule_of(op, self.name)
         layers = layer_table(graph)
-        hw = hardware(self.buffer_size, self.dram_bw)
+        hw = self.hw
         dram = schedule.dram
         step_of = {(c.id, wl.id): workload_step(wl) for c in schedule.cores
                    for wl in c.workloads}

@@ -18,17 +18,16 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.gemini_model import GeminiHardware
 from compiler.gemini_plan import (
     MESH,
     SEGMENT,
+    HardwarePass,
     batch_of,
     consumers,
     graph_of,
-    hardware,
     is_network_output,
     parse_mesh,
     scheduled_layers,
@@ -179,20 +178,18 @@ def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,
 
 
 @dataclass(frozen=True)
-class GeminiGroupLayersPass(ModulePass):
+class GeminiGroupLayersPass(HardwarePass):
     """Cut the network into segments (layer groups) by dynamic programming over L2 fit and
     cost; records `gemini.segment` on each layer."""
 
     name = "gemini-group-layers"
 
-    buffer_size: int = model.GeminiHardware.buffer_bytes
-    dram_bw: float = model.GeminiHardware.dram_bytes_per_cycle
     mesh: str = "1x1"
     """The core mesh XxY (recorded on the graph as gemini.mesh for the later passes)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = graph_of(op, self.name)
-        hw = hardware(self.buffer_size, self.dram_bw)
+        hw = self.hw
         xlen, ylen = parse_mesh(self.mesh)
         set_ints(graph, MESH, [xlen, ylen])
         layers = scheduled_layers(graph)

@@ -16,17 +16,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NoneAttr, StringAttr
-from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import AllocationError, CoreTimeline, L2Tensor, first_fit, weight_in_l2
+from compiler.gemini_l2 import CoreTimeline, L2Tensor, allocate, weight_in_l2
 from compiler.gemini_plan import (
     ISSUE,
     ORDER,
-    error_at,
+    HardwarePass,
     get_int,
-    hardware,
     layer_table,
     schedule_of,
 )
@@ -44,16 +42,6 @@ class Wl0Entry:
     box: tuple[list[int], list[int]] | None
 
 
-def _allocate(core: gemini.CoreOp, tensors: list[L2Tensor], capacity: int) -> None:
-    try:
-        first_fit(tensors, capacity)
-    except AllocationError as e:
-        wl = core.workloads[e.position]
-        raise error_at(wl, f"WL0 allocation failed at workload {wl.id} of core {core.id}: "
-                           f"{e.tensor.size} units do not fit (largest free hole "
-                           f"{e.largest_hole} units)") from None
-
-
 def try_allocate_wl0(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
                      hw) -> PlancError | None:
     """The WL0 allocation error the current plan would hit, or None."""
@@ -62,7 +50,8 @@ def try_allocate_wl0(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp]
         timeline = CoreTimeline(core.id, core.workloads)
         entries = wl0_entries(core, timeline, layers, loads, hw)
         try:
-            _allocate(core, [e.tensor for e in entries], hw.wl0_capacity_units)
+            allocate(core, [e.tensor for e in entries], hw.wl0_capacity_units, "WL0",
+                     "units")
         except PlancError as e:
             return e
     return None
@@ -81,24 +70,21 @@ def reallocate(schedule: gemini.ScheduleOp, capacity: int) -> None:
                     spans[key] = L2Tensor(core.id, "weight", entry.value("size"), ([], []), 8,
                                           8, 0, set(), first=position, tensor_id=len(spans))
                 spans[key].last = position
-        _allocate(core, list(spans.values()), capacity)
+        allocate(core, list(spans.values()), capacity, "WL0", "units")
         for key, tensor in spans.items():
             for entry in entries[key]:
                 entry.address = gemini.int_attr(tensor.address)
 
 
 @dataclass(frozen=True)
-class GeminiWl0Pass(ModulePass):
+class GeminiWl0Pass(HardwarePass):
     """WL0 snapshots: DDR-fed whole-layer weights and L2-fed streamed tiles, first fit."""
 
     name = "gemini-wl0"
 
-    buffer_size: int = model.GeminiHardware.buffer_bytes
-    dram_bw: float = model.GeminiHardware.dram_bytes_per_cycle
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         schedule = schedule_of(op, self.name)
-        hw = hardware(self.buffer_size, self.dram_bw)
+        hw = self.hw
         graph = dnn.find_graph(op)
         if graph is None or any(wl.wl0_key is not None for wl in schedule.workloads()):
             reallocate(schedule, hw.wl0_capacity_units)
@@ -108,7 +94,8 @@ class GeminiWl0Pass(ModulePass):
         for core in schedule.cores:
             timeline = CoreTimeline(core.id, core.workloads)
             entries = wl0_entries(core, timeline, layers, loads, hw)
-            _allocate(core, [e.tensor for e in entries], hw.wl0_capacity_units)
+            allocate(core, [e.tensor for e in entries], hw.wl0_capacity_units, "WL0",
+                     "units")
             for position, wl in enumerate(core.workloads):
                 for entry in entries:
                     if entry.tensor.first <= position <= entry.tensor.last:

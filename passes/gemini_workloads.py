@@ -20,16 +20,13 @@ from xdsl.passes import ModulePass
 from compiler import gemini_model as model
 from compiler.gemini_plan import (
     GROUPS,
-    SEGMENT,
     STEP,
-    error_at,
-    get_int,
     graph_of,
     group_samples,
     groups_of,
     layer_parts,
     mesh_of,
-    scheduled_layers,
+    segments,
     set_int,
 )
 from dialects import gemini
@@ -49,17 +46,9 @@ class GeminiWorkloadsPass(ModulePass):
             existing.detach()
             existing.erase()
         xlen, ylen = mesh_of(graph)
-        segments: dict[int, list] = defaultdict(list)
-        for layer in scheduled_layers(graph):
-            segment = get_int(layer, SEGMENT)
-            if segment is None or get_int(layer, GROUPS) is None:
-                raise error_at(layer, f"layer '{layer.name_}' has no segment or sub-batch (run "
-                                      f"gemini-group-layers and gemini-batch-cut first)")
-            segments[segment].append(layer)
         per_core: dict[int, list[gemini.WorkloadOp]] = defaultdict(list)
         step = 0
-        for segment in sorted(segments):
-            layers = segments[segment]
+        for layers in segments(graph, GROUPS).values():
             for group in range(groups_of(layers[0])):
                 for layer in layers:
                     for part in layer_parts(layer, group_samples(layer, group)):
