@@ -1198,12 +1198,21 @@ class TransferIndex:
                         seen[key] = (tensor, position)
 
     def _verify_layer_boxes(self) -> None:
-        """DRAM stores lie inside their layer's ofmap (the union of the layer's workloads)."""
+        """Workloads lie inside their layer's ofmap when the network is in the same module;
+        DRAM stores lie inside their layer's ofmap (else: the union of its workloads)."""
+        shapes = self._layer_shapes()
         extent: dict[str, list[int]] = {}
         for wl in self.workloads.values():
             upper = wl.box[1]
+            shape = shapes.get(wl.layer)
+            if shape is not None and not _inside(wl.box[0], upper, [0] * DIMS,
+                                                 [d - 1 for d in shape]):
+                raise VerifyAt(f"box {wl.box[0]}..{upper} is outside layer {wl.layer}'s ofmap "
+                               f"of shape {shape}", wl, "workload")
             known = extent.setdefault(wl.layer, upper)
             extent[wl.layer] = [max(a, b) for a, b in zip(known, upper, strict=False)]
+        for name, shape in shapes.items():
+            extent[name] = [d - 1 for d in shape]
         for store in self.stores:
             layer = extent.get(store.value("layer_name"))
             if layer and not _inside(store.ints_of("lower"), store.ints_of("upper"),
@@ -1211,6 +1220,19 @@ class TransferIndex:
                 raise VerifyAt(f"block {store.ints_of('lower')}..{store.ints_of('upper')} is "
                                f"outside layer {store.value('layer_name')}'s ofmap "
                                f"[0, 0, 0, 0]..{layer}", store, "upper")
+
+
+    def _layer_shapes(self) -> dict[str, list[int]]:
+        """NCHW output shapes of the layers of a `dnn.graph` next to the schedule, if any."""
+        module = self.schedule.parent_op()
+        if module is None:
+            return {}
+        shapes = {}
+        for op in module.walk():
+            name, result = op.properties.get("layer_name"), op.results[:1]
+            if op.name.startswith("dnn.") and name is not None and result:
+                shapes[name.data] = result[0].type.nchw
+        return shapes
 
 
 class TensorOrderCheck:

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from backends.gemini import schedule_pipeline
+from compiler.diagnostics import PlancError
 from compiler.driver import run_pipeline
 from compiler.gemini_simulator import check_tiles, schedule_metrics
 from compiler.json_reader import parse_json
@@ -195,3 +196,23 @@ def test_functional_check_catches_a_wrong_weight_slice():
     upper[1] -= 1
     load.upper = type(load.upper).from_list(load.upper.elt_type, upper)
     assert not check_tiles(module).ok
+
+
+def test_workload_boxes_are_checked_against_the_network():
+    module = schedule(small_network())
+    wl = next(w for w in the_schedule(module).workloads() if w.layer == "pool")
+    lower, upper = wl.box
+    wl.workload = type(wl.workload)([type(wl.workload.data[0]).from_list(
+        wl.workload.data[0].elt_type, lower), type(wl.workload.data[0]).from_list(
+        wl.workload.data[0].elt_type, [upper[0], upper[1], upper[2] + 1, upper[3]])])
+    with pytest.raises(PlancError) as e:
+        verify_module(module)
+    assert str(e.value).endswith(f"box {lower}..[0, 15, 8, 7] is outside layer pool's ofmap "
+                                 f"of shape [1, 16, 8, 8]")
+
+
+def test_layer_descriptions_simulate(planc, tmp_path):
+    r = planc("simulate", "--json", write_json(tmp_path / "net.json", small_network()))
+    assert r.code == 0 and r.json()["ok"]
+    assert r.json()["outputs"] == {"output1": [1, 10]}
+    assert r.json()["macs"] == 16 * 8 * 9 * 256 + 16 * 16 * 9 * 64 + 32 * 16 * 16 + 320
