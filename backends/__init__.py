@@ -74,6 +74,16 @@ TARGETS: tuple[TargetInfo, ...] = (
                flags=TT_FLAGS),
     TargetInfo("tt-metal", "TT-Metalium host program and reader/compute/writer kernels (C++)",
                "backends.tt_metal", writes_directory=True, flags=TT_FLAGS),
+    TargetInfo("gemini", "Gemini scheduler IR (*_stschedule.json)", "backends.gemini",
+               flags=(Flag("--mesh", "Gemini core mesh XxY (default 1x1)", metavar="XxY"),
+                      Flag("--buffer-size", "Gemini L2 bytes per core (default 8388608)",
+                           metavar="BYTES", type=int),
+                      Flag("--dram-bw", "Gemini DRAM bandwidth in GB/s (default 16)",
+                           metavar="GBPS", type=float),
+                      Flag("--batch", "Gemini batch size (default: the model's)", metavar="N",
+                           type=int))),
+    TargetInfo("gemini-layers", "Gemini frontend layer description (JSON)",
+               "backends.gemini_layers"),
 )
 
 

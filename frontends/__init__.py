@@ -58,6 +58,12 @@ def _tt_plan(doc: Any) -> bool:
     return is_plan(doc) or (isinstance(doc, list) and bool(doc) and is_plan(doc[0]))
 
 
+def _is_layer_description(doc: Any) -> bool:
+    """Gemini's frontend IR: an object of layers, each with an operation and shapes."""
+    return isinstance(doc, dict) and bool(doc) and all(
+        isinstance(v, dict) and "operation" in v and "output_shape" in v for v in doc.values())
+
+
 FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
@@ -70,6 +76,14 @@ FORMATS: tuple[InputFormat, ...] = (
                 "frontends.tt_plan", _tt_plan, "tt.plans",
                 simulate="compiler.tt_simulator:simulate_plans",
                 describe="frontends.tt_plan:describe"),
+    InputFormat("gemini-ir", "Gemini scheduler IR (*_stschedule.json)", "frontends.gemini_ir",
+                _has("buffersize", "xlen", "ylen"), "gemini.schedule",
+                simulate="compiler.gemini_simulator:simulate_schedule",
+                describe="frontends.gemini_ir:describe"),
+    InputFormat("gemini-layers", "Gemini frontend layer description (DNN layers)",
+                "frontends.gemini_layers", _is_layer_description, "dnn.graph",
+                simulate="compiler.dnn_interpreter:simulate_graph",
+                describe="frontends.gemini_layers:describe"),
 )
 
 

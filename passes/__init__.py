@@ -1,42 +1,43 @@
-"""planc's passes, one module each. `get_all_passes` is lazy, like xDSL's own."""
+"""planc's passes, one module each. `get_all_passes` is lazy, like xDSL's own: a pass's module
+is imported only when a pipeline uses it. To add a pass, add a row to `PASSES`."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+PASSES: tuple[tuple[str, str, str], ...] = (
+    # (pass name, module, class)
+    ("ark-compress", "passes.ark_compress", "ArkCompressPass"),
+    # Tenstorrent
+    ("tt-tile", "passes.tt_tile", "TtTilePass"),
+    ("tt-partition", "passes.tt_partition", "TtPartitionPass"),
+    ("tt-place", "passes.tt_place", "TtPlacePass"),
+    ("tt-to-metalium", "passes.tt_to_metalium", "TtToMetaliumPass"),
+    # Gemini
+    ("dnn-from-ark", "passes.dnn_from_ark", "DnnFromArkPass"),
+    ("dnn-rebatch", "passes.dnn_rebatch", "DnnRebatchPass"),
+    ("gemini-group-layers", "passes.gemini_group_layers", "GeminiGroupLayersPass"),
+    ("gemini-batch-cut", "passes.gemini_batch_cut", "GeminiBatchCutPass"),
+    ("gemini-partition", "passes.gemini_partition", "GeminiPartitionPass"),
+    ("gemini-workloads", "passes.gemini_workloads", "GeminiWorkloadsPass"),
+    ("gemini-receptive-field", "passes.gemini_receptive_field", "GeminiReceptiveFieldPass"),
+    ("gemini-transfer-ids", "passes.gemini_transfer_ids", "GeminiTransferIdsPass"),
+    ("gemini-dram-order", "passes.gemini_dram_order", "GeminiDramOrderPass"),
+    ("gemini-allocate-l2", "passes.gemini_allocate_l2", "GeminiAllocateL2Pass"),
+    ("gemini-wl0", "passes.gemini_wl0", "GeminiWl0Pass"),
+    ("gemini-cycles", "passes.gemini_cycles", "GeminiCyclesPass"),
+)
+
+
+def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(module), cls)
+
+    return load
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    def get_ark_compress() -> type[ModulePass]:
-        from passes.ark_compress import ArkCompressPass
-
-        return ArkCompressPass
-
-    def get_tt_tile() -> type[ModulePass]:
-        from passes.tt_tile import TtTilePass
-
-        return TtTilePass
-
-    def get_tt_partition() -> type[ModulePass]:
-        from passes.tt_partition import TtPartitionPass
-
-        return TtPartitionPass
-
-    def get_tt_place() -> type[ModulePass]:
-        from passes.tt_place import TtPlacePass
-
-        return TtPlacePass
-
-    def get_tt_to_metalium() -> type[ModulePass]:
-        from passes.tt_to_metalium import TtToMetaliumPass
-
-        return TtToMetaliumPass
-
-    return {
-        "ark-compress": get_ark_compress,
-        "tt-tile": get_tt_tile,
-        "tt-partition": get_tt_partition,
-        "tt-place": get_tt_place,
-        "tt-to-metalium": get_tt_to_metalium,
-    }
+    return {name: _lazy(module, cls) for name, module, cls in PASSES}
