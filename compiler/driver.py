@@ -39,8 +39,8 @@ SUBCOMMANDS = ("check", "simulate")
 
 
 def _listing() -> str:
-    targets = "\n".join(f"  {t.name:<12} {t.summary}" for t in TARGETS)
-    formats = "\n".join(f"  {f.name:<12} {f.summary}" for f in FORMATS)
+    targets = "\n".join(f"  {t.name:<14} {t.summary}" for t in TARGETS)
+    formats = "\n".join(f"  {f.name:<14} {f.summary}" for f in FORMATS)
     return (f"targets:\n{targets}\n\ninput formats (detected, or --from NAME):\n{formats}\n\n"
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
             f"  {PROG} simulate INPUT [--json]   functional check and modeled time")
