@@ -13,6 +13,12 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Ark
 
+    def get_mscclpp() -> Dialect:
+        from dialects.mscclpp import Mscclpp
+
+        return Mscclpp
+
     return {
         "ark": get_ark,
+        "mscclpp": get_mscclpp,
     }

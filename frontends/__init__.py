@@ -54,6 +54,12 @@ FORMATS: tuple[InputFormat, ...] = (
                 _has("Nodes"), "ark.model",
                 simulate="compiler.model_interpreter:simulate_model",
                 describe="frontends.ark_model:describe"),
+    InputFormat("mscclpp", "MSCCL++ execution plan (collective algorithm; seed or executor "
+                "schema)", "frontends.mscclpp",
+                lambda doc: isinstance(doc, dict) and "gpus" in doc
+                and ("collective" in doc or "protocol" in doc), "mscclpp.algorithm",
+                simulate="compiler.collectives.simulator:simulate_plan",
+                describe="frontends.mscclpp:describe"),
 )
 
 

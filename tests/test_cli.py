@@ -40,7 +40,7 @@ def test_unknown_target_lists_known_ones(planc, model):
     result = planc(model, "--target", "cuda-xyz")
     assert result.code == 1
     assert result.err == ("planc: error: unknown target 'cuda-xyz' (known targets: mlir, "
-                          "ark-model)\n")
+                          "ark-model, mscclpp)\n")
 
 
 def test_bad_input_error_names_file_and_path(planc, bad_model):

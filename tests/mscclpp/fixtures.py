@@ -1,0 +1,55 @@
+"""Small MSCCL++ plans written for the tests (the upstream corpus is read, never copied)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+def allgather_plan(ranks: int = 2) -> dict[str, Any]:
+    """An in-place allgather in the executor schema, as the MSCCL++ DSL writes it: each rank
+    puts its chunk into every peer's output, fenced by nops and signal/wait handshakes."""
+    gpus = []
+    for rank in range(ranks):
+        peers = [p for p in range(ranks) if p != rank]
+        channels = list(range(len(peers)))
+        ops = [
+            {"name": "rlxsignal", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "rlxwait", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "nop"},
+            {"name": "put",
+             "src_buff": [{"type": "o", "index": rank, "size": 1} for _ in peers],
+             "dst_buff": [{"buffer_id": k, "index": rank, "size": 1}
+                          for k in range(len(peers))],
+             "channel_type": "memory"},
+            {"name": "nop"},
+            {"name": "signal", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "wait", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "nop"},
+        ]
+        gpus.append({
+            "id": rank, "input_chunks": 1, "output_chunks": ranks, "scratch_chunks": 0,
+            "threadblocks": [{
+                "id": 0, "ops": ops,
+                "channels": [{"channel_type": "memory", "channel_ids": channels}],
+                "remote_buffer_refs": [{"access_channel_type": "memory",
+                                        "remote_buffer_ids": list(range(len(peers)))}]}],
+            "channels": [{"channel_type": "memory", "connected_to": peers}],
+            "remote_buffers": [{"rank": p, "type": "o", "access_channel_types": ["memory"]}
+                               for p in peers],
+            "semaphores": []})
+    return {"name": "allgather_test", "collective": "allgather", "protocol": "Simple",
+            "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
+            "use_double_scratch_buffer": False, "buffer_alignment": 16,
+            "min_message_size": 0, "max_message_size": 2**64 - 1}
+
+
+def ops_of(plan: dict[str, Any], rank: int, tb: int = 0) -> list[dict[str, Any]]:
+    return plan["gpus"][rank]["threadblocks"][tb]["ops"]
+
+
+def mutated(plan: dict[str, Any], edit) -> dict[str, Any]:
+    """A deep copy of `plan` changed by `edit(copy)`."""
+    changed = copy.deepcopy(plan)
+    edit(changed)
+    return changed
