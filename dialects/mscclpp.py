@@ -1026,6 +1026,8 @@ class InstructionOp(IRDLOperation, _Located):
     REDUCES: ClassVar[bool] = False
     SYNC: ClassVar[bool] = False
     """Executed by the first threads only (signals, waits, semaphores, flush)."""
+    PAIRED: ClassVar[bool] = False
+    """src_buff[k] goes to dst_buff[k]: both lists have one entry per destination."""
 
     def __init__(self, *, channel_type: str | None = None, channel_ids: Sequence[int] | None = None,
                  src: Sequence[BufferRefAttr] | None = None,
@@ -1097,7 +1099,8 @@ class InstructionOp(IRDLOperation, _Located):
         gpu = tb.gpu() if tb is not None else None
         path = _op_path(self)
         where = (f"gpu {gpu.rank_id} " if gpu else "") + (f"tb {tb.tb_id} " if tb else "")
-        return f"{where}op {path} ({self.NAME})"
+        spelled = self.spellings.data.get("@name") if self.spellings is not None else None
+        return f"{where}op {path} ({spelled.data if spelled is not None else self.NAME})"
 
     # -- verification -------------------------------------------------------------------------
 
@@ -1151,6 +1154,10 @@ class InstructionOp(IRDLOperation, _Located):
                              Form.SWITCH: "a switch channel buffer (switch_channel_id)"}
                     raise VerifyException(f"{self.NAME} {key}[{i}] must be {names[form]}, "
                                           f"got {ref.describe()}")
+        if self.PAIRED and len(self.sources) != len(self.destinations):
+            raise VerifyException(f"{self.NAME} pairs src_buff[k] with dst_buff[k], but has "
+                                  f"{len(self.sources)} sources and {len(self.destinations)} "
+                                  "destinations")
         self._verify_sizes()
 
     def _remote_refs(self) -> bool:
@@ -1356,7 +1363,7 @@ FlushOp = _define("FlushOp", "flush", "Waits until the port channel's earlier pu
                   NEEDS_CHANNEL_IDS=True, SYNC=True)
 
 _PUT = dict(SRC=OperandSpec(tail=_L, min_tail=1), DST=OperandSpec(tail=_R, min_tail=1),
-            CHANNELS=("memory", "port"))
+            CHANNELS=("memory", "port"), PAIRED=True)
 PutOp = _define("PutOp", "put", "Copies each src_buff[k] (local) into dst_buff[k] (remote): by "
                 "the block's threads on memory channels, by the proxy on port channels.", **_PUT)
 PutWithSignalOp = _define("PutWithSignalOp", "pws", "A port-channel put followed by a signal "
@@ -1365,7 +1372,7 @@ PutWithSignalAndFlushOp = _define("PutWithSignalAndFlushOp", "pwsf", "A port-cha
                                   "signal and flush.", NEEDS_CHANNEL_IDS=True, **_PUT)
 GetOp = _define("GetOp", "get", "Copies each remote src_buff[k] into the local dst_buff[k] "
                 "(memory channels).", SRC=OperandSpec(tail=_R, min_tail=1),
-                DST=OperandSpec(tail=_L, min_tail=1), CHANNELS=("memory",))
+                DST=OperandSpec(tail=_L, min_tail=1), CHANNELS=("memory",), PAIRED=True)
 CopyOp = _define("CopyOp", "copy", "Copies a local range into another local range.",
                  SRC=OperandSpec((_L,)), DST=OperandSpec((_L,)))
 ReduceOp = _define("ReduceOp", "re", "dst[0] = src[0] + src[1] + ..., all local.",
@@ -1385,12 +1392,12 @@ PutPacketsOp = _define("PutPacketsOp", "ppkt", "Writes local data as LL packets 
                        "scratch dst_buff[k] (threads on memory channels, the proxy on port).",
                        SRC=OperandSpec(tail=_L, min_tail=1),
                        DST=OperandSpec(tail=_R, min_tail=1, tail_packets=True),
-                       CHANNELS=("memory", "port"), **_PKT)
+                       CHANNELS=("memory", "port"), PAIRED=True, **_PKT)
 ReadPutPacketsOp = _define("ReadPutPacketsOp", "rppkt", "Waits for local scratch packets and "
                            "forwards them, still as packets, to remote scratch.",
                            SRC=OperandSpec(tail=_L, min_tail=1, tail_packets=True),
                            DST=OperandSpec(tail=_R, min_tail=1, tail_packets=True),
-                           CHANNELS=("memory", "port"), **_PKT)
+                           CHANNELS=("memory", "port"), PAIRED=True, **_PKT)
 CopyPacketsOp = _define("CopyPacketsOp", "cpkt", "Writes local data as packets into local "
                         "scratch.", SRC=OperandSpec((_L,)),
                         DST=OperandSpec((_L,), head_packets=(True,)), **_PKT)

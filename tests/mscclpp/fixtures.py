@@ -53,3 +53,23 @@ def mutated(plan: dict[str, Any], edit) -> dict[str, Any]:
     changed = copy.deepcopy(plan)
     edit(changed)
     return changed
+
+
+def allreduce_plan(ranks: int = 2) -> dict[str, Any]:
+    """An in-place two-step all-pairs allreduce: rank r owns chunk r, reads it from every
+    peer, sums, and writes the sum back to every peer (one `rres`), between handshakes."""
+    plan = allgather_plan(ranks)
+    plan.update(name="allreduce_test", collective="allreduce")
+    for rank, gpu in enumerate(plan["gpus"]):
+        peers = [p for p in range(ranks) if p != rank]
+        gpu.update(input_chunks=ranks, output_chunks=ranks)
+        for buffer in gpu["remote_buffers"]:
+            buffer["type"] = "i"
+        gpu["threadblocks"][0]["ops"][3] = {
+            "name": "rres",
+            "src_buff": [{"type": "i", "index": rank, "size": 1}] +
+                        [{"buffer_id": k, "index": rank, "size": 1} for k in range(len(peers))],
+            "dst_buff": [{"type": "i", "index": rank, "size": 1}] +
+                        [{"buffer_id": k, "index": rank, "size": 1} for k in range(len(peers))],
+            "channel_type": "memory", "reduce_op": "sum"}
+    return plan
