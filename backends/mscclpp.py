@@ -223,6 +223,8 @@ def emit_algorithm(module: ModuleOp, schema: str = EXECUTOR) -> str:
 
 
 def pipeline(source_format: str, options: Namespace) -> str:
+    if source_format and getattr(options, "collective", None) is not None:
+        raise UsageError("--collective generates a plan from nothing; give no INPUT with it")
     if source_format in ("mscclpp", ""):
         return ""
     if source_format == "ark-model":

@@ -1099,8 +1099,13 @@ class InstructionOp(IRDLOperation, _Located):
         gpu = tb.gpu() if tb is not None else None
         path = _op_path(self)
         where = (f"gpu {gpu.rank_id} " if gpu else "") + (f"tb {tb.tb_id} " if tb else "")
+        return f"{where}op {path} ({self.display_name})"
+
+    @property
+    def display_name(self) -> str:
+        """The op's name as the file spells it (legacy names included)."""
         spelled = self.spellings.data.get("@name") if self.spellings is not None else None
-        return f"{where}op {path} ({spelled.data if spelled is not None else self.NAME})"
+        return spelled.data if spelled is not None else self.NAME
 
     # -- verification -------------------------------------------------------------------------
 

@@ -166,7 +166,10 @@ class TimedReplay(Replay):
             return {}
         found: dict[str, int] = defaultdict(int)
         if step.name in ("glres", "gstore", "gstorepkt"):
-            found["switch"] = step.moves[0].targets[0].size if step.moves else 0
+            # Every member's link carries the range (loads for the reduction, the multicast
+            # store), and all members do the same at once.
+            targets = step.moves[0].targets if step.moves else []
+            found["switch"] = sum(r.size for r in targets)
             return found
         for move in step.moves:
             for region in move.sources:
@@ -185,7 +188,9 @@ class TimedReplay(Replay):
                                           self.shares.get((rank, "out"), 1)))
         local = min(self.hw.block_local_Bps, self.hw.hbm_Bps / self.shares.get((rank, "local"),
                                                                                 1))
-        times = [max(moved.get("in", 0), moved.get("out", 0)) / link,
+        # In and out both count: in symmetric algorithms the peers' mirror-image ops load
+        # this GPU's link the other way as much as this op does.
+        times = [(moved.get("in", 0) + moved.get("out", 0)) / link,
                  moved.get("local", 0) / local]
         if "switch" in moved:
             switch = min(self.hw.block_switch_Bps,
@@ -249,13 +254,6 @@ class TimedReplay(Replay):
     def arrival_payload(self, block: Block, step: Step) -> float:
         return self.clock[block] + self.hw.alpha_sync_s
 
-    def run_in_time_order(self) -> None:
-        while True:
-            ready = [b for b in self.unfinished() if self.blocked(b) is None]
-            if not ready:
-                return
-            self.advance(min(ready, key=lambda b: self.clock[b]))
-
     def finish_time(self) -> float:
         ends = list(self.clock.values()) + list(self.proxy_free.values())
         return self.hw.launch_s + max(ends, default=0.0)
@@ -277,7 +275,7 @@ def model_time(algorithm: ms.AlgorithmOp, hardware: Hardware,
         raise PlancError(f"the {hardware.name} model has no NVLink switch (NVLS); this plan "
                          "uses switch channels")
     replay = TimedReplay(program, hardware)
-    replay.run_in_time_order()
+    replay.run_earliest_first(replay.clock)
     if replay.unfinished():
         return None
     return Timing(size, replay.finish_time(), program.ranks, algorithm.collective_name)

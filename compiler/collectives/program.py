@@ -208,6 +208,7 @@ class _Expander:
         self.problems: list[str] = []
         self.warnings: list[str] = []
         self._warned: set[tuple[str, str]] = set()
+        self._cache: dict[tuple[str, int, str], object] = {}
 
     def warn(self, key: str, op: ms.InstructionOp, message: str) -> None:
         if (key, op.label()) not in self._warned:
@@ -219,8 +220,8 @@ class _Expander:
         for gpu in self.gpus:
             for tb in gpu.threadblocks():
                 steps: list[Step] = []
-                for op in tb.ops():
-                    steps.extend(self.op_steps(gpu, tb, op))
+                for index, op in enumerate(tb.ops()):
+                    steps.extend(self.op_steps(gpu, tb, op, str(index)))
                 blocks[(gpu.rank_id, tb.tb_id)] = steps
         semaphores = {g.rank_id: [s.initial for s in g.semaphores()] for g in self.gpus}
         self._check_plan()
@@ -235,24 +236,29 @@ class _Expander:
                         f"gpu {gpu.rank_id}: {ms.BUFFER_NAMES[buffer]}_chunks is 0; the "
                         "executor's message-size check divides by it (reference §4.6 #10)")
 
-    def op_steps(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp) -> list[Step]:
+    def op_steps(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
+                 path: str) -> list[Step]:
+        label = f"gpu {gpu.rank_id} tb {tb.tb_id} op {path} ({op.display_name})"
         if isinstance(op, ms.PipelineOp):
             steps: list[Step] = []
             count = pipeline_iterations(op.num_chunks, self.chunk, op.unit)
+            inner_ops = op.ops()
             for iteration in range(count):
                 window = (iteration * op.unit, op.unit)
-                for inner in op.ops():
-                    steps.extend(self.op_steps_at(gpu, tb, inner, window,
-                                                  f" (pipeline iteration {iteration})"))
+                for index, inner in enumerate(inner_ops):
+                    steps.append(self.op_step(
+                        gpu, tb, inner, window, f"gpu {gpu.rank_id} tb {tb.tb_id} op "
+                        f"{path}.{index} ({inner.display_name}) (pipeline iteration "
+                        f"{iteration})"))
             return steps
-        return self.op_steps_at(gpu, tb, op, None, "")
+        return [self.op_step(gpu, tb, op, None, label)]
 
     # -- one op ------------------------------------------------------------------------------
 
-    def op_steps_at(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
-                    window: tuple[int, int] | None, suffix: str) -> list[Step]:
+    def op_step(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
+                window: tuple[int, int] | None, label: str) -> Step:
         rank = gpu.rank_id
-        step = Step(op.label() + suffix, op.NAME, rank, tb.tb_id, _role(op), origin=id(op))
+        step = Step(label, op.NAME, rank, tb.tb_id, _role(op), origin=id(op))
         if op.reduce_op is not None and op.reduce_op.data != "sum":
             self.warn("reduce_op", op, f"reduce_op \"{op.reduce_op.data}\" is ignored by the "
                       "executor, which always sums")
@@ -278,13 +284,20 @@ class _Expander:
             step.barrier = (op.barrier_id.value.data, op.num_threadblocks.value.data)
         elif not isinstance(op, ms.NopOp):
             self._data(gpu, tb, op, step, window)
-        return [step]
+        return step
+
+    def _cached(self, what: str, owner, argument: str = ""):
+        """The GPU and thread-block tables, computed once (walking IR blocks is slow)."""
+        key = (what, id(owner), argument)
+        if key not in self._cache:
+            self._cache[key] = getattr(owner, what)(*((argument,) if argument else ()))
+        return self._cache[key]
 
     def _channel_keys(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
                       signal: bool) -> list[tuple[PairKey, ProxyKey | None]]:
         kind = op.kind or "memory"
-        tb_ids = tb.channel_ids(kind)
-        ends = gpu.channel_ends(kind)
+        tb_ids = self._cached("channel_ids", tb, kind)
+        ends = self._cached("channel_ends", gpu, kind)
         keys = []
         for local in op.channel_list:
             channel = tb_ids[local]
@@ -415,11 +428,12 @@ class _Expander:
         if ref.is_local:
             yield gpu.rank_id, ref.buffer.data
         elif ref.is_remote:
-            ids = tb.remote_buffer_ids(op.kind or "memory")
-            remote = gpu.remote_buffers()[ids[ref.ref_id.data]]
+            ids = self._cached("remote_buffer_ids", tb, op.kind or "memory")
+            remote = self._cached("remote_buffers", gpu)[ids[ref.ref_id.data]]
             yield remote.rank_id, remote.buffer
         else:
-            buffer, members = gpu.switch_groups()[tb.channel_ids("switch")[ref.ref_id.data]]
+            switches = self._cached("channel_ids", tb, "switch")
+            buffer, members = self._cached("switch_groups", gpu)[switches[ref.ref_id.data]]
             for member in members:
                 yield member, buffer
 

@@ -11,6 +11,7 @@ can run, the blocks still unfinished are deadlocked and `blocked` says on what.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from typing import Any
@@ -123,6 +124,28 @@ class Replay:
                     self.advance(block)
                     progress = True
 
+    def run_earliest_first(self, clock: dict[Block, float]) -> None:
+        """Always advance the block with the earliest `clock` that can run, so semaphore
+        tokens and barriers are handed out in time order. A blocked block is parked on what
+        it waits for and woken when a step produces it."""
+        heap = [(clock[b], n, b) for n, b in enumerate(self.program.blocks)]
+        heapq.heapify(heap)
+        order = {b: n for n, b in enumerate(self.program.blocks)}
+        parked: dict[Any, list[Block]] = defaultdict(list)
+        while heap:
+            _, _, block = heapq.heappop(heap)
+            step = self.current(block)
+            if step is None:
+                continue
+            if self.blocked(block) is not None:
+                for resource in _needs(step):
+                    parked[resource].append(block)
+                continue
+            self.advance(block)
+            woken = {b for resource in _produces(step) for b in parked.pop(resource, [])}
+            for b in [block, *woken]:
+                heapq.heappush(heap, (clock[b], order[b], b))
+
     # -- after the run -------------------------------------------------------------------------
 
     def deadlocks(self) -> list[str]:
@@ -145,6 +168,18 @@ class Replay:
                              f"initial {initial}: the next launch would start from the wrong "
                              "value")
         return found
+
+
+def _needs(step: Step) -> list[Any]:
+    return ([("signal", k) for k in step.waits] + [("sem", step.rank, s) for s in step.acquire]
+            + ([("barrier", step.rank, step.barrier[0])] if step.barrier else [])
+            + [("packets", r.rank, r.space) for r in step.packet_reads()])
+
+
+def _produces(step: Step) -> list[Any]:
+    return ([("signal", k) for k in step.signals] + [("sem", step.rank, s) for s in step.release]
+            + ([("barrier", step.rank, step.barrier[0])] if step.barrier else [])
+            + [("packets", r.rank, r.space) for r in step.writes() if r.packets])
 
 
 def joined(clocks: Iterable[list[int]], width: int) -> list[int]:
