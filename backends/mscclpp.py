@@ -228,7 +228,12 @@ def pipeline(source_format: str, options: Namespace) -> str:
     if source_format in ("mscclpp", ""):
         return ""
     if source_format == "ark-model":
-        return "lower-ark-comm-to-mscclpp"
+        options_given = {"algorithm": getattr(options, "algorithm", None),
+                         "protocol": getattr(options, "protocol", None),
+                         "instances": getattr(options, "instances", None),
+                         "hardware": getattr(options, "mscclpp_hw", None)}
+        given = " ".join(f"{k}={v}" for k, v in options_given.items() if v is not None)
+        return "lower-ark-comm-to-mscclpp" + (f"{{{given}}}" if given else "")
     raise PlancError(f"cannot make an MSCCL++ plan from a {source_format} document")
 
 

@@ -13,6 +13,12 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ArkCompressPass
 
+    def get_lower_ark_comm_to_mscclpp() -> type[ModulePass]:
+        from passes.lower_ark_comm_to_mscclpp import LowerArkCommToMscclppPass
+
+        return LowerArkCommToMscclppPass
+
     return {
         "ark-compress": get_ark_compress,
+        "lower-ark-comm-to-mscclpp": get_lower_ark_comm_to_mscclpp,
     }

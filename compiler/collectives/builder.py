@@ -43,7 +43,8 @@ class Link:
 class PlanBuilder:
     def __init__(self, name: str, collective: str, ranks: int, protocol: str, inplace: bool,
                  input_chunks: int, output_chunks: int, scratch_chunks: int, *,
-                 double_scratch: bool = False, extra: dict[str, Any] | None = None):
+                 double_scratch: bool = False, alignment: int = 16,
+                 extra: dict[str, Any] | None = None):
         self.name = name
         self.collective = collective
         self.ranks = ranks
@@ -51,6 +52,7 @@ class PlanBuilder:
         self.inplace = inplace
         self.chunks = (input_chunks, output_chunks, scratch_chunks)
         self.double_scratch = double_scratch
+        self.alignment = alignment
         self.extra = extra or {}
         self.peers: dict[tuple[int, str], list[int]] = defaultdict(list)
         self.remotes: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
@@ -100,7 +102,7 @@ class PlanBuilder:
             self.name, self.collective, self.protocol, self.inplace, gpus,
             num_threads_per_block=ms._int(1024), reuse_resources=ms._bool(False),
             use_double_scratch_buffer=ms._bool(self.double_scratch),
-            buffer_alignment=ms._int(16), min_message_size=ms.IntAttr(0),
+            buffer_alignment=ms._int(self.alignment), min_message_size=ms.IntAttr(0),
             max_message_size=ms.IntAttr(ms.UINT64_MAX), extra=dict_attr(self.extra))
 
     def _gpu(self, rank: int) -> ms.GpuOp:
