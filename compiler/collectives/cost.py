@@ -23,7 +23,6 @@ published 8-GPU figures (§5.2, §5.3); they rank algorithms, they do not predic
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -282,9 +281,11 @@ def model_time(algorithm: ms.AlgorithmOp, hardware: Hardware,
 
 
 def lower_bound(collective: str, ranks: int, message_bytes: int, hardware: Hardware) -> float:
-    """The alpha-beta lower bound of a collective over point-to-point links: the launch, the
-    log2(p) latency steps any reduction or gather needs, and the bytes each GPU must send
-    (allreduce 2(p-1)/p n, allgather/reducescatter/alltoall (p-1)/p n, broadcast n)."""
-    steps = math.ceil(math.log2(ranks)) if ranks > 1 else 0
+    """The alpha-beta lower bound of a collective over point-to-point links: the launch, one
+    hop (through the NVSwitch every GPU reaches every other directly, so a single round can
+    suffice; the cheaper of a packet and a signal), and the bytes each GPU must move over its
+    link (allreduce 2(p-1)/p n, allgather/reducescatter/alltoall (p-1)/p n, broadcast n).
+    Reducing in the switch (NVLS) moves fewer bytes per GPU and can beat it."""
+    hop = min(hardware.alpha_memory_s, hardware.alpha_packet_s) if ranks > 1 else 0.0
     data = BUS_FACTOR.get(collective, lambda p: 1.0)(ranks) * message_bytes
-    return hardware.launch_s + steps * hardware.alpha_memory_s + data / hardware.link_Bps
+    return hardware.launch_s + hop + data / hardware.link_Bps
