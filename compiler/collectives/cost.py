@@ -60,6 +60,9 @@ class Hardware:
     hbm_Bps: float
     switch_Bps: float
     """NVLS multimem bandwidth of one GPU (0: no NVLS)."""
+    sms: int
+    """Streaming multiprocessors: the executor runs one thread block per SM and assumes
+    they are all resident at once."""
 
 
 HARDWARE: dict[str, Hardware] = {
@@ -67,11 +70,12 @@ HARDWARE: dict[str, Hardware] = {
                      alpha_packet_s=0.5e-6, alpha_switch_s=1.0e-6, alpha_sync_s=0.2e-6,
                      op_s=0.1e-6, nop_s=0.03e-6, block_link_Bps=40e9, block_local_Bps=100e9,
                      block_switch_Bps=60e9, link_Bps=360e9, hbm_Bps=3.0e12,
-                     switch_Bps=300e9),
+                     switch_Bps=300e9, sms=132),
     "a100": Hardware("a100", launch_s=5.0e-6, alpha_memory_s=1.0e-6, alpha_port_s=3.0e-6,
                      alpha_packet_s=0.6e-6, alpha_switch_s=0.0, alpha_sync_s=0.25e-6,
                      op_s=0.12e-6, nop_s=0.04e-6, block_link_Bps=30e9, block_local_Bps=80e9,
-                     block_switch_Bps=0.0, link_Bps=240e9, hbm_Bps=1.8e12, switch_Bps=0.0),
+                     block_switch_Bps=0.0, link_Bps=240e9, hbm_Bps=1.8e12, switch_Bps=0.0,
+                     sms=108),
 }
 
 DEFAULT_MESSAGE = 2**20
@@ -278,6 +282,20 @@ def model_time(algorithm: ms.AlgorithmOp, hardware: Hardware,
     if replay.unfinished():
         return None
     return Timing(size, replay.finish_time(), program.ranks, algorithm.collective_name)
+
+
+def device_bytes(algorithm: ms.AlgorithmOp, message_bytes: int) -> int:
+    """The most memory a GPU needs for the collective at this size: its input, its output
+    (once if in place) and its scratch (doubled for LL packets and double buffering)."""
+    chunk = message_bytes // message_chunks(algorithm)
+    most = 0
+    for gpu in algorithm.gpus():
+        data = [gpu.chunks("i"), gpu.chunks("o")]
+        buffers = max(data) if algorithm.is_inplace else sum(data)
+        scratch = gpu.chunks("s") * (2 if algorithm.protocol_name == "LL" else 1) * \
+            (2 if algorithm.uses_double_scratch else 1)
+        most = max(most, (buffers + scratch) * chunk)
+    return most
 
 
 def lower_bound(collective: str, ranks: int, message_bytes: int, hardware: Hardware) -> float:

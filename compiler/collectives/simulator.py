@@ -473,7 +473,22 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
     for kind in errors:
         errors[kind] = _limited(errors[kind])
     return Report(algorithm.collective_name, program.ranks, chunk, postcondition, errors,
-                  program.warnings)
+                  program.warnings + _input_overwrites(program))
+
+
+def _input_overwrites(program: Program) -> list[str]:
+    """Out of place, a collective's input is the caller's and should stay unchanged."""
+    if program.algorithm.is_inplace:
+        return []
+    found = []
+    for steps in program.blocks.values():
+        for step in steps:
+            for region in step.writes():
+                if region.space == "i":  # out of place, space i is exactly the input
+                    found.append(f"{step.label} writes the input of gpu {region.rank}, which "
+                                 "an out-of-place collective should leave unchanged")
+                    break
+    return _limited(found)
 
 
 def _cell_bytes(program: Program) -> int:
@@ -544,7 +559,7 @@ def _limited(messages: list[str]) -> list[str]:
 
 def simulate_plan(module: ModuleOp, options: Namespace) -> dict[str, Any]:
     """The `planc simulate` hook: the symbolic check and the cost model's time."""
-    from compiler.collectives.cost import hardware_named, model_time, parse_size
+    from compiler.collectives.cost import device_bytes, hardware_named, model_time, parse_size
 
     algorithm = next(op for op in module.ops if isinstance(op, ms.AlgorithmOp))
     report = check_plan(algorithm)
@@ -555,6 +570,13 @@ def simulate_plan(module: ModuleOp, options: Namespace) -> dict[str, Any]:
         "postcondition": report.postcondition, **report.errors, "warnings": report.warnings,
         "checked_chunk_bytes": report.chunk_bytes}
     hardware = hardware_named(getattr(options, "mscclpp_hw", None) or "h100")
+    for gpu in algorithm.gpus():
+        blocks = len(gpu.threadblocks())
+        if blocks > hardware.sms:
+            result["warnings"].append(
+                f"gpu {gpu.rank_id} runs {blocks} thread blocks, but the {hardware.name} has "
+                f"{hardware.sms} SMs: the executor assumes every block is resident at once "
+                "(waits between blocks could hang)")
     size_text = getattr(options, "message_size", None)
     try:
         size = parse_size(size_text) if size_text else None
@@ -564,6 +586,9 @@ def simulate_plan(module: ModuleOp, options: Namespace) -> dict[str, Any]:
     result["hardware"] = hardware.name
     result["message_size"] = timing.message_bytes if timing else size
     result["modeled_time_s"] = timing.seconds if timing else None
+    result["device_bytes"] = device_bytes(algorithm, timing.message_bytes) if timing else None
+    # The check is symbolic and exact: every output holds exactly the promised sums, or not.
+    result["max_abs_error"] = 0.0 if report.postcondition == "satisfied" else None
     if timing:
         result["algbw_GBps"] = timing.algbw / 1e9
         result["busbw_GBps"] = timing.busbw / 1e9

@@ -360,7 +360,7 @@ def reducescatter_allpairs(spec: Spec) -> PlanBuilder:
 def reducescatter_ring(spec: Spec) -> PlanBuilder:
     p, c = spec.ranks, spec.instances
     ll = spec.protocol == "LL"
-    plan = _plan(spec, p * c, c, (p - 1) * c)
+    plan = _plan(spec, p * c, c, (2 * (p - 1) + 1) * c if ll else (p - 1) * c)
     for k in range(c):
         ring = _ring(plan, p)
         for r in range(p):
@@ -380,14 +380,17 @@ def reducescatter_ring(spec: Spec) -> PlanBuilder:
             for s in range(p - 1):
                 if not ll:
                     tb.wait([prev_link])
-                sources = [tb.local("i", at(s + 1)), tb.local("s", s * c + k)]
+                slot = tb.local("s", s * c + k)
+                sources = [tb.local("i", at(s + 1)), slot]
                 if s == p - 2:
                     tb.reduce(ms.ReducePacketsOp if ll else ms.ReduceOp, sources,
                               [tb.local("o", k)])
                     continue
+                # The partial sum goes to scratch (the input stays intact): over the slot it
+                # came in, or (LL) to a plain chunk after the packets.
+                accumulator = tb.local("s", 2 * (p - 1) * c + k if ll else s * c + k)
                 tb.reduce(ms.ReduceSendPacketsOp if ll else ms.ReduceSendOp, sources,
-                          [tb.local("i", at(s + 1)),
-                           tb.remote_ref(nxt, "s", (s + 1) * c + k)], "memory")
+                          [accumulator, tb.remote_ref(nxt, "s", (s + 1) * c + k)], "memory")
                 if not ll:
                     tb.signal([next_link])
     return plan

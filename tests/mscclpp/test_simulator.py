@@ -158,6 +158,26 @@ def test_barrier_and_semaphores_order_thread_blocks():
         "gpu 0 tb 1 op 0 (put)", "gpu 1 tb 1 op 0 (put)"]
 
 
+def test_out_of_place_input_overwrites_are_warned():
+    def out_of_place(p):
+        p["inplace"] = False
+        for rank in range(2):
+            ops = ops_of(p, rank)
+            ops[3]["src_buff"][0].update(type="i", index=0)
+            ops.insert(3, {"name": "copy", "src_buff": [{"type": "i", "index": 0, "size": 1}],
+                           "dst_buff": [{"type": "o", "index": rank, "size": 1}]})
+            ops.insert(4, {"name": "nop"})
+            ops.append({"name": "copy", "src_buff": [{"type": "o", "index": 0, "size": 1}],
+                        "dst_buff": [{"type": "i", "index": 0, "size": 1}]})
+    report = _check(mutated(allgather_plan(), out_of_place))
+    assert report.ok and report.postcondition == "satisfied"
+    assert report.warnings == [
+        "gpu 0 tb 0 op 10 (copy) writes the input of gpu 0, which an out-of-place collective "
+        "should leave unchanged",
+        "gpu 1 tb 0 op 10 (copy) writes the input of gpu 1, which an out-of-place collective "
+        "should leave unchanged"]
+
+
 def test_thread_block_groups_split_like_the_executor():
     # calcOffset: 5 aligned units over 2 parts -> 3 + 2, the first part the longer one.
     assert [group_part(5 * 16, part, 2, 16) for part in range(2)] == [(0, 48), (48, 32)]
@@ -186,6 +206,8 @@ def test_simulate_cli_reports_and_exits(planc, tmp_path):
     report = result.json()
     assert report["ok"] and report["postcondition"] == "satisfied"
     assert report["message_size"] == 65536 and report["modeled_time_s"] > 0
+    # 2 chunks of 32 KB in and out (in place: once), no scratch.
+    assert report["device_bytes"] == 65536 and report["max_abs_error"] == 0.0
     bad = write_json(tmp_path / "bad.json", mutated(allgather_plan(),
                                                     lambda p: ops_of(p, 0).pop(5)))
     result = planc("simulate", bad)
