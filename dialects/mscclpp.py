@@ -437,11 +437,19 @@ class RankGroupAttr(ParametrizedAttribute):
 # ---------------------------------------------------------------------------------------------
 
 
-class _Located:
-    """Helpers for ops whose verifiers look at their ancestors."""
+class PlanObjectOp(IRDLOperation):
+    """An op that stands for one JSON object of the plan. `key_order` and `spellings` record
+    how the file wrote the keys the dialect models (only when it differs from the exporter's
+    default, see `frontends.mscclpp_schema`); `extra` keeps the keys it does not model."""
+
+    key_order = opt_prop_def(ArrayAttr[StringAttr])
+    spellings = opt_prop_def(DictionaryAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    irdl_options = (ParsePropInAttrDict(),)
 
     def ancestor(self, kind: type[IRDLOperation]) -> IRDLOperation | None:
-        op = self.parent_op()  # type: ignore[attr-defined]
+        """The closest enclosing op of `kind` (verifiers look at their GPU and plan)."""
+        op = self.parent_op()
         while op is not None and not isinstance(op, kind):
             op = op.parent_op()
         return op
@@ -457,7 +465,7 @@ def _opt_int(attr: IntegerAttr | None) -> int | None:
 
 
 @irdl_op_definition
-class AlgorithmOp(IRDLOperation):
+class AlgorithmOp(PlanObjectOp):
     """An MSCCL++ execution plan: one collective algorithm over all the GPUs in its body.
 
     `plan_name` is the file's `name` (the executor's algorithm id; absent when the file has
@@ -479,12 +487,8 @@ class AlgorithmOp(IRDLOperation):
     buffer_alignment = opt_prop_def(IntegerAttr[I64])
     min_message_size = opt_prop_def(IntAttr)
     max_message_size = opt_prop_def(IntAttr)
-    key_order = opt_prop_def(ArrayAttr[StringAttr])
-    spellings = opt_prop_def(DictionaryAttr)
-    extra = opt_prop_def(DictionaryAttr)
     body = region_def()
     traits = traits_def(NoTerminator(), IsolatedFromAbove())
-    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$collective $protocol attr-dict-with-keyword $body"
 
     DEFAULT_ALIGNMENT: ClassVar[int] = 16
@@ -570,7 +574,7 @@ class AlgorithmOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GpuOp(IRDLOperation, _Located):
+class GpuOp(PlanObjectOp):
     """One rank of the plan: its buffers' chunk counts, and (in its body, in this order) its
     channels, remote buffers, semaphores and thread blocks. The chunk size is the input size
     over `input_chunks` (or the output size over `output_chunks` when that is 0) and applies to
@@ -583,12 +587,8 @@ class GpuOp(IRDLOperation, _Located):
     output_chunks = prop_def(IntegerAttr[I64])
     scratch_chunks = prop_def(IntegerAttr[I64])
     semaphores_listed = prop_def(BoolAttr)
-    key_order = opt_prop_def(ArrayAttr[StringAttr])
-    spellings = opt_prop_def(DictionaryAttr)
-    extra = opt_prop_def(DictionaryAttr)
     body = region_def()
     traits = traits_def(NoTerminator())
-    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$rank attr-dict-with-keyword $body"
 
     def __init__(self, rank: int, input_chunks: int, output_chunks: int, scratch_chunks: int,
@@ -666,7 +666,7 @@ class GpuOp(IRDLOperation, _Located):
 
 
 @irdl_op_definition
-class ChannelOp(IRDLOperation, _Located):
+class ChannelOp(PlanObjectOp):
     """A GPU-level channel declaration. Memory and port channels list their peers (one
     channel per element of `connected_to`; the k-th channel from A to B pairs with the k-th
     from B to A). A switch channel binds a buffer type (`buffer_type`) of every rank of each of
@@ -678,10 +678,6 @@ class ChannelOp(IRDLOperation, _Located):
     connected_to = opt_prop_def(DenseArrayBase)
     buffer_type = opt_prop_def(StringAttr)
     rank_groups = opt_prop_def(ArrayAttr[RankGroupAttr])
-    key_order = opt_prop_def(ArrayAttr[StringAttr])
-    spellings = opt_prop_def(DictionaryAttr)
-    extra = opt_prop_def(DictionaryAttr)
-    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$channel_type attr-dict"
 
     def __init__(self, channel_type: str, *, peers: Sequence[int] | None = None,
@@ -754,7 +750,7 @@ class ChannelOp(IRDLOperation, _Located):
 
 
 @irdl_op_definition
-class RemoteBufferOp(IRDLOperation, _Located):
+class RemoteBufferOp(PlanObjectOp):
     """A peer's buffer this GPU accesses (`rank`, buffer `type`), and the channel types
     through which it does (memory: a peer pointer; port: a registered memory id). Its position
     is its GPU-level id. `info_location` is the seed schema's `infoLocation`, kept as given."""
@@ -765,10 +761,6 @@ class RemoteBufferOp(IRDLOperation, _Located):
     buffer_type = prop_def(StringAttr)
     access_channel_types = opt_prop_def(ArrayAttr[StringAttr])
     info_location = opt_prop_def(StringAttr)
-    key_order = opt_prop_def(ArrayAttr[StringAttr])
-    spellings = opt_prop_def(DictionaryAttr)
-    extra = opt_prop_def(DictionaryAttr)
-    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$remote_rank $buffer_type attr-dict"
 
     def __init__(self, rank: int, buffer_type: str, access: Sequence[str] | None = ("memory",),
@@ -817,21 +809,17 @@ INFO_LOCATION_ACCESS = {"gpu": ("memory",), "cpu": ("port",)}
 
 
 @irdl_op_definition
-class SemaphoreOp(IRDLOperation):
+class SemaphoreOp(PlanObjectOp):
     """An intra-GPU counting semaphore for `sem_acquire`/`sem_release`, by position."""
 
     name = "mscclpp.semaphore"
 
     init_value = prop_def(IntegerAttr[I64])
-    key_order = opt_prop_def(ArrayAttr[StringAttr])
-    extra = opt_prop_def(DictionaryAttr)
-    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$init_value attr-dict"
 
-    def __init__(self, init_value: int, extra: DictionaryAttr | None = None):
+    def __init__(self, init_value: int, **optional: Attribute | None):
         properties: dict[str, Attribute] = {"init_value": _int(init_value)}
-        if extra is not None:
-            properties["extra"] = extra
+        properties.update({k: v for k, v in optional.items() if v is not None})
         super().__init__(properties=properties)
 
     @property
@@ -844,7 +832,7 @@ class SemaphoreOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ThreadblockOp(IRDLOperation, _Located):
+class ThreadblockOp(PlanObjectOp):
     """A thread block: the GPU-level channels (`channels`) and remote buffers
     (`remote_buffer_refs`, absent when the file has none) it uses, and its ops in order."""
 
@@ -853,12 +841,8 @@ class ThreadblockOp(IRDLOperation, _Located):
     tb = prop_def(IntegerAttr[I64])
     channels = prop_def(ArrayAttr[TbChannelsAttr])
     remote_buffer_refs = opt_prop_def(ArrayAttr[TbRemoteBuffersAttr])
-    key_order = opt_prop_def(ArrayAttr[StringAttr])
-    spellings = opt_prop_def(DictionaryAttr)
-    extra = opt_prop_def(DictionaryAttr)
     body = region_def()
     traits = traits_def(NoTerminator())
-    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$tb attr-dict-with-keyword $body"
 
     def __init__(self, tb_id: int, channels: Sequence[TbChannelsAttr],
@@ -993,7 +977,7 @@ class OperandSpec:
 NONE = OperandSpec()
 
 
-class InstructionOp(IRDLOperation, _Located):
+class InstructionOp(PlanObjectOp):
     """An operation of a thread block (an entry of its `ops`).
 
     Subclasses set NAME (the executor's name), SEED_NAME when the seed schema spells it
@@ -1010,10 +994,6 @@ class InstructionOp(IRDLOperation, _Located):
     barrier_id = opt_prop_def(IntegerAttr[I64])
     num_threadblocks = opt_prop_def(IntegerAttr[I64])
     semaphore_ids = opt_prop_def(DenseArrayBase)
-    key_order = opt_prop_def(ArrayAttr[StringAttr])
-    spellings = opt_prop_def(DictionaryAttr)
-    extra = opt_prop_def(DictionaryAttr)
-    irdl_options = (ParsePropInAttrDict(),)
 
     NAME: ClassVar[str]
     SEED_NAME: ClassVar[str | None] = None

@@ -62,6 +62,16 @@ def _legacy_names(doc: JsonNode) -> bool:
     return any(name in ms.LEGACY_ONLY_NAMES for name in names(gpus))
 
 
+def _recorded(r: ObjectReader, legacy_name: str | None = None) -> dict[str, Attribute | None]:
+    """The properties that remember how the file wrote this object (read last: `extra` is
+    whatever no field took)."""
+    spellings = r.spellings(read_spelling_member(r))
+    if legacy_name is not None:
+        spellings[OP_NAME_SPELLING] = legacy_name
+    return {"key_order": order_attr(r.key_order()), "spellings": spellings_attr(spellings),
+            "extra": dict_attr(r.extra())}
+
+
 def _located(op: Operation, node: JsonNode) -> Operation:
     op.location = json_location(node.path)
     return op
@@ -101,14 +111,11 @@ class _Importer:
         for key in ("min_message_size", "max_message_size"):
             node = r.get(key)
             optional[key] = None if node is None else IntAttr(node.as_int(0, ms.UINT64_MAX))
-        spellings = read_spelling_member(r)
         gpus = [self.gpu(node) for node in gpu_nodes]
         if self.schema == SEED:
             optional["buffer_alignment"] = self._seed_alignment(gpu_nodes)
-        op = ms.AlgorithmOp(plan_name, collective, protocol, inplace, gpus,
-                            key_order=order_attr(r.key_order()),
-                            spellings=spellings_attr(r.spellings(spellings)),
-                            extra=dict_attr(r.extra()), **optional)
+        op = ms.AlgorithmOp(plan_name, collective, protocol, inplace, gpus, **_recorded(r),
+                            **optional)
         return _located(op, self.doc)
 
     def _seed_alignment(self, gpu_nodes: list[JsonNode]) -> IntegerAttr | None:
@@ -140,11 +147,8 @@ class _Importer:
         body += [self.threadblock(tb) for tb in r["threadblocks"].elements()]
         if self.schema == SEED:
             r.get("buffer_alignment")  # read at plan level (it is one value per plan)
-        spellings = read_spelling_member(r)
         op = ms.GpuOp(rank, *counts, body, semaphores_listed=semaphores is not None,
-                      key_order=order_attr(r.key_order()),
-                      spellings=spellings_attr(r.spellings(spellings)),
-                      extra=dict_attr(r.extra()))
+                      **_recorded(r))
         return _located(op, node)
 
     def channel(self, node: JsonNode) -> ms.ChannelOp:
@@ -156,11 +160,8 @@ class _Importer:
             groups = [self.rank_group(g) for g in r["rank_groups"].elements()]
         else:
             peers = r["connected_to"].as_int_list(min_value=0)
-        spellings = read_spelling_member(r)
         op = ms.ChannelOp(kind, peers=peers, buffer_type=buffer_type, groups=groups,
-                          key_order=order_attr(r.key_order()),
-                          spellings=spellings_attr(r.spellings(spellings)),
-                          extra=dict_attr(r.extra()))
+                          **_recorded(r))
         return _located(op, node)
 
     def rank_group(self, node: JsonNode) -> ms.RankGroupAttr:
@@ -184,21 +185,14 @@ class _Importer:
         info_location = None
         if info is not None:
             info_location = StringAttr(info.as_str(tuple(ms.INFO_LOCATION_ACCESS)))
-        spellings = read_spelling_member(r)
         op = ms.RemoteBufferOp(rank, buffer, access, info_location=info_location,
-                               key_order=order_attr(r.key_order()),
-                               spellings=spellings_attr(r.spellings(spellings)),
-                               extra=dict_attr(r.extra()))
+                               **_recorded(r))
         return _located(op, node)
 
     def semaphore(self, node: JsonNode) -> ms.SemaphoreOp:
         r = ObjectReader(node, "semaphore", self.schema)
         value = r["init_value"].as_int(0, MAX_COUNT)
-        op = ms.SemaphoreOp(value, dict_attr(r.extra()))
-        order = r.key_order()
-        if order is not None:
-            op.key_order = order_attr(order)
-        return _located(op, node)
+        return _located(ms.SemaphoreOp(value, **_recorded(r)), node)
 
     # -- thread blocks -----------------------------------------------------------------------
 
@@ -215,11 +209,7 @@ class _Importer:
             remote = (self._flat_remote_ids(refs) if self.schema == SEED and
                       isinstance(refs.value, list) and all(isinstance(v, int) for v in refs.value)
                       else [self.tb_remote(e) for e in refs.elements()])
-        spellings = read_spelling_member(r)
-        op = ms.ThreadblockOp(tb_id, channels, remote, ops,
-                              key_order=order_attr(r.key_order()),
-                              spellings=spellings_attr(r.spellings(spellings)),
-                              extra=dict_attr(r.extra()))
+        op = ms.ThreadblockOp(tb_id, channels, remote, ops, **_recorded(r))
         return _located(op, node)
 
     def _flat_remote_ids(self, node: JsonNode) -> list[ms.TbRemoteBuffersAttr]:
@@ -302,12 +292,7 @@ class _Importer:
         if cls is ms.PipelineOp:
             props["iter_context"] = self.iter_context(r["iter_context"])
             inner = [self.instruction(o) for o in r["ops"].elements()]
-        spellings = r.spellings(read_spelling_member(r))
-        if legacy_name is not None:
-            spellings[OP_NAME_SPELLING] = legacy_name
-        optional = {"key_order": order_attr(r.key_order()),
-                    "spellings": spellings_attr(spellings), "extra": dict_attr(r.extra())}
-        props.update({k: v for k, v in optional.items() if v is not None})
+        props.update({k: v for k, v in _recorded(r, legacy_name).items() if v is not None})
         op = cls.create(properties=props, regions=[Region(Block(inner))]
                         if cls is ms.PipelineOp else [])
         return _located(op, node)

@@ -73,6 +73,30 @@ def _mesh(plan: PlanBuilder, ranks: int) -> dict[tuple[int, int], Link]:
     return links
 
 
+@dataclass
+class _Seat:
+    """One rank's part in one instance of an all-pairs algorithm."""
+
+    k: int
+    r: int
+    tb: BlockBuilder
+    peers: list[int]
+    link: dict[int, Link]
+
+    @property
+    def links(self) -> list[Link]:
+        return [self.link[j] for j in self.peers]
+
+
+def _all_pairs(plan: PlanBuilder, spec: Spec):
+    """Every instance's every rank, each instance with its own mesh of links."""
+    for k in range(spec.instances):
+        mesh = _mesh(plan, spec.ranks)
+        for r in range(spec.ranks):
+            peers = _others(r, spec.ranks)
+            yield _Seat(k, r, plan.block(r), peers, {j: mesh[(r, j)] for j in peers})
+
+
 def _ring(plan: PlanBuilder, ranks: int) -> dict[int, tuple[Link, Link]]:
     """(link to the previous rank, link to the next) of every rank."""
     forward = {r: plan.link(r, (r + 1) % ranks) for r in range(ranks)}
@@ -89,31 +113,28 @@ def allreduce_allpairs(spec: Spec) -> PlanBuilder:
     ll = spec.protocol == "LL"
     plan = _plan(spec, p * c, p * c, 2 * p * c if ll else 0)
     out = "i" if spec.inplace else "o"
-    for k in range(c):
-        mesh = _mesh(plan, p)
-        for r in range(p):
-            tb, peers = plan.block(r), _others(r, p)
-            links = [mesh[(r, j)] for j in peers]
-            own = r * c + k
-            if ll:
-                # Scatter each owner's chunk to it as packets; the owner reduces and sends the
-                # sum to everyone's result slots as packets; everyone unpacks.
-                tb.put_packets([(tb.local("i", j * c + k), tb.remote_ref(j, "s", r * c + k))
-                                for j in peers])
-                tb.reduce(ms.ReduceSendPacketsOp,
-                          [tb.local("i", own)] + [tb.local("s", j * c + k) for j in peers],
-                          [tb.local(out, own)] + [tb.remote_ref(j, "s", p * c + own)
-                                                   for j in peers], "memory")
-                for j in peers:
-                    tb.unpack_packets(tb.local("s", p * c + j * c + k),
-                                      tb.local(out, j * c + k))
-                continue
-            tb.handshake(links)
-            tb.reduce(ms.ReadReduceSendOp,
-                      [tb.local("i", own)] + [tb.remote_ref(j, "i", own) for j in peers],
-                      [tb.local(out, own)] + [tb.remote_ref(j, out, own) for j in peers],
-                      "memory")
-            tb.handshake(links, relaxed=False)
+    for seat in _all_pairs(plan, spec):
+        k, r, tb, peers, links = seat.k, seat.r, seat.tb, seat.peers, seat.links
+        own = r * c + k
+        if ll:
+            # Scatter each owner's chunk to it as packets; the owner reduces and sends the
+            # sum to everyone's result slots as packets; everyone unpacks.
+            tb.put_packets([(tb.local("i", j * c + k), tb.remote_ref(j, "s", r * c + k))
+                            for j in peers])
+            tb.reduce(ms.ReduceSendPacketsOp,
+                      [tb.local("i", own)] + [tb.local("s", j * c + k) for j in peers],
+                      [tb.local(out, own)] + [tb.remote_ref(j, "s", p * c + own)
+                                               for j in peers], "memory")
+            for j in peers:
+                tb.unpack_packets(tb.local("s", p * c + j * c + k),
+                                  tb.local(out, j * c + k))
+            continue
+        tb.handshake(links)
+        tb.reduce(ms.ReadReduceSendOp,
+                  [tb.local("i", own)] + [tb.remote_ref(j, "i", own) for j in peers],
+                  [tb.local(out, own)] + [tb.remote_ref(j, out, own) for j in peers],
+                  "memory")
+        tb.handshake(links, relaxed=False)
     return plan
 
 
@@ -122,31 +143,28 @@ def allreduce_oneshot(spec: Spec) -> PlanBuilder:
     ll = spec.protocol == "LL"
     plan = _plan(spec, p * c, p * c, p * p * c if ll else (p * c if spec.inplace else 0))
     out = "i" if spec.inplace else "o"
-    for k in range(c):
-        mesh = _mesh(plan, p)
+    for seat in _all_pairs(plan, spec):
+        k, r, tb, peers, links = seat.k, seat.r, seat.tb, seat.peers, seat.links
         part = (k * p, p)  # instance k reduces chunks [k*p, (k+1)*p) on every rank
-        for r in range(p):
-            tb, peers = plan.block(r), _others(r, p)
-            links = [mesh[(r, j)] for j in peers]
-            mine = tb.local("i", *part)
+        mine = tb.local("i", *part)
 
-            def slot(source: int) -> int:
-                return source * p * c + part[0]
+        def slot(source: int) -> int:
+            return source * p * c + part[0]
 
-            if ll:
-                tb.put_packets([(mine, tb.remote_ref(j, "s", slot(r), p)) for j in peers])
-                tb.reduce(ms.ReducePacketsOp,
-                          [mine] + [tb.local("s", slot(j), p) for j in peers],
-                          [tb.local(out, *part)])
-                continue
-            staged = "s" if spec.inplace else "i"
-            if spec.inplace:
-                tb.copy(mine, tb.local("s", *part))  # peers read a copy: we overwrite ours
-            tb.handshake(links, relaxed=not spec.inplace)
-            tb.reduce(ms.ReadReduceOp,
-                      [mine] + [tb.remote_ref(j, staged, *part) for j in peers],
-                      [tb.local(out, *part)], "memory")
-            tb.handshake(links, relaxed=False)
+        if ll:
+            tb.put_packets([(mine, tb.remote_ref(j, "s", slot(r), p)) for j in peers])
+            tb.reduce(ms.ReducePacketsOp,
+                      [mine] + [tb.local("s", slot(j), p) for j in peers],
+                      [tb.local(out, *part)])
+            continue
+        staged = "s" if spec.inplace else "i"
+        if spec.inplace:
+            tb.copy(mine, tb.local("s", *part))  # peers read a copy: we overwrite ours
+        tb.handshake(links, relaxed=not spec.inplace)
+        tb.reduce(ms.ReadReduceOp,
+                  [mine] + [tb.remote_ref(j, staged, *part) for j in peers],
+                  [tb.local(out, *part)], "memory")
+        tb.handshake(links, relaxed=False)
     return plan
 
 
@@ -229,15 +247,11 @@ def allreduce_nvls(spec: Spec) -> PlanBuilder:
     members = list(range(p))
     source = plan.switch("i", members)
     target = source if spec.inplace else plan.switch("o", members)
-    for k in range(c):
-        mesh = _mesh(plan, p)
-        for r in range(p):
-            tb = plan.block(r)
-            links = [mesh[(r, j)] for j in _others(r, p)]
-            own = r * c + k
-            tb.handshake(links)
-            tb.multi_load_reduce_store(tb.switch_ref(source, own), tb.switch_ref(target, own))
-            tb.handshake(links)
+    for seat in _all_pairs(plan, spec):
+        tb, own = seat.tb, seat.r * c + seat.k
+        tb.handshake(seat.links)
+        tb.multi_load_reduce_store(tb.switch_ref(source, own), tb.switch_ref(target, own))
+        tb.handshake(seat.links)
     return plan
 
 
@@ -259,22 +273,19 @@ def allgather_allpairs(spec: Spec) -> PlanBuilder:
     p, c = spec.ranks, spec.instances
     ll = spec.protocol == "LL"
     plan = _plan(spec, c, p * c, p * c if ll else 0)
-    for k in range(c):
-        mesh = _mesh(plan, p)
-        for r in range(p):
-            tb, peers = plan.block(r), _others(r, p)
-            links = [mesh[(r, j)] for j in peers]
-            if not ll:
-                tb.handshake(links)
-            buffer, index = _own_input(spec, tb, r, k)
-            mine = tb.local(buffer, index)
-            if ll:
-                tb.put_packets([(mine, tb.remote_ref(j, "s", r * c + k)) for j in peers])
-                for j in peers:
-                    tb.unpack_packets(tb.local("s", j * c + k), tb.local("o", j * c + k))
-                continue
-            tb.put([(mine, tb.remote_ref(j, "o", r * c + k)) for j in peers])
-            tb.handshake(links, relaxed=False)
+    for seat in _all_pairs(plan, spec):
+        k, r, tb, peers, links = seat.k, seat.r, seat.tb, seat.peers, seat.links
+        if not ll:
+            tb.handshake(links)
+        buffer, index = _own_input(spec, tb, r, k)
+        mine = tb.local(buffer, index)
+        if ll:
+            tb.put_packets([(mine, tb.remote_ref(j, "s", r * c + k)) for j in peers])
+            for j in peers:
+                tb.unpack_packets(tb.local("s", j * c + k), tb.local("o", j * c + k))
+            continue
+        tb.put([(mine, tb.remote_ref(j, "o", r * c + k)) for j in peers])
+        tb.handshake(links, relaxed=False)
     return plan
 
 
@@ -315,15 +326,12 @@ def allgather_nvls(spec: Spec) -> PlanBuilder:
     p, c = spec.ranks, spec.instances
     plan = _plan(spec, c, p * c, 0)
     target = plan.switch("o", list(range(p)))
-    for k in range(c):
-        mesh = _mesh(plan, p)
-        for r in range(p):
-            tb = plan.block(r)
-            links = [mesh[(r, j)] for j in _others(r, p)]
-            tb.handshake(links)
-            buffer, index = ("o", r * c + k) if spec.inplace else ("i", k)
-            tb.multi_store(tb.local(buffer, index), tb.switch_ref(target, r * c + k))
-            tb.handshake(links, relaxed=False)
+    for seat in _all_pairs(plan, spec):
+        tb, r, k = seat.tb, seat.r, seat.k
+        tb.handshake(seat.links)
+        buffer, index = ("o", r * c + k) if spec.inplace else ("i", k)
+        tb.multi_store(tb.local(buffer, index), tb.switch_ref(target, r * c + k))
+        tb.handshake(seat.links, relaxed=False)
     return plan
 
 
@@ -336,24 +344,21 @@ def reducescatter_allpairs(spec: Spec) -> PlanBuilder:
     p, c = spec.ranks, spec.instances
     ll = spec.protocol == "LL"
     plan = _plan(spec, p * c, c, p * c if ll else 0)
-    for k in range(c):
-        mesh = _mesh(plan, p)
-        for r in range(p):
-            tb, peers = plan.block(r), _others(r, p)
-            links = [mesh[(r, j)] for j in peers]
-            own = r * c + k
-            if ll:
-                tb.put_packets([(tb.local("i", j * c + k), tb.remote_ref(j, "s", own))
-                                for j in peers])
-                tb.reduce(ms.ReducePacketsOp,
-                          [tb.local("i", own)] + [tb.local("s", j * c + k) for j in peers],
-                          [tb.local("o", k)])
-                continue
-            tb.handshake(links)
-            tb.reduce(ms.ReadReduceOp,
-                      [tb.local("i", own)] + [tb.remote_ref(j, "i", own) for j in peers],
-                      [tb.local("o", k)], "memory")
-            tb.handshake(links, relaxed=False)
+    for seat in _all_pairs(plan, spec):
+        k, r, tb, peers, links = seat.k, seat.r, seat.tb, seat.peers, seat.links
+        own = r * c + k
+        if ll:
+            tb.put_packets([(tb.local("i", j * c + k), tb.remote_ref(j, "s", own))
+                            for j in peers])
+            tb.reduce(ms.ReducePacketsOp,
+                      [tb.local("i", own)] + [tb.local("s", j * c + k) for j in peers],
+                      [tb.local("o", k)])
+            continue
+        tb.handshake(links)
+        tb.reduce(ms.ReadReduceOp,
+                  [tb.local("i", own)] + [tb.remote_ref(j, "i", own) for j in peers],
+                  [tb.local("o", k)], "memory")
+        tb.handshake(links, relaxed=False)
     return plan
 
 
@@ -411,26 +416,25 @@ def broadcast_allpairs(spec: Spec) -> PlanBuilder:
     p, c, root = spec.ranks, spec.instances, spec.root
     ll = spec.protocol == "LL"
     plan = _plan(spec, c, c, c if ll else 0)
+    peers = _others(root, p)
     for k in range(c):
-        mesh = _mesh(plan, p)
-        peers = _others(root, p)
+        link = {j: plan.link(root, j) for j in peers}
         tb = plan.block(root)
-        links = [mesh[(root, j)] for j in peers]
         if not ll:
-            tb.wait(links, relaxed=True)
+            tb.wait(list(link.values()), relaxed=True)
         source = tb.local(*_root_source(spec, tb, k))
         if ll:
             tb.put_packets([(source, tb.remote_ref(j, "s", k)) for j in peers])
         else:
             tb.put([(source, tb.remote_ref(j, "o", k)) for j in peers])
-            tb.signal(links)
+            tb.signal(list(link.values()))
         for j in peers:
             leaf = plan.block(j)
             if ll:
                 leaf.unpack_packets(leaf.local("s", k), leaf.local("o", k))
             else:
-                leaf.signal([mesh[(j, root)]], relaxed=True)
-                leaf.wait([mesh[(j, root)]])
+                leaf.signal([link[j]], relaxed=True)
+                leaf.wait([link[j]])
     return plan
 
 
@@ -481,26 +485,23 @@ def alltoall_allpairs(spec: Spec) -> PlanBuilder:
     staged = ll or spec.inplace  # in place, a peer's slot for us is still its data for us
     plan = _plan(spec, p * c, p * c, p * c if staged else 0)
     out = "i" if spec.inplace else "o"
-    for k in range(c):
-        mesh = _mesh(plan, p)
-        for r in range(p):
-            tb, peers = plan.block(r), _others(r, p)
-            links = [mesh[(r, j)] for j in peers]
-            if not spec.inplace:
-                tb.copy(tb.local("i", r * c + k), tb.local("o", r * c + k))
-            if ll:
-                tb.put_packets([(tb.local("i", j * c + k), tb.remote_ref(j, "s", r * c + k))
-                                for j in peers])
-                for j in peers:
-                    tb.unpack_packets(tb.local("s", j * c + k), tb.local(out, j * c + k))
-                continue
-            tb.handshake(links)
-            tb.put([(tb.local("i", j * c + k),
-                     tb.remote_ref(j, "s" if staged else "o", r * c + k)) for j in peers])
-            tb.handshake(links, relaxed=False)
-            if staged:
-                for j in peers:
-                    tb.copy(tb.local("s", j * c + k), tb.local(out, j * c + k))
+    for seat in _all_pairs(plan, spec):
+        k, r, tb, peers, links = seat.k, seat.r, seat.tb, seat.peers, seat.links
+        if not spec.inplace:
+            tb.copy(tb.local("i", r * c + k), tb.local("o", r * c + k))
+        if ll:
+            tb.put_packets([(tb.local("i", j * c + k), tb.remote_ref(j, "s", r * c + k))
+                            for j in peers])
+            for j in peers:
+                tb.unpack_packets(tb.local("s", j * c + k), tb.local(out, j * c + k))
+            continue
+        tb.handshake(links)
+        tb.put([(tb.local("i", j * c + k),
+                 tb.remote_ref(j, "s" if staged else "o", r * c + k)) for j in peers])
+        tb.handshake(links, relaxed=False)
+        if staged:
+            for j in peers:
+                tb.copy(tb.local("s", j * c + k), tb.local(out, j * c + k))
     return plan
 
 
@@ -510,26 +511,24 @@ def alltoall_ring(spec: Spec) -> PlanBuilder:
     ll = spec.protocol == "LL"
     plan = _plan(spec, p * c, p * c, p * c)
     out = "i" if spec.inplace else "o"
-    for k in range(c):
-        mesh = _mesh(plan, p)
-        for r in range(p):
-            tb = plan.block(r)
-            if not spec.inplace:
-                tb.copy(tb.local("i", r * c + k), tb.local("o", r * c + k))
+    for seat in _all_pairs(plan, spec):
+        tb, r, k = seat.tb, seat.r, seat.k
+        if not spec.inplace:
+            tb.copy(tb.local("i", r * c + k), tb.local("o", r * c + k))
+        if not ll:
+            tb.handshake(seat.links)
+        for s in range(1, p):
+            to, frm = (r + s) % p, (r - s) % p
+            pair = [(tb.local("i", to * c + k), tb.remote_ref(to, "s", r * c + k))]
+            (tb.put_packets if ll else tb.put)(pair)
             if not ll:
-                tb.handshake([mesh[(r, j)] for j in _others(r, p)])
-            for s in range(1, p):
-                to, frm = (r + s) % p, (r - s) % p
-                pair = [(tb.local("i", to * c + k), tb.remote_ref(to, "s", r * c + k))]
-                (tb.put_packets if ll else tb.put)(pair)
-                if not ll:
-                    tb.signal([mesh[(r, to)]])
-                    tb.wait([mesh[(r, frm)]])
-            # Unpacked only now: in place, slot r-s of the input is sent at step p-s.
-            for s in range(1, p):
-                frm = (r - s) % p
-                (tb.unpack_packets if ll else tb.copy)(tb.local("s", frm * c + k),
-                                                       tb.local(out, frm * c + k))
+                tb.signal([seat.link[to]])
+                tb.wait([seat.link[frm]])
+        # Unpacked only now: in place, slot r-s of the input is sent at step p-s.
+        for s in range(1, p):
+            frm = (r - s) % p
+            (tb.unpack_packets if ll else tb.copy)(tb.local("s", frm * c + k),
+                                                   tb.local(out, frm * c + k))
     return plan
 
 
