@@ -110,7 +110,8 @@ class Communication:
     def _order_models(self, models: list[ark.ModelOp]) -> None:
         worlds = {m.world_size_value for m in models}
         if len(worlds) != 1:
-            raise PlancError(f"the models disagree on WorldSize ({', '.join(map(str, sorted(worlds)))})")
+            sizes = ", ".join(map(str, sorted(worlds)))
+            raise PlancError(f"the models disagree on WorldSize ({sizes})")
         world = worlds.pop()
         by_rank: dict[int, int] = {}
         for index, model in enumerate(models):

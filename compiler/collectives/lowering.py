@@ -92,7 +92,8 @@ class Choice:
 
 
 def lower_models(models: list[ark.ModelOp], files: list[str | None],
-                 choice: Choice = Choice()) -> Lowered:
+                 choice: Choice | None = None) -> Lowered:
+    choice = choice or Choice()
     comm = Communication(models, files)
     if not comm.has_communication():
         raise PlancError("the models do not communicate (no Send, Recv, packet, "

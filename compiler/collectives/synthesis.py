@@ -148,7 +148,7 @@ def allreduce_oneshot(spec: Spec) -> PlanBuilder:
         part = (k * p, p)  # instance k reduces chunks [k*p, (k+1)*p) on every rank
         mine = tb.local("i", *part)
 
-        def slot(source: int) -> int:
+        def slot(source: int, part: tuple[int, int] = part) -> int:
             return source * p * c + part[0]
 
         if ll:
@@ -180,7 +180,7 @@ def allreduce_ring(spec: Spec) -> PlanBuilder:
     for k in range(c):
         rs_ring, ag_ring = _ring(plan, p), (None if ll else _ring(plan, p))
         for r in range(p):
-            def at(step: int, r: int = r) -> int:
+            def at(step: int, r: int = r, k: int = k) -> int:
                 return ((r - step) % p) * c + k
 
             nxt = (r + 1) % p
@@ -372,7 +372,7 @@ def reducescatter_ring(spec: Spec) -> PlanBuilder:
             tb, nxt = plan.block(r), (r + 1) % p
             prev_link, next_link = ring[r]
 
-            def at(step: int, r: int = r) -> int:
+            def at(step: int, r: int = r, k: int = k) -> int:
                 return ((r - 1 - step) % p) * c + k
 
             if not ll:

@@ -24,9 +24,10 @@ from frontends.collective_models import (
 from tests.conftest import EXAMPLES
 
 
-def _lower(modules: list[ModuleOp], choice: Choice = Choice()):
+def _lower(modules: list[ModuleOp], choice: Choice | None = None):
     models = [next(iter(m.ops)) for m in modules]
-    return lower_models(models, [f"rank{i}.json" for i in range(len(models))], choice)
+    return lower_models(models, [f"rank{i}.json" for i in range(len(models))],
+                        choice or Choice())
 
 
 def _check_against_reference(lowered):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 
 from compiler.collectives.cost import HARDWARE, model_time
 from compiler.collectives.selection import candidates, fastest, modeled
 from compiler.collectives.simulator import check_plan
 from compiler.collectives.synthesis import ALGORITHMS, Spec, synthesize, variants
 from compiler.locations import verify_module
-from xdsl.dialects.builtin import ModuleOp
 
 VARIANTS = [(c, a, p) for c in ALGORITHMS for a, p in variants(c, 8)]
 
