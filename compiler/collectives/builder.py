@@ -67,9 +67,6 @@ class PlanBuilder:
         self.peers[(b, kind)].append(a)
         return Link(a, b, kind, id_a, id_b)
 
-    def links(self, rank: int, peers: list[int], kind: str = "memory") -> dict[int, Link]:
-        return {peer: self.link(rank, peer, kind) for peer in peers}
-
     def switch(self, buffer: str, members: list[int]) -> int:
         """A switch channel binding `buffer` of every member; its GPU-level id on each."""
         ids = {len(self.switches[m]) for m in members}
@@ -252,9 +249,6 @@ class BlockBuilder:
 
     def copy(self, src: Ref, dst: Ref) -> None:
         self._op(ms.CopyOp, [src], [dst])
-
-    def copy_packets(self, src: Ref, dst: Ref) -> None:
-        self._op(ms.CopyPacketsOp, [src], [dst])
 
     def unpack_packets(self, src: Ref, dst: Ref) -> None:
         self._op(ms.UnpackPacketsOp, [src], [dst])

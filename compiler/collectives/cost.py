@@ -229,14 +229,14 @@ class TimedReplay(Replay):
             for _, _, begin, end in self._coverage(region) or []:
                 first, last = max(first, begin), max(last, end)
         start = max(start, first)
-        for proxy in step.flushes:
-            start = max(start, self.proxy_free[proxy])
         end = max(start + self._duration(step), last)
         if step.proxy is not None:
             moved = sum(r.size for m in step.moves for r in m.targets)
             rate = self.hw.link_Bps / max(1, self.shares.get((step.rank, "out"), 1))
             begin = max(end, self.proxy_free[step.proxy])
             self.proxy_free[step.proxy] = begin + self.hw.alpha_port_s + moved / rate
+        for proxy in step.flushes:  # after this op's own put (pwsf)
+            end = max(end, self.proxy_free[proxy])
         for move in step.moves:
             for region in move.targets:
                 if region.packets:

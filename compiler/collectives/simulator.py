@@ -141,12 +141,13 @@ class SymbolicReplay(Replay):
             stamp = self._tick(lead_comp)
             knowledge = joined([self.lead[block], *received], self.width)
             knowledge[lead_comp] = stamp
-            for proxy in step.flushes:
-                knowledge = joined([knowledge, self.proxy_clock[proxy]], self.width)
             self.lead[block] = knowledge
             if step.proxy is not None:
                 self._proxy_moves(step, joined([knowledge, *self._packet_knowledge(step)],
                                                self.width))
+            for proxy in step.flushes:  # after this op's own put (pwsf)
+                self.lead[block] = joined([self.lead[block], self.proxy_clock[proxy]],
+                                          self.width)
             return
         stamp = self._tick(data_comp)
         knowledge = joined([self.all[block], *self._packet_knowledge(step)], self.width)

@@ -73,3 +73,21 @@ def allreduce_plan(ranks: int = 2) -> dict[str, Any]:
                         [{"buffer_id": k, "index": rank, "size": 1} for k in range(len(peers))],
             "channel_type": "memory", "reduce_op": "sum"}
     return plan
+
+
+def port_allgather_plan(put: str = "pwsf") -> dict[str, Any]:
+    """`allgather_plan(2)` over port channels, putting with `put` (pwsf: the proxy puts,
+    signals in order, and the block waits until the put is done with its source)."""
+    plan = allgather_plan(2)
+    for gpu in plan["gpus"]:
+        gpu["channels"][0]["channel_type"] = "port"
+        gpu["remote_buffers"][0]["access_channel_types"] = ["port"]
+        tb = gpu["threadblocks"][0]
+        tb["channels"][0]["channel_type"] = "port"
+        tb["remote_buffer_refs"][0]["access_channel_type"] = "port"
+        for op in tb["ops"]:
+            if "channel_type" in op:
+                op["channel_type"] = "port"
+        tb["ops"][3].update(name=put, channel_ids=[0])
+        del tb["ops"][4:6]  # the nop and signal the put now does itself
+    return plan

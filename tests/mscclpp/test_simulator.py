@@ -217,3 +217,67 @@ def test_simulate_cli_reports_and_exits(planc, tmp_path):
     assert result.code == 1
     assert result.err == (f"planc: error: {good}: message size 1000 is not a multiple of 2 "
                           "chunks x buffer_alignment 16\n")
+
+
+def test_port_channels_publish_puts_through_the_proxy():
+    from tests.mscclpp.fixtures import port_allgather_plan
+
+    good = _check(port_allgather_plan("pwsf"))
+    assert good.ok and good.postcondition == "satisfied", good.errors
+    # Without the flush, the peer learns of the data (the signal follows the put through the
+    # proxy), but the sender may return while its proxy still reads the source.
+    report = _check(port_allgather_plan("pws"))
+    assert report.postcondition == "satisfied"
+    assert report.errors["races"] == [
+        "gpu 0 tb 0 op 3 (pws) reads gpu 0 output bytes [0, 16) (chunk 0) without "
+        "synchronisation before gpu 0 finishes: the caller may see (or overwrite) data still "
+        "in flight",
+        "gpu 1 tb 0 op 3 (pws) reads gpu 1 output bytes [16, 32) (chunk 1) without "
+        "synchronisation before gpu 1 finishes: the caller may see (or overwrite) data still "
+        "in flight"]
+
+
+def test_executor_quirks_are_reproduced_and_warned():
+    def pws_on_memory(p):
+        for rank in range(2):
+            ops = ops_of(p, rank)
+            ops[3].update(name="pws", channel_ids=[0])
+            del ops[4:6]  # its nop and its signal: the pws should signal, but cannot
+    report = _check(mutated(allgather_plan(), pws_on_memory))
+    assert report.warnings[0] == (
+        "gpu 0 tb 0 op 3 (pws): pws on a memory channel only puts: the executor drops the "
+        "signal (§4.6 #4)")
+    assert report.errors["deadlocks"]  # so the waits for that signal never return
+
+    def skewed_get(p):
+        p["collective"] = "test"
+        op = {"name": "get", "channel_ids": [0], "channel_type": "memory",
+              "src_buff": [{"buffer_id": 0, "index": 1, "size": 1}],
+              "dst_buff": [{"type": "o", "index": 0, "size": 1}]}
+        ops_of(p, 0).append(op)
+    report = _check(mutated(allgather_plan(), skewed_get))
+    assert report.warnings == [
+        "gpu 0 tb 0 op 8 (get): the executor swaps get's source and destination offsets "
+        "(handleGet, §4.6 #1); with different indices it copies other chunks"]
+    assert report.postcondition == ("not checked: no post-condition is defined for collective "
+                                    "'test'")
+
+
+def test_the_seed_documents_own_example_is_out_of_range(planc, tmp_path):
+    """The seed's allgather example has rank 1 put input chunk 1 of a 1-chunk input."""
+    def gpu(rank):
+        return {"id": rank, "inputChunks": 1, "outputChunks": 2, "scratchChunks": 0,
+                "threadblocks": [{"id": 0, "ops": [
+                    {"name": "put", "src_buff": [{"type": "i", "offset": rank, "size": 1}],
+                     "dst_buff": [{"buff_id": 0, "offset": rank, "size": 1}],
+                     "cids": [0], "ctype": "memory"}],
+                    "channels": [{"ctype": "memory", "cids": [0]}], "remoteBuffersIds": [0]}],
+                "channels": [{"type": "memory", "connectedTo": [1 - rank]}],
+                "remoteBuffers": [{"rank": 1 - rank, "type": "i", "infoLocation": "gpu"}]}
+    path = write_json(tmp_path / "seed_example.json",
+                      {"name": "allgather", "collective": "allgather", "protocol": "Simple",
+                       "inplace": True, "gpus": [gpu(0), gpu(1)]})
+    result = planc("check", path)
+    assert result.err == (f"planc: error: {path}: $.gpus[1].threadblocks[0].ops[0]: "
+                          "src_buff[0] i[1:2]: chunks [1, 2) exceed the 1 chunks of the input "
+                          "of gpu 1\n")
