@@ -46,6 +46,8 @@ class TargetInfo:
     module: str
     writes_directory: bool = False
     flags: tuple[Flag, ...] = ()
+    many_inputs: bool = False
+    """Takes several INPUT files of one format (e.g. one ARK model per rank)."""
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -84,6 +86,29 @@ TARGETS: tuple[TargetInfo, ...] = (
                            type=int))),
     TargetInfo("gemini-layers", "Gemini frontend layer description (JSON)",
                "backends.gemini_layers"),
+    TargetInfo(
+        "mscclpp", "MSCCL++ execution plan (JSON); from a plan, from ARK models (one file per "
+        "rank), or generated with --collective", "backends.mscclpp", many_inputs=True,
+        flags=(Flag("--mscclpp-schema", "schema of the written plan (default: seed)",
+                    default="seed", choices=("seed", "executor")),
+               Flag("--collective", "generate this collective (no INPUT needed)",
+                    choices=("allreduce", "allgather", "reducescatter", "broadcast",
+                             "alltoall")),
+               Flag("--ranks", "number of GPUs of the generated collective", type=int,
+                    metavar="N"),
+               Flag("--algorithm", "ring, allpairs, oneshot (allreduce), nvls (switch), or "
+                    "auto: the fastest under the cost model at --message-size",
+                    metavar="NAME"),
+               Flag("--protocol", "Simple (signals) or LL (packets)",
+                    choices=("Simple", "LL")),
+               Flag("--instances", "parallel copies of the algorithm, each on its own thread "
+                    "blocks and chunks (default 1)", type=int, metavar="K"),
+               Flag("--root", "root rank of a broadcast (default 0)", type=int, metavar="R"),
+               Flag("--out-of-place", "generate an out-of-place collective", switch=True),
+               Flag("--message-size", "message size for the cost model, e.g. 1MB, 64K, 4096 "
+                    "(default 1MB)", metavar="BYTES"),
+               Flag("--mscclpp-hw", "hardware model of the cost model (default h100)",
+                    choices=("h100", "a100"), default="h100"))),
 )
 
 

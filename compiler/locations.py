@@ -35,10 +35,11 @@ def verify_module(module: ModuleOp) -> None:
 
     Ops are verified one by one rather than through `module.verify()`, whose diagnostics print
     the whole module: for a user, the op's path and the verifier's sentence are the message.
-    Children come before their parents, as in xDSL, so an op's own rules are reported before
-    the document-wide rules its container checks.
+    Parents come before their children: a document's header (a grid, a rank) is checked before
+    the parts that depend on it. A container whose document-wide rules rely on its children's
+    own rules checks those first (see `plan.plan`).
     """
-    for op in module.walk(region_first=True):
+    for op in module.walk():
         try:
             op.verify_()
         except (VerifyException, DiagnosticException) as e:

@@ -16,6 +16,7 @@ DIALECTS: tuple[tuple[str, str, str], ...] = (
     ("metalium", "dialects.metalium", "Metalium"),
     ("gemini", "dialects.gemini", "Gemini"),
     ("dnn", "dialects.dnn", "Dnn"),
+    ("mscclpp", "dialects.mscclpp", "Mscclpp"),
 )
 
 

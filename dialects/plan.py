@@ -53,7 +53,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
-from dialects.utils import VerifyAt, body_block
+from dialects.utils import VerifyAt, body_block, verify_first
 
 # ---------------------------------------------------------------------------------------------
 # Ranges
@@ -429,7 +429,9 @@ class PlanOp(IRDLOperation):
     def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
         """Check every TaskInfo; return (task op, NumTasks) by id."""
         tasks: dict[int, tuple[TaskOp, int]] = {}
-        for task in (op for op in self.graph.ops if isinstance(op, TaskOp)):
+        task_ops = [op for op in self.graph.ops if isinstance(op, TaskOp)]
+        verify_first(task_ops)  # slots divide by NumWarps
+        for task in task_ops:
             if task.task_id in tasks:
                 raise VerifyAt(f"TaskInfo id {task.task_id} is used twice", task)
             tasks[task.task_id] = (task, -1)
@@ -451,6 +453,8 @@ class PlanOp(IRDLOperation):
 
     def _verify_processor_group(self, pg: ProcessorGroupOp,
                                 tasks: dict[int, tuple[TaskOp, int]]) -> None:
+        # The checks below rely on each group's own rules (SramRange step 1, ...).
+        verify_first(op for op in pg.walk() if op is not pg)
         all_processors = Range(0, self.processor_count)
         if not pg.processors.within(all_processors):
             raise VerifyAt(f"ProcessorRange {pg.processors} is not inside [0, "

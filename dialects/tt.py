@@ -208,8 +208,7 @@ class CoreRangeOp(JsonObjectOp):
                            "extent")
         plan = self.parent_op()
         grid = plan.grid if isinstance(plan, PlanOp) else None
-        # An empty grid is the plan's own error, reported by the plan (children verify first).
-        if grid is not None and min(grid) >= 1 and (sx + ex > grid[0] or sy + ey > grid[1]):
+        if grid is not None and (sx + ex > grid[0] or sy + ey > grid[1]):
             raise VerifyAt(f"core range {self.describe()} exceeds grid bounds: it reaches "
                            f"core ({sx + ex - 1},{sy + ey - 1}) of a {grid[0]}x{grid[1]} grid")
 

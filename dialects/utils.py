@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
@@ -28,6 +29,21 @@ class VerifyAt(VerifyException):
 
 
 VerifyAtError = VerifyAt  # the name branches started from; drop once they are merged
+
+
+def verify_first(ops: Iterable[Operation]) -> None:
+    """Run the verifiers of `ops` now, blaming each failure on its own op.
+
+    For a container whose document-wide rules only make sense once some children's own rules
+    hold (the container's verifier runs before theirs).
+    """
+    for child in ops:
+        try:
+            child.verify_()
+        except VerifyAt:
+            raise
+        except VerifyException as e:
+            raise VerifyAt(str(e), child) from None
 
 
 def body_block(region: Region) -> Block:

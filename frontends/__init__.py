@@ -84,6 +84,12 @@ FORMATS: tuple[InputFormat, ...] = (
                 "frontends.gemini_layers", _is_layer_description, "dnn.graph",
                 simulate="compiler.dnn_interpreter:simulate_graph",
                 describe="frontends.gemini_layers:describe"),
+    InputFormat("mscclpp", "MSCCL++ execution plan (collective algorithm; seed or executor "
+                "schema)", "frontends.mscclpp",
+                lambda doc: isinstance(doc, dict) and "gpus" in doc
+                and ("collective" in doc or "protocol" in doc), "mscclpp.algorithm",
+                simulate="compiler.collectives.simulator:simulate_plan",
+                describe="frontends.mscclpp:describe"),
 )
 
 

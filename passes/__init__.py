@@ -29,6 +29,9 @@ PASSES: tuple[tuple[str, str, str], ...] = (
     ("gemini-allocate-l2", "passes.gemini_allocate_l2", "GeminiAllocateL2Pass"),
     ("gemini-wl0", "passes.gemini_wl0", "GeminiWl0Pass"),
     ("gemini-cycles", "passes.gemini_cycles", "GeminiCyclesPass"),
+    # MSCCL++
+    ("lower-ark-comm-to-mscclpp", "passes.lower_ark_comm_to_mscclpp",
+     "LowerArkCommToMscclppPass"),
 )
 
 
