@@ -1,0 +1,242 @@
+// planc runtime for the CPU target: processors are std::threads.
+//
+// Each processor of the plan is one thread that runs the plan body: its task groups in order,
+// the task indices the format gives it (every warp slot's sequence, one slot after the other),
+// and a barrier wherever the plan's processor groups need one. A slot is one thread here, so
+// the kernels of planc_kernels.h run with Slot::threads == 1; matmul has its own CPU form
+// (packed panels, a register-blocked micro-kernel the compiler vectorises with
+// -O3 -march=native).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "planc_kernels.h"
+
+namespace planc {
+
+struct CpuSlot {
+  static constexpr int threads = 1;
+  static constexpr long long sram = 0;
+  int tid = 0;
+  char* smem = nullptr;
+  float* scratch = nullptr;  // this processor's matmul packing buffers
+  void sync() const {}
+};
+
+// A reusable barrier for `count` threads (generation counting, so it can be waited on again
+// right away). Threads block rather than spin: a plan may have far more processors than the
+// machine has cores.
+class Barrier {
+ public:
+  explicit Barrier(int count) : count_(count) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const unsigned long long generation = generation_;
+    if (++arrived_ == count_) {
+      arrived_ = 0;
+      ++generation_;
+      changed_.notify_all();
+      return;
+    }
+    changed_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  const int count_;
+  int arrived_ = 0;
+  unsigned long long generation_ = 0;
+};
+
+// One task group on processor `proc`: ARK's task_seq, with the range steps and starts and the
+// rotation of the first processor honoured. Slots run one after another.
+template <long long PBegin, long long PEnd, long long PStep, long long First, long long TBegin,
+          long long TEnd, long long TStep, long long Granularity, long long NumSlots,
+          class Task>
+inline void task_seq(int proc, char* arena, const CpuSlot& slot) {
+  if (!in_range(proc, PBegin, PEnd, PStep)) return;
+  constexpr long long processors = range_len(PBegin, PEnd, PStep);
+  const long long p = ((proc - PBegin) / PStep - First + processors) % processors;
+  for (long long s = 0; s < NumSlots; ++s) {
+    for (long long t = s;; t += NumSlots) {
+      const long long task = task_of(p, t, Granularity, processors, TBegin, TStep);
+      if (task >= TEnd) break;
+      Task::run(slot, arena, task);
+    }
+  }
+}
+
+// -- matmul ------------------------------------------------------------------------------------
+
+namespace cpu {
+
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64;
+constexpr int kMR = 8;
+#elif defined(__AVX__)
+constexpr int kVectorBytes = 32;
+constexpr int kMR = 6;
+#else
+constexpr int kVectorBytes = 16;
+constexpr int kMR = 4;
+#endif
+constexpr int kVL = kVectorBytes / static_cast<int>(sizeof(float));
+constexpr int kNR = 2 * kVL;
+constexpr long long kKC = 256;
+
+constexpr long long round_up(long long v, long long m) { return (v + m - 1) / m * m; }
+
+// Floats of packing buffers one matmul tile needs: an A block, a B block and the C tile.
+constexpr long long matmul_scratch_floats(long long tm, long long tn, long long k) {
+  return round_up(tm, kMR) * min_of(kKC, k) + min_of(kKC, k) * round_up(tn, kNR) +
+         round_up(tm, kMR) * round_up(tn, kNR);
+}
+
+// c[kMR x kNR] (row stride ldc) += a (kc x kMR, k-major) times b (kc x kNR, k-major).
+#if defined(__GNUC__)
+typedef float vfloat __attribute__((vector_size(kVectorBytes)));
+inline vfloat vload(const float* p) {
+  vfloat v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void vstore(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
+
+inline void micro_kernel(long long kc, const float* a, const float* b, float* c, long long ldc) {
+  vfloat acc[kMR][2];
+  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = vfloat{};
+  for (long long k = 0; k < kc; ++k) {
+    const vfloat b0 = vload(b + k * kNR), b1 = vload(b + k * kNR + kVL);
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r) {
+      const vfloat av = a[k * kMR + r] + vfloat{};
+      acc[r][0] += av * b0;
+      acc[r][1] += av * b1;
+    }
+  }
+  for (int r = 0; r < kMR; ++r) {
+    vstore(c + r * ldc, vload(c + r * ldc) + acc[r][0]);
+    vstore(c + r * ldc + kVL, vload(c + r * ldc + kVL) + acc[r][1]);
+  }
+}
+#else
+inline void micro_kernel(long long kc, const float* a, const float* b, float* c, long long ldc) {
+  float acc[kMR][kNR] = {};
+  for (long long k = 0; k < kc; ++k)
+    for (int r = 0; r < kMR; ++r)
+      for (int j = 0; j < kNR; ++j) acc[r][j] += a[k * kMR + r] * b[k * kNR + j];
+  for (int r = 0; r < kMR; ++r)
+    for (int j = 0; j < kNR; ++j) c[r * ldc + j] += acc[r][j];
+}
+#endif
+
+}  // namespace cpu
+
+// One TM x TN output tile of C = A B (same contract as matmul_cooperative): K is walked in
+// blocks of kKC; each block of A and B is packed, converted to float, into panels the
+// micro-kernel streams; the tile accumulates in float and is rounded once on store.
+template <long long M, long long N, long long K, long long TM, long long TN, long long TK,
+          class OutShape, class CStrides, class AStrides, class BStrides, class Slot, class T>
+inline void matmul(const Slot& slot, long long task, T* c, const T* a, const T* b) {
+  using namespace cpu;
+  const Tile t = Tiling<OutShape, Dims4<1, 1, TM, TN>>::tile(task);
+  const long long m0 = t.begin[2], n0 = t.begin[3], em = t.extent[2], en = t.extent[3];
+  const T* A = a + t.begin[0] * AStrides::d0 + t.begin[1] * AStrides::d1 + m0 * AStrides::d2;
+  const T* B = b + t.begin[0] * BStrides::d0 + t.begin[1] * BStrides::d1 + n0 * BStrides::d3;
+  T* C = c + t.begin[0] * CStrides::d0 + t.begin[1] * CStrides::d1;
+  constexpr long long MP = round_up(TM, kMR), NP = round_up(TN, kNR), KC = min_of(kKC, K);
+  const long long mpanels = ceil_div(em, kMR), npanels = ceil_div(en, kNR);
+  float* ap = slot.scratch;
+  float* bp = ap + MP * KC;
+  float* ct = bp + KC * NP;
+  for (long long i = 0; i < mpanels * kMR * NP; ++i) ct[i] = 0.f;
+
+  for (long long k0 = 0; k0 < K; k0 += KC) {
+    const long long kc = min_of(KC, K - k0);
+    // B panels: bp[(j*kc + k)*kNR + jj] = B(k0+k, j*kNR+jj); read along B's contiguous dim.
+    for (long long j = 0; j < npanels; ++j) {
+      float* panel = bp + j * kc * kNR;
+      for (long long jj = 0; jj < kNR; ++jj) {
+        const long long n = j * kNR + jj;
+        if (n >= en) {
+          for (long long k = 0; k < kc; ++k) panel[k * kNR + jj] = 0.f;
+          continue;
+        }
+        if constexpr (BStrides::d2 == 1) {
+          for (long long k = 0; k < kc; ++k)
+            panel[k * kNR + jj] = as_float(B[(k0 + k) + n * BStrides::d3]);
+        }
+      }
+      if constexpr (BStrides::d2 != 1) {
+        for (long long k = 0; k < kc; ++k) {
+          const T* row = B + (k0 + k) * BStrides::d2;
+          for (long long jj = 0; jj < kNR && j * kNR + jj < en; ++jj)
+            panel[k * kNR + jj] = as_float(row[(j * kNR + jj) * BStrides::d3]);
+        }
+      }
+    }
+    // A panels: ap[(i*kc + k)*kMR + r] = A(i*kMR+r, k0+k).
+    for (long long i = 0; i < mpanels; ++i) {
+      float* panel = ap + i * kc * kMR;
+      for (long long r = 0; r < kMR; ++r) {
+        const long long m = i * kMR + r;
+        if (m >= em) {
+          for (long long k = 0; k < kc; ++k) panel[k * kMR + r] = 0.f;
+        } else if constexpr (AStrides::d3 == 1) {
+          const T* row = A + m * AStrides::d2 + k0;
+          for (long long k = 0; k < kc; ++k) panel[k * kMR + r] = as_float(row[k]);
+        }
+      }
+      if constexpr (AStrides::d3 != 1) {
+        for (long long k = 0; k < kc; ++k) {
+          const T* col = A + (k0 + k) * AStrides::d3;
+          for (long long r = 0; r < kMR && i * kMR + r < em; ++r)
+            panel[k * kMR + r] = as_float(col[(i * kMR + r) * AStrides::d2]);
+        }
+      }
+    }
+    for (long long j = 0; j < npanels; ++j)
+      for (long long i = 0; i < mpanels; ++i)
+        micro_kernel(kc, ap + i * kc * kMR, bp + j * kc * kNR, ct + i * kMR * NP + j * kNR, NP);
+  }
+  for (long long i = 0; i < em; ++i)
+    for (long long j = 0; j < en; ++j)
+      C[(m0 + i) * CStrides::d2 + (n0 + j) * CStrides::d3] = store_as<T>(ct[i * NP + j]);
+}
+
+// -- running a plan ----------------------------------------------------------------------------
+
+// Runs `body(proc, slot)` on one thread per processor, `warmup + iterations` times with a
+// barrier of all processors between iterations; returns the seconds the timed iterations took.
+template <class Body>
+double run_processors(int processors, long long scratch_floats, int warmup, int iterations,
+                      Body body) {
+  Barrier iteration_barrier(processors);
+  std::chrono::steady_clock::time_point start, stop;
+  std::vector<std::thread> threads;
+  threads.reserve(processors);
+  for (int proc = 0; proc < processors; ++proc) {
+    threads.emplace_back([&, proc] {
+      std::vector<float> scratch(static_cast<size_t>(scratch_floats) + 16);
+      CpuSlot slot;
+      slot.scratch = scratch.data();
+      for (int it = 0; it < warmup + iterations; ++it) {
+        iteration_barrier.wait();
+        if (proc == 0 && it == warmup) start = std::chrono::steady_clock::now();
+        body(proc, slot);
+      }
+      iteration_barrier.wait();
+      if (proc == 0) stop = std::chrono::steady_clock::now();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return std::chrono::duration<double>(stop - start).count();
+}
+
+}  // namespace planc
