@@ -59,6 +59,13 @@ TARGETS: tuple[TargetInfo, ...] = (
     TargetInfo("ark", "ARK plan file (JSON)", "backends.ark_plan",
                flags=(Flag("--json-layout", "ARK plan text layout (default: denser, ARK's own)",
                            default="denser", choices=("denser", "indented")),)),
+    TargetInfo("cpu", "C++17 program running an ARK plan on CPU threads (a directory)",
+               "backends.cpu", writes_directory=True),
+    TargetInfo("cuda", "CUDA host program and persistent kernel of an ARK plan (a directory)",
+               "backends.cuda", writes_directory=True,
+               flags=(Flag("--cuda-arch", "GPU architecture of the emitted build files, e.g. "
+                           "sm_90 (default: the plan's Architecture, else sm_80)",
+                           metavar="SM"),)),
 )
 
 
