@@ -63,8 +63,8 @@ class CpuPrinter(PlanPrinter):
         self.line(f"// task {tg.task}, indices {tg.tasks}, granularity {tg.gran}: "
                   f"{layout.num_slots} slot(s) of {layout.slot_warps} warp(s)")
         self.line(f"planc::task_seq<{range_args(rg.processors)}, {first}, "
-                  f"{range_args(tg.tasks)}, {tg.gran}, {layout.num_slots}, Task{tg.task}>"
-                  "(proc, arena, slot);")
+                  f"{range_args(tg.tasks)}, {tg.gran}, {layout.num_slots}, {layout.slot_warps}, "
+                  f"{layout.slot_sram}, Task{tg.task}>(proc, arena, slot);")
 
     def scratch_floats(self) -> str:
         """The largest matmul packing scratch any scheduled operator needs, as C++."""

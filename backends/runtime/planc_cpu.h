@@ -54,21 +54,55 @@ class Barrier {
   unsigned long long generation_ = 0;
 };
 
+// Warp emulation (build with -DPLANC_EMULATE_WARPS=N): every slot runs as N threads per warp
+// with its own shared memory and a barrier, so the GPU forms of the kernels (the cooperative
+// shared-memory matmul, strided element loops, slot barriers between fused operators) run
+// and can be checked on a CPU. Slower; for checking, not for speed.
+template <int Threads, long long Sram>
+struct EmulatedSlot {
+  static constexpr int threads = Threads;
+  static constexpr long long sram = Sram;
+  int tid;
+  char* smem;
+  Barrier* barrier;
+  void sync() const { barrier->wait(); }
+};
+
+template <int SlotWarps, long long SlotSram, class Work>
+inline void run_slot(const CpuSlot& slot, Work&& work) {
+#if defined(PLANC_EMULATE_WARPS)
+  (void)slot;
+  constexpr int threads = SlotWarps * (PLANC_EMULATE_WARPS);
+  Barrier barrier(threads);
+  std::vector<char> smem(static_cast<size_t>(SlotSram) + 16);
+  std::vector<std::thread> lanes;
+  for (int tid = 0; tid < threads; ++tid)
+    lanes.emplace_back([&, tid] {
+      work(EmulatedSlot<threads, SlotSram>{tid, smem.data(), &barrier});
+    });
+  for (auto& lane : lanes) lane.join();
+#else
+  work(slot);
+#endif
+}
+
 // One task group on processor `proc`: ARK's task_seq, with the range steps and starts and the
 // rotation of the first processor honoured. Slots run one after another.
 template <long long PBegin, long long PEnd, long long PStep, long long First, long long TBegin,
-          long long TEnd, long long TStep, long long Granularity, long long NumSlots,
-          class Task>
+          long long TEnd, long long TStep, long long Granularity, int NumSlots, int SlotWarps,
+          long long SlotSram, class Task>
 inline void task_seq(int proc, char* arena, const CpuSlot& slot) {
   if (!in_range(proc, PBegin, PEnd, PStep)) return;
   constexpr long long processors = range_len(PBegin, PEnd, PStep);
-  const long long p = ((proc - PBegin) / PStep - First + processors) % processors;
-  for (long long s = 0; s < NumSlots; ++s) {
-    for (long long t = s;; t += NumSlots) {
-      const long long task = task_of(p, t, Granularity, processors, TBegin, TStep);
-      if (task >= TEnd) break;
-      Task::run(slot, arena, task);
-    }
+  const long long p = processor_number(proc, PBegin, PStep, processors, First);
+  for (int s = 0; s < NumSlots; ++s) {
+    run_slot<SlotWarps, SlotSram>(slot, [&](const auto& lane) {
+      for (long long t = s;; t += NumSlots) {
+        const long long task = task_of(p, t, Granularity, processors, TBegin, TStep);
+        if (task >= TEnd) break;
+        Task::run(lane, arena, task);
+      }
+    });
   }
 }
 
@@ -138,12 +172,27 @@ inline void micro_kernel(long long kc, const float* a, const float* b, float* c,
 
 }  // namespace cpu
 
+template <long long M, long long N, long long K, long long TM, long long TN, class OutShape,
+          class CStrides, class AStrides, class BStrides, class Slot, class T>
+inline void matmul_packed(const Slot& slot, long long task, T* c, const T* a, const T* b);
+
 // One TM x TN output tile of C = A B (same contract as matmul_cooperative): K is walked in
 // blocks of kKC; each block of A and B is packed, converted to float, into panels the
 // micro-kernel streams; the tile accumulates in float and is rounded once on store.
 template <long long M, long long N, long long K, long long TM, long long TN, long long TK,
           class OutShape, class CStrides, class AStrides, class BStrides, class Slot, class T>
 inline void matmul(const Slot& slot, long long task, T* c, const T* a, const T* b) {
+  if constexpr (std::is_same<Slot, CpuSlot>::value) {
+    matmul_packed<M, N, K, TM, TN, OutShape, CStrides, AStrides, BStrides>(slot, task, c, a, b);
+  } else {  // warp emulation: the GPU's form
+    matmul_cooperative<M, N, K, TM, TN, TK, OutShape, CStrides, AStrides, BStrides>(slot, task,
+                                                                                   c, a, b);
+  }
+}
+
+template <long long M, long long N, long long K, long long TM, long long TN, class OutShape,
+          class CStrides, class AStrides, class BStrides, class Slot, class T>
+inline void matmul_packed(const Slot& slot, long long task, T* c, const T* a, const T* b) {
   using namespace cpu;
   const Tile t = Tiling<OutShape, Dims4<1, 1, TM, TN>>::tile(task);
   const long long m0 = t.begin[2], n0 = t.begin[3], em = t.extent[2], en = t.extent[3];

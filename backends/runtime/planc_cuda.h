@@ -95,20 +95,18 @@ template <long long PBegin, long long PEnd, long long PStep, long long First, lo
 PLANC_DEV void task_seq(char* arena, char* smem) {
   const long long proc = blockIdx.x;
   if (!in_range(proc, PBegin, PEnd, PStep)) return;
-  const int warp = threadIdx.x / kWarpSize;
-  if (!in_range(warp, WBegin, WEnd, WStep)) return;
-  const int position = static_cast<int>((warp - WBegin) / WStep);
-  const int slot_index = position / SlotWarps;
-  if (slot_index >= NumSlots) return;
+  const WarpPlace place =
+      place_warp(threadIdx.x / kWarpSize, WBegin, WEnd, WStep, SlotWarps, NumSlots);
+  if (place.slot < 0) return;
   constexpr long long processors = range_len(PBegin, PEnd, PStep);
-  const long long p = ((proc - PBegin) / PStep - First + processors) % processors;
+  const long long p = processor_number(proc, PBegin, PStep, processors, First);
   const int barriers[NumSlots] = {BarrierIds...};
-  const int first_warp = static_cast<int>(WBegin + slot_index * SlotWarps * WStep);
+  const int first_warp = static_cast<int>(WBegin + place.slot * SlotWarps * WStep);
   const CudaSlot<SlotWarps, SlotSram> slot{
-      (position % SlotWarps) * kWarpSize + static_cast<int>(threadIdx.x % kWarpSize),
-      smem + kReservedSmem + SramBegin + slot_index * SlotSram, barriers[slot_index],
+      place.rank * kWarpSize + static_cast<int>(threadIdx.x % kWarpSize),
+      smem + kReservedSmem + SramBegin + place.slot * SlotSram, barriers[place.slot],
       soft_barrier_state(smem, first_warp)};
-  for (long long t = slot_index;; t += NumSlots) {
+  for (long long t = place.slot;; t += NumSlots) {
     const long long task = task_of(p, t, Granularity, processors, TBegin, TStep);
     if (task >= TEnd) break;
     Task::run(slot, arena, task);

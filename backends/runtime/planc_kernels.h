@@ -50,6 +50,29 @@ PLANC_HD long long task_of(long long p, long long t, long long granularity, long
                          (t / granularity) * granularity * processors);
 }
 
+// The number of processor `proc` in a processor range, counted from the range's rotated first
+// processor `first` (0 .. processors-1).
+PLANC_HD long long processor_number(long long proc, long long begin, long long step,
+                                    long long processors, long long first) {
+  return ((proc - begin) / step - first + processors) % processors;
+}
+
+// Where a warp of a processor works in a resource group: slot `slot` (-1: none, the warp is
+// outside the WarpRange or beyond the last whole slot), as the `rank`-th warp of the slot.
+// Slots take the range's warps in order, `slot_warps` at a time.
+struct WarpPlace {
+  int slot;
+  int rank;
+};
+
+PLANC_HD WarpPlace place_warp(long long warp, long long begin, long long end, long long step,
+                              int slot_warps, int num_slots) {
+  if (!in_range(warp, begin, end, step)) return {-1, 0};
+  const int position = static_cast<int>((warp - begin) / step);
+  const int slot = position / slot_warps;
+  return slot < num_slots ? WarpPlace{slot, position % slot_warps} : WarpPlace{-1, 0};
+}
+
 // -- tiles -----------------------------------------------------------------------------------
 
 struct Tile {
@@ -68,13 +91,17 @@ struct Tiling {
   static constexpr long long count = n0 * n1 * n2 * n3;
 
   PLANC_HD static Tile tile(long long task) {
+    Tile t;
+    if (task < 0 || task >= count) {  // no such tile: nothing to compute
+      for (int d = 0; d < 4; ++d) t.begin[d] = t.extent[d] = 0;
+      return t;
+    }
     const long long c3 = task % n3;
     task /= n3;
     const long long c2 = task % n2;
     task /= n2;
     const long long c1 = task % n1;
     const long long c0 = task / n1;
-    Tile t;
     t.begin[0] = c0 * Unit::d0;
     t.begin[1] = c1 * Unit::d1;
     t.begin[2] = c2 * Unit::d2;
