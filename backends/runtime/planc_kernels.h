@@ -114,8 +114,16 @@ struct Tiling {
   }
 };
 
-// Calls f(i0, i1, i2, i3) for every element of the tile, each on one thread of the slot.
-template <class Slot, class F>
+// The index type of the elements of a tile of `Unit`: 32 bits unless the tile is larger (on a
+// GPU, 64-bit division is a long subroutine).
+template <class Unit>
+using tile_index_t = std::conditional_t<(Unit::d0 * Unit::d1 * Unit::d2 * Unit::d3 >
+                                         2147483647LL), long long, int>;
+
+// Calls f(i0, i1, i2, i3) for every element of task tile `t` of `Unit`s, each on one thread of
+// the slot. Threads walk the whole unit (divisions by constants) and skip what an edge tile
+// clips, W fastest, so neighbouring threads touch neighbouring elements.
+template <class Unit, class Slot, class F>
 PLANC_DEV void for_each_in_tile(const Slot& slot, const Tile& t, F&& f) {
   if constexpr (Slot::threads == 1) {
     for (long long i0 = t.begin[0]; i0 < t.begin[0] + t.extent[0]; ++i0)
@@ -123,17 +131,14 @@ PLANC_DEV void for_each_in_tile(const Slot& slot, const Tile& t, F&& f) {
         for (long long i2 = t.begin[2]; i2 < t.begin[2] + t.extent[2]; ++i2)
           for (long long i3 = t.begin[3]; i3 < t.begin[3] + t.extent[3]; ++i3) f(i0, i1, i2, i3);
   } else {
-    const long long e1 = t.extent[1], e2 = t.extent[2], e3 = t.extent[3];
-    const long long count = t.extent[0] * e1 * e2 * e3;
-    for (long long i = slot.tid; i < count; i += Slot::threads) {
-      long long rest = i;
-      const long long i3 = rest % e3;
-      rest /= e3;
-      const long long i2 = rest % e2;
-      rest /= e2;
-      const long long i1 = rest % e1;
-      const long long i0 = rest / e1;
-      f(t.begin[0] + i0, t.begin[1] + i1, t.begin[2] + i2, t.begin[3] + i3);
+    using I = tile_index_t<Unit>;
+    constexpr I u1 = static_cast<I>(Unit::d1), u2 = static_cast<I>(Unit::d2),
+                u3 = static_cast<I>(Unit::d3);
+    constexpr I count = static_cast<I>(Unit::d0) * u1 * u2 * u3;
+    for (I i = static_cast<I>(slot.tid); i < count; i += Slot::threads) {
+      const I i3 = i % u3, i2 = (i / u3) % u2, i1 = (i / (u3 * u2)) % u1, i0 = i / (u3 * u2 * u1);
+      if (i0 < t.extent[0] && i1 < t.extent[1] && i2 < t.extent[2] && i3 < t.extent[3])
+        f(t.begin[0] + i0, t.begin[1] + i1, t.begin[2] + i2, t.begin[3] + i3);
     }
   }
 }
@@ -235,7 +240,7 @@ template <class Shape, class Unit, class OutStrides, class Slot, class OutT, cla
           class... Ins>
 PLANC_DEV void elementwise(const Slot& slot, long long task, Fn fn, OutT* out, Ins... ins) {
   const Tile t = Tiling<Shape, Unit>::tile(task);
-  for_each_in_tile(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
+  for_each_in_tile<Unit>(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
     out[offset<OutStrides>(i0, i1, i2, i3)] = store_as<OutT>(fn(ins(i0, i1, i2, i3)...));
   });
 }
@@ -252,7 +257,7 @@ template <class Shape, class Unit, class OutStrides, class AStrides, class BStri
           class OutT, class AT, class BT>
 PLANC_DEV void rope(const Slot& slot, long long task, OutT* out, const AT* a, const BT* b) {
   const Tile t = Tiling<Shape, Unit>::tile(task);
-  for_each_in_tile(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
+  for_each_in_tile<Unit>(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
     const long long even = i3 & ~1LL, odd = i3 | 1LL;
     const auto a0 = to_compute(a[offset<AStrides>(i0, i1, i2, even)]);
     const auto a1 = to_compute(a[offset<AStrides>(i0, i1, i2, odd)]);
@@ -297,16 +302,16 @@ PLANC_DEV void reduce(const Slot& slot, long long task, OutT* out, const InT* in
   if constexpr (WarpWise && Slot::threads >= 32) {
     constexpr int warps = Slot::threads / 32;
     const int warp = slot.tid / 32, lane = slot.tid % 32;
-    const long long e1 = t.extent[1], e2 = t.extent[2], e3 = t.extent[3];
-    const long long count = t.extent[0] * e1 * e2 * e3;
-    for (long long i = warp; i < count; i += warps) {
-      long long rest = i;
-      const long long i3 = t.begin[3] + rest % e3;
-      rest /= e3;
-      const long long i2 = t.begin[2] + rest % e2;
-      rest /= e2;
-      const long long i1 = t.begin[1] + rest % e1;
-      const long long i0 = t.begin[0] + rest / e1;
+    using I = tile_index_t<Unit>;
+    constexpr I u1 = static_cast<I>(Unit::d1), u2 = static_cast<I>(Unit::d2),
+                u3 = static_cast<I>(Unit::d3);
+    constexpr I count = static_cast<I>(Unit::d0) * u1 * u2 * u3;
+    for (I i = warp; i < count; i += warps) {
+      const I j3 = i % u3, j2 = (i / u3) % u2, j1 = (i / (u3 * u2)) % u1, j0 = i / (u3 * u2 * u1);
+      if (!(j0 < t.extent[0] && j1 < t.extent[1] && j2 < t.extent[2] && j3 < t.extent[3]))
+        continue;
+      const long long i0 = t.begin[0] + j0, i1 = t.begin[1] + j1, i2 = t.begin[2] + j2,
+                      i3 = t.begin[3] + j3;
       const InT* base = in + offset<InStrides>(i0, i1, i2, i3);
       C acc = Kind::template init<C>();
       for (long long r = lane; r < AxisLen; r += 32)
@@ -319,7 +324,7 @@ PLANC_DEV void reduce(const Slot& slot, long long task, OutT* out, const InT* in
     return;
   }
 #endif
-  for_each_in_tile(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
+  for_each_in_tile<Unit>(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
     const InT* base = in + offset<InStrides>(i0, i1, i2, i3);
     C acc = Kind::template init<C>();
     for (long long r = 0; r < AxisLen; ++r)
@@ -336,7 +341,7 @@ template <class Shape, class Unit, class OutStrides, class IndexStrides, long lo
 PLANC_DEV void embedding(const Slot& slot, long long task, OutT* out, const IndexT* indices,
                          const WeightT* weight) {
   const Tile t = Tiling<Shape, Unit>::tile(task);
-  for_each_in_tile(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
+  for_each_in_tile<Unit>(slot, t, [&](long long i0, long long i1, long long i2, long long i3) {
     const long long row = static_cast<long long>(
         to_compute(indices[offset<IndexStrides>(i0, i1, i2, 0)]));
     const bool inside = row >= 0 && row < Rows;
@@ -395,37 +400,38 @@ PLANC_UNROLL
   };
 
   if constexpr (KS > 0) {
+    constexpr int ks = static_cast<int>(KS), tm = static_cast<int>(TM), tn = static_cast<int>(TN);
     float* As = reinterpret_cast<float*>(slot.smem);  // [KS][TM]
-    float* Bs = As + KS * TM;                          // [KS][TN]
+    float* Bs = As + ks * tm;                          // [KS][TN]
     for (long long k0 = 0; k0 < K; k0 += KS) {
       // Stage the tiles, walking the operand's contiguous dim fastest (coalesced loads).
-      for (long long i = slot.tid; i < KS * TM; i += threads) {
-        const bool k_fast = AStrides::d3 == 1;
-        const long long kk = k_fast ? i % KS : i / TM, mm = k_fast ? i / KS : i % TM;
+      for (int i = slot.tid; i < ks * tm; i += threads) {
+        constexpr bool k_fast = AStrides::d3 == 1;
+        const int kk = k_fast ? i % ks : i / tm, mm = k_fast ? i / ks : i % tm;
         const long long m = m0 + mm, k = k0 + kk;
-        As[kk * TM + mm] =
+        As[kk * tm + mm] =
             (m < M && k < K) ? as_float(A[m * AStrides::d2 + k * AStrides::d3]) : 0.f;
       }
-      for (long long i = slot.tid; i < KS * TN; i += threads) {
-        const bool n_fast = BStrides::d3 == 1 || BStrides::d2 != 1;
-        const long long kk = n_fast ? i / TN : i % KS, nn = n_fast ? i % TN : i / KS;
+      for (int i = slot.tid; i < ks * tn; i += threads) {
+        constexpr bool n_fast = BStrides::d3 == 1 || BStrides::d2 != 1;
+        const int kk = n_fast ? i / tn : i % ks, nn = n_fast ? i % tn : i / ks;
         const long long n = n0 + nn, k = k0 + kk;
-        Bs[kk * TN + nn] =
+        Bs[kk * tn + nn] =
             (n < N && k < K) ? as_float(B[k * BStrides::d2 + n * BStrides::d3]) : 0.f;
       }
       slot.sync();
-      const long long steps = min_of(KS, K - k0);
-      for (long long kk = 0; kk < steps; ++kk) {
+      const int steps = static_cast<int>(min_of(KS, K - k0));
+      for (int kk = 0; kk < steps; ++kk) {
         float av[RM], bv[RN];
 PLANC_UNROLL
         for (int i = 0; i < RM; ++i) {
-          const long long mm = ty + static_cast<long long>(i) * TY;
-          av[i] = mm < TM ? As[kk * TM + mm] : 0.f;
+          const int mm = ty + i * TY;
+          av[i] = mm < tm ? As[kk * tm + mm] : 0.f;
         }
 PLANC_UNROLL
         for (int j = 0; j < RN; ++j) {
-          const long long nn = tx + static_cast<long long>(j) * TX;
-          bv[j] = nn < TN ? Bs[kk * TN + nn] : 0.f;
+          const int nn = tx + j * TX;
+          bv[j] = nn < tn ? Bs[kk * tn + nn] : 0.f;
         }
         multiply(av, bv);
       }
