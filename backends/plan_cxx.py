@@ -226,9 +226,12 @@ class PlanPrinter(BasePrinter):
             for value in op.read_tensors:
                 if isinstance(root_view(value), ark.ViewOp):
                     found.setdefault(value.type.tensor_id, value.type)
-        whole = {t.buffer_id for t in found.values() if spans_buffer(t)}
+        whole: dict[int, int] = {}
+        for t in found.values():
+            if spans_buffer(t):
+                whole.setdefault(t.buffer_id, t.tensor_id)
         return [TensorFile(t, self.offset(t)) for t in found.values()
-                if spans_buffer(t) or t.buffer_id not in whole]
+                if whole.get(t.buffer_id, t.tensor_id) == t.tensor_id]
 
     def output_files(self) -> list[TensorFile]:
         """Results no operator uses: what the plan computes for its user."""

@@ -53,6 +53,8 @@ def config_for(op: dict, tile: list[int] | None = None) -> dict:
         return config
     if kind == "Embedding":
         return {"NumWarps": 1, "SramBytes": 0, "NumTasks": math.prod(out[:-1])}
+    if kind in ("Send", "SendDone", "Recv", "DeviceSync"):
+        return {"ChannelType": "Proxy", "NumTasks": 1, "NumWarps": 1, "SramBytes": 0}
     if kind == "Noop":
         return {"NumWarps": 1, "SramBytes": 0, "NumTasks": 0}
     tile = tile or ([4, 4] if kind == "Transpose" else [2, 8])
