@@ -126,13 +126,15 @@ constexpr long long kKC = 256;
 
 constexpr long long round_up(long long v, long long m) { return (v + m - 1) / m * m; }
 
-// Floats of packing buffers one matmul tile needs: an A block, a B block and the C tile.
+// Floats of packing buffers one matmul tile needs: an A block, a B block, the C tile and one
+// column of B.
 constexpr long long matmul_scratch_floats(long long tm, long long tn, long long k) {
   return round_up(tm, kMR) * min_of(kKC, k) + min_of(kKC, k) * round_up(tn, kNR) +
-         round_up(tm, kMR) * round_up(tn, kNR);
+         round_up(tm, kMR) * round_up(tn, kNR) + min_of(kKC, k);
 }
 
-// c[kMR x kNR] (row stride ldc) += a (kc x kMR, k-major) times b (kc x kNR, k-major).
+// c[kMR x kNR] (row stride ldc) += a times b over kc steps of k: a(r, k) = a[r*ar + k*ak] and
+// b (kc x kNR) is k-major. Accumulators stay in registers; a is broadcast, b loaded in vectors.
 #if defined(__GNUC__)
 typedef float vfloat __attribute__((vector_size(kVectorBytes)));
 inline vfloat vload(const float* p) {
@@ -142,14 +144,16 @@ inline vfloat vload(const float* p) {
 }
 inline void vstore(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
 
-inline void micro_kernel(long long kc, const float* a, const float* b, float* c, long long ldc) {
+inline void micro_kernel(long long kc, const float* a, long long ar, long long ak, const float* b,
+                         float* c, long long ldc) {
   vfloat acc[kMR][2];
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = vfloat{};
   for (long long k = 0; k < kc; ++k) {
     const vfloat b0 = vload(b + k * kNR), b1 = vload(b + k * kNR + kVL);
+    const float* ak_ = a + k * ak;
 #pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
-      const vfloat av = a[k * kMR + r] + vfloat{};
+      const vfloat av = ak_[r * ar] - vfloat{};  // a broadcast (x - 0 is x, exactly)
       acc[r][0] += av * b0;
       acc[r][1] += av * b1;
     }
@@ -160,15 +164,45 @@ inline void micro_kernel(long long kc, const float* a, const float* b, float* c,
   }
 }
 #else
-inline void micro_kernel(long long kc, const float* a, const float* b, float* c, long long ldc) {
+inline void micro_kernel(long long kc, const float* a, long long ar, long long ak, const float* b,
+                         float* c, long long ldc) {
   float acc[kMR][kNR] = {};
   for (long long k = 0; k < kc; ++k)
     for (int r = 0; r < kMR; ++r)
-      for (int j = 0; j < kNR; ++j) acc[r][j] += a[k * kMR + r] * b[k * kNR + j];
+      for (int j = 0; j < kNR; ++j) acc[r][j] += a[r * ar + k * ak] * b[k * kNR + j];
   for (int r = 0; r < kMR; ++r)
     for (int j = 0; j < kNR; ++j) c[r * ldc + j] += acc[r][j];
 }
 #endif
+
+// n contiguous elements as floats. The fp16 form is branch-free bit manipulation (the same
+// result as float_from_half_bits), so compilers vectorise it.
+template <class T>
+inline void to_floats(const T* src, float* dst, long long n) {
+  for (long long i = 0; i < n; ++i) dst[i] = as_float(src[i]);
+}
+inline void to_floats(const fp16* src, float* dst, long long n) {
+  for (long long i = 0; i < n; ++i) {
+    const uint32_t h = src[i].bits, magnitude = h & 0x7fffu, sign = (h & 0x8000u) << 16;
+    const uint32_t normal = (magnitude << 13) + 0x38000000u;   // rebias the exponent
+    const uint32_t special = (magnitude << 13) + 0x70000000u;  // inf and nan
+    const uint32_t subnormal =
+        float_bits(static_cast<float>(magnitude) * 5.9604644775390625e-8f);  // m * 2^-24
+    // Selections as masks: branches would keep the compiler from vectorising.
+    const uint32_t is_subnormal = 0u - static_cast<uint32_t>(magnitude < 0x0400u);
+    const uint32_t is_special = 0u - static_cast<uint32_t>(magnitude >= 0x7c00u);
+    const uint32_t bits = (subnormal & is_subnormal) |
+                          (~is_subnormal & ((special & is_special) | (normal & ~is_special)));
+    dst[i] = bits_float(bits | sign);
+  }
+}
+inline void to_floats(const bf16* src, float* dst, long long n) {
+  for (long long i = 0; i < n; ++i) dst[i] = bits_float(static_cast<uint32_t>(src[i].bits) << 16);
+}
+
+inline void zero(float* dst, long long n) {
+  for (long long i = 0; i < n; ++i) dst[i] = 0.f;
+}
 
 }  // namespace cpu
 
@@ -201,58 +235,67 @@ inline void matmul_packed(const Slot& slot, long long task, T* c, const T* a, co
   T* C = c + t.begin[0] * CStrides::d0 + t.begin[1] * CStrides::d1;
   constexpr long long MP = round_up(TM, kMR), NP = round_up(TN, kNR), KC = min_of(kKC, K);
   const long long mpanels = ceil_div(em, kMR), npanels = ceil_div(en, kNR);
+  const long long rows = mpanels * kMR, cols = npanels * kNR;
+  // A is held m-major (row r at ap + r*KC) when its k is contiguous, else k-major (ap + k*MP).
+  constexpr bool a_rows = AStrides::d3 == 1 || AStrides::d2 != 1;
   float* ap = slot.scratch;
   float* bp = ap + MP * KC;
   float* ct = bp + KC * NP;
-  for (long long i = 0; i < mpanels * kMR * NP; ++i) ct[i] = 0.f;
+  zero(ct, rows * NP);
 
   for (long long k0 = 0; k0 < K; k0 += KC) {
     const long long kc = min_of(KC, K - k0);
-    // B panels: bp[(j*kc + k)*kNR + jj] = B(k0+k, j*kNR+jj); read along B's contiguous dim.
-    for (long long j = 0; j < npanels; ++j) {
-      float* panel = bp + j * kc * kNR;
-      for (long long jj = 0; jj < kNR; ++jj) {
-        const long long n = j * kNR + jj;
+    // B panels of kNR columns, k-major: bp[(j*kc + k)*kNR + jj] = B(k0+k, j*kNR+jj).
+    if constexpr (BStrides::d3 == 1) {
+      for (long long k = 0; k < kc; ++k) {
+        const T* row = B + (k0 + k) * BStrides::d2;
+        for (long long j = 0; j < npanels; ++j) {
+          float* dst = bp + (j * kc + k) * kNR;
+          const long long width = min_of(kNR, en - j * kNR);
+          to_floats(row + j * kNR, dst, width);
+          zero(dst + width, kNR - width);
+        }
+      }
+    } else {  // k contiguous (a transposed B) or strided: convert along k, then transpose
+      float* column = ct + rows * NP;  // scratch after the C tile
+      for (long long n = 0; n < cols; ++n) {
+        float* panel = bp + (n / kNR) * kc * kNR + n % kNR;
         if (n >= en) {
-          for (long long k = 0; k < kc; ++k) panel[k * kNR + jj] = 0.f;
+          for (long long k = 0; k < kc; ++k) panel[k * kNR] = 0.f;
           continue;
         }
+        const T* src = B + n * BStrides::d3 + k0 * BStrides::d2;
         if constexpr (BStrides::d2 == 1) {
-          for (long long k = 0; k < kc; ++k)
-            panel[k * kNR + jj] = as_float(B[(k0 + k) + n * BStrides::d3]);
+          to_floats(src, column, kc);
+        } else {
+          for (long long k = 0; k < kc; ++k) column[k] = as_float(src[k * BStrides::d2]);
         }
-      }
-      if constexpr (BStrides::d2 != 1) {
-        for (long long k = 0; k < kc; ++k) {
-          const T* row = B + (k0 + k) * BStrides::d2;
-          for (long long jj = 0; jj < kNR && j * kNR + jj < en; ++jj)
-            panel[k * kNR + jj] = as_float(row[(j * kNR + jj) * BStrides::d3]);
-        }
+        for (long long k = 0; k < kc; ++k) panel[k * kNR] = column[k];
       }
     }
-    // A panels: ap[(i*kc + k)*kMR + r] = A(i*kMR+r, k0+k).
-    for (long long i = 0; i < mpanels; ++i) {
-      float* panel = ap + i * kc * kMR;
-      for (long long r = 0; r < kMR; ++r) {
-        const long long m = i * kMR + r;
+    // A: rows (k contiguous) or k-major rows of m (m contiguous); unused panel rows are 0.
+    if constexpr (a_rows) {
+      for (long long m = 0; m < rows; ++m) {
+        float* dst = ap + m * KC;
         if (m >= em) {
-          for (long long k = 0; k < kc; ++k) panel[k * kMR + r] = 0.f;
+          zero(dst, kc);
         } else if constexpr (AStrides::d3 == 1) {
-          const T* row = A + m * AStrides::d2 + k0;
-          for (long long k = 0; k < kc; ++k) panel[k * kMR + r] = as_float(row[k]);
+          to_floats(A + m * AStrides::d2 + k0, dst, kc);
+        } else {
+          for (long long k = 0; k < kc; ++k) dst[k] = as_float(A[m * AStrides::d2 + (k0 + k) * AStrides::d3]);
         }
       }
-      if constexpr (AStrides::d3 != 1) {
-        for (long long k = 0; k < kc; ++k) {
-          const T* col = A + (k0 + k) * AStrides::d3;
-          for (long long r = 0; r < kMR && i * kMR + r < em; ++r)
-            panel[k * kMR + r] = as_float(col[(i * kMR + r) * AStrides::d2]);
-        }
+    } else {
+      for (long long k = 0; k < kc; ++k) {
+        to_floats(A + (k0 + k) * AStrides::d3, ap + k * MP, em);
+        zero(ap + k * MP + em, rows - em);
       }
     }
+    constexpr long long ar = a_rows ? KC : 1, ak = a_rows ? 1 : MP;
     for (long long j = 0; j < npanels; ++j)
       for (long long i = 0; i < mpanels; ++i)
-        micro_kernel(kc, ap + i * kc * kMR, bp + j * kc * kNR, ct + i * kMR * NP + j * kNR, NP);
+        micro_kernel(kc, ap + i * kMR * ar, ar, ak, bp + j * kc * kNR,
+                     ct + i * kMR * NP + j * kNR, NP);
   }
   for (long long i = 0; i < em; ++i)
     for (long long j = 0; j < en; ++j)

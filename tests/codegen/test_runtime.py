@@ -118,10 +118,15 @@ static int convert(const char* path) {{
   float v;
   while (std::fread(&v, sizeof v, 1, f) == 1) values.push_back(v);
   std::fclose(f);
-  for (float x : values) {{
-    const uint16_t h = planc::half_bits_from_float(x);
-    std::printf("%u %u %u\\n", h, planc::bf16_bits_from_float(x),
-                planc::float_bits(planc::float_from_half_bits(h)));
+  std::vector<planc::fp16> halves;
+  for (float x : values) halves.push_back(planc::fp16{{planc::half_bits_from_float(x)}});
+  std::vector<float> widened(values.size());  // the matmul packing's vectorised conversion
+  planc::cpu::to_floats(halves.data(), widened.data(), static_cast<long long>(halves.size()));
+  for (size_t i = 0; i < values.size(); ++i) {{
+    const uint16_t h = halves[i].bits;
+    std::printf("%u %u %u %u\\n", h, planc::bf16_bits_from_float(values[i]),
+                planc::float_bits(planc::float_from_half_bits(h)),
+                planc::float_bits(widened[i]));
   }}
   return 0;
 }}
@@ -210,7 +215,7 @@ def test_fp16_and_bf16_conversions_round_like_numpy(harness):
     values.tofile(path)
     out = np.array([line.split() for line in programs.run_checked(
         [harness["root"] / "harness", "convert", path]).splitlines()], dtype=np.uint64)
-    half, bf16, back = out[:, 0], out[:, 1], out[:, 2]
+    half, bf16, back, widened = out[:, 0], out[:, 1], out[:, 2], out[:, 3]
     nan = np.isnan(values)
     with np.errstate(over="ignore"):  # values beyond the half range become inf
         expected_half = values[~nan].astype(np.float16).view(np.uint16)
@@ -221,6 +226,7 @@ def test_fp16_and_bf16_conversions_round_like_numpy(harness):
     got = back[:1 << 16].astype(np.uint32).view(np.float32)
     np.testing.assert_array_equal(got[~np.isnan(exact)], exact[~np.isnan(exact)])
     assert np.all(np.isnan(got[np.isnan(exact)]))
+    np.testing.assert_array_equal(widened, back)  # both conversions agree on every bit
 
 
 def test_the_tiling_check_covers_every_kernel_family(harness):
