@@ -13,6 +13,7 @@ import json
 import math
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
 
 from backends.ark_model import emit_model
 from compiler.json_reader import JsonNode
@@ -196,6 +197,20 @@ def merge_groups(doc: dict, task_ids: list[int]) -> dict:
     ranges = [rg["ProcessorRange"] for rg in merged["ResourceGroups"]]
     merged["ProcessorRange"] = [min(r[0] for r in ranges), max(r[1] for r in ranges)]
     return doc
+
+
+def plan_as_model(module: ModuleOp) -> ModuleOp:
+    """The plan's operators, in TaskInfo order, as a model: the reference for a plan that was
+    not made from a model at hand (e.g. a hand-tuned upstream plan)."""
+    from backends.ark_plan import single_plan
+    from dialects import plan
+
+    p = single_plan(module)
+    block, mapping = Block(), {}
+    for op in p.graph.ops:
+        if not isinstance(op, (plan.TaskOp, plan.ProcessorGroupOp)):
+            block.add_op(op.clone(value_mapper=mapping))
+    return ModuleOp([ark.ModelOp(p.rank.value.data, p.world_size.value.data, Region(block))])
 
 
 def operators_by_name(module: ModuleOp) -> dict[str, ark.ArkOp]:

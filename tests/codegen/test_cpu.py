@@ -13,9 +13,14 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests.codegen import programs
+from compiler.json_reader import load_json_file
+from compiler.locations import verify_module
+from compiler.model_interpreter import run_model
+from frontends.ark_plan import import_document
+from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
 from tests.codegen.conftest import EMULATED
+from tests.conftest import corpus_root
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -81,3 +86,18 @@ class TestProgramErrors:
         assert "expected INPUT_DIR and OUTPUT_DIR" in self.run(built, tmp_path).stderr
         result = self.run(built, tmp_path, tmp_path, "--iterations", "0")
         assert result.returncode == 1 and "--iterations expects an integer >= 1" in result.stderr
+
+
+def test_upstream_split_k_plan_runs_like_its_operators(tmp_path):
+    """ARK's tutorial plan at full size: 108 processors, the last matmul split along K into two
+    concurrent processor groups, element-wise results written in place into a shared buffer."""
+    path = corpus_root() / "ark" / "tutorial_plan_cuda80.json"
+    if not path.is_file():
+        pytest.skip(f"upstream corpus file not found: {path}")
+    module = import_document(load_json_file(path))
+    directory = programs.emit(module, "cpu", tmp_path / "program")
+    programs.build_cpu(directory)
+    reference = plans.plan_as_model(module)
+    verify_module(reference)
+    run = run_model(reference)
+    programs.compare(programs.run_program(directory / "plan", run, tmp_path), run)
