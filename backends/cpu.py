@@ -18,8 +18,13 @@ from argparse import Namespace
 from xdsl.dialects.builtin import ModuleOp
 
 from backends import ark_plan
-from backends.plan_cxx import PlanPrinter, program_readme, range_args, runtime_files
-from compiler.diagnostics import PlancError
+from backends.plan_cxx import (
+    PlanPrinter,
+    plan_pipeline,
+    program_readme,
+    range_args,
+    runtime_files,
+)
 from dialects import ark, plan
 
 BUILD = "g++ -std=c++17 -O3 -march=native -ffp-contract=fast -pthread plan.cpp -o plan"
@@ -114,11 +119,7 @@ class CpuPrinter(PlanPrinter):
 
 
 def pipeline(source_format: str, options: Namespace) -> str:
-    if source_format == "ark-plan":
-        return ""
-    if source_format == "ark-model":
-        return ark_plan.pipeline(source_format, options)
-    raise PlancError(f"--target cpu runs ARK plans, not {source_format} documents")
+    return plan_pipeline("cpu", source_format, options)
 
 
 def emit(module: ModuleOp, options: Namespace) -> dict[str, str]:

@@ -30,7 +30,13 @@ import networkx as nx
 from xdsl.dialects.builtin import ModuleOp
 
 from backends import ark_plan
-from backends.plan_cxx import PlanPrinter, program_readme, range_args, runtime_files
+from backends.plan_cxx import (
+    PlanPrinter,
+    plan_pipeline,
+    program_readme,
+    range_args,
+    runtime_files,
+)
 from compiler.diagnostics import PlancError, UsageError
 from dialects import plan
 
@@ -249,11 +255,7 @@ add_executable(plan host.cu kernel.cu)
 
 
 def pipeline(source_format: str, options: Namespace) -> str:
-    if source_format == "ark-plan":
-        return ""
-    if source_format == "ark-model":
-        return ark_plan.pipeline(source_format, options)
-    raise PlancError(f"--target cuda runs ARK plans, not {source_format} documents")
+    return plan_pipeline("cuda", source_format, options)
 
 
 def emit(module: ModuleOp, options: Namespace) -> dict[str, str]:

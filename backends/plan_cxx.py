@@ -62,6 +62,17 @@ REDUCTIONS: dict[type[ark.ArkOp], str] = {
 }
 
 
+def plan_pipeline(target: str, source_format: str, options) -> str:
+    """Plans are emitted as they are; models are first planned by the `ark` target's pipeline."""
+    if source_format == "ark-plan":
+        return ""
+    if source_format == "ark-model":
+        from backends import ark_plan
+
+        return ark_plan.pipeline(source_format, options)
+    raise PlancError(f"--target {target} runs ARK plans, not {source_format} documents")
+
+
 def runtime_files(*extra: str) -> dict[str, str]:
     """The runtime headers a program includes, by their path in the output directory."""
     folder = resources.files("backends.runtime")

@@ -37,23 +37,29 @@ PLANC_DEV unsigned* soft_barrier_state(char* smem, int first_warp) {
   return reinterpret_cast<unsigned*>(smem) + 2 * first_warp;
 }
 
+// Arrival at a generation-counting barrier of `count` arrivals (state: arrivals, generation);
+// the last arrival resets the count and starts the next generation, so the same state serves
+// again right away. `fence` orders memory at the barrier's scope; `pause` eases the spinning.
+template <class Fence, class Pause>
+PLANC_DEV void arrive_and_wait(unsigned* state, unsigned count, Fence fence, Pause pause) {
+  volatile unsigned* generation = state + 1;
+  const unsigned seen = *generation;
+  fence();
+  if (atomicAdd(state, 1u) == count - 1) {
+    atomicExch(state, 0u);
+    fence();
+    atomicAdd(state + 1, 1u);
+  } else {
+    while (*generation == seen) pause();
+  }
+  fence();
+}
+
 // A barrier among `warps` warps in shared memory, for slots that got no named barrier.
 PLANC_DEV void soft_barrier(unsigned* state, unsigned warps) {
   __syncwarp();
-  if (threadIdx.x % kWarpSize == 0) {
-    volatile unsigned* generation = state + 1;
-    const unsigned seen = *generation;
-    __threadfence_block();
-    if (atomicAdd(state, 1u) == warps - 1) {
-      atomicExch(state, 0u);
-      __threadfence_block();
-      atomicAdd(state + 1, 1u);
-    } else {
-      while (*generation == seen) {
-      }
-    }
-    __threadfence_block();
-  }
+  if (threadIdx.x % kWarpSize == 0)
+    arrive_and_wait(state, warps, [] { __threadfence_block(); }, [] {});
   __syncwarp();
 }
 
@@ -117,19 +123,8 @@ PLANC_DEV void task_seq(char* arena, char* smem) {
 // state serves every iteration of the persistent loop).
 PLANC_DEV void grid_barrier(unsigned* state, unsigned count) {
   __syncthreads();
-  if (threadIdx.x == 0) {
-    volatile unsigned* generation = state + 1;
-    const unsigned seen = *generation;
-    __threadfence();
-    if (atomicAdd(state, 1u) == count - 1) {
-      atomicExch(state, 0u);
-      __threadfence();
-      atomicAdd(state + 1, 1u);
-    } else {
-      while (*generation == seen) __nanosleep(64);
-    }
-    __threadfence();
-  }
+  if (threadIdx.x == 0)
+    arrive_and_wait(state, count, [] { __threadfence(); }, [] { __nanosleep(64); });
   __syncthreads();
 }
 
