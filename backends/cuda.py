@@ -229,6 +229,8 @@ HOST_MAIN = (
     "PLANC_CUDA_CHECK(cudaGetLastError());",
     "float milliseconds = 0.f;",
     "PLANC_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));",
+    "PLANC_CUDA_CHECK(cudaEventDestroy(start));",
+    "PLANC_CUDA_CHECK(cudaEventDestroy(stop));",
     "PLANC_CUDA_CHECK(cudaMemcpy(host.data(), arena, host.size(), cudaMemcpyDeviceToHost));",
     "PLANC_CUDA_CHECK(cudaFree(arena));",
     "planc::save_outputs(host.data(), kOutputs.data(), static_cast<int>(kOutputs.size()), "

@@ -325,6 +325,10 @@ class PlanPrinter(BasePrinter):
             if len(tg.tasks) == 0:
                 self.line(f"//   (task group of task {tg.task} has no task indices)")
                 continue
+            if len(op.processors) == 0:
+                raise PlancError(f"task group of task {tg.task} has task indices {tg.tasks} but "
+                                 f"its resource group has no processors ({op.processors})",
+                                 path=source_path(tg))
             self.print_task_group(op, schedule, first_processor(op, schedule))
 
     # Operators: one kernel call each.

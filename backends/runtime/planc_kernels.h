@@ -425,13 +425,13 @@ PLANC_UNROLL
         float av[RM], bv[RN];
 PLANC_UNROLL
         for (int i = 0; i < RM; ++i) {
-          const int mm = ty + i * TY;
-          av[i] = mm < tm ? As[kk * tm + mm] : 0.f;
+          const int mm = ty + i * TY;  // always inside when TY divides TM (ty < TY)
+          av[i] = (TM % TY == 0 || mm < tm) ? As[kk * tm + mm] : 0.f;
         }
 PLANC_UNROLL
         for (int j = 0; j < RN; ++j) {
           const int nn = tx + j * TX;
-          bv[j] = nn < tn ? Bs[kk * tn + nn] : 0.f;
+          bv[j] = (TN % TX == 0 || nn < tn) ? Bs[kk * tn + nn] : 0.f;
         }
         multiply(av, bv);
       }

@@ -115,6 +115,16 @@ def test_matmul_of_integers_has_no_kernel():
     assert info.value.path == "$.TaskInfos[0].Ops[0]"
 
 
+def test_task_indices_without_processors_are_refused():
+    doc = small_plan_doc()
+    doc["ProcessorGroups"][1]["ProcessorRange"] = [1, 1]
+    doc["ProcessorGroups"][1]["ResourceGroups"][0]["ProcessorRange"] = [1, 1]
+    with pytest.raises(PlancError, match=r"task group of task 1 has task indices \[0, 8\] but "
+                                         r"its resource group has no processors") as info:
+        emit(doc, "cuda")
+    assert info.value.path == "$.ProcessorGroups[1].ResourceGroups[0].TaskGroups[0]"
+
+
 def test_unknown_operator_types_are_refused():
     doc = small_plan_doc()
     doc["TaskInfos"][1]["Ops"][0]["Type"] = "Softplus"
