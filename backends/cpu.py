@@ -31,6 +31,12 @@ BUILD = "g++ -std=c++17 -O3 -march=native -ffp-contract=fast -pthread plan.cpp -
 """The one-line build; -march=native lets the compiler vectorise the matmul micro-kernel for
 this machine, and contracting a*b+c into FMAs is what BLAS libraries do too."""
 
+EMULATION_NOTE = """
+To check the GPU forms of the kernels on this machine, build with `-DPLANC_EMULATE_WARPS=N`:
+every warp slot then runs as N threads per warp with its own shared memory and slot barriers,
+as the CUDA program runs it (slower; for checking, not for speed).
+"""
+
 CMAKE = """cmake_minimum_required(VERSION 3.16)
 project(planc_plan LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 17)
@@ -129,6 +135,6 @@ def emit(module: ModuleOp, options: Namespace) -> dict[str, str]:
         **runtime_files("planc_cpu.h"),
         "tensors.json": printer.manifest(),
         "README.md": program_readme(printer, "planc CPU program", BUILD,
-                                    "cmake -B build && cmake --build build"),
+                                    "cmake -B build && cmake --build build", EMULATION_NOTE),
         "CMakeLists.txt": CMAKE,
     }

@@ -502,7 +502,8 @@ def range_args(r: plan.Range) -> str:
     return f"{r.begin}, {r.end}, {r.step}"
 
 
-def program_readme(printer: PlanPrinter, title: str, build: str, cmake: str) -> str:
+def program_readme(printer: PlanPrinter, title: str, build: str, cmake: str,
+                   notes: str = "") -> str:
     """README.md of an emitted program: how to build and run it, what it reads and writes."""
     p = printer.plan
     inputs = ", ".join(f"t{f.tensor.tensor_id}" for f in printer.input_files()) or "none"
@@ -529,4 +530,4 @@ the stored type (little-endian; FP16 and BF16 as their 16-bit patterns). `tensor
 them with their data types and shapes (inputs: {inputs}; outputs: {outputs}). With
 `--iterations N` the plan runs N times (after `--warmup` untimed runs) and the time per
 iteration is printed.
-"""
+{notes}"""
