@@ -297,7 +297,8 @@ inline void matmul_packed(const Slot& slot, long long task, T* c, const T* a, co
         } else if constexpr (AStrides::d3 == 1) {
           to_floats(A + m * AStrides::d2 + k0, dst, kc);
         } else {
-          for (long long k = 0; k < kc; ++k) dst[k] = as_float(A[m * AStrides::d2 + (k0 + k) * AStrides::d3]);
+          for (long long k = 0; k < kc; ++k)
+            dst[k] = as_float(A[m * AStrides::d2 + (k0 + k) * AStrides::d3]);
         }
       }
     } else {

@@ -113,7 +113,8 @@ inline void load_inputs(char* arena, const TensorFile* tensors, int count,
     const long long expected = element_count(t) * t.element_bytes;
     std::error_code error;
     const auto size = std::filesystem::file_size(path, error);
-    if (error) fail("%s: cannot read input tensor %d: %s", path.c_str(), t.id, error.message().c_str());
+    if (error)
+      fail("%s: cannot read input tensor %d: %s", path.c_str(), t.id, error.message().c_str());
     if (static_cast<long long>(size) != expected)
       fail("%s: input tensor %d (%s, %lld elements) needs %lld bytes, the file has %lld",
            path.c_str(), t.id, t.dtype, element_count(t), expected, static_cast<long long>(size));
@@ -132,7 +133,8 @@ inline void save_outputs(const char* arena, const TensorFile* tensors, int count
                          const std::string& dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  if (error) fail("%s: cannot create the output directory: %s", dir.c_str(), error.message().c_str());
+  if (error)
+    fail("%s: cannot create the output directory: %s", dir.c_str(), error.message().c_str());
   for (int i = 0; i < count; ++i) {
     const TensorFile& t = tensors[i];
     std::vector<char> data(static_cast<size_t>(element_count(t) * t.element_bytes));
