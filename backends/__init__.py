@@ -109,6 +109,13 @@ TARGETS: tuple[TargetInfo, ...] = (
                     "(default 1MB)", metavar="BYTES"),
                Flag("--mscclpp-hw", "hardware model of the cost model (default h100)",
                     choices=("h100", "a100"), default="h100"))),
+    TargetInfo("cpu", "C++17 program running an ARK plan on CPU threads (a directory)",
+               "backends.cpu", writes_directory=True),
+    TargetInfo("cuda", "CUDA host program and persistent kernel of an ARK plan (a directory)",
+               "backends.cuda", writes_directory=True,
+               flags=(Flag("--cuda-arch", "GPU architecture of the emitted build files, e.g. "
+                           "sm_90 (default: the plan's Architecture, else sm_80)",
+                           metavar="SM"),)),
 )
 
 
