@@ -46,9 +46,22 @@ class TargetInfo:
     module: str
     writes_directory: bool = False
     flags: tuple[Flag, ...] = ()
+    many_inputs: bool = False
+    """Takes several INPUT files of one format (e.g. one ARK model per rank)."""
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
+
+
+TT_FLAGS = (
+    Flag("--arch", "device whose hardware model to use (tt: wormhole_b0 or blackhole; default "
+         "wormhole_b0)", metavar="NAME"),
+    Flag("--grid", "Tensix core grid GXxGY to partition over (tt; default: the device's "
+         "compute grid)", metavar="GXxGY"),
+    Flag("--partition", "how output tiles are split over cores (tt; default auto: the "
+         "strategy the cost model finds fastest)", default="auto",
+         choices=("auto", "row_major", "column_major", "block", "z_order")),
+)
 
 
 TARGETS: tuple[TargetInfo, ...] = (
@@ -59,8 +72,9 @@ TARGETS: tuple[TargetInfo, ...] = (
     TargetInfo("ark", "ARK plan file (JSON)", "backends.ark_plan",
                flags=(Flag("--json-layout", "ARK plan text layout (default: denser, ARK's own)",
                            default="denser", choices=("denser", "indented")),
-                      Flag("--arch", "device to compile for (ark: a100, h100 or mi300x; "
-                                     "default a100)", metavar="NAME"),
+                      Flag("--arch", "device whose hardware model to use (ark: a100, h100 or "
+                                     "mi300x, default a100; tt: wormhole_b0 or blackhole, "
+                                     "default wormhole_b0)", metavar="NAME"),
                       Flag("--planner", "how to plan a model (ark: planc, the default, or "
                                         "ark-default, ARK's own default planner)",
                            metavar="NAME"),
@@ -72,6 +86,50 @@ TARGETS: tuple[TargetInfo, ...] = (
                       Flag("--cost-only", "planc simulate: only model time and memory, skip "
                                           "the tile-by-tile functional run (for plans too "
                                           "large to execute with numpy)", switch=True))),
+    TargetInfo("tt", "Tenstorrent runtime plan (tt.plan.json)", "backends.tt_plan",
+               flags=TT_FLAGS),
+    TargetInfo("tt-metal", "TT-Metalium host program and reader/compute/writer kernels (C++)",
+               "backends.tt_metal", writes_directory=True, flags=TT_FLAGS),
+    TargetInfo("gemini", "Gemini scheduler IR (*_stschedule.json)", "backends.gemini",
+               flags=(Flag("--mesh", "Gemini core mesh XxY (default 1x1)", metavar="XxY"),
+                      Flag("--buffer-size", "Gemini L2 bytes per core (default 8388608)",
+                           metavar="BYTES", type=int),
+                      Flag("--dram-bw", "Gemini DRAM bandwidth in GB/s (default 16)",
+                           metavar="GBPS", type=float),
+                      Flag("--batch", "Gemini batch size (default: the model's)", metavar="N",
+                           type=int))),
+    TargetInfo("gemini-layers", "Gemini frontend layer description (JSON)",
+               "backends.gemini_layers"),
+    TargetInfo(
+        "mscclpp", "MSCCL++ execution plan (JSON); from a plan, from ARK models (one file per "
+        "rank), or generated with --collective", "backends.mscclpp", many_inputs=True,
+        flags=(Flag("--mscclpp-schema", "schema of the written plan (default: seed)",
+                    default="seed", choices=("seed", "executor")),
+               Flag("--collective", "generate this collective (no INPUT needed)",
+                    choices=("allreduce", "allgather", "reducescatter", "broadcast",
+                             "alltoall")),
+               Flag("--ranks", "number of GPUs of the generated collective", type=int,
+                    metavar="N"),
+               Flag("--algorithm", "ring, allpairs, oneshot (allreduce), nvls (switch), or "
+                    "auto: the fastest under the cost model at --message-size",
+                    metavar="NAME"),
+               Flag("--protocol", "Simple (signals) or LL (packets)",
+                    choices=("Simple", "LL")),
+               Flag("--instances", "parallel copies of the algorithm, each on its own thread "
+                    "blocks and chunks (default 1)", type=int, metavar="K"),
+               Flag("--root", "root rank of a broadcast (default 0)", type=int, metavar="R"),
+               Flag("--out-of-place", "generate an out-of-place collective", switch=True),
+               Flag("--message-size", "message size for the cost model, e.g. 1MB, 64K, 4096 "
+                    "(default 1MB)", metavar="BYTES"),
+               Flag("--mscclpp-hw", "hardware model of the cost model (default h100)",
+                    choices=("h100", "a100"), default="h100"))),
+    TargetInfo("cpu", "C++17 program running an ARK plan on CPU threads (a directory)",
+               "backends.cpu", writes_directory=True),
+    TargetInfo("cuda", "CUDA host program and persistent kernel of an ARK plan (a directory)",
+               "backends.cuda", writes_directory=True,
+               flags=(Flag("--cuda-arch", "GPU architecture of the emitted build files, e.g. "
+                           "sm_90 (default: the plan's Architecture, else sm_80)",
+                           metavar="SM"),)),
 )
 
 

@@ -17,6 +17,7 @@ from backends.json_format import MODEL_DEPTH, denser_json
 from compiler.diagnostics import PlancError
 from dialects import ark
 from dialects.json_value import dict_value
+from dialects.utils import single_root
 
 
 def buffer_json(buffer: ark.BufferAttr) -> dict[str, Any]:
@@ -132,10 +133,7 @@ def model_json(model: ark.ModelOp) -> dict[str, Any]:
 
 
 def single_model(module: ModuleOp) -> ark.ModelOp:
-    models = [op for op in module.ops if isinstance(op, ark.ModelOp)]
-    if len(models) != 1:
-        raise PlancError(f"expected one ark.model in the module, found {len(models)}")
-    return models[0]
+    return single_root(module, ark.ModelOp)
 
 
 def emit_model(module: ModuleOp) -> str:

@@ -17,6 +17,7 @@ from backends.json_format import PLAN_DEPTH, denser_json, indented_json
 from compiler.diagnostics import PlancError, UsageError, one_of
 from dialects import plan
 from dialects.json_value import dict_value
+from dialects.utils import single_root
 
 DEFAULT_DEVICE = "a100"
 
@@ -67,10 +68,7 @@ def plan_json(p: plan.PlanOp) -> dict[str, Any]:
 
 
 def single_plan(module: ModuleOp) -> plan.PlanOp:
-    plans = [op for op in module.ops if isinstance(op, plan.PlanOp)]
-    if len(plans) != 1:
-        raise PlancError(f"expected one plan.plan in the module, found {len(plans)}")
-    return plans[0]
+    return single_root(module, plan.PlanOp)
 
 
 ARK_FORMATS = ("current", "legacy", "torch")

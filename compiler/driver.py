@@ -1,12 +1,15 @@
 """`planc`: the command-line compiler.
 
-    planc INPUT --target NAME [-o OUTPUT] [--pipeline SPEC] [--print-ir-after-all] [flags]
+    planc INPUT... --target NAME [-o OUTPUT] [--pipeline SPEC] [--print-ir-after-all] [flags]
     planc check INPUT [--json]
     planc simulate INPUT [--json]
 
 The input format is detected from the document (or named with --from); `.mlir` inputs are IR
 printed by planc or planc-opt. The target's default pipeline (or --pipeline) transforms the IR,
-and the target writes the result. Every user error is one line on stderr,
+and the target writes the result. Targets that take several documents of one format (the
+ARK models of all ranks, for an MSCCL++ plan) accept INPUT repeated; they receive one module
+holding every document's top-level op, each marked with the file it came from (`planc.file`).
+Every user error is one line on stderr,
 `planc: error: FILE: $.json.path: message`, with exit code 1 and no output file; an internal
 error (a bug in planc) exits with 2.
 
@@ -41,8 +44,8 @@ SUBCOMMANDS = ("check", "simulate")
 
 
 def _listing() -> str:
-    targets = "\n".join(f"  {t.name:<12} {t.summary}" for t in TARGETS)
-    formats = "\n".join(f"  {f.name:<12} {f.summary}" for f in FORMATS)
+    targets = "\n".join(f"  {t.name:<14} {t.summary}" for t in TARGETS)
+    formats = "\n".join(f"  {f.name:<14} {f.summary}" for f in FORMATS)
     return (f"targets:\n{targets}\n\ninput formats (detected, or --from NAME):\n{formats}\n\n"
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
             f"  {PROG} simulate INPUT [--json]   functional check and modeled time")
@@ -68,8 +71,9 @@ def compile_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compile execution plans for accelerator runtimes.", epilog=_listing())
-    parser.add_argument("input", nargs="?", metavar="INPUT",
-                        help="input document (JSON, or .mlir printed by planc)")
+    parser.add_argument("input", nargs="*", metavar="INPUT",
+                        help="input document (JSON, or .mlir printed by planc); targets that "
+                             "combine documents (mscclpp: one ARK model per rank) take several")
     parser.add_argument("-t", "--target", default="mlir", metavar="NAME",
                         help="output format (default: mlir); see the list below")
     parser.add_argument("-o", "--output", metavar="OUTPUT",
@@ -207,8 +211,33 @@ def without_garbage_collection() -> Iterator[None]:
             gc.enable()
 
 
+def load_inputs(paths: list[str], forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
+    """Several documents of one format as one module; each top-level op is marked with its
+    file (`planc.file`) so that errors found later can name it."""
+    from xdsl.dialects.builtin import StringAttr
+
+    loaded = [(path, *load_input(path, forced)) for path in paths]
+    first_path, fmt, combined = loaded[0]
+    for path, other, _ in loaded[1:]:
+        if other is not fmt:
+            raise UsageError(f"all inputs must be of one format: {first_path} is {fmt.name}, "
+                             f"{path} is {other.name}")
+    for path, _, module in loaded:
+        for op in list(module.ops):
+            op.attributes["planc.file"] = StringAttr(path)
+            if module is not combined:
+                op.detach()
+                combined.body.block.add_op(op)
+    return fmt, combined
+
+
 def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo,
                         ) -> tuple[str, ModuleOp]:
+    if len(args.inputs) > 1:
+        if not target.many_inputs:
+            raise UsageError(f"--target {target.name} takes one INPUT, got {len(args.inputs)}")
+        fmt, module = load_inputs(args.inputs, args.source_format)
+        return fmt.name, module
     if args.input is not None:
         fmt, module = load_input(args.input, args.source_format)
         return fmt.name, module
@@ -235,7 +264,8 @@ def compile_command(args: argparse.Namespace) -> int:
             run_pipeline(module, spec, print_ir=args.print_ir_after_all)
             product = backend.emit(module, args)
     except PlancError as e:
-        raise e.in_file(args.input) if args.input else e from None
+        # With several inputs, only the error itself knows which file it is about.
+        raise e.in_file(args.input) if len(args.inputs) == 1 else e from None
     if args.output and args.output != "-":
         write_product(args.output, product)
     elif isinstance(product, str):
@@ -302,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             handler = check_command if command == "check" else simulate_command
         else:
             args = compile_parser().parse_args(argv)
+            args.inputs = args.input
+            args.input = args.inputs[0] if args.inputs else None
             handler = compile_command
         return handler(args)
     except PlancError as e:

@@ -11,7 +11,8 @@ from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from compiler.diagnostics import PlancError
+from compiler.diagnostics import PlancError, extend_path
+from dialects.utils import VerifyAt
 
 
 def json_location(path: str) -> NameLoc:
@@ -34,13 +35,21 @@ def verify_module(module: ModuleOp) -> None:
 
     Ops are verified one by one rather than through `module.verify()`, whose diagnostics print
     the whole module: for a user, the op's path and the verifier's sentence are the message.
-    Children come before their parents, as in xDSL, so an op's own rules are reported before
-    the document-wide rules its container checks.
+    Parents come before their children: a document's header (a grid, a rank) is checked before
+    the parts that depend on it. A container whose document-wide rules rely on its children's
+    own rules checks those first (see `plan.plan`).
     """
-    for op in module.walk(region_first=True):
+    for op in module.walk():
         try:
             op.verify_()
         except (VerifyException, DiagnosticException) as e:
             message = str(e).split("\n", 1)[0]
-            culprit = getattr(e, "op", op)  # dialects.verify.VerifyAtError names a child op
-            raise PlancError(message, path=source_path(culprit)) from None
+            raise PlancError(message, path=error_path(op, e)) from None
+
+
+def error_path(op: Operation, error: Exception) -> str | None:
+    """The JSON path a verifier failure of `op` points at."""
+    if not isinstance(error, VerifyAt):
+        return source_path(op)
+    path = source_path(error.op or op)
+    return extend_path(path, *error.steps) if path is not None else None

@@ -46,9 +46,12 @@ def _planc_target(info: TargetInfo) -> Callable[[], type[Target]]:
 
             def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
                 product = info.load().emit(module, _no_options())
-                if not isinstance(product, str):
-                    raise PlancError(f"target {info.name} writes a directory; use planc -o")
-                output.write(product)
+                if isinstance(product, str):
+                    output.write(product)
+                    return
+                # A directory target: every file, under a header line naming it (for lit).
+                for path, text in product.items():
+                    output.write(f"// ===== {path} =====\n{text}")
 
         return PlancTarget
 
@@ -86,7 +89,7 @@ class PlancOptMain(xDSLOptMain):
     def register_all_targets(self) -> None:
         super().register_all_targets()
         for info in TARGETS:
-            if info.name != "mlir" and not info.writes_directory:
+            if info.name != "mlir":
                 self.available_targets[info.name] = _planc_target(info)
 
     def register_all_frontends(self) -> None:

@@ -1,30 +1,32 @@
-"""planc's dialects, one module each. `get_all_dialects` is lazy, like xDSL's own."""
+"""planc's dialects, one module each. `get_all_dialects` is lazy, like xDSL's own: a dialect's
+module is imported only when the context first needs it. To add one, add a row to `DIALECTS`."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
+DIALECTS: tuple[tuple[str, str, str], ...] = (
+    # (dialect name, module, Dialect object)
+    ("ark", "dialects.ark", "Ark"),
+    ("plan", "dialects.plan", "Plan"),
+    ("tt", "dialects.tt", "TT"),
+    ("metalium", "dialects.metalium", "Metalium"),
+    ("gemini", "dialects.gemini", "Gemini"),
+    ("dnn", "dialects.dnn", "Dnn"),
+    ("mscclpp", "dialects.mscclpp", "Mscclpp"),
+    ("sched", "dialects.sched", "Sched"),
+)
+
+
+def _lazy(module: str, name: str) -> Callable[[], Dialect]:
+    def load() -> Dialect:
+        return getattr(importlib.import_module(module), name)
+
+    return load
+
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
-    def get_ark() -> Dialect:
-        from dialects.ark import Ark
-
-        return Ark
-
-    def get_plan() -> Dialect:
-        from dialects.plan import Plan
-
-        return Plan
-
-    def get_sched() -> Dialect:
-        from dialects.sched import Sched
-
-        return Sched
-
-    return {
-        "ark": get_ark,
-        "plan": get_plan,
-        "sched": get_sched,
-    }
+    return {name: _lazy(module, obj) for name, module, obj in DIALECTS}

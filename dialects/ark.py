@@ -21,6 +21,7 @@ type encodes the ARK argument type tag (see `ArgKind`).
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC
 from collections.abc import Sequence
@@ -83,7 +84,19 @@ MAX_DIMS = 4
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
+    return _cached_ints(tuple(values))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_ints(values: tuple[int, ...]) -> DenseArrayBase:
+    # Attributes are immutable, so equal shapes can share one (building one costs ~40 us).
     return DenseArrayBase.from_list(i64, list(values))
+
+
+@functools.lru_cache(maxsize=8192)
+def int_values(array: DenseArrayBase) -> tuple[int, ...]:
+    """The integers of a dense array, cached: unpacking bytes on every shape query adds up."""
+    return tuple(array.get_values())
 
 
 def _print_ints(printer: Printer, values: Sequence[int]) -> None:
@@ -311,35 +324,22 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def shape_list(self) -> list[int]:
-        return list(self._dims[0])
+        return list(int_values(self.shape))
 
     @property
     def strides_list(self) -> list[int]:
-        return list(self._dims[1])
+        return list(int_values(self.strides))
 
     @property
     def offsets_list(self) -> list[int]:
-        return list(self._dims[2])
+        return list(int_values(self.offsets))
 
     @property
     def padded_list(self) -> list[int]:
         """The padded shape, which is the shape itself when the file did not give one."""
-        return list(self._dims[3])
-
-    @property
-    def _dims(self) -> tuple[tuple[int, ...], ...]:
-        """Shape, strides, offsets and padded shape, unpacked once per attribute (planners
-        ask for them constantly, and unpacking a dense array is slow). The attribute is
-        immutable, so the instance keeps them (IRDL forbids declaring a cached field)."""
-        cached = self.__dict__.get("_planc_dims")
-        if cached is None:
-            shape = tuple(self.shape.get_values())
-            padded = shape if isinstance(self.padded_shape, NoneAttr) else tuple(
-                self.padded_shape.get_values())
-            cached = (shape, tuple(self.strides.get_values()),
-                      tuple(self.offsets.get_values()), padded)
-            self.__dict__["_planc_dims"] = cached
-        return cached
+        if isinstance(self.padded_shape, NoneAttr):
+            return self.shape_list
+        return list(int_values(self.padded_shape))
 
     @property
     def buffer_id(self) -> int:
@@ -371,15 +371,13 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     def with_buffer(self, buffer: BufferAttr) -> TensorType:
         """The same tensor on another buffer (memory planning moves tensors between buffers).
 
-        No rule of a tensor involves its buffer, so the copy is not verified again, and it
-        keeps the unpacked dims: this is the hot path of moving tens of thousands of tensors.
+        No rule of a tensor involves its buffer, so the copy is not verified again: this is the
+        hot path of moving tens of thousands of tensors.
         """
         moved = TensorType.__new__(TensorType)
         for (name, _), value in zip(TensorType.get_irdl_definition().parameters,
                                     (*self.parameters[:7], buffer, self.extra), strict=True):
             object.__setattr__(moved, name, value)
-        if "_planc_dims" in self.__dict__:
-            moved.__dict__["_planc_dims"] = self.__dict__["_planc_dims"]
         return moved
 
     def same_layout(self, other: TensorType) -> bool:
@@ -1081,31 +1079,22 @@ RecvReduceSendOp = _op(
     npeers=opt_prop_def(IntegerAttr), rank=opt_prop_def(IntegerAttr))
 
 
-@irdl_op_definition
-class ReshapeOp(ArkOp):
-    """The registered `Reshape` type. ARK itself serializes reshapes as virtual `Tensor` ops;
-    this class exists so a file that does name the type keeps it."""
+class VirtualOp(ArkOp, ABC):
+    """Operators that compute nothing: their result describes data that already exists."""
 
-    name = "ark.reshape"
-    TYPE: ClassVar[str] = "Reshape"
     ARITY: ClassVar[Arity] = Arity((0, UNBOUNDED), (0, 0), (1, 1))
     IS_VIRTUAL: ClassVar[bool] = True
     RESULT_ALIASES: ClassVar[str | None] = None
 
 
-@irdl_op_definition
-class TensorOp(ArkOp):
-    """The virtual `Tensor` operator: declares, reshapes or slices a tensor (its result).
-
-    Reads are the source tensor (plus extra dependencies for identity views) or nothing.
-    `ark-compress` removes these nodes the way ARK's Model::compress() does.
-    """
-
-    name = "ark.tensor"
-    TYPE: ClassVar[str] = "Tensor"
-    ARITY: ClassVar[Arity] = Arity((0, UNBOUNDED), (0, 0), (1, 1))
-    IS_VIRTUAL: ClassVar[bool] = True
-    RESULT_ALIASES: ClassVar[str | None] = None
+TensorOp = _op("Tensor", "ark.tensor", VirtualOp,
+               "The virtual `Tensor` operator: declares, reshapes or slices a tensor (its "
+               "result). Reads are the source tensor (plus extra dependencies for identity "
+               "views) or nothing. `ark-compress` removes these nodes the way ARK's "
+               "Model::compress() does.")
+ReshapeOp = _op("Reshape", "ark.reshape", VirtualOp,
+                "The registered `Reshape` type. ARK itself serializes reshapes as virtual "
+                "`Tensor` ops; this class exists so a file that does name the type keeps it.")
 
 
 @irdl_op_definition

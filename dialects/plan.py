@@ -54,7 +54,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
-from dialects.utils import VerifyAtError, body_block
+from dialects.utils import VerifyAt, body_block, verify_first
 
 if TYPE_CHECKING:
     import numpy as np
@@ -302,7 +302,7 @@ class ProcessorGroupOp(IRDLOperation):
         processors = self.processors
         for rg in self.resource_groups():
             if not rg.processors.within(processors):
-                raise VerifyAtError(
+                raise VerifyAt(
                     f"resource group processors {rg.processors} are not inside the processor "
                     f"group's {processors}", rg)
 
@@ -450,20 +450,22 @@ class PlanOp(IRDLOperation):
     def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
         """Check every TaskInfo; return (task op, NumTasks) by id."""
         tasks: dict[int, tuple[TaskOp, int]] = {}
-        for task in (op for op in self.graph.ops if isinstance(op, TaskOp)):
+        task_ops = [op for op in self.graph.ops if isinstance(op, TaskOp)]
+        verify_first(task_ops)  # slots divide by NumWarps
+        for task in task_ops:
             if task.task_id in tasks:
-                raise VerifyAtError(f"TaskInfo id {task.task_id} is used twice", task)
+                raise VerifyAt(f"TaskInfo id {task.task_id} is used twice", task)
             tasks[task.task_id] = (task, -1)
         for task_id, ops in self.task_operators().items():
             if task_id not in tasks:
-                raise VerifyAtError(f"operator belongs to TaskInfo {task_id}, which does not "
+                raise VerifyAt(f"operator belongs to TaskInfo {task_id}, which does not "
                                     "exist", ops[0])
             task = tasks[task_id][0]
             num_tasks = None
             for op in ops:
                 count = _verify_operator_config(op, task)
                 if num_tasks is not None and count != num_tasks:
-                    raise VerifyAtError(
+                    raise VerifyAt(
                         f"all operators of task {task_id} must have the same NumTasks; "
                         f"'{op.label.data}' has {count}, an earlier one {num_tasks}", op)
                 num_tasks = count
@@ -472,24 +474,26 @@ class PlanOp(IRDLOperation):
 
     def _verify_processor_group(self, pg: ProcessorGroupOp,
                                 tasks: dict[int, tuple[TaskOp, int]]) -> None:
+        # The checks below rely on each group's own rules (SramRange step 1, ...).
+        verify_first(op for op in pg.walk() if op is not pg)
         all_processors = Range(0, self.processor_count)
         if not pg.processors.within(all_processors):
-            raise VerifyAtError(f"ProcessorRange {pg.processors} is not inside [0, "
+            raise VerifyAt(f"ProcessorRange {pg.processors} is not inside [0, "
                                 f"NumProcessors {self.processor_count})", pg)
         all_warps = Range(0, self.warps_per_processor)
         for rg in pg.resource_groups():
             if not rg.warps.within(all_warps):
-                raise VerifyAtError(f"WarpRange {rg.warps} is not inside [0, "
+                raise VerifyAt(f"WarpRange {rg.warps} is not inside [0, "
                                     f"NumWarpsPerProcessor {self.warps_per_processor})", rg)
             for tg in rg.task_groups():
                 if tg.task not in tasks:
-                    raise VerifyAtError(f"TaskId {tg.task} names no TaskInfo", tg)
+                    raise VerifyAt(f"TaskId {tg.task} names no TaskInfo", tg)
                 task, num_tasks = tasks[tg.task]
                 if tg.tasks.end > num_tasks:
-                    raise VerifyAtError(f"TaskRange {tg.tasks} is not inside [0, NumTasks "
+                    raise VerifyAt(f"TaskRange {tg.tasks} is not inside [0, NumTasks "
                                         f"{num_tasks}) of task {tg.task}", tg)
                 if slot_layout(rg, task).num_slots < 1:
-                    raise VerifyAtError(
+                    raise VerifyAt(
                         f"task {tg.task} needs {task.warps} warps and {task.sram} SRAM bytes, "
                         f"but the resource group has {len(rg.warps)} warps and "
                         f"{len(rg.sram)} SRAM bytes: no slot fits", tg)
@@ -498,7 +502,7 @@ class PlanOp(IRDLOperation):
 def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) -> None:
     for rg in pg.resource_groups():
         if rg.sram.end > max_sram:
-            raise VerifyAtError(f"SramRange {rg.sram} exceeds the {max_sram} bytes of shared "
+            raise VerifyAt(f"SramRange {rg.sram} exceeds the {max_sram} bytes of shared "
                                 f"memory a plan may use on one processor of {arch}", rg)
 
 
@@ -509,13 +513,13 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
     config = op.config_value()
     for key in required_config(op):
         if key not in config:
-            raise VerifyAtError(f"Config of {op.ark_type} '{op.label.data}' lacks '{key}'", op)
+            raise VerifyAt(f"Config of {op.ark_type} '{op.label.data}' lacks '{key}'", op)
     for key in ("NumWarps", "SramBytes", "NumTasks"):
         if not isinstance(config[key], int) or isinstance(config[key], bool) or config[key] < 0:
-            raise VerifyAtError(f"Config {key} of '{op.label.data}' must be a non-negative "
+            raise VerifyAt(f"Config {key} of '{op.label.data}' must be a non-negative "
                                 f"integer, got {config[key]!r}", op)
     if config["NumWarps"] > task.warps or config["SramBytes"] > task.sram:
-        raise VerifyAtError(
+        raise VerifyAt(
             f"'{op.label.data}' needs {config['NumWarps']} warps and {config['SramBytes']} SRAM "
             f"bytes, more than its task {task.task_id} reserves ({task.warps}, {task.sram})", op)
     _verify_tiling(op, config)
@@ -529,26 +533,26 @@ def _verify_tiling(op: ark.ArkOp, config: dict) -> None:
         tile = config["TileShapeMNK"]
         if not (isinstance(tile, list) and len(tile) == 3 and all(
                 isinstance(v, int) and v > 0 for v in tile)):
-            raise VerifyAtError(f"TileShapeMNK of '{op.label.data}' must be 3 positive "
+            raise VerifyAt(f"TileShapeMNK of '{op.label.data}' must be 3 positive "
                                 f"integers, got {tile!r}", op)
         expected = matmul_task_count(op, tile)
     elif isinstance(op, ark.ReduceOp):
         if config["ImplType"] not in ("WarpWise", "ElementWise"):
-            raise VerifyAtError(f"ImplType of '{op.label.data}' must be WarpWise or "
+            raise VerifyAt(f"ImplType of '{op.label.data}' must be WarpWise or "
                                 f"ElementWise, got {config['ImplType']!r}", op)
         last_axis = len(op.inputs[0].shape_list) - 1
         if config["ImplType"] == "WarpWise" and op.axis_index != last_axis:
-            raise VerifyAtError(f"ImplType WarpWise of '{op.label.data}' needs the last axis, "
+            raise VerifyAt(f"ImplType WarpWise of '{op.label.data}' needs the last axis, "
                                 f"but Axis is {op.axis_index}", op)
     elif isinstance(op, (*TILED_ELEMENTWISE, ark.TransposeOp, ark.ScalarAssignOp)):
         tile = config["Tile"]
         if not (isinstance(tile, list) and 1 <= len(tile) <= 4 and all(
                 isinstance(v, int) and v > 0 for v in tile)):
-            raise VerifyAtError(f"Tile of '{op.label.data}' must be 1 to 4 positive integers, "
+            raise VerifyAt(f"Tile of '{op.label.data}' must be 1 to 4 positive integers, "
                                 f"got {tile!r}", op)
         expected = output_tile_count(op.outputs[0].shape_list, tile)
     if expected is not None and config["NumTasks"] != expected:
-        raise VerifyAtError(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
+        raise VerifyAt(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
                             f"tiling covers the output with {expected} tiles", op)
 
 

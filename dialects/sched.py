@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.plan import Range, RangeAttr, range_attr
-from dialects.utils import VerifyAtError, body_block
+from dialects.utils import VerifyAt, body_block
 
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
@@ -267,24 +267,24 @@ class ScheduleOp(IRDLOperation):
         kernels: dict[int, KernelOp] = {}
         for kernel in (op for op in self.graph.ops if isinstance(op, KernelOp)):
             if kernel.kernel_id in kernels:
-                raise VerifyAtError(f"kernel id {kernel.kernel_id} is used twice", kernel)
+                raise VerifyAt(f"kernel id {kernel.kernel_id} is used twice", kernel)
             kernels[kernel.kernel_id] = kernel
         for op in self.operators():
             if op.is_virtual:
                 continue
             if op.task_id is None:
-                raise VerifyAtError(f"{op.ark_type} '{op.label.data}' belongs to no kernel", op)
+                raise VerifyAt(f"{op.ark_type} '{op.label.data}' belongs to no kernel", op)
             if op.task_id not in kernels:
-                raise VerifyAtError(f"{op.ark_type} '{op.label.data}' belongs to kernel "
+                raise VerifyAt(f"{op.ark_type} '{op.label.data}' belongs to kernel "
                                     f"{op.task_id}, which is not declared", op)
         for phase in self.phases():
             for launch in phase.launches():
                 kernel = kernels.get(launch.kernel_id)
                 if kernel is None:
-                    raise VerifyAtError(f"launch of kernel {launch.kernel_id}, which is not "
+                    raise VerifyAt(f"launch of kernel {launch.kernel_id}, which is not "
                                         "declared", launch)
                 if kernel.tiled and launch.tile_range.end > kernel.tiles:
-                    raise VerifyAtError(f"tiles {launch.tile_range} are not inside the "
+                    raise VerifyAt(f"tiles {launch.tile_range} are not inside the "
                                         f"{kernel.tiles} tiles of kernel {kernel.kernel_id}",
                                         launch)
 

@@ -2,17 +2,48 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypeVar
+
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.utils.exceptions import VerifyException
 
+from compiler.diagnostics import PlancError
 
-class VerifyAtError(VerifyException):
-    """A rule checked by a container op (which sees the whole document) but broken by one of
-    its children: `op` is the child, so the error is reported at the child's JSON path."""
+RootT = TypeVar("RootT", bound=Operation)
 
-    def __init__(self, message: str, op: Operation):
+
+class VerifyAt(VerifyException):
+    """A verifier failure that belongs to a member of the op's JSON object, or to another op.
+
+    `steps` extend the path of `op` (the failing op itself when None): a layout's verifier
+    raising `VerifyAt("...", None, "shard")` is reported at `$.layouts.A.shard`, and a
+    container op checking document-wide rules blames a child by passing that child op.
+    """
+
+    def __init__(self, message: str, op: Operation | None = None, *steps: str | int):
         super().__init__(message)
         self.op = op
+        self.steps = steps
+
+
+VerifyAtError = VerifyAt  # the name branches started from; drop once they are merged
+
+
+def verify_first(ops: Iterable[Operation]) -> None:
+    """Run the verifiers of `ops` now, blaming each failure on its own op.
+
+    For a container whose document-wide rules only make sense once some children's own rules
+    hold (the container's verifier runs before theirs).
+    """
+    for child in ops:
+        try:
+            child.verify_()
+        except VerifyAt:
+            raise
+        except VerifyException as e:
+            raise VerifyAt(str(e), child) from None
 
 
 def body_block(region: Region) -> Block:
@@ -25,3 +56,11 @@ def body_block(region: Region) -> Block:
     if not region.blocks:
         region.add_block(Block())
     return region.block
+
+
+def single_root(module: ModuleOp, cls: type[RootT]) -> RootT:
+    """The one top-level `cls` op of `module` (a document), or a PlancError."""
+    roots = [op for op in module.ops if isinstance(op, cls)]
+    if len(roots) != 1:
+        raise PlancError(f"expected one {cls.name} in the module, found {len(roots)}")
+    return roots[0]

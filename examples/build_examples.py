@@ -8,6 +8,9 @@ The examples are planc's own, built with `frontends.model_builder` (ARK's Python
                        embedding, per-head softmax attention, output projection, residual;
 * sendrecv_rank0.json  two ranks: rank 0 scales a tensor and sends it to rank 1, which adds
   sendrecv_rank1.json  its own bias to what it receives.
+* allreduce_rank0.json two ranks: each all-reduces its [4096, 1024] FP16 tensor the way ARK's
+  allreduce_rank1.json Model::all_reduce writes it (send, receive, add), then adds a bias;
+                       `planc allreduce_rank*.json -t mscclpp` finds the all-reduce.
 
 A test checks that this script reproduces the committed files exactly.
 """
@@ -74,11 +77,19 @@ def sendrecv(rank: int, shape: tuple[int, ...] = (64, 256)) -> str:
     return emit_model(m.finish())
 
 
+def allreduce(rank: int, ranks: int = 2) -> str:
+    from frontends.collective_models import all_reduce_models
+
+    return emit_model(all_reduce_models(ranks, (4096, 1024))[rank])
+
+
 EXAMPLES = {
     "ffn.json": ffn,
     "attention.json": attention,
     "sendrecv_rank0.json": lambda: sendrecv(0),
     "sendrecv_rank1.json": lambda: sendrecv(1),
+    "allreduce_rank0.json": lambda: allreduce(0),
+    "allreduce_rank1.json": lambda: allreduce(1),
 }
 
 

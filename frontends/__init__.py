@@ -49,6 +49,21 @@ def load_hook(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
+def _tt_plan(doc: Any) -> bool:
+    """A TileLang-TT runtime plan, or an array of them (planc's multi-kernel file). Either of
+    its two most distinctive keys identifies it, so a plan missing the other one is reported
+    as such rather than as an unknown format."""
+    def is_plan(value: Any) -> bool:
+        return isinstance(value, dict) and ("core_grid" in value or "work_partition" in value)
+    return is_plan(doc) or (isinstance(doc, list) and bool(doc) and is_plan(doc[0]))
+
+
+def _is_layer_description(doc: Any) -> bool:
+    """Gemini's frontend IR: an object of layers, each with an operation and shapes."""
+    return isinstance(doc, dict) and bool(doc) and all(
+        isinstance(v, dict) and "operation" in v and "output_shape" in v for v in doc.values())
+
+
 FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
@@ -58,6 +73,24 @@ FORMATS: tuple[InputFormat, ...] = (
                 "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
                 simulate="compiler.plan_simulator:simulate_plan",
                 describe="frontends.ark_plan:describe"),
+    InputFormat("tt", "Tenstorrent runtime plan (tt.plan.json, TileLang-TT)",
+                "frontends.tt_plan", _tt_plan, "tt.plans",
+                simulate="compiler.tt_simulator:simulate_plans",
+                describe="frontends.tt_plan:describe"),
+    InputFormat("gemini-ir", "Gemini scheduler IR (*_stschedule.json)", "frontends.gemini_ir",
+                _has("buffersize", "xlen", "ylen"), "gemini.schedule",
+                simulate="compiler.gemini_simulator:simulate_schedule",
+                describe="frontends.gemini_ir:describe"),
+    InputFormat("gemini-layers", "Gemini frontend layer description (DNN layers)",
+                "frontends.gemini_layers", _is_layer_description, "dnn.graph",
+                simulate="compiler.dnn_interpreter:simulate_graph",
+                describe="frontends.gemini_layers:describe"),
+    InputFormat("mscclpp", "MSCCL++ execution plan (collective algorithm; seed or executor "
+                "schema)", "frontends.mscclpp",
+                lambda doc: isinstance(doc, dict) and "gpus" in doc
+                and ("collective" in doc or "protocol" in doc), "mscclpp.algorithm",
+                simulate="compiler.collectives.simulator:simulate_plan",
+                describe="frontends.mscclpp:describe"),
 )
 
 

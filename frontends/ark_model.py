@@ -21,6 +21,7 @@ from compiler.json_reader import JsonNode
 from compiler.locations import json_location
 from dialects import ark
 from dialects.json_value import dict_attr
+from dialects.utils import single_root
 
 # ---------------------------------------------------------------------------------------------
 # Tensors, buffers and arguments
@@ -47,6 +48,34 @@ def _constructed(node: JsonNode, build: Callable[[], Attribute]) -> Attribute:
 
 
 def read_buffer(node: JsonNode) -> ark.BufferAttr:
+    key = _buffer_key(node.value)
+    if key is not None:
+        cached = _BUFFERS.get(key)
+        if cached is not None:
+            return cached
+    buffer = _read_buffer(node)
+    if key is not None:
+        _BUFFERS[key] = buffer
+    return buffer
+
+
+_BUFFERS: dict[tuple, ark.BufferAttr] = {}
+"""Buffers already built, by content: a model mentions each buffer in many tensors."""
+
+
+def _buffer_key(value) -> tuple | None:
+    """A hashable key for a well-formed, extra-free buffer object; None otherwise."""
+    if not isinstance(value, dict) or not value.keys() <= BUFFER_KEYS:
+        return None
+    try:
+        return (value["Id"], value["Rank"], tuple(map(tuple, value["SendTags"])),
+                tuple(map(tuple, value["RecvTags"])), value.get("IsExternal"),
+                type(value["Id"]), type(value["Rank"]))
+    except (KeyError, TypeError):
+        return None
+
+
+def _read_buffer(node: JsonNode) -> ark.BufferAttr:
     def tags(key: str) -> list[tuple[int, int]]:
         pairs = []
         for pair in node[key].elements():
@@ -66,6 +95,41 @@ def read_buffer(node: JsonNode) -> ark.BufferAttr:
 
 
 def read_tensor(node: JsonNode) -> ark.TensorType:
+    return _plain_tensor(node.value) or _read_tensor(node)
+
+
+def _plain_tensor(raw) -> ark.TensorType | None:
+    """The tensor of a well-formed, extra-free tensor object, built without path bookkeeping.
+
+    Most tensors in real files look exactly like this; anything else (including every error)
+    takes the checked path, which says precisely what is wrong and where.
+    """
+    if not isinstance(raw, dict) or not raw.keys() <= TENSOR_KEYS:
+        return None
+    try:
+        tensor_id, dtype, shape = raw["Id"], raw["DataType"], raw["Shape"]
+        strides, offsets = raw["Strides"], raw["Offsets"]
+        padded, pads = raw.get("PaddedShape"), raw.get("Pads")
+        buffer = raw["Buffer"]
+    except KeyError:
+        return None
+    lists = [shape, strides, offsets] + [v for v in (padded, pads) if v is not None]
+    if (type(tensor_id) is not int or dtype not in ark.DATA_TYPE_BYTES
+            or not all(type(v) is list and len(v) == len(shape) and 1 <= len(v) <= dims
+                       and all(type(x) is int for x in v) for v in lists)
+            or _buffer_key(buffer) is None):
+        return None
+    buffer_attr = _BUFFERS.get(_buffer_key(buffer))
+    if buffer_attr is None:
+        return None
+    try:
+        return ark.TensorType.get(tensor_id, dtype, shape, buffer_attr, strides=strides,
+                                  offsets=offsets, padded_shape=padded, pads=pads)
+    except VerifyException:
+        return None
+
+
+def _read_tensor(node: JsonNode) -> ark.TensorType:
     shape = node["Shape"].as_int_list(1, dims, min_value=1)
     n = len(shape)
 
@@ -169,6 +233,7 @@ class TensorTable:
         self.values: dict[int, SSAValue] = {}
         self.described_at: dict[int, str] = {}
         self.produced_at: dict[int, str] = {}
+        self.raw: dict[int, tuple[dict, SSAValue]] = {}
 
     def _check_same(self, node: JsonNode, tensor: ark.TensorType) -> None:
         known = self.values.get(tensor.tensor_id)
@@ -177,6 +242,12 @@ class TensorTable:
                              f"{self.described_at[tensor.tensor_id]}")
 
     def use(self, node: JsonNode, view_source: ViewSource) -> SSAValue:
+        # A tensor object repeats in every operator that uses it: when its text is the one
+        # already seen, reuse the value instead of rebuilding (and re-verifying) its type.
+        tensor_id = node.value.get("Id") if isinstance(node.value, dict) else None
+        known = self.raw.get(tensor_id) if isinstance(tensor_id, int) else None
+        if known is not None and known[0] == node.value:
+            return known[1]
         tensor = read_tensor(node)
         self._check_same(node, tensor)
         value = self.values.get(tensor.tensor_id)
@@ -187,6 +258,7 @@ class TensorTable:
             self.block.add_op(view)
             value = self.values[tensor.tensor_id] = view.result
             self.described_at[tensor.tensor_id] = node.path
+        self.raw[tensor.tensor_id] = (node.value, value)
         return value
 
     def declare_result(self, node: JsonNode) -> ark.TensorType:
@@ -203,6 +275,7 @@ class TensorTable:
     def define(self, value: SSAValue, node: JsonNode) -> None:
         tensor_id = value.type.tensor_id
         self.values[tensor_id] = value
+        self.raw[tensor_id] = (node.value, value)
         self.produced_at[tensor_id] = self.described_at[tensor_id] = node.path
 
 
@@ -285,6 +358,7 @@ class _ModelImporter:
         self.block = Block()
         self.table = TensorTable(self.block)
         self.node_ops: dict[int, list[ark.ArkOp]] = {}
+        self.position: dict[int, int] = {}
         self.declared: dict[int, tuple[JsonNode, JsonNode, JsonNode]] = {}
         self.node_form: str | None = None
 
@@ -323,6 +397,7 @@ class _ModelImporter:
         info.update(node.unknown_members(NODE_KEYS))
         ops[0].node_info = dict_attr(info)
         self.node_ops[node_id] = ops
+        self.position[node_id] = len(self.position)
 
     def _view_source(self, declared_producers: list[int]) -> ViewSource:
         """A view aliases the newest result on its buffer among the declared producers.
@@ -331,8 +406,11 @@ class _ModelImporter:
         view; its consumers list the real producer instead. Linking the view to that producer's
         result puts the dependency back into SSA form.
         """
+        candidates = sorted((p for p in set(declared_producers) if p in self.position),
+                            key=self.position.__getitem__, reverse=True)
+
         def source(tensor: ark.TensorType) -> SSAValue | None:
-            for producer in reversed([p for p in self.node_ops if p in declared_producers]):
+            for producer in candidates:
                 for op in reversed(self.node_ops[producer]):
                     for value in op.result_tensors:
                         if value.type.buffer_id == tensor.buffer_id:
@@ -387,7 +465,7 @@ def import_document(doc: JsonNode) -> ModuleOp:
 
 
 def describe(module: ModuleOp) -> str:
-    model = next(op for op in module.ops if isinstance(op, ark.ModelOp))
+    model = single_root(module, ark.ModelOp)
     operators = model.operators()
     nodes = {op.node_id for op in operators}
     tensors = {r.type.tensor_id for op in model.graph.ops for r in op.results}

@@ -20,6 +20,7 @@ from compiler.json_reader import JsonNode
 from compiler.locations import json_location
 from dialects import ark, plan
 from dialects.json_value import dict_attr
+from dialects.utils import single_root
 from frontends.ark_model import TensorTable, read_operator
 
 PLAN_KEYS = frozenset(plan.PlanOp.HEADER_KEYS)
@@ -123,7 +124,7 @@ def import_document(doc: JsonNode) -> ModuleOp:
 
 
 def describe(module: ModuleOp) -> str:
-    p = next(op for op in module.ops if isinstance(op, plan.PlanOp))
+    p = single_root(module, plan.PlanOp)
     operators = sum(len(ops) for ops in p.task_operators().values())
     return (f"rank {p.rank.value.data} of {p.world_size.value.data}, "
             f"{p.processor_count} processors x {p.warps_per_processor} warps, "

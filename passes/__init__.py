@@ -1,66 +1,55 @@
-"""planc's passes, one module each. `get_all_passes` is lazy, like xDSL's own."""
+"""planc's passes, one module each. `get_all_passes` is lazy, like xDSL's own: a pass's module
+is imported only when a pipeline uses it. To add a pass, add a row to `PASSES`."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+PASSES: tuple[tuple[str, str, str], ...] = (
+    # (pass name, module, class)
+    ("ark-compress", "passes.ark_compress", "ArkCompressPass"),
+    # Tenstorrent
+    ("tt-tile", "passes.tt_tile", "TtTilePass"),
+    ("tt-partition", "passes.tt_partition", "TtPartitionPass"),
+    ("tt-place", "passes.tt_place", "TtPlacePass"),
+    ("tt-to-metalium", "passes.tt_to_metalium", "TtToMetaliumPass"),
+    # Gemini
+    ("dnn-from-ark", "passes.dnn_from_ark", "DnnFromArkPass"),
+    ("dnn-rebatch", "passes.dnn_rebatch", "DnnRebatchPass"),
+    ("gemini-group-layers", "passes.gemini_group_layers", "GeminiGroupLayersPass"),
+    ("gemini-batch-cut", "passes.gemini_batch_cut", "GeminiBatchCutPass"),
+    ("gemini-partition", "passes.gemini_partition", "GeminiPartitionPass"),
+    ("gemini-workloads", "passes.gemini_workloads", "GeminiWorkloadsPass"),
+    ("gemini-receptive-field", "passes.gemini_receptive_field", "GeminiReceptiveFieldPass"),
+    ("gemini-transfer-ids", "passes.gemini_transfer_ids", "GeminiTransferIdsPass"),
+    ("gemini-dram-order", "passes.gemini_dram_order", "GeminiDramOrderPass"),
+    ("gemini-allocate-l2", "passes.gemini_allocate_l2", "GeminiAllocateL2Pass"),
+    ("gemini-wl0", "passes.gemini_wl0", "GeminiWl0Pass"),
+    ("gemini-cycles", "passes.gemini_cycles", "GeminiCyclesPass"),
+    # MSCCL++
+    ("lower-ark-comm-to-mscclpp", "passes.lower_ark_comm_to_mscclpp",
+     "LowerArkCommToMscclppPass"),
+    # ARK plans
+    ("ark-default-plan", "passes.ark_default_plan", "ArkDefaultPlanPass"),
+    ("ark-plan", "passes.ark_plan", "ArkPlanPass"),
+    ("ark-to-sched", "passes.ark_to_sched", "ArkToSchedPass"),
+    ("sched-fuse", "passes.sched_fuse", "SchedFusePass"),
+    ("sched-tile", "passes.sched_tile", "SchedTilePass"),
+    ("sched-partition", "passes.sched_partition", "SchedPartitionPass"),
+    ("sched-allocate", "passes.sched_allocate", "SchedAllocatePass"),
+    ("sched-to-plan", "passes.sched_to_plan", "SchedToPlanPass"),
+)
+
+
+def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(module), cls)
+
+    return load
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    def get_ark_compress() -> type[ModulePass]:
-        from passes.ark_compress import ArkCompressPass
-
-        return ArkCompressPass
-
-    def get_ark_default_plan() -> type[ModulePass]:
-        from passes.ark_default_plan import ArkDefaultPlanPass
-
-        return ArkDefaultPlanPass
-
-    def get_ark_plan() -> type[ModulePass]:
-        from passes.ark_plan import ArkPlanPass
-
-        return ArkPlanPass
-
-    def get_ark_to_sched() -> type[ModulePass]:
-        from passes.ark_to_sched import ArkToSchedPass
-
-        return ArkToSchedPass
-
-    def get_sched_fuse() -> type[ModulePass]:
-        from passes.sched_fuse import SchedFusePass
-
-        return SchedFusePass
-
-    def get_sched_tile() -> type[ModulePass]:
-        from passes.sched_tile import SchedTilePass
-
-        return SchedTilePass
-
-    def get_sched_partition() -> type[ModulePass]:
-        from passes.sched_partition import SchedPartitionPass
-
-        return SchedPartitionPass
-
-    def get_sched_allocate() -> type[ModulePass]:
-        from passes.sched_allocate import SchedAllocatePass
-
-        return SchedAllocatePass
-
-    def get_sched_to_plan() -> type[ModulePass]:
-        from passes.sched_to_plan import SchedToPlanPass
-
-        return SchedToPlanPass
-
-    return {
-        "ark-compress": get_ark_compress,
-        "ark-default-plan": get_ark_default_plan,
-        "ark-plan": get_ark_plan,
-        "ark-to-sched": get_ark_to_sched,
-        "sched-fuse": get_sched_fuse,
-        "sched-tile": get_sched_tile,
-        "sched-partition": get_sched_partition,
-        "sched-allocate": get_sched_allocate,
-        "sched-to-plan": get_sched_to_plan,
-    }
+    return {name: _lazy(module, cls) for name, module, cls in PASSES}

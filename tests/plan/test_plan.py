@@ -255,3 +255,8 @@ def test_buffer_layout_is_arks_back_to_back_layout():
     assert layout.sizes == {0: 128, 1: 512, 2: 256, 3: 256, 4: 256}
     assert layout.offsets == {0: 0, 1: 128, 2: 640, 3: 896, 4: 1152}
     assert layout.total_bytes == 1408
+
+
+def test_task_rules_come_before_the_slots_that_divide_by_them():
+    error = check_error(edit(lambda d: d["TaskInfos"][0].update(NumWarps=0)))
+    assert (error.path, error.message) == ("$.TaskInfos[0]", "task 0: NumWarps must be >= 1, got 0")

@@ -18,7 +18,13 @@ from tests.conftest import EXAMPLES
 from tests.sched.models import MODELS
 
 ARCHES = ("a100", "h100", "mi300x")
-EXAMPLE_MODELS = sorted(p.name for p in EXAMPLES.glob("*.json") if "sendrecv" not in p.name)
+def _computes(path) -> bool:
+    """Is this example a compute model (not one rank's communication)?"""
+    ops = [node["Op"]["Type"] for node in json.loads(path.read_text())["Nodes"]]
+    return not {"Send", "Recv", "SendPacket", "RecvPacket", "DeviceSync"} & set(ops)
+
+
+EXAMPLE_MODELS = sorted(p.name for p in EXAMPLES.glob("*.json") if _computes(p))
 
 
 def example(name: str):

@@ -1,0 +1,176 @@
+"""`--target gemini`: Gemini scheduler IR (`*_stschedule.json`).
+
+From a scheduler IR document the target re-emits it (import, verify, export: a lossless round
+trip); from a model (Gemini's frontend layer description, or an ARK model) it runs the scheduling
+pipeline (`PIPELINE`, one pass per decision) and writes the schedule. The text is JsonCpp's
+StyledWriter layout, which Gemini's own tools write.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Attribute
+
+from backends.jsoncpp import styled_json
+from compiler.diagnostics import PlancError, UsageError
+from dialects import gemini
+from dialects.gemini import Kind
+from dialects.json_value import dict_value
+
+
+def schedule_pipeline(options: argparse.Namespace) -> str:
+    """The passes that schedule a `dnn` graph onto the mesh and lower it to `gemini`."""
+    xlen, ylen = parse_mesh(getattr(options, "mesh", None) or "1x1")
+    buffer = _option(options, "buffer_size", DEFAULT_BUFFER)
+    bandwidth = _option(options, "dram_bw", DEFAULT_DRAM_BW)
+    batch = getattr(options, "batch", None)
+    if buffer <= 0:
+        raise UsageError(f"--buffer-size: expected a positive number of bytes, got {buffer}")
+    if bandwidth <= 0:
+        raise UsageError(f"--dram-bw: expected a positive bandwidth in GB/s, got {bandwidth}")
+    if batch is not None and batch <= 0:
+        raise UsageError(f"--batch: expected a positive batch size, got {batch}")
+    hw = f"buffer-size={buffer} dram-bw={float(bandwidth)!r}"
+    passes = [f"dnn-rebatch{{batch={batch}}}"] if batch else []
+    return ",".join([
+        *passes,
+        f"gemini-group-layers{{{hw} mesh={xlen}x{ylen}}}",
+        f"gemini-batch-cut{{{hw}}}",
+        f"gemini-partition{{buffer-size={buffer}}}",
+        f"gemini-workloads{{buffer-size={buffer}}}",
+        "gemini-receptive-field",
+        "gemini-transfer-ids",
+        f"gemini-dram-order{{{hw}}}",
+        f"gemini-allocate-l2{{{hw}}}",
+        f"gemini-wl0{{{hw}}}",
+        f"gemini-cycles{{{hw}}}",
+    ])
+
+
+def _option(options: argparse.Namespace, name: str, default):
+    value = getattr(options, name, None)
+    return default if value is None else value
+
+
+DEFAULT_BUFFER = 8 * 1024 * 1024
+DEFAULT_DRAM_BW = 16.0
+
+
+def parse_mesh(text: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise UsageError(f"--mesh: expected XxY with positive integers (e.g. 2x2), got '{text}'")
+    return int(parts[0]), int(parts[1])
+
+
+def pipeline(source_format: str, options: argparse.Namespace) -> str:
+    if source_format == "gemini-ir":
+        return ""
+    if source_format == "gemini-layers":
+        return schedule_pipeline(options)
+    if source_format == "ark-model":
+        return "dnn-from-ark," + schedule_pipeline(options)
+    raise PlancError(f"--target gemini cannot start from a {source_format or 'synthesized'} "
+                     f"document (it takes Gemini scheduler IR, Gemini layer descriptions and "
+                     f"ARK models)")
+
+
+def emit(module: ModuleOp, options: argparse.Namespace | None = None) -> str:
+    return styled_json(schedule_json(find_schedule(module)))
+
+
+def find_schedule(module: ModuleOp) -> gemini.ScheduleOp:
+    for op in module.ops:
+        if isinstance(op, gemini.ScheduleOp):
+            return op
+    raise PlancError("the IR holds no gemini.schedule to emit (run the scheduling pipeline "
+                     "first)")
+
+
+# ---------------------------------------------------------------------------------------------
+# IR -> JSON values
+# ---------------------------------------------------------------------------------------------
+
+
+def field_value(attr: Attribute, kind: Kind) -> Any:
+    match kind:
+        case Kind.INT:
+            return attr.value.data
+        case Kind.BOOL:
+            return bool(attr.value.data)
+        case Kind.INTS:
+            return gemini.ints(attr)
+        case Kind.ROWS:
+            return gemini.rows(attr)
+        case Kind.STR:
+            return attr.data
+        case Kind.NUMBER:
+            return attr.value.data
+        case Kind.ORDER:
+            return None if not isinstance(attr, IntegerAttr) else attr.value.data
+        case Kind.DESTS | Kind.SOURCES:
+            return [record_attr_json(a) for a in attr.data]
+    raise AssertionError(kind)
+
+
+def record_json(op: gemini.RecordOp) -> dict[str, Any]:
+    out = {f.key: field_value(op.properties[f.prop], f.kind) for f in op.FIELDS
+           if f.prop in op.properties}
+    out.update(dict_value(op.properties.get("extra")))
+    return out
+
+
+def record_attr_json(attr: gemini.RecordAttr) -> dict[str, Any]:
+    out = {f.key: field_value(value, f.kind) for f in attr.FIELDS
+           if (value := attr.field(f.prop)) is not None}
+    out.update(dict_value(attr.extra))
+    return out
+
+
+def schedule_json(schedule: gemini.ScheduleOp) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if schedule.dram is not None:
+        out["-1"] = dram_json(schedule.dram)
+    for core in schedule.cores:
+        out[str(core.id)] = [workload_json(wl) for wl in core.workloads]
+    out.update(record_json(schedule))
+    return out
+
+
+def dram_json(dram: gemini.DramOp) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    keys = dram.list_keys()
+    if "in" in keys or dram.stores:
+        out["in"] = [record_json(op) for op in dram.stores]
+    if "out" in keys or dram.loads:
+        out["out"] = [record_json(op) for op in dram.loads]
+    out.update(dict_value(dram.extra))
+    return out
+
+
+def workload_json(wl: gemini.WorkloadOp) -> dict[str, Any]:
+    out = record_json(wl)
+    lists = wl.list_keys()
+    for key, kind in (("ifmap", gemini.IfmapOp), ("ofmap", gemini.OfmapOp),
+                      ("buffer", gemini.L2TensorOp)):
+        items = wl.children(kind)
+        if key in lists or items:
+            out[key] = [record_json(op) for op in items]
+    if wl.weight is not None:
+        out["weight"] = record_json(wl.weight)
+    if wl.wl0_key is not None or wl.wl0:
+        key = wl.wl0_key.data if wl.wl0_key is not None else "wl0_buffer"
+        out[key] = None if wl.wl0_null is not None and not wl.wl0 else \
+            [record_json(op) for op in wl.wl0]
+    tiles = wl.tiles
+    if "tile_info" in lists or tiles:
+        out["tile_info"] = {tile_key(t, i): record_json(t) for i, t in enumerate(tiles)}
+    return out
+
+
+def tile_key(tile: gemini.TileOp, index: int) -> str:
+    return tile.key.data if tile.key is not None else f"tile_num_{index}"
+

@@ -1,0 +1,92 @@
+"""JsonCpp's `StyledWriter` layout, the one Gemini's tools write their scheduler IR in.
+
+Objects: one member per line, keys sorted (JsonCpp keeps members in a sorted map), `"key" : value`,
+3-space indentation. Arrays of scalars stay on one line as `[ 1, 2, 3 ]` when fewer than 25 and
+shorter than the 74-column right margin; other arrays put one element per line. Floats use the
+shortest text that reads back as the same double, with `.0` added to whole numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+INDENT = "   "
+RIGHT_MARGIN = 74
+
+
+def styled_json(value: Any) -> str:
+    """`value` as JsonCpp's StyledWriter prints it, ending with a newline."""
+    out: list[str] = []
+    _write(value, "", out)
+    return "".join(out) + "\n"
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        text = repr(value)
+        if text in ("inf", "-inf", "nan"):
+            raise ValueError(f"{text} is not valid JSON")
+        return text if any(c in text for c in ".e") else text + ".0"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(value)
+
+
+def _write(value: Any, indent: str, out: list[str]) -> None:
+    if isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = indent + INDENT
+        out.append("{\n")
+        for i, key in enumerate(sorted(value)):
+            out.append(f"{inner}{json.dumps(key)} : ")
+            _write(value[key], inner, out)
+            out.append(",\n" if i + 1 < len(value) else "\n")
+        out.append(indent + "}")
+    elif isinstance(value, list):
+        _write_array(value, indent, out)
+    else:
+        out.append(_scalar(value))
+
+
+def _write_array(values: list, indent: str, out: list[str]) -> None:
+    if not values:
+        out.append("[]")
+        return
+    one_line = _one_line(values)
+    if one_line is not None:
+        out.append(one_line)
+        return
+    inner = indent + INDENT
+    out.append("[\n")
+    for i, item in enumerate(values):
+        out.append(inner)
+        _write(item, inner, out)
+        out.append(",\n" if i + 1 < len(values) else "\n")
+    out.append(indent + "]")
+
+
+def _one_line(values: list) -> str | None:
+    if len(values) * 3 >= RIGHT_MARGIN:
+        return None
+    texts = []
+    for v in values:
+        if type(v) is int:
+            texts.append(str(v))
+        elif isinstance(v, dict | list):
+            if v:
+                return None
+            texts.append("[]" if isinstance(v, list) else "{}")
+        else:
+            texts.append(_scalar(v))
+    if 4 + (len(values) - 1) * 2 + sum(map(len, texts)) >= RIGHT_MARGIN:
+        return None
+    return "[ " + ", ".join(texts) + " ]"

@@ -1,0 +1,1 @@
+"""The C++ support header the TT-Metalium host programs planc writes include."""

@@ -1,0 +1,145 @@
+"""`--target tt`: Tenstorrent runtime plans (`tt.plan.json`).
+
+From an ARK model the default pipeline tiles every compute operator into 32x32 tiles
+(`tt-tile`), partitions the output tiles over the core grid (`tt-partition`) and places each
+buffer in L1 or DRAM (`tt-place`). A model of one kernel gives one plan object, exactly the
+seed's format plus `schema_version` and planc's `kernel` member; a model of several kernels
+gives a JSON array of such plans in execution order. A plan input is verified and written back.
+
+The text is `json.dumps(indent=2)` without a trailing newline, as TileLang-TT's `emit_tt_plan`
+writes it, so planc's output and TileLang-TT's files diff cleanly (the upstream example plans
+round-trip byte for byte).
+"""
+
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from backends.ark_model import operator_json
+from compiler.diagnostics import PlancError
+from dialects import tt
+from dialects.json_value import dict_value
+
+# ---------------------------------------------------------------------------------------------
+# Plans as JSON values
+# ---------------------------------------------------------------------------------------------
+
+
+def _finish(op: tt.JsonObjectOp, members: dict[str, Any]) -> dict[str, Any]:
+    """`members` plus the op's kept extras, in the file's key order when it had its own."""
+    members.update(dict_value(op.extra))
+    order = op.key_order_list
+    if order is None:
+        return members
+    return {key: members[key] for key in order if key in members} | {
+        key: value for key, value in members.items() if key not in order}
+
+
+def core_range_json(op: tt.CoreRangeOp) -> dict[str, Any]:
+    out: dict[str, Any] = {"start": list(op.start), "extent": list(op.extent)}
+    if op.replicated is not None:
+        out["replicated"] = op.is_replicated
+    return _finish(op, out)
+
+
+def work_json(op: tt.WorkOp) -> dict[str, Any]:
+    out: dict[str, Any] = {"io": op.tile[0], "jo": op.tile[1]}
+    if op.len_k is not None:
+        out["len_k"] = op.len_k_value
+    if op.tile_order is not None:
+        out["tile_order"] = op.tile_order.data
+    return _finish(op, out)
+
+
+def layout_json(op: tt.LayoutOp) -> dict[str, Any]:
+    out: dict[str, Any] = {"shard": op.shard_value}
+    if op.interleave is not None:
+        out["interleave"] = op.interleaved
+    if op.stride is not None:
+        out["stride"] = op.stride
+    if op.tile_id_order is not None:
+        out["tile_id_order"] = op.tile_id_order.data
+    return _finish(op, out)
+
+
+def kernel_json(op: tt.KernelOp) -> dict[str, Any]:
+    out: dict[str, Any] = {"grid_tiles": list(op.grid_tiles)}
+    if op.len_k is not None:
+        out["len_k"] = op.len_k_value
+    out["operator"] = operator_json(op.operator)
+    return _finish(op, out)
+
+
+def plan_json(plan: tt.PlanOp) -> dict[str, Any]:
+    missing = [name for name, present in (("core_grid", plan.grid is not None),
+                                           ("work_partition", plan.work_partition is not None),
+                                           ("layouts", plan.layouts is not None)) if not present]
+    if missing:
+        raise PlancError(f"{plan.label()}: the plan has no {' or '.join(missing)} yet (run "
+                         "tt-partition and tt-place, or the target's default pipeline)")
+    out: dict[str, Any] = {
+        "core_grid": list(plan.grid),
+        "core_ranges": [core_range_json(r) for r in plan.core_ranges()],
+        "work_partition": {core.key.data: [work_json(item) for item in core.items()]
+                           for core in plan.work_partition.cores()},
+        "layouts": {layout.buffer_name: layout_json(layout)
+                    for layout in plan.layouts.layouts()},
+    }
+    if plan.schema_version is not None:
+        out["schema_version"] = plan.schema_version.value.data
+    if plan.backend_version is not None:
+        out["backend_version"] = plan.backend_version.data
+    if plan.kernel is not None:
+        out["kernel"] = kernel_json(plan.kernel)
+    return _finish(plan, out)
+
+
+def plans_op(module: ModuleOp) -> tt.PlansOp:
+    found = [op for op in module.ops if isinstance(op, tt.PlansOp)]
+    if len(found) != 1:
+        raise PlancError(f"expected one tt.plans document in the module, found {len(found)}")
+    return found[0]
+
+
+def document_json(module: ModuleOp) -> Any:
+    doc = plans_op(module)
+    plans = [plan_json(p) for p in doc.plans()]
+    if doc.is_listed or len(plans) != 1:
+        return plans
+    return plans[0]
+
+
+def emit_plans(module: ModuleOp) -> str:
+    return json.dumps(document_json(module), indent=2, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The target
+# ---------------------------------------------------------------------------------------------
+
+
+def lowering_pipeline(options: Namespace) -> str:
+    """The passes turning an ARK model into scheduled plans, configured by the TT flags."""
+    from compiler.tt_devices import device_named, parse_grid
+
+    device = device_named(getattr(options, "arch", None))
+    grid = parse_grid(getattr(options, "grid", None), device)
+    strategy = getattr(options, "partition", None) or "auto"
+    return (f"tt-tile,tt-partition{{grid={grid[0]}x{grid[1]} strategy={strategy} "
+            f"arch={device.name}}},tt-place{{arch={device.name}}}")
+
+
+def pipeline(source_format: str, options: Namespace) -> str:
+    if source_format == "tt":
+        return ""
+    if source_format == "ark-model":
+        return lowering_pipeline(options)
+    raise PlancError(f"cannot make a Tenstorrent plan from a {source_format} document")
+
+
+def emit(module: ModuleOp, options: Namespace) -> str:
+    return emit_plans(module)

@@ -1,0 +1,72 @@
+"""Choosing the fastest standard algorithm for a message size under the cost model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from compiler.collectives.cost import (
+    Hardware,
+    Timing,
+    hardware_named,
+    model_time,
+    parse_size,
+)
+from compiler.collectives.synthesis import Spec, synthesize, variants
+from compiler.diagnostics import PlancError, UsageError
+from dialects import mscclpp as ms
+
+INSTANCES = (1, 2, 4, 8)
+
+
+@dataclass
+class Choice:
+    spec: Spec
+    algorithm: ms.AlgorithmOp
+    timing: Timing
+
+
+def candidates(spec: Spec, protocol: str | None = None,
+               fixed_instances: int | None = None) -> list[Spec]:
+    """Every generated variant of `spec`'s collective, rank count and placement."""
+    found = []
+    for name, proto in variants(spec.collective, spec.ranks):
+        if protocol is not None and proto != protocol:
+            continue
+        for instances in ((fixed_instances,) if fixed_instances else INSTANCES):
+            found.append(replace(spec, algorithm=name, protocol=proto, instances=instances))
+    return found
+
+
+@lru_cache(maxsize=256)
+def _timing_plan(spec: Spec) -> ms.AlgorithmOp:
+    """A variant built once for timing only (never handed out: an op has one parent)."""
+    return synthesize(spec)
+
+
+@lru_cache(maxsize=4096)
+def modeled(spec: Spec, hardware: Hardware, size: int) -> Timing | None:
+    """The modeled time of a generated variant (None if it cannot take `size` bytes)."""
+    if spec.algorithm == "nvls" and hardware.switch_Bps == 0:
+        return None
+    try:
+        return model_time(_timing_plan(spec), hardware, size)
+    except PlancError:
+        return None  # the message cannot be cut into this variant's chunks
+
+
+def fastest(spec: Spec, protocol: str | None, message: str | int | None, hardware: str,
+            fixed_instances: int | None = None) -> Choice:
+    """The candidate with the least modeled time for `message` bytes (default 1 MiB)."""
+    try:
+        size = parse_size(message) if isinstance(message, str) else (message or 2**20)
+    except ValueError as e:
+        raise UsageError(f"--message-size: {e}") from None
+    model = hardware_named(hardware)
+    timed = [(modeled(c, model, size), c) for c in candidates(spec, protocol, fixed_instances)]
+    timed = [(t, c) for t, c in timed if t is not None]
+    if not timed:
+        raise UsageError(f"no {spec.collective} algorithm for {spec.ranks} ranks accepts a "
+                         f"{size}-byte message")
+    timing, best = min(timed, key=lambda pair: pair[0].seconds)
+    return Choice(best, synthesize(best), timing)

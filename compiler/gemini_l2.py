@@ -1,0 +1,266 @@
+"""What each core's L2 buffer holds, and when: the tensors behind the IR's `buffer` snapshots.
+
+`plan_tensors` derives them from a scheduled IR (after gemini-receptive-field):
+
+* consumer-side input tensors, one per (source layer, core, batch group) assembled from the
+  producer blocks, or one per fmap DRAM load; they enter L2 when the first producer block is
+  computed (same step, on the consumer's core) or when the DRAM load lands (`gemini.issue`),
+  and leave after their last reader;
+* weights staged in L2 (layers whose weights are streamed to WL0 tile by tile, and every PE
+  layer of a segment with several batch groups, whose weights stay resident), one per
+  destination core, from the load's landing to the last user;
+* staging copies ("ofmap") of outputs that leave the core (to DRAM or to another core), live
+  during the producing workload.
+
+`first_fit` is Gemini's address allocation, reconstructed from the public IRs (it reproduces
+every address of the ResNet-34 IR): at each workload, free the tensors whose last listing was
+the previous workload, then place the new ones in order of (last use descending, tensor id
+descending) at the lowest address where they fit.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import StringAttr
+
+from compiler import gemini_model as model
+from compiler.gemini_model import Box, GeminiHardware
+from compiler.gemini_plan import ISSUE, get_int, group_of, groups_of, workload_step
+from dialects import dnn, gemini
+
+
+@dataclass
+class L2Tensor:
+    core: int
+    kind: str
+    """"ifmap", "weight" or "ofmap" (store staging), as in the IR."""
+    size: int
+    box: Box
+    align: int
+    bitwidth: int
+    ready: int
+    """Global step from which it may be in L2."""
+    readers: set[int]
+    """Positions on its core of the workloads that read it."""
+    producer_position: int | None = None
+    transfer_ids: list[int] = field(default_factory=list)
+    sources: list[gemini.SourceAttr] = field(default_factory=list)
+    layer_name: str | None = None
+    dram: tuple[str, int] | None = None
+    """("load", id) or ("store", id) when it comes from or goes to DRAM."""
+    first: int = 0
+    """Position on its core where it enters L2."""
+    last: int = 0
+    """Position of its last listing."""
+    tensor_id: int = -1
+    address: int = -1
+
+
+def weight_in_l2(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
+    """Are this layer's weights staged in L2 (rather than read straight into WL0)? Streamed
+    layers, and every layer of a segment with several batch groups (resident weights)."""
+    return model.streams_weights(layer, k_range, hw) or groups_of(layer) > 1
+
+
+@dataclass
+class CoreTimeline:
+    """The workloads of one core and the position of each global step on it."""
+
+    core: int
+    workloads: list[gemini.WorkloadOp]
+
+    def __post_init__(self) -> None:
+        self.steps = [workload_step(wl) for wl in self.workloads]
+
+    def position_at(self, step: int) -> int | None:
+        """The first position whose workload runs at or after `step`."""
+        for position, s in enumerate(self.steps):
+            if s >= step:
+                return position
+        return None
+
+
+def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
+                 hw: GeminiHardware) -> dict[int, list[L2Tensor]]:
+    """The L2 tensors of every core (positions set; DRAM loads land at `gemini.issue`, or at
+    their first reader when not yet ordered)."""
+    producer: dict[int, tuple[gemini.WorkloadOp, gemini.OfmapOp]] = {}
+    for wl in schedule.workloads():
+        for ofmap in wl.ofmaps:
+            producer[ofmap.value("transfer_id")] = (wl, ofmap)
+    dram = schedule.dram
+    loads = {load.value("transfer_id"): load for load in (dram.loads if dram else [])}
+    stores = {s.value("transfer_id"): s for s in (dram.stores if dram else [])}
+    tensors: dict[int, list[L2Tensor]] = {}
+    for core in schedule.cores:
+        timeline = CoreTimeline(core.id, core.workloads)
+        found: dict[tuple, L2Tensor] = {}
+        blocks: dict[tuple, set[int]] = defaultdict(set)
+        for position, wl in enumerate(timeline.workloads):
+            for ifmap in wl.ifmaps:
+                ids = ifmap.transfer_ids
+                if ids[0] in loads:
+                    key = ("load", ids[0])
+                    if key not in found:
+                        found[key] = _load_tensor(core.id, wl, ifmap, loads[ids[0]])
+                else:
+                    first, _ = producer[ids[0]]
+                    group = group_of(layers[first.layer], first.box)
+                    key = ("core", first.layer, group)
+                    if key not in found:
+                        found[key] = L2Tensor(core.id, "ifmap", 0, ([], []),
+                                              ifmap.value("align") or 8,
+                                              ifmap.value("bitwidth") or 8, 0, set())
+                    blocks[key].update(ids)
+                found[key].readers.add(position)
+            weight = wl.weight
+            if weight is not None:
+                k_range = weight.ints_of("upper")[1] - weight.ints_of("lower")[1] + 1
+                if weight_in_l2(layers[wl.layer], k_range, hw):
+                    tid = weight.transfer_ids[0]
+                    key = ("weight", tid)
+                    if key not in found:
+                        found[key] = _weight_tensor(core.id, wl, weight, loads[tid])
+                    found[key].readers.add(position)
+            staged = _staging(core.id, position, wl, stores, layers[wl.layer].out_type.bits)
+            if staged is not None:
+                found[("ofmap", wl.id)] = staged
+        for key, ids in blocks.items():
+            _assemble(found[key], sorted(ids), producer)
+        for tensor in found.values():
+            first = timeline.position_at(tensor.ready)
+            earliest_reader = min(tensor.readers)
+            tensor.first = earliest_reader if first is None else min(first, earliest_reader)
+            tensor.last = max(tensor.readers)
+        tensors[core.id] = list(found.values())
+    return tensors
+
+
+def _source(core: int, layer: str | None, box: Box, size: int, tid: int,
+            kind: str) -> gemini.SourceAttr:
+    values = {"core_id": gemini.int_attr(core), "lower": gemini.ints_attr(box[0]),
+              "upper": gemini.ints_attr(box[1]), "size": gemini.int_attr(size),
+              "transfer_id": gemini.int_attr(tid), "kind": StringAttr(kind)}
+    if layer is not None:
+        values["layer_name"] = StringAttr(layer)
+    return gemini.SourceAttr.from_fields(values)
+
+
+def _load_tensor(core: int, wl: gemini.WorkloadOp, ifmap: gemini.IfmapOp,
+                 load: gemini.DramLoadOp) -> L2Tensor:
+    tid = load.value("transfer_id")
+    box = (load.ints_of("lower"), load.ints_of("upper"))
+    name = load.attributes.get("gemini.from")
+    issue = get_int(load, ISSUE)
+    source = _source(-1, name.data if name else None, box, load.value("size"), tid, "DRAM")
+    return L2Tensor(core, "ifmap", load.value("size"), box, ifmap.value("align") or 8,
+                    ifmap.value("bitwidth") or 8,
+                    issue if issue is not None else workload_step(wl), set(),
+                    transfer_ids=[tid], sources=[source], dram=("load", tid))
+
+
+def _assemble(tensor: L2Tensor, ids: list[int], producer: dict) -> None:
+    """A core-sourced tensor is the union of the blocks its readers list."""
+    pieces = []
+    for tid in ids:
+        wl, ofmap = producer[tid]
+        lower = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("lower"), strict=False)]
+        upper = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("upper"), strict=False)]
+        pieces.append(((lower, upper), wl, ofmap))
+    box = pieces[0][0]
+    for piece, _, _ in pieces[1:]:
+        box = model.union(box, piece)
+    tensor.box = box
+    tensor.size = model.fmap_bytes(box, tensor.bitwidth)
+    tensor.transfer_ids = ids
+    tensor.sources = [_source(wl.core.id, wl.layer, piece, ofmap.value("size"), tid, "core")
+                      for (piece, wl, ofmap), tid in zip(pieces, ids, strict=False)]
+    tensor.ready = min(workload_step(wl) for _, wl, _ in pieces)
+
+
+def _weight_tensor(core: int, wl: gemini.WorkloadOp, weight: gemini.WeightOp,
+                   load: gemini.DramLoadOp) -> L2Tensor:
+    box = (weight.ints_of("lower"), weight.ints_of("upper"))
+    tid = weight.transfer_ids[0]
+    issue = get_int(load, ISSUE)
+    size = weight.value("size")
+    return L2Tensor(core, "weight", size, box, 8, 8,
+                    issue if issue is not None else workload_step(wl), set(),
+                    transfer_ids=[tid], sources=[_source(-1, None, box, size, tid, "DRAM")],
+                    layer_name=wl.layer, dram=("load", tid))
+
+
+def _staging(core: int, position: int, wl: gemini.WorkloadOp,
+             stores: dict[int, gemini.DramStoreOp], bits: int) -> L2Tensor | None:
+    """The output tile, held while it is sent to DRAM or to other cores."""
+    leaving = [o for o in wl.ofmaps
+               if any(d.to_dram or d.target[0] != core for d in o.destinations)]
+    if not leaving:
+        return None
+    stored = next((o.value("transfer_id") for o in leaving
+                   if o.value("transfer_id") in stores), None)
+    lower, upper = wl.box
+    local = ([0] * 4, [hi - lo for lo, hi in zip(lower, upper, strict=False)])
+    size = model.fmap_bytes(local, bits)
+    return L2Tensor(core, "ofmap", size, local, model.channel_align(bits), bits,
+                    workload_step(wl), {position}, producer_position=position,
+                    layer_name=wl.layer, dram=("store", stored) if stored is not None else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Allocation
+# ---------------------------------------------------------------------------------------------
+
+
+def allocate(core: gemini.CoreOp, tensors: list[L2Tensor], capacity: int,
+             memory: str = "L2", unit: str = "bytes") -> None:
+    """`first_fit`, with a failure reported at the workload where the tensor did not fit."""
+    from compiler.gemini_plan import error_at
+
+    try:
+        first_fit(tensors, capacity)
+    except AllocationError as e:
+        wl = core.workloads[e.position]
+        raise error_at(wl, f"{memory} allocation failed at workload {wl.id} of core {core.id}: "
+                           f"{e.tensor.kind} tensor of {e.tensor.size} {unit} does not fit "
+                           f"(largest free hole {e.largest_hole} {unit}, {e.live} {unit} live)"
+                       ) from None
+
+
+class AllocationError(Exception):
+    def __init__(self, tensor: L2Tensor, position: int, largest_hole: int, live: int):
+        super().__init__()
+        self.tensor, self.position = tensor, position
+        self.largest_hole, self.live = largest_hole, live
+
+
+def first_fit(tensors: Iterable[L2Tensor], capacity: int) -> None:
+    """Assign `address` to every tensor of one core: lowest-address first fit at each
+    workload boundary, new tensors by (last use descending, tensor id descending)."""
+    by_first: dict[int, list[L2Tensor]] = defaultdict(list)
+    for tensor in tensors:
+        by_first[tensor.first].append(tensor)
+    live: list[L2Tensor] = []
+    for position in sorted(by_first):
+        live = [t for t in live if t.last >= position]
+        for tensor in sorted(by_first[position], key=lambda t: (-t.last, -t.tensor_id)):
+            tensor.address = _lowest_hole(live, tensor.size, capacity, tensor, position)
+            live.append(tensor)
+
+
+def _lowest_hole(live: list[L2Tensor], size: int, capacity: int, tensor: L2Tensor,
+                 position: int) -> int:
+    address = 0
+    largest = 0
+    for other in sorted(live, key=lambda t: t.address):
+        if address + size <= other.address:
+            return address
+        largest = max(largest, other.address - address)
+        address = max(address, other.address + other.size)
+    if address + size <= capacity:
+        return address
+    largest = max(largest, capacity - address)
+    raise AllocationError(tensor, position, largest, sum(t.size for t in live))

@@ -1,0 +1,264 @@
+"""The Gemini machine model: hardware parameters, data layout, receptive fields and cycles.
+
+Shared by the Gemini scheduling passes (which decide with it) and by the simulator (which
+reports with it). The numbers describe the first-generation Gemini test chip the public
+scheduler IRs were made for (jingweicai/Gemini-Compiler-IR): one core per mesh position, a
+4096-MAC PE array, an 8 MB L2 per core, 16 GB/s DRAM at 1 GHz.
+
+Where the public IRs fix a rule it is reproduced exactly (byte sizes with 8-byte channel groups,
+weights with 32 bytes of BatchNorm/quantisation parameters per output channel, WL0 units, the
+weight-streaming time formula). The intra-core compiler that predicts a tile's cycles is not
+public: `tile_cycles` is a roofline calibrated on the ResNet-34 IR (vector-processor costs are
+exact there; PE costs within a few per cent for 3x3 convolutions, see bench/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dialects import dnn
+
+Box = tuple[list[int], list[int]]
+"""An inclusive [lower, upper] box over (N, C, H, W)."""
+
+
+@dataclass(frozen=True)
+class GeminiHardware:
+    buffer_bytes: int = 8 * 1024 * 1024
+    """L2 bytes per core (the IR's `buffersize`)."""
+    dram_bytes_per_cycle: float = 16.0
+    """DRAM bandwidth shared by all cores (GB/s at 1 GHz = bytes per cycle)."""
+    clock_hz: float = 1e9
+    pe_macs_per_cycle: int = 4096
+    """64 output channels x 64 input lanes (8 channel groups of 8)."""
+    pe_k_lanes: int = 64
+    l2_to_wl0_bytes_per_cycle: int = 32
+    """How fast weights stream from L2 into WL0 (the IR's WL0 unit for CORE entries)."""
+    wl0_capacity_units: int = 20480
+    """WL0 size in the units of `wl0_buffer` sizes (the largest end seen is ~18.8K)."""
+    wl0_direct_max_units: int = 9216
+    """Weights up to this many WL0 (DDR) units go straight from DRAM to WL0; bigger ones are
+    staged in L2 and streamed per intra-core tile (the split seen in every public IR)."""
+    stream_tile_max_units: int = 9344
+    """Largest per-tile WL0 slice of a streamed weight (128 x (256*9+32) bytes / 32)."""
+    min_stream_tiles: int = 4
+    channel_group_bytes: int = 8
+    weight_param_bytes: int = 32
+    l2_fill: float = 0.9
+    """Fraction of L2 the scheduler plans to fill (first fit needs some slack)."""
+
+    @property
+    def dram_bytes_per_second(self) -> float:
+        return self.dram_bytes_per_cycle * self.clock_hz
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout and sizes
+# ---------------------------------------------------------------------------------------------
+
+
+def channel_align(bits: int, hw: GeminiHardware = GeminiHardware()) -> int:
+    """Channels per 8-byte group: 8 for int8, 4 for fp16 (the IR's `align`)."""
+    return max(1, hw.channel_group_bytes * 8 // bits)
+
+
+def box_size(box: Box) -> list[int]:
+    lower, upper = box
+    return [hi - lo + 1 for lo, hi in zip(lower, upper, strict=False)]
+
+
+def fmap_bytes(box: Box, bits: int) -> int:
+    n, c, h, w = box_size(box)
+    align = channel_align(bits)
+    return n * -(-c // align) * align * h * w * bits // 8
+
+
+def whole(shape: Sequence[int]) -> Box:
+    return [0] * len(shape), [d - 1 for d in shape]
+
+
+def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
+    """(K, C, R*S) of a PE layer's weights, or None when it has none."""
+    if not layer.weights or layer.LAYER_TYPE != "pe" or isinstance(layer, dnn.MatmulOp):
+        return None
+    k, c, r, s = dnn.fmap(layer.weights[0]).nchw
+    return k, c, r * s
+
+
+def weight_bits(layer: dnn.LayerOp) -> int:
+    return dnn.fmap(layer.weights[0]).bits
+
+
+def weight_channel_bytes(layer: dnn.LayerOp) -> int:
+    """Bytes per output channel: the C x R*S kernel padded to channel groups, plus the 32 bytes
+    of BatchNorm/quantisation parameters."""
+    k, c, rs = weight_geometry(layer)
+    bits = weight_bits(layer)
+    align = channel_align(bits)
+    return -(-c // align) * align * rs * bits // 8 + GeminiHardware.weight_param_bytes
+
+
+def weight_bytes(layer: dnn.LayerOp, k_range: int | None = None) -> int:
+    """`K*align8(C)*R*S + 32*K` (e.g. 64*8*49 + 64*32 = 27136 for ResNet's first conv)."""
+    k = weight_geometry(layer)[0] if k_range is None else k_range
+    return k * weight_channel_bytes(layer)
+
+
+def wl0_direct_units(layer: dnn.LayerOp, k_range: int) -> int:
+    """WL0 size of weights read straight from DRAM: K padded to 64 rows of 32-byte-aligned
+    channels, in 64-byte units (Conv 27136 B -> 448, FC 1000x512 -> 8704)."""
+    per_channel = -(-weight_channel_bytes(layer) // 32) * 32
+    return -(-k_range // 64) * 64 * per_channel // 64
+
+
+def wl0_stream_units(layer: dnn.LayerOp, tile_k: int, hw: GeminiHardware) -> int:
+    """WL0 size of one streamed tile: its bytes / 32 (one unit per L2->WL0 cycle)."""
+    return tile_k * weight_channel_bytes(layer) // hw.l2_to_wl0_bytes_per_cycle
+
+
+def streams_weights(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
+    return weight_geometry(layer) is not None and \
+        wl0_direct_units(layer, k_range) > hw.wl0_direct_max_units
+
+
+def stream_tile_channels(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> int:
+    """Output channels per intra-core tile of a weight-streaming workload: the largest multiple
+    of 64 giving at least `min_stream_tiles` tiles whose WL0 slice fits (Conv 256x256x3x3: 64;
+    Conv 512x256x3x3: 128; Conv 512x512x3x3: 64, as in the public IRs)."""
+    best = hw.pe_k_lanes
+    tile = hw.pe_k_lanes
+    while tile * hw.min_stream_tiles <= k_range:
+        if wl0_stream_units(layer, tile, hw) <= hw.stream_tile_max_units:
+            best = tile
+        tile += hw.pe_k_lanes
+    return min(best, k_range)
+
+
+# ---------------------------------------------------------------------------------------------
+# Receptive fields
+# ---------------------------------------------------------------------------------------------
+
+
+def _window_range(lo: int, hi: int, kernel: int, stride: int, pad_lo: int, size: int,
+                  ) -> tuple[int, int, int, int]:
+    """Input rows for output rows lo..hi: (first, last, padding before, padding after)."""
+    first = lo * stride - pad_lo
+    last = hi * stride - pad_lo + kernel - 1
+    return max(first, 0), min(last, size - 1), max(0, -first), max(0, last - (size - 1))
+
+
+def is_local(layer: dnn.LayerOp) -> bool:
+    """Can part of the output be computed from part of the input? (Layout changes and
+    unknown layers need all of it.)"""
+    return not isinstance(layer, dnn.TransposeOp | dnn.ReshapeOp | dnn.GenericLayerOp)
+
+
+def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]:
+    """The box of activation input `index` that output box `out` needs, and the padding
+    [top, bottom, left, right] the layer applies around it."""
+    shape = dnn.fmap(layer.inputs[index]).nchw
+    (n0, c0, h0, w0), (n1, c1, h1, w1) = out
+    no_pad = [0, 0, 0, 0]
+    if not is_local(layer):
+        return whole(shape), no_pad
+    if isinstance(layer, dnn.WindowOp):
+        (r, s), (sh, sw), (pt, _, pl, _) = layer.window, layer.strides, layer.pads
+        ha, hb, top, bottom = _window_range(h0, h1, r, sh, pt, shape[2])
+        wa, wb, left, right = _window_range(w0, w1, s, sw, pl, shape[3])
+        cs = (0, shape[1] - 1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
+        return ([n0, cs[0], ha, wa], [n1, cs[1], hb, wb]), [top, bottom, left, right]
+    if isinstance(layer, dnn.DenseOp):
+        return ([n0, 0, 0, 0], [n1, shape[1] - 1, shape[2] - 1, shape[3] - 1]), no_pad
+    if isinstance(layer, dnn.MatmulOp):
+        if index == 0:   # a [N, K, M, 1]: all K for output rows h0..h1
+            return ([n0, 0, h0, 0], [n1, shape[1] - 1, h1, 0]), no_pad
+        nb = (n0, n1) if shape[0] > 1 else (0, 0)
+        if layer.trans_b:  # b [N, K, J, 1]
+            return ([nb[0], 0, c0, 0], [nb[1], shape[1] - 1, c1, 0]), no_pad
+        return ([nb[0], c0, 0, 0], [nb[1], c1, shape[2] - 1, 0]), no_pad
+    lower, upper = list(out[0]), list(out[1])
+    if isinstance(layer, dnn.ReduceOp):
+        lower[layer.axis_index], upper[layer.axis_index] = 0, shape[layer.axis_index] - 1
+    for d in range(4):  # broadcast dims
+        if shape[d] == 1:
+            lower[d] = upper[d] = 0
+    return (lower, upper), no_pad
+
+
+def intersect(a: Box, b: Box) -> Box | None:
+    lower = [max(x, y) for x, y in zip(a[0], b[0], strict=False)]
+    upper = [min(x, y) for x, y in zip(a[1], b[1], strict=False)]
+    return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
+
+
+def union(a: Box, b: Box) -> Box:
+    return ([min(x, y) for x, y in zip(a[0], b[0], strict=True)],
+            [max(x, y) for x, y in zip(a[1], b[1], strict=True)])
+
+
+def relative(inner: Box, outer: Box) -> Box:
+    """`inner` in coordinates relative to `outer`'s lower corner."""
+    return ([a - o for a, o in zip(inner[0], outer[0], strict=False)],
+            [u - o for u, o in zip(inner[1], outer[0], strict=False)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Cycles
+# ---------------------------------------------------------------------------------------------
+
+VP_COSTS: dict[str, tuple[str, int, int]] = {
+    # operation: (bytes counted, bytes per cycle, fixed cycles); exact on the ResNet-34 IR.
+    "quantize": ("in", 8, 14),
+    "dequantize": ("out", 32, 28),
+    "element_wise_add": ("in", 32, 18),
+    "max_pool2d": ("in", 32, 16),
+    "avg_pool2d": ("in", 32, 21),
+}
+DEFAULT_VP_COST = ("in", 32, 18)
+
+
+def vp_kind(layer: dnn.LayerOp) -> str:
+    """`quantize` layers that produce 16-bit data are dequantizations."""
+    if isinstance(layer, dnn.QuantizeOp) and layer.out_type.bits > 8:
+        return "dequantize"
+    return layer.op_name
+
+
+def vp_cycles(layer: dnn.LayerOp, in_bytes: int, out_bytes: int) -> float:
+    basis, rate, fixed = VP_COSTS.get(vp_kind(layer), DEFAULT_VP_COST)
+    return (in_bytes if basis == "in" else out_bytes) / rate + fixed
+
+
+def pe_cycles(layer: dnn.LayerOp, out: Box, in_bytes: int, direct_weight_bytes: int) -> float:
+    """A PE tile: MACs on the 4096-MAC array (input channels padded to 8, output channels to the
+    64 K lanes) with ~1% overhead
+    and 200 cycles of fill, or reading its input (88 B/cycle, twice for strided 1x1 reuse) or
+    its DRAM-fed weights (96 B/cycle), whichever is slower."""
+    n, k, h, w = box_size(out)
+    if isinstance(layer, dnn.MatmulOp):
+        depth, bits = dnn.fmap(layer.inputs[0]).nchw[1], dnn.fmap(layer.inputs[0]).bits
+        reduction = -(-depth // channel_align(bits)) * channel_align(bits)
+    else:
+        _, c, rs = weight_geometry(layer)
+        align = channel_align(weight_bits(layer))
+        reduction = -(-c // align) * align * rs
+    lanes = GeminiHardware.pe_k_lanes
+    macs = n * -(-k // lanes) * lanes * h * w * reduction
+    compute = macs / GeminiHardware.pe_macs_per_cycle * 1.01 + 200
+    weights = 2 * direct_weight_bytes / 96 if h * w >= 8 else 0.0
+    return max(compute, 2 * in_bytes / 88, weights)
+
+
+def stream_time(tile_cycles: Sequence[float], tile_units: int) -> float:
+    """A weight-streaming workload (WL0 fed from L2 one tile ahead): the first tile's weights
+    load (L cycles), then each tile computes while the next one's weights load, so the time is
+    `L + sum(max(c_i, L) for all but the last) + c_last` (exact on all public IRs)."""
+    if not tile_cycles:
+        return 0.0
+    return tile_units + sum(max(c, tile_units) for c in tile_cycles[:-1]) + tile_cycles[-1]
+
+
+def dt_cycles(in_bytes: int) -> float:
+    """A layout change on the data-transfer engine: one pass over the data at 32 B/cycle."""
+    return in_bytes / 32 + 16

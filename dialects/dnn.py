@@ -1,0 +1,591 @@
+"""The `dnn` dialect: a DNN layer graph over NCHW feature maps, what Gemini-style schedulers take.
+
+Gemini's frontend layer description (conv2d, pooling, element-wise add, quantize, dense,
+reshape, ...) imports into it one layer op per layer, and ARK models convert into it
+(`dnn-from-ark`), so the Gemini scheduling passes have one input language:
+
+* a feature map is an SSA value of type `!dnn.fmap<[N, C, H, W], int8>` (any rank 1..4 for the
+  views the frontends produce; the element type is named as the frontend names it: int8,
+  float16, ...);
+* `dnn.input` defines what no layer produces: a network input or, with `constant`, weights and
+  other constants; `dnn.output` marks a network output;
+* every layer op has a `layer_name`, the frontend's `operation` string, its inputs (operands,
+  activations first, then weights) and one result. The ops are grouped by what the hardware runs
+  them on (`LAYER_TYPE`): the PE array (conv2d, dense, matmul), the vector processor (pooling,
+  element-wise, quantize, unary, reduce) or the data-transfer engine (transpose); a reshape is a
+  view.
+
+Frontend fields the dialect does not model are kept in `extra`, with the file's member order in
+`keys`, so that a layer description exports back unchanged. Scheduling passes record their
+decisions on layers as discardable `gemini.*` attributes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+DTYPE_BITS: dict[str, int] = {
+    "int8": 8, "uint8": 8, "int16": 16, "float16": 16, "bfloat16": 16, "int32": 32,
+    "float32": 32, "uint32": 32,
+}
+"""Element types of feature maps and their widths."""
+
+
+def _ints(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def ints(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> list[int]:
+    return list(default) if attr is None else [int(v) for v in attr.get_values()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Feature maps
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class FmapType(ParametrizedAttribute, TypeAttribute):
+    """A feature map: `!dnn.fmap<[1, 64, 56, 56], int8>` (NCHW for 4 dims)."""
+
+    name = "dnn.fmap"
+    shape: DenseArrayBase
+    dtype: StringAttr
+
+    @staticmethod
+    def get(shape: Sequence[int], dtype: str) -> FmapType:
+        return FmapType(_ints(shape), StringAttr(dtype))
+
+    @property
+    def shape_list(self) -> list[int]:
+        return ints(self.shape)
+
+    @property
+    def dtype_name(self) -> str:
+        return self.dtype.data
+
+    @property
+    def bits(self) -> int:
+        return DTYPE_BITS.get(self.dtype.data, 8)
+
+    @property
+    def nchw(self) -> list[int]:
+        """The shape as 4 dims: lower ranks are [C], [N, C], [N, C, H]."""
+        shape = self.shape_list
+        return {1: lambda: [1, shape[0], 1, 1], 2: lambda: [shape[0], shape[1], 1, 1],
+                3: lambda: [*shape, 1]}.get(len(shape), lambda: shape)()
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape_list)
+
+    def verify(self) -> None:
+        shape = self.shape_list
+        if not 1 <= len(shape) <= 4 or min(shape) < 1:
+            raise VerifyException(f"a feature map has 1 to 4 positive dims, got {shape}")
+        if self.dtype.data not in DTYPE_BITS:
+            raise VerifyException(f"unknown element type '{self.dtype.data}' (known: "
+                                  f"{', '.join(DTYPE_BITS)})")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                      parser.parse_integer)
+            parser.parse_punctuation(",")
+            dtype = parser.parse_identifier()
+        return (_ints(shape), StringAttr(dtype))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.shape_list}, {self.dtype.data}>")
+
+
+def fmap(value: SSAValue) -> FmapType:
+    assert isinstance(value.type, FmapType)
+    return value.type
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph, inputs, outputs
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class GraphOp(IRDLOperation):
+    """A network: its inputs, layers (in topological order) and outputs."""
+
+    name = "dnn.graph"
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = "attr-dict-with-keyword $body"
+
+    @property
+    def layers(self) -> list[LayerOp]:
+        return [op for op in self.body.block.ops if isinstance(op, LayerOp)]
+
+    @property
+    def inputs(self) -> list[InputOp]:
+        return [op for op in self.body.block.ops if isinstance(op, InputOp)]
+
+    @property
+    def outputs(self) -> list[OutputOp]:
+        return [op for op in self.body.block.ops if isinstance(op, OutputOp)]
+
+    def verify_(self) -> None:
+        names: dict[str, Operation] = {}
+        for op in self.body.block.ops:
+            name = op.properties.get("layer_name") or op.properties.get("input_name")
+            if isinstance(op, OutputOp) or name is None:
+                continue
+            if name.data in names:
+                raise VerifyException(f"two layers are named '{name.data}'")
+            names[name.data] = op
+
+
+@irdl_op_definition
+class InputOp(IRDLOperation):
+    """What no layer produces: a network input, or (`constant`) weights and other constants."""
+
+    name = "dnn.input"
+    input_name = prop_def(StringAttr)
+    constant = opt_prop_def(IntegerAttr)
+    output = result_def(FmapType)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input_name attr-dict `:` type($output)"
+
+    @staticmethod
+    def new(name: str, type_: FmapType, constant: bool = False) -> InputOp:
+        props: dict[str, Attribute] = {"input_name": StringAttr(name)}
+        if constant:
+            props["constant"] = IntegerAttr(1, 1)
+        return InputOp.create(properties=props, result_types=[type_])
+
+    @property
+    def is_constant(self) -> bool:
+        return self.constant is not None and bool(self.constant.value.data)
+
+
+@irdl_op_definition
+class OutputOp(IRDLOperation):
+    """Marks `value` as the network output named `output_name`."""
+
+    name = "dnn.output"
+    output_name = prop_def(StringAttr)
+    value = operand_def(FmapType)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$output_name $value attr-dict `:` type($value)"
+
+    @staticmethod
+    def new(name: str, value: SSAValue) -> OutputOp:
+        return OutputOp.create(properties={"output_name": StringAttr(name)}, operands=[value])
+
+
+# ---------------------------------------------------------------------------------------------
+# Layers
+# ---------------------------------------------------------------------------------------------
+
+
+class LayerOp(IRDLOperation):
+    """A layer: `inputs` (activations, then weights/constants) to one feature map `output`."""
+
+    LAYER_TYPE: ClassVar[str | None] = None
+    """What runs it: "pe" (PE array), "vp" (vector processor), "dt" (data transfer), or None
+    for a view that needs no work (reshape)."""
+    OPERATIONS: ClassVar[tuple[str, ...]] = ()
+    """The frontend `operation` strings this class stands for."""
+    ACTIVATIONS: ClassVar[int] = 1
+    """How many leading inputs are activations (the rest are weights/constants)."""
+
+    layer_name = prop_def(StringAttr)
+    operation = prop_def(StringAttr)
+    layer_index = opt_prop_def(IntegerAttr)
+    next_layer = opt_prop_def(ArrayAttr)
+    keys = opt_prop_def(ArrayAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    inputs = var_operand_def(FmapType)
+    output = result_def(FmapType)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = ("$layer_name $operation `(` $inputs `)` attr-dict `:` "
+                       "functional-type($inputs, $output)")
+
+    @classmethod
+    def new(cls, name: str, operation: str, inputs: Sequence[SSAValue], out: FmapType,
+            **props: Attribute | None) -> LayerOp:
+        properties = {"layer_name": StringAttr(name), "operation": StringAttr(operation)}
+        properties.update({k: v for k, v in props.items() if v is not None})
+        return cls.create(operands=list(inputs), result_types=[out], properties=properties)
+
+    @property
+    def name_(self) -> str:
+        return self.layer_name.data
+
+    @property
+    def op_name(self) -> str:
+        return self.operation.data
+
+    @property
+    def activations(self) -> list[SSAValue]:
+        return list(self.inputs[: self.ACTIVATIONS])
+
+    @property
+    def weights(self) -> list[SSAValue]:
+        return list(self.inputs[self.ACTIVATIONS:])
+
+    @property
+    def out_type(self) -> FmapType:
+        return self.output.type
+
+    def extra_value(self, key: str, default=None):
+        from dialects.json_value import from_attr
+
+        if self.extra is None or key not in self.extra.data:
+            return default
+        return from_attr(self.extra.data[key])
+
+    def fail(self, message: str) -> VerifyException:
+        return VerifyException(f"{self.op_name} layer '{self.name_}': {message}")
+
+    def verify_(self) -> None:
+        if self.OPERATIONS and self.op_name not in self.OPERATIONS:
+            raise self.fail(f"operation must be one of {', '.join(self.OPERATIONS)}")
+        if len(self.inputs) < self.ACTIVATIONS:
+            raise self.fail(f"needs {self.ACTIVATIONS} input(s), got {len(self.inputs)}")
+
+    def expect_shape(self, shape: Sequence[int], why: str) -> None:
+        if self.out_type.nchw != list(shape):
+            raise self.fail(f"output shape {self.out_type.shape_list} should be {list(shape)} "
+                            f"({why})")
+
+
+def _window(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int,
+            ceil_mode: bool = False) -> int:
+    span = size + pad_lo + pad_hi - kernel
+    return (-(-span // stride) if ceil_mode else span // stride) + 1
+
+
+class WindowOp(LayerOp):
+    """A layer sliding an R x S window with `stride` and `padding` [top, bottom, left, right]."""
+
+    stride = opt_prop_def(DenseArrayBase)
+    padding = opt_prop_def(DenseArrayBase)
+
+    @property
+    def strides(self) -> list[int]:
+        return ints(self.stride, (1, 1))
+
+    @property
+    def pads(self) -> list[int]:
+        return ints(self.padding, (0, 0, 0, 0))
+
+    @property
+    def window(self) -> list[int]:
+        raise NotImplementedError
+
+    @property
+    def ceil_mode(self) -> bool:
+        return False
+
+    def expected_output_hw(self) -> list[int]:
+        _, _, h, w = fmap(self.inputs[0]).nchw
+        (r, s), (sh, sw), (top, bottom, left, right) = self.window, self.strides, self.pads
+        return [_window(h, r, sh, top, bottom, self.ceil_mode),
+                _window(w, s, sw, left, right, self.ceil_mode)]
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.window) != 2 or len(self.strides) != 2 or len(self.pads) != 4:
+            raise self.fail("window and stride need 2 values, padding 4 (top, bottom, left, "
+                            "right)")
+        if min(self.strides) < 1 or min(self.window) < 1 or min(self.pads) < 0:
+            raise self.fail("window and stride must be >= 1 and padding >= 0")
+
+
+@irdl_op_definition
+class Conv2dOp(WindowOp):
+    """2-D convolution of ifmap [N, C, H, W] with weights [K, C, R, S] into [N, K, H', W'];
+    `activation_type` "relu" applies a ReLU (fused by the frontend)."""
+
+    name = "dnn.conv2d"
+    LAYER_TYPE: ClassVar[str | None] = "pe"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("conv2d",)
+    kernel_size = opt_prop_def(DenseArrayBase)
+
+    @property
+    def window(self) -> list[int]:
+        if self.kernel_size is not None:
+            return ints(self.kernel_size)
+        return fmap(self.inputs[1]).nchw[2:] if len(self.inputs) > 1 else [1, 1]
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.inputs) != 2:
+            raise self.fail(f"takes an ifmap and weights, got {len(self.inputs)} inputs")
+        n, c, _, _ = fmap(self.inputs[0]).nchw
+        k, wc, r, s = fmap(self.inputs[1]).nchw
+        if wc != c or [r, s] != self.window:
+            raise self.fail(f"weights {[k, wc, r, s]} do not match {c} input channels and "
+                            f"kernel {self.window}")
+        self.expect_shape([n, k, *self.expected_output_hw()], "convolution arithmetic")
+
+
+@irdl_op_definition
+class PoolOp(WindowOp):
+    """Max or average pooling over `pool_size` windows (a 7x7 average over a 7x7 map is a
+    global average pool). Constants after the ifmap (the frontend's divisor) are kept."""
+
+    name = "dnn.pool"
+    LAYER_TYPE: ClassVar[str | None] = "vp"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("max_pool2d", "avg_pool2d")
+    pool_size = opt_prop_def(DenseArrayBase)
+
+    @property
+    def window(self) -> list[int]:
+        return ints(self.pool_size, (1, 1))
+
+    @property
+    def ceil_mode(self) -> bool:
+        return bool(self.extra_value("ceil_mode", False))
+
+    def verify_(self) -> None:
+        super().verify_()
+        n, c, _, _ = fmap(self.inputs[0]).nchw
+        self.expect_shape([n, c, *self.expected_output_hw()], "pooling arithmetic")
+
+
+def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
+    out = []
+    for x, y in zip(a, b, strict=False):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return out
+
+
+@irdl_op_definition
+class EltwiseOp(LayerOp):
+    """An element-wise binary op (add, sub, mul, div, rope, ...) of two feature maps with
+    broadcasting over dims of size 1 (the `operation` is element_wise_<op>)."""
+
+    name = "dnn.eltwise"
+    LAYER_TYPE: ClassVar[str | None] = "vp"
+    ACTIVATIONS: ClassVar[int] = 2
+
+    @property
+    def function(self) -> str:
+        return self.op_name.removeprefix("element_wise_")
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not self.op_name.startswith("element_wise_"):
+            raise self.fail("operation must be element_wise_<add|sub|mul|div|...>")
+        a, b = (fmap(v).nchw for v in self.inputs[:2])
+        shape = broadcast_shape(a, b)
+        if shape is None:
+            raise self.fail(f"inputs {a} and {b} do not broadcast")
+        self.expect_shape(shape, "broadcast of the inputs")
+
+
+@irdl_op_definition
+class QuantizeOp(LayerOp):
+    """Changes the element type (quantize to int8, dequantize to float16) elementwise."""
+
+    name = "dnn.quantize"
+    LAYER_TYPE: ClassVar[str | None] = "vp"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("quantize", "dequantize")
+
+    def verify_(self) -> None:
+        super().verify_()
+        self.expect_shape(fmap(self.inputs[0]).nchw, "same shape as the input")
+
+
+@irdl_op_definition
+class DenseOp(LayerOp):
+    """A fully connected layer: ifmap [N, C, 1, 1] times weights [K, C, 1, 1] into [N, K, 1, 1]."""
+
+    name = "dnn.dense"
+    LAYER_TYPE: ClassVar[str | None] = "pe"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("dense",)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.inputs) != 2:
+            raise self.fail(f"takes an ifmap and weights, got {len(self.inputs)} inputs")
+        n, c, h, w = fmap(self.inputs[0]).nchw
+        k, wc, _, _ = fmap(self.inputs[1]).nchw
+        if wc != c * h * w:
+            raise self.fail(f"weights for {wc} inputs do not match the ifmap's {c * h * w}")
+        self.expect_shape([n, k, 1, 1], "one output per weight row")
+
+
+@irdl_op_definition
+class ReshapeOp(LayerOp):
+    """The same elements under another shape: a view, no work on the accelerator.
+
+    With `row_major` (reshapes of ARK tensors) the elements are ordered as ARK stores them,
+    rows before columns: a feature map [N, C, H, 1] is the row-major array [N, H, C]."""
+
+    name = "dnn.reshape"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("reshape", "flatten")
+    row_major = opt_prop_def(IntegerAttr)
+
+    @property
+    def is_row_major(self) -> bool:
+        return self.row_major is not None and bool(self.row_major.value.data)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if fmap(self.inputs[0]).elements != self.out_type.elements:
+            raise self.fail(f"{fmap(self.inputs[0]).shape_list} and "
+                            f"{self.out_type.shape_list} have different sizes")
+
+
+@irdl_op_definition
+class MatmulOp(LayerOp):
+    """A product of two feature maps on the PE array, per sample n: with a = [N, K, M, 1] and
+    b = [N, J, K, 1] (or [N, K, J, 1] with `transpose_b`), out[n, j, m] = sum_k a[n, k, m] *
+    b[n, j, k] (resp. b[n, k, j]). ARK rows are H, ARK columns are channels."""
+
+    name = "dnn.matmul"
+    LAYER_TYPE: ClassVar[str | None] = "pe"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("matmul",)
+    ACTIVATIONS: ClassVar[int] = 2
+    transpose_b = opt_prop_def(IntegerAttr)
+
+    @property
+    def trans_b(self) -> bool:
+        return self.transpose_b is not None and bool(self.transpose_b.value.data)
+
+    def verify_(self) -> None:
+        super().verify_()
+        n, k, m, _ = fmap(self.inputs[0]).nchw
+        bn, b1, b2, _ = fmap(self.inputs[1]).nchw
+        bk, j = (b1, b2) if self.trans_b else (b2, b1)
+        if bk != k or bn not in (1, n):
+            raise self.fail(f"operands {fmap(self.inputs[0]).nchw} and "
+                            f"{fmap(self.inputs[1]).nchw} do not multiply")
+        self.expect_shape([n, j, m, 1], "matrix product")
+
+
+@irdl_op_definition
+class UnaryOp(LayerOp):
+    """An element-wise function on the vector processor: relu, sigmoid, exp, gelu, sqrt, rsqrt,
+    copy, cast, scalar_add, scalar_mul (with `factor`)."""
+
+    name = "dnn.unary"
+    LAYER_TYPE: ClassVar[str | None] = "vp"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("relu", "sigmoid", "exp", "gelu", "sqrt", "rsqrt",
+                                             "copy", "cast", "scalar_add", "scalar_mul",
+                                             "scalar_assign")
+    factor = opt_prop_def(FloatAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.op_name != "scalar_assign":
+            self.expect_shape(fmap(self.inputs[0]).nchw, "same shape as the input")
+
+
+@irdl_op_definition
+class ReduceOp(LayerOp):
+    """Sum, max or mean along one NCHW `axis`, which keeps size 1."""
+
+    name = "dnn.reduce"
+    LAYER_TYPE: ClassVar[str | None] = "vp"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("reduce_sum", "reduce_max", "reduce_mean")
+    axis = prop_def(IntegerAttr)
+
+    @property
+    def axis_index(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        shape = fmap(self.inputs[0]).nchw
+        if not 0 <= self.axis_index < 4:
+            raise self.fail(f"axis {self.axis_index} is not an NCHW dim")
+        shape[self.axis_index] = 1
+        self.expect_shape(shape, f"reduced along axis {self.axis_index}")
+
+
+@irdl_op_definition
+class TransposeOp(LayerOp):
+    """A layout change on the data-transfer engine: the input, as the row-major ARK array of
+    shape `from_shape` (a feature map [N, C, H, 1] holds the rows of [N, H, C]), has its dims
+    permuted by `perm`, and the result is the output's row-major array."""
+
+    name = "dnn.transpose"
+    LAYER_TYPE: ClassVar[str | None] = "dt"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("transpose",)
+    perm = prop_def(DenseArrayBase)
+    from_shape = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        super().verify_()
+        perm, shape = ints(self.perm), ints(self.from_shape)
+        if sorted(perm) != list(range(len(shape))):
+            raise self.fail(f"perm {perm} is not a permutation of {len(shape)} dims")
+        if math.prod(shape) != fmap(self.inputs[0]).elements or \
+                math.prod(shape) != self.out_type.elements:
+            raise self.fail(f"from_shape {shape} does not hold the input and the output")
+
+
+@irdl_op_definition
+class GenericLayerOp(LayerOp):
+    """A layer of an operation planc does not know: kept as written, not schedulable."""
+
+    name = "dnn.layer"
+
+
+LAYER_CLASSES: tuple[type[LayerOp], ...] = (
+    Conv2dOp, PoolOp, EltwiseOp, QuantizeOp, DenseOp, ReshapeOp, MatmulOp, UnaryOp, ReduceOp,
+    TransposeOp)
+
+
+def layer_class(operation: str) -> type[LayerOp]:
+    """The op class of a frontend `operation` string."""
+    if operation.startswith("element_wise_"):
+        return EltwiseOp
+    for cls in LAYER_CLASSES:
+        if operation in cls.OPERATIONS:
+            return cls
+    return GenericLayerOp
+
+
+def find_graph(module: Operation) -> GraphOp | None:
+    return next((op for op in module.walk() if isinstance(op, GraphOp)), None)
+
+
+Dnn = Dialect(
+    "dnn",
+    [GraphOp, InputOp, OutputOp, *LAYER_CLASSES, GenericLayerOp],
+    [FmapType],
+)

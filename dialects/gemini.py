@@ -1,0 +1,1325 @@
+"""The `gemini` dialect: Gemini's scheduler IR (`*_stschedule.json`), one op per JSON object.
+
+The scheduler IR is what Gemini's scheduler, address allocator and intra-core compiler hand to
+the assembler of a multi-core DNN accelerator: per core an ordered list of *workloads* (one
+computation tile of a layer each) with their input/output blocks, and the DRAM traffic. Here:
+
+* `gemini.schedule` is the document: `buffersize` (L2 bytes per core), `top_batch_cut`,
+  `xlen`/`ylen` (the core mesh); its region holds one `gemini.dram` (key "-1") and one
+  `gemini.core` per core key ("0", "1", ...), each holding that core's `gemini.workload`s.
+* `gemini.dram` holds `gemini.dram_store` (its "in" list: ofmap blocks written to DRAM) and
+  `gemini.dram_load` (its "out" list: weight and fmap blocks read from DRAM).
+* a `gemini.workload` holds its `gemini.ifmap`s, `gemini.ofmap`s, optional `gemini.weight`,
+  the L2 snapshot before it starts (`gemini.l2_tensor`, the "buffer" list), the WL0 weight
+  buffer snapshot (`gemini.wl0_tensor`) and the intra-core tiles (`gemini.tile`, "tile_info").
+* ofmap/DRAM-load destinations and L2-tensor sources are `#gemini.dest` / `#gemini.source`.
+
+Every JSON object maps to one record op (or attribute) whose fields are described by a `FIELDS`
+table of (JSON key, property, kind); the importer and the exporter are driven by those tables,
+and keys the table does not name are kept in `extra`. Quirks of real files survive: the WL0 list
+may be called `wl1_buffer` or be `null`, `newly_added` may be missing, `tensor_order` may be null.
+
+Blocks are inclusive [lower, upper] boxes over (N, C|K, H, W). Transfer ids link everything: an
+ifmap names the transfers whose union it is; each transfer has exactly one producer (an ofmap of a
+workload, or a DRAM load), and the producer lists the consuming workloads as destinations. The
+verifiers check those links, that L2 snapshots never overlap and fit the buffer (ring regions
+respected), dense workload ids, boxes inside the layer's tensor, and that `tensor_order` is a
+permutation of the DRAM transfers with the documented sentinels.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar, TypeVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    NoneAttr,
+    StringAttr,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.utils import VerifyAt
+
+DIMS = 4
+LAYER_TYPES = ("pe", "vp", "dt")
+WL0_KEYS = ("wl0_buffer", "wl1_buffer")
+"""The WL0 snapshot's key: the format says wl0_buffer, the ResNet-34 files say wl1_buffer."""
+
+# ---------------------------------------------------------------------------------------------
+# Field tables: how JSON members map to properties
+# ---------------------------------------------------------------------------------------------
+
+
+class Kind(Enum):
+    """The JSON shape of a field and the attribute that holds it."""
+
+    INT = "an integer"                      # IntegerAttr i64
+    INTS = "an array of integers"           # DenseArrayBase i64
+    ROWS = "an array of integer arrays"     # ArrayAttr[DenseArrayBase]
+    STR = "a string"                        # StringAttr
+    BOOL = "a boolean"                      # IntegerAttr i1
+    NUMBER = "a number"                     # IntegerAttr i64 or FloatAttr f64, as written
+    ORDER = "an integer or null"            # IntegerAttr i64 or NoneAttr
+    DESTS = "an array of destinations"      # ArrayAttr[DestinationAttr]
+    SOURCES = "an array of sources"         # ArrayAttr[SourceAttr]
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str
+    """The JSON member name."""
+    prop: str
+    """The property (or attribute parameter) that holds it."""
+    kind: Kind
+    required: bool = False
+
+
+def _constraint(kind: Kind):
+    match kind:
+        case Kind.INT | Kind.BOOL:
+            return IntegerAttr
+        case Kind.INTS:
+            return DenseArrayBase
+        case Kind.ROWS | Kind.DESTS | Kind.SOURCES:
+            return ArrayAttr
+        case Kind.STR:
+            return StringAttr
+        case Kind.NUMBER:
+            return IntegerAttr | FloatAttr
+        case Kind.ORDER:
+            return IntegerAttr | NoneAttr
+
+
+# -- small attribute helpers used by the whole toolchain --------------------------------------
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def int_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+def bool_attr(value: bool) -> IntegerAttr:
+    return IntegerAttr(int(value), i1)
+
+
+def ints_attr(values: Iterable[int]) -> DenseArrayBase:
+    return _ints_attr(tuple(values))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ints_attr(values: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def rows_attr(rows: Iterable[Iterable[int]]) -> ArrayAttr:
+    return ArrayAttr([ints_attr(r) for r in rows])
+
+
+def number_attr(value: int | float) -> IntegerAttr | FloatAttr:
+    return FloatAttr(value, f64) if isinstance(value, float) else IntegerAttr(value, i64)
+
+
+def ints(attr: DenseArrayBase | None) -> list[int]:
+    return [] if attr is None else list(_values(attr))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _values(attr: DenseArrayBase) -> tuple[int, ...]:
+    # Unpacking a dense array is slow and the same boxes recur all over a schedule.
+    return tuple(int(v) for v in attr.get_values())
+
+
+def rows(attr: ArrayAttr | None) -> list[list[int]]:
+    return [] if attr is None else [ints(r) for r in attr.data]
+
+
+def value_of(attr: Attribute | None):
+    """The plain Python value of a field attribute (None when absent or null)."""
+    if attr is None:
+        return None
+    kind = type(attr)
+    if kind is IntegerAttr or kind is FloatAttr:
+        return attr.value.data
+    if kind is StringAttr:
+        return attr.data
+    if kind is NoneAttr:
+        return None
+    if isinstance(attr, DenseArrayBase):
+        return ints(attr)
+    raise TypeError(f"no plain value for {attr}")
+
+
+def box_size(lower: Sequence[int], upper: Sequence[int]) -> list[int]:
+    return [hi - lo + 1 for lo, hi in zip(lower, upper, strict=False)]
+
+
+def tensor_bytes(lower: Sequence[int], upper: Sequence[int], align: int, bitwidth: int) -> int:
+    """Bytes of an NCHW box whose channels are padded to a multiple of `align`."""
+    n, c, h, w = box_size(lower, upper)
+    return n * -(-c // align) * align * h * w * bitwidth // 8
+
+
+def _check_box(lower: Sequence[int], upper: Sequence[int], what: str = "") -> None:
+    prefix = f"{what}: " if what else ""
+    if len(lower) != DIMS or len(upper) != DIMS:
+        raise VerifyException(f"{prefix}lower and upper must have {DIMS} coordinates (N, C, H, "
+                              f"W), got {len(lower)} and {len(upper)}")
+    if any(v < 0 for v in lower):
+        raise VerifyException(f"{prefix}lower {list(lower)} has a negative coordinate")
+    if any(lo > hi for lo, hi in zip(lower, upper, strict=False)):
+        raise VerifyException(f"{prefix}lower {list(lower)} is not <= upper {list(upper)}")
+
+
+def _inside(lower: Sequence[int], upper: Sequence[int], outer_lo: Sequence[int],
+            outer_hi: Sequence[int]) -> bool:
+    return all(ol <= lo and hi <= ou
+               for lo, hi, ol, ou in zip(lower, upper, outer_lo, outer_hi, strict=False))
+
+
+# ---------------------------------------------------------------------------------------------
+# Record attributes: destinations and sources
+# ---------------------------------------------------------------------------------------------
+
+
+class RecordAttr(ParametrizedAttribute):
+    """An attribute for a small JSON object; absent optional members are `none` parameters.
+
+    Syntax: `#gemini.dest<type = "core", core_id = 0, workload_id = 2>` (absent fields omitted).
+    """
+
+    FIELDS: ClassVar[tuple[Field, ...]]
+
+    @classmethod
+    def from_fields(cls, values: dict[str, Attribute], extra: DictionaryAttr | None = None):
+        params = [values.get(f.prop, NoneAttr()) for f in cls.FIELDS]
+        return cls(*params, extra or DictionaryAttr({}))
+
+    def field(self, prop: str) -> Attribute | None:
+        value = getattr(self, prop)
+        return None if isinstance(value, NoneAttr) else value
+
+    def print_parameters(self, printer: Printer) -> None:
+        items = [(f.prop, getattr(self, f.prop)) for f in self.FIELDS]
+        if self.extra.data:
+            items.append(("extra", self.extra))
+        shown = [(k, v) for k, v in items if not isinstance(v, NoneAttr)]
+        printer.print_string("<")
+        for i, (key, value) in enumerate(shown):
+            printer.print_string(f"{', ' if i else ''}{key} = ")
+            if isinstance(value, IntegerAttr) and value.type == i64:
+                printer.print_string(str(value.value.data))
+            else:
+                printer.print_attribute(value)
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, Attribute] = {}
+
+        def parse_item() -> None:
+            key = parser.parse_identifier()
+            parser.parse_punctuation("=")
+            values[key] = parser.parse_attribute()
+
+        parser.parse_comma_separated_list(parser.Delimiter.ANGLE, parse_item)
+        known = {f.prop for f in cls.FIELDS} | {"extra"}
+        for key in values:
+            if key not in known:
+                parser.raise_error(f"unknown field '{key}' of {cls.name}")
+        extra = values.pop("extra", DictionaryAttr({}))
+        return [values.get(f.prop, NoneAttr()) for f in cls.FIELDS] + [extra]
+
+    def verify(self) -> None:
+        for f in self.FIELDS:
+            value = getattr(self, f.prop)
+            if isinstance(value, NoneAttr):
+                if f.required:
+                    raise VerifyException(f"{self.name}: missing required field '{f.key}'")
+            elif not isinstance(value, _constraint(f.kind)):
+                raise VerifyException(f"{self.name}: field '{f.key}' must be {f.kind.value}")
+
+
+@irdl_attr_definition
+class DestinationAttr(RecordAttr):
+    """Where a block goes: `type` "core" (a workload of a core) or "DRAM" (core_id -1)."""
+
+    name = "gemini.dest"
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("core_id", "core_id", Kind.INT, True),
+        Field("layer_name", "layer_name", Kind.STR),
+        Field("type", "kind", Kind.STR, True),
+        Field("workload_id", "workload_id", Kind.INT),
+    )
+    core_id: Attribute
+    layer_name: Attribute
+    kind: Attribute
+    workload_id: Attribute
+    extra: DictionaryAttr
+
+    @property
+    def to_dram(self) -> bool:
+        return value_of(self.kind) == "DRAM"
+
+    @property
+    def target(self) -> tuple[int, int | None]:
+        """(core id, workload id) of a core destination."""
+        return value_of(self.core_id), value_of(self.field("workload_id"))
+
+    @staticmethod
+    def core(core_id: int, workload_id: int, layer_name: str | None = None) -> DestinationAttr:
+        values = {"core_id": int_attr(core_id), "kind": StringAttr("core"),
+                  "workload_id": int_attr(workload_id)}
+        if layer_name is not None:
+            values["layer_name"] = StringAttr(layer_name)
+        return DestinationAttr.from_fields(values)
+
+    @staticmethod
+    def dram() -> DestinationAttr:
+        return DestinationAttr.from_fields({"core_id": int_attr(-1), "kind": StringAttr("DRAM")})
+
+    def verify(self) -> None:
+        super().verify()
+        kind = value_of(self.kind)
+        if kind not in ("core", "DRAM"):
+            raise VerifyException(f"destination type must be \"core\" or \"DRAM\", got "
+                                  f"\"{kind}\"")
+        if kind == "core" and isinstance(self.workload_id, NoneAttr):
+            raise VerifyException("a core destination needs a workload_id")
+
+
+@irdl_attr_definition
+class SourceAttr(RecordAttr):
+    """One producer block of an L2 tensor: from DRAM (core_id -1) or from a core's ofmap."""
+
+    name = "gemini.source"
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("core_id", "core_id", Kind.INT, True),
+        Field("layer_name", "layer_name", Kind.STR),
+        Field("lower", "lower", Kind.INTS, True),
+        Field("size", "size", Kind.INT, True),
+        Field("transfer_id", "transfer_id", Kind.INT, True),
+        Field("type", "kind", Kind.STR, True),
+        Field("upper", "upper", Kind.INTS, True),
+    )
+    core_id: Attribute
+    layer_name: Attribute
+    lower: Attribute
+    size: Attribute
+    transfer_id: Attribute
+    kind: Attribute
+    upper: Attribute
+    extra: DictionaryAttr
+
+    @property
+    def from_dram(self) -> bool:
+        return value_of(self.kind) == "DRAM"
+
+    def verify(self) -> None:
+        super().verify()
+        kind = value_of(self.kind)
+        if kind not in ("core", "DRAM"):
+            raise VerifyException(f"source type must be \"core\" or \"DRAM\", got \"{kind}\"")
+        _check_box(ints(self.lower), ints(self.upper))
+
+
+# ---------------------------------------------------------------------------------------------
+# Record ops
+# ---------------------------------------------------------------------------------------------
+
+_Op = TypeVar("_Op", bound=type)
+
+
+def record(*fields: Field):
+    """Declare a record op's JSON fields: one property each, plus `extra` for unknown keys."""
+
+    def define(cls: _Op) -> _Op:
+        annotations = dict(cls.__dict__.get("__annotations__", {}))
+        annotations["FIELDS"] = ClassVar[tuple[Field, ...]]
+        cls.__annotations__ = annotations
+        cls.FIELDS = fields
+        for f in fields:
+            setattr(cls, f.prop, opt_prop_def(_constraint(f.kind)))
+        cls.extra = opt_prop_def(DictionaryAttr)
+        cls.irdl_options = (ParsePropInAttrDict(),)
+        if "assembly_format" not in cls.__dict__:
+            cls.assembly_format = "attr-dict"
+        return irdl_op_definition(cls)
+
+    return define
+
+
+class RecordOp(IRDLOperation):
+    """An op standing for one JSON object of the IR (see `FIELDS`)."""
+
+    FIELDS: ClassVar[tuple[Field, ...]] = ()
+
+    @classmethod
+    def build(cls, extra: DictionaryAttr | None = None, **values: Attribute | None):
+        props = {k: v for k, v in values.items() if v is not None}
+        if extra is not None and extra.data:
+            props["extra"] = extra
+        return cls.create(properties=props)
+
+    def value(self, prop: str):
+        return value_of(self.properties.get(prop))
+
+    def ints_of(self, prop: str) -> list[int]:
+        return ints(self.properties.get(prop))
+
+    def verify_(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """The record's own rules (without xDSL's generic property checks)."""
+        for f in self.FIELDS:
+            if f.required and f.prop not in self.properties:
+                raise VerifyException(f"missing required key '{f.key}'")
+        if "lower" in self.properties or "upper" in self.properties:
+            _check_box(self.ints_of("lower"), self.ints_of("upper"))
+        for f in self.FIELDS:
+            if f.kind in (Kind.DESTS, Kind.SOURCES) and f.prop in self.properties:
+                wanted = DestinationAttr if f.kind is Kind.DESTS else SourceAttr
+                for i, item in enumerate(self.properties[f.prop].data):
+                    if not isinstance(item, wanted):
+                        raise VerifyAt(f"expected a {wanted.name} attribute", None, f.key, i)
+
+    def check_choice(self, prop: str, key: str, choices: tuple[str, ...]) -> None:
+        value = self.value(prop)
+        if value is not None and value not in choices:
+            options = ", ".join(f'"{c}"' for c in choices)
+            raise VerifyAt(f"expected one of {options}, got \"{value}\"", None, key)
+
+    @property
+    def transfer_ids(self) -> list[int]:
+        attr = self.properties.get("transfer_id")
+        if isinstance(attr, DenseArrayBase):
+            return ints(attr)
+        return [] if attr is None else [attr.value.data]
+
+    @property
+    def destinations(self) -> list[DestinationAttr]:
+        attr = self.properties.get("destination")
+        return [] if attr is None else list(attr.data)
+
+    def set(self, prop: str, attr: Attribute | None) -> None:
+        if attr is None:
+            self.properties.pop(prop, None)
+        else:
+            self.properties[prop] = attr
+
+
+@record(
+    Field("core_id", "core_id", Kind.INT, True),
+    Field("layer_name", "layer_name", Kind.STR, True),
+    Field("lower", "lower", Kind.INTS, True),
+    Field("related_ofmap", "related_ofmap", Kind.INTS),
+    Field("transfer_id", "transfer_id", Kind.INT, True),
+    Field("upper", "upper", Kind.INTS, True),
+    Field("workload_id", "workload_id", Kind.INT, True),
+)
+class DramStoreOp(RecordOp):
+    """An entry of DRAM "in": ofmap block `transfer_id` of a workload is written to DRAM.
+
+    `lower`/`upper` are absolute in the layer's ofmap; `related_ofmap` lists the DRAM loads
+    that later read (part of) this block (missing in some real files when there is none).
+    """
+
+    name = "gemini.dram_store"
+
+
+@record(
+    Field("destination", "destination", Kind.DESTS, True),
+    Field("lower", "lower", Kind.INTS, True),
+    Field("related_ifmap", "related_ifmap", Kind.INTS),
+    Field("size", "size", Kind.INT, True),
+    Field("transfer_id", "transfer_id", Kind.INT, True),
+    Field("type", "kind", Kind.STR, True),
+    Field("upper", "upper", Kind.INTS, True),
+)
+class DramLoadOp(RecordOp):
+    """An entry of DRAM "out": a weight or fmap block read from DRAM for the destinations.
+
+    Fmap coordinates are absolute in the consuming layer's ifmap; weights are
+    [0, K-1, C-1, R*S-1] (flattened kernel). `related_ifmap` lists the DRAM stores it reads.
+    """
+
+    name = "gemini.dram_load"
+
+    def check(self) -> None:
+        super().check()
+        self.check_choice("kind", "type", ("weight", "fmap"))
+        for i, dest in enumerate(self.destinations):
+            if dest.to_dram:
+                raise VerifyAt("a DRAM load must go to a core workload", None, "destination", i)
+
+
+@record(
+    Field("align", "align", Kind.INT),
+    Field("bitwidth", "bitwidth", Kind.INT),
+    Field("lower", "lower", Kind.INTS, True),
+    Field("size", "size", Kind.INT, True),
+    Field("transfer_id", "transfer_id", Kind.INTS, True),
+    Field("upper", "upper", Kind.INTS, True),
+)
+class IfmapOp(RecordOp):
+    """An input of the workload: the union of blocks `transfer_id`, held in one L2 tensor.
+
+    Coordinates are relative to that L2 tensor; channels are padded to `align`, elements are
+    `bitwidth` bits, `size` is in bytes.
+    """
+
+    name = "gemini.ifmap"
+
+    def check(self) -> None:
+        super().check()
+        _check_layout(self)
+        if not self.transfer_ids:
+            raise VerifyAt("an ifmap needs at least one transfer id", None, "transfer_id")
+
+
+@record(
+    Field("destination", "destination", Kind.DESTS, True),
+    Field("lower", "lower", Kind.INTS, True),
+    Field("size", "size", Kind.INT, True),
+    Field("transfer_id", "transfer_id", Kind.INT, True),
+    Field("upper", "upper", Kind.INTS, True),
+)
+class OfmapOp(RecordOp):
+    """An output block of the workload (coordinates relative to its output tile), sent to each
+    destination: a core workload or DRAM."""
+
+    name = "gemini.ofmap"
+
+    def check(self) -> None:
+        super().check()
+        if not self.destinations:
+            raise VerifyAt("an ofmap block needs at least one destination", None, "destination")
+
+
+@record(
+    Field("lower", "lower", Kind.INTS, True),
+    Field("size", "size", Kind.INT, True),
+    Field("transfer_id", "transfer_id", Kind.INTS, True),
+    Field("upper", "upper", Kind.INTS, True),
+)
+class WeightOp(RecordOp):
+    """The weights of a PE workload: K range x C x R*S, `size` bytes including 32 bytes of
+    BatchNorm/quantisation parameters per output channel."""
+
+    name = "gemini.weight"
+
+
+@record(
+    Field("address", "address", Kind.INT, True),
+    Field("align", "align", Kind.INT),
+    Field("bitwidth", "bitwidth", Kind.INT),
+    Field("cur_wl_ifmap", "cur_wl_ifmap", Kind.BOOL),
+    Field("layer_name", "layer_name", Kind.STR),
+    Field("lower", "lower", Kind.INTS),
+    Field("newly_added", "newly_added", Kind.BOOL),
+    Field("size", "size", Kind.INT, True),
+    Field("source", "source", Kind.SOURCES),
+    Field("start_send", "start_send", Kind.BOOL),
+    Field("tensor_id", "tensor_id", Kind.INT, True),
+    Field("tensor_order", "tensor_order", Kind.ORDER),
+    Field("transfer_id", "transfer_id", Kind.INTS),
+    Field("type", "kind", Kind.STR, True),
+    Field("upper", "upper", Kind.INTS),
+)
+class L2TensorOp(RecordOp):
+    """A tensor in the core's L2 buffer when the workload starts ("buffer" list entry).
+
+    `type` "ifmap": a consumer-side input (from DRAM or assembled from core blocks listed in
+    `source`); "weight": weights staged in L2; "ofmap": a staging copy of an output being
+    stored to DRAM (`start_send`). `tensor_order` is the tensor's position in the DRAM queue
+    (the sentinel M = number of DRAM transfers for tensors that never touch DRAM).
+    """
+
+    name = "gemini.l2_tensor"
+
+    @property
+    def end(self) -> int:
+        return self.value("address") + self.value("size")
+
+    @property
+    def sources(self) -> list[SourceAttr]:
+        attr = self.properties.get("source")
+        return [] if attr is None else list(attr.data)
+
+    @property
+    def from_dram(self) -> bool:
+        srcs = self.sources
+        return bool(srcs) and all(s.from_dram for s in srcs)
+
+    def check(self) -> None:
+        super().check()
+        self.check_choice("kind", "type", ("ifmap", "ofmap", "weight"))
+        _check_layout(self)
+        if self.value("address") < 0:
+            raise VerifyAt("address must be >= 0", None, "address")
+        srcs = self.sources
+        if srcs:
+            ids = {s.transfer_id.value.data for s in srcs}
+            if ids != set(self.transfer_ids):
+                raise VerifyAt(f"the sources' transfer ids {sorted(ids)} must be the tensor's "
+                               f"transfer ids {sorted(set(self.transfer_ids))}", None, "source")
+            lower, upper = self.ints_of("lower"), self.ints_of("upper")
+            for i, s in enumerate(srcs):
+                if lower and not _inside(ints(s.lower), ints(s.upper), lower, upper):
+                    raise VerifyAt(f"source block {ints(s.lower)}..{ints(s.upper)} is outside "
+                                   f"the tensor {lower}..{upper}", None, "source", i)
+
+
+@record(
+    Field("address", "address", Kind.INT, True),
+    Field("align", "align", Kind.INT),
+    Field("bitwidth", "bitwidth", Kind.INT),
+    Field("layer_name", "layer_name", Kind.STR),
+    Field("lower", "lower", Kind.INTS),
+    Field("size", "size", Kind.INT, True),
+    Field("source", "source", Kind.STR, True),
+    Field("tensor_order", "tensor_order", Kind.ORDER),
+    Field("transfer_id", "transfer_id", Kind.INTS, True),
+    Field("upper", "upper", Kind.INTS),
+)
+class Wl0TensorOp(RecordOp):
+    """Weights in the PE's WL0 buffer: read straight from DRAM ("DDR", whole layer) or
+    streamed from L2 per intra-core tile ("CORE", `tensor_order` null)."""
+
+    name = "gemini.wl0_tensor"
+
+    @property
+    def end(self) -> int:
+        return self.value("address") + self.value("size")
+
+    def check(self) -> None:
+        super().check()
+        self.check_choice("source", "source", ("DDR", "CORE"))
+        if self.value("source") == "CORE" and self.value("tensor_order") is not None:
+            raise VerifyAt("a WL0 tensor fed from L2 (CORE) has tensor_order null", None,
+                           "tensor_order")
+
+
+@record(
+    Field("act_mini_tile", "act_mini_tile", Kind.INTS),
+    Field("ci_cut_num", "ci_cut_num", Kind.INT),
+    Field("cut_mode", "cut_mode", Kind.STR),
+    Field("ifmap_lower", "ifmap_lower", Kind.INTS),
+    Field("ifmap_lower2", "ifmap_lower2", Kind.INTS),
+    Field("ifmap_upper", "ifmap_upper", Kind.INTS),
+    Field("ifmap_upper2", "ifmap_upper2", Kind.INTS),
+    Field("layer_name", "layer_name", Kind.STR),
+    Field("loop_order", "loop_order", Kind.STR),
+    Field("mtc0_mtk0", "mtc0_mtk0", Kind.INTS),
+    Field("ofmap_lower", "ofmap_lower", Kind.INTS),
+    Field("ofmap_upper", "ofmap_upper", Kind.INTS),
+    Field("out_mini_tile", "out_mini_tile", Kind.INTS),
+    Field("single_tile_time_pred", "single_tile_time_pred", Kind.NUMBER),
+    Field("tile_padding_tblr", "tile_padding_tblr", Kind.INTS),
+)
+class TileOp(RecordOp):
+    """One intra-core tile of the workload ("tile_info" member `key`, e.g. tile_num_0) as the
+    intra-core compiler chose it, with its predicted cycles `single_tile_time_pred`."""
+
+    name = "gemini.tile"
+    key = opt_prop_def(StringAttr)
+
+    @property
+    def pred(self) -> float:
+        return float(self.value("single_tile_time_pred") or 0)
+
+    def check(self) -> None:
+        super().check()
+        for lo, hi in (("ifmap_lower", "ifmap_upper"), ("ifmap_lower2", "ifmap_upper2"),
+                       ("ofmap_lower", "ofmap_upper")):
+            if lo in self.properties and hi in self.properties:
+                try:
+                    _check_box(self.ints_of(lo), self.ints_of(hi))
+                except VerifyException as e:
+                    raise VerifyAt(str(e), None, lo) from None
+        pad = self.ints_of("tile_padding_tblr")
+        if "tile_padding_tblr" in self.properties and (len(pad) != 4 or min(pad) < 0):
+            raise VerifyAt("expected 4 non-negative paddings (top, bottom, left, right)", None,
+                           "tile_padding_tblr")
+
+
+def _check_layout(op: RecordOp) -> None:
+    """`align` and `bitwidth` are sane and, when known, `size` is the box's padded bytes."""
+    align, bitwidth = op.value("align"), op.value("bitwidth")
+    if align is not None and align <= 0:
+        raise VerifyAt("align must be > 0", None, "align")
+    if bitwidth is not None and (bitwidth <= 0 or bitwidth % 8):
+        raise VerifyAt("bitwidth must be a positive multiple of 8", None, "bitwidth")
+    if op.value("size") < 0:
+        raise VerifyAt("size must be >= 0", None, "size")
+
+
+# ---------------------------------------------------------------------------------------------
+# Containers
+# ---------------------------------------------------------------------------------------------
+
+WORKLOAD_LISTS = ("buffer", "ifmap", "ofmap", "tile_info")
+"""List-valued workload members (besides the WL0 list) and the ops they hold."""
+
+
+@record(
+    Field("layer_name", "layer_name", Kind.STR, True),
+    Field("layer_type", "layer_type", Kind.STR, True),
+    Field("ofmap_size", "ofmap_size", Kind.INT),
+    Field("ring_buffer_info", "ring_buffer_info", Kind.ROWS),
+    Field("tile_padding_tblr", "tile_padding_tblr", Kind.INTS),
+    Field("time", "time", Kind.NUMBER),
+    Field("workload", "workload", Kind.ROWS, True),
+    Field("workload_id", "workload_id", Kind.INT, True),
+)
+class WorkloadOp(RecordOp):
+    """One computation tile of a layer on a core: ofmap box `workload` [[lower], [upper]]
+    (absolute in the layer's ofmap), `time` in cycles, and in its region the ifmaps, ofmap
+    blocks, weight, L2 and WL0 snapshots and intra-core tiles.
+
+    `lists` names the list members the JSON object has (so empty and absent lists both
+    survive), `wl0_key` the WL0 list's key (`wl0_buffer` or `wl1_buffer`) and `wl0_null` marks
+    a WL0 list written as null.
+    """
+
+    name = "gemini.workload"
+    lists = opt_prop_def(ArrayAttr)
+    wl0_key = opt_prop_def(StringAttr)
+    wl0_null = opt_prop_def(IntegerAttr)
+    body = region_def()
+    traits = traits_def(NoTerminator())
+    assembly_format = "attr-dict-with-keyword $body"
+
+    @staticmethod
+    def new(workload_id: int, layer_name: str, layer_type: str, lower: Sequence[int],
+            upper: Sequence[int], ops: Iterable[Operation] = ()) -> WorkloadOp:
+        op = WorkloadOp.create(
+            properties={"workload_id": int_attr(workload_id), "layer_name": StringAttr(layer_name),
+                        "layer_type": StringAttr(layer_type),
+                        "workload": rows_attr([lower, upper]),
+                        "lists": ArrayAttr([StringAttr("ifmap"), StringAttr("ofmap")])},
+            regions=[Region(Block(list(ops)))])
+        return op
+
+    # -- accessors ------------------------------------------------------------------------
+
+    @property
+    def id(self) -> int:
+        return self.value("workload_id")
+
+    @property
+    def layer(self) -> str:
+        return self.value("layer_name")
+
+    @property
+    def box(self) -> tuple[list[int], list[int]]:
+        lower, upper = rows(self.workload)
+        return lower, upper
+
+    def children(self, kind: type[_Op]) -> list[_Op]:
+        return [op for op in self.body.ops if type(op) is kind]
+
+    @property
+    def ifmaps(self) -> list[IfmapOp]:
+        return self.children(IfmapOp)
+
+    @property
+    def ofmaps(self) -> list[OfmapOp]:
+        return self.children(OfmapOp)
+
+    @property
+    def weight(self) -> WeightOp | None:
+        found = self.children(WeightOp)
+        return found[0] if found else None
+
+    @property
+    def buffer(self) -> list[L2TensorOp]:
+        return self.children(L2TensorOp)
+
+    @property
+    def wl0(self) -> list[Wl0TensorOp]:
+        return self.children(Wl0TensorOp)
+
+    @property
+    def tiles(self) -> list[TileOp]:
+        return self.children(TileOp)
+
+    def list_keys(self) -> list[str]:
+        return [a.data for a in self.lists.data] if self.lists is not None else []
+
+    def has_list(self, key: str) -> bool:
+        return key in self.list_keys()
+
+    def add_list(self, key: str) -> None:
+        if not self.has_list(key):
+            self.lists = ArrayAttr([*(StringAttr(k) for k in self.list_keys()), StringAttr(key)])
+
+    def append(self, op: Operation) -> None:
+        self.body.block.add_op(op)
+
+    @property
+    def core(self) -> CoreOp | None:
+        parent = self.parent_op()
+        return parent if isinstance(parent, CoreOp) else None
+
+    @property
+    def ring_regions(self) -> list[tuple[int, int]]:
+        return [(r[0], r[1]) for r in rows(self.ring_buffer_info)]
+
+    # -- verification ---------------------------------------------------------------------
+
+    def check(self) -> None:
+        super().check()
+        self.check_choice("layer_type", "layer_type", LAYER_TYPES)
+        box = rows(self.workload)
+        if len(box) != 2:
+            raise VerifyAt("expected [[lower], [upper]]", None, "workload")
+        try:
+            _check_box(*box)
+        except VerifyException as e:
+            raise VerifyAt(str(e), None, "workload") from None
+        if self.wl0_key is not None and self.wl0_key.data not in WL0_KEYS:
+            raise VerifyException(f"wl0_key must be wl0_buffer or wl1_buffer, got "
+                                  f"{self.wl0_key.data}")
+        if len(self.children(WeightOp)) > 1:
+            raise VerifyException("a workload has at most one weight")
+        for region in rows(self.ring_buffer_info):
+            if len(region) != 2 or region[0] < 0 or region[1] <= 0:
+                raise VerifyAt("ring buffer regions are [start, size] with start >= 0 and size "
+                               "> 0", None, "ring_buffer_info")
+        self._verify_blocks()
+        self._verify_snapshot()
+
+    def _verify_blocks(self) -> None:
+        lower, upper = self.box
+        extent = box_size(lower, upper)
+        for ofmap in self.ofmaps:
+            if not _inside(ofmap.ints_of("lower"), ofmap.ints_of("upper"), [0] * DIMS,
+                           [e - 1 for e in extent]):
+                raise VerifyAt(f"block {ofmap.ints_of('lower')}..{ofmap.ints_of('upper')} is "
+                               f"outside the workload's output tile of size {extent}", ofmap,
+                               "upper")
+        for tile in self.tiles:
+            lo, hi = tile.ints_of("ofmap_lower"), tile.ints_of("ofmap_upper")
+            if lo and hi and not _inside(lo, hi, lower, upper):
+                raise VerifyAt(f"tile ofmap {lo}..{hi} is outside the workload {lower}..{upper}",
+                               tile, "ofmap_upper")
+
+    def _verify_snapshot(self) -> None:
+        """The L2 snapshot: inside the buffer and its ring regions, no two tensors overlap, and
+        every ifmap of the workload is (a box of) one of its tensors."""
+        schedule = self.parent_op() and self.parent_op().parent_op()
+        buffersize = schedule.value("buffersize") if isinstance(schedule, ScheduleOp) else None
+        regions = self.ring_regions or ([(0, buffersize)] if buffersize else [])
+        for start, size in regions:
+            if buffersize is not None and start + size > buffersize:
+                raise VerifyAt(f"ring buffer region [{start}, {start + size}) exceeds the "
+                               f"buffersize {buffersize}", None, "ring_buffer_info")
+        for (s1, z1), (s2, _) in zip(sorted(regions), sorted(regions)[1:], strict=False):
+            if s2 < s1 + z1:
+                raise VerifyAt(f"ring buffer regions at {s1} and {s2} overlap", None,
+                               "ring_buffer_info")
+        occupied: list[tuple[int, int, L2TensorOp]] = []
+        for tensor in self.buffer:
+            spans = _ring_spans(tensor.value("address"), tensor.value("size"), regions)
+            if spans is None:
+                where = f"buffersize {buffersize}" if not self.ring_regions else \
+                    "ring buffer regions " + ", ".join(f"[{s}, {s + z})" for s, z in regions)
+                raise VerifyAt(f"tensor {tensor.value('tensor_id')} at [{tensor.value('address')}"
+                               f", {tensor.end}) does not fit the {where}", tensor, "address")
+            for start, end in spans:
+                for other_start, other_end, other in occupied:
+                    if start < other_end and other_start < end:
+                        raise VerifyAt(
+                            f"tensor {tensor.value('tensor_id')} at [{tensor.value('address')}, "
+                            f"{tensor.end}) overlaps tensor {other.value('tensor_id')} at "
+                            f"[{other.value('address')}, {other.end}) in the same L2 snapshot",
+                            tensor, "address")
+                occupied.append((start, end, tensor))
+        wl0 = sorted(self.wl0, key=lambda t: t.value("address"))
+        for first, second in zip(wl0, wl0[1:], strict=False):
+            if second.value("address") < first.end:
+                raise VerifyAt(f"WL0 tensor at [{second.value('address')}, {second.end}) overlaps "
+                               f"the one at [{first.value('address')}, {first.end})", second,
+                               "address")
+        if self.has_list("buffer"):
+            held_by = [(set(t.transfer_ids), t) for t in self.buffer
+                       if t.value("kind") != "ofmap"]
+            for ifmap in self.ifmaps:
+                wanted = set(ifmap.transfer_ids)
+                held = next((t for ids, t in held_by if wanted <= ids), None)
+                if held is None:
+                    raise VerifyAt(f"no tensor of the L2 snapshot holds transfers "
+                                   f"{ifmap.transfer_ids}", ifmap, "transfer_id")
+                lo, hi = held.ints_of("lower"), held.ints_of("upper")
+                if lo and not _inside(ifmap.ints_of("lower"), ifmap.ints_of("upper"), [0] * DIMS,
+                                      [e - 1 for e in box_size(lo, hi)]):
+                    raise VerifyAt(f"box {ifmap.ints_of('lower')}..{ifmap.ints_of('upper')} is "
+                                   f"outside L2 tensor {held.value('tensor_id')} of size "
+                                   f"{box_size(lo, hi)}", ifmap, "upper")
+
+
+def _ring_spans(address: int, size: int, regions: Sequence[tuple[int, int]],
+                ) -> list[tuple[int, int]] | None:
+    """The byte ranges a tensor occupies: it starts in one region and wraps around inside it."""
+    for start, length in regions:
+        if start <= address < start + length:
+            if size > length:
+                return None
+            end = address + size
+            if end <= start + length:
+                return [(address, end)]
+            return [(address, start + length), (start, start + end - (start + length))]
+    return None if size or not regions else [(address, address)]
+
+
+@irdl_op_definition
+class CoreOp(IRDLOperation):
+    """The ordered workloads of one core (top-level key `core_id`)."""
+
+    name = "gemini.core"
+    core_id = opt_prop_def(IntegerAttr)
+    body = region_def()
+    traits = traits_def(NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict-with-keyword $body"
+
+    @staticmethod
+    def new(core_id: int, workloads: Iterable[WorkloadOp] = ()) -> CoreOp:
+        return CoreOp.create(properties={"core_id": int_attr(core_id)},
+                             regions=[Region(Block(list(workloads)))])
+
+    @property
+    def id(self) -> int:
+        return self.core_id.value.data
+
+    @property
+    def workloads(self) -> list[WorkloadOp]:
+        return [op for op in self.body.ops if isinstance(op, WorkloadOp)]
+
+    def verify_(self) -> None:
+        for i, wl in enumerate(self.workloads):
+            if wl.id != i:
+                raise VerifyAt(f"workload ids must be dense per core: the workload at position "
+                               f"{i} of core {self.id} has id {wl.id}", wl, "workload_id")
+
+
+@irdl_op_definition
+class DramOp(IRDLOperation):
+    """The DRAM traffic (top-level key "-1"): stores ("in") and loads ("out"). `lists` names
+    the lists present in the file."""
+
+    name = "gemini.dram"
+    lists = opt_prop_def(ArrayAttr)
+    extra = opt_prop_def(DictionaryAttr)
+    body = region_def()
+    traits = traits_def(NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict-with-keyword $body"
+
+    @staticmethod
+    def new(ops: Iterable[Operation] = ()) -> DramOp:
+        return DramOp.create(properties={"lists": ArrayAttr([StringAttr("in"),
+                                                             StringAttr("out")])},
+                             regions=[Region(Block(list(ops)))])
+
+    @property
+    def stores(self) -> list[DramStoreOp]:
+        return [op for op in self.body.ops if isinstance(op, DramStoreOp)]
+
+    @property
+    def loads(self) -> list[DramLoadOp]:
+        return [op for op in self.body.ops if isinstance(op, DramLoadOp)]
+
+    def list_keys(self) -> list[str]:
+        return [a.data for a in self.lists.data] if self.lists is not None else []
+
+
+@record(
+    Field("buffersize", "buffersize", Kind.INT, True),
+    Field("top_batch_cut", "top_batch_cut", Kind.INT),
+    Field("xlen", "xlen", Kind.INT, True),
+    Field("ylen", "ylen", Kind.INT, True),
+)
+class ScheduleOp(RecordOp):
+    """A Gemini scheduler IR document: L2 `buffersize` in bytes per core, `top_batch_cut`
+    (batch groups of the root cut), an `xlen` x `ylen` mesh of cores; its region holds the
+    `gemini.dram` traffic and one `gemini.core` per core.
+
+    Its verifier checks everything that spans workloads (see `verify_`).
+    """
+
+    name = "gemini.schedule"
+    body = region_def()
+    traits = traits_def(NoTerminator())
+    assembly_format = "attr-dict-with-keyword $body"
+
+    @staticmethod
+    def new(buffersize: int, xlen: int, ylen: int, top_batch_cut: int = 1,
+            ops: Iterable[Operation] = ()) -> ScheduleOp:
+        return ScheduleOp.create(
+            properties={"buffersize": int_attr(buffersize), "xlen": int_attr(xlen),
+                        "ylen": int_attr(ylen), "top_batch_cut": int_attr(top_batch_cut)},
+            regions=[Region(Block(list(ops)))])
+
+    @property
+    def dram(self) -> DramOp | None:
+        return next((op for op in self.body.ops if isinstance(op, DramOp)), None)
+
+    @property
+    def cores(self) -> list[CoreOp]:
+        return [op for op in self.body.ops if isinstance(op, CoreOp)]
+
+    def workloads(self) -> Iterator[WorkloadOp]:
+        for core in self.cores:
+            yield from core.workloads
+
+    def verify_(self) -> None:
+        super().check()
+        for prop in ("buffersize", "xlen", "ylen"):
+            if self.value(prop) <= 0:
+                raise VerifyAt(f"{prop} must be > 0", None, prop)
+        # Each record's own rules first, so that the cross checks below can trust them.
+        for op in self.walk():
+            if op is not self and isinstance(op, RecordOp | CoreOp):
+                try:
+                    op.check() if isinstance(op, RecordOp) else op.verify_()
+                except VerifyAt as e:
+                    raise VerifyAt(str(e), e.op or op, *e.steps) from None
+                except VerifyException as e:
+                    raise VerifyAt(str(e), op) from None
+        if len([op for op in self.body.ops if isinstance(op, DramOp)]) > 1:
+            raise VerifyException("a schedule has one DRAM section")
+        cores = [c.id for c in self.cores]
+        if len(set(cores)) != len(cores):
+            raise VerifyException(f"core ids must be unique, got {cores}")
+        mesh = self.value("xlen") * self.value("ylen")
+        for core in self.cores:
+            if not 0 <= core.id < mesh:
+                raise VerifyAt(f"core {core.id} is not on the {self.value('xlen')}x"
+                               f"{self.value('ylen')} mesh", core)
+        TransferIndex(self).verify()
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-workload checks
+# ---------------------------------------------------------------------------------------------
+
+
+class TransferIndex:
+    """Producers and consumers of every transfer id of a schedule, and the checks on them."""
+
+    def __init__(self, schedule: ScheduleOp):
+        self.schedule = schedule
+        self.workloads: dict[tuple[int, int], WorkloadOp] = {
+            (core.id, wl.id): wl for core in schedule.cores for wl in core.workloads}
+        dram = schedule.dram
+        self.stores = dram.stores if dram else []
+        self.loads = dram.loads if dram else []
+        self.producer: dict[int, RecordOp] = {}
+        """transfer id -> the ofmap or DRAM load that produces it."""
+        self.store_of: dict[int, DramStoreOp] = {}
+
+    def _produce(self, tid: int, op: RecordOp) -> None:
+        if tid in self.producer:
+            raise VerifyAt(f"transfer {tid} is produced twice (also at "
+                           f"{_describe(self.producer[tid])})", op, "transfer_id")
+        self.producer[tid] = op
+
+    def verify(self) -> None:
+        for load in self.loads:
+            self._produce(load.value("transfer_id"), load)
+        for wl in self.workloads.values():
+            for ofmap in wl.ofmaps:
+                self._produce(ofmap.value("transfer_id"), ofmap)
+        for store in self.stores:
+            tid = store.value("transfer_id")
+            if tid in self.store_of:
+                raise VerifyAt(f"transfer {tid} is stored to DRAM twice", store, "transfer_id")
+            self.store_of[tid] = store
+        self._verify_consumers()
+        self._verify_destinations()
+        self._verify_dram()
+        self._verify_l2_tensors()
+        TensorOrderCheck(self).verify()
+        self._verify_layer_boxes()
+
+    def workload_of(self, op: Operation) -> tuple[int, WorkloadOp] | None:
+        wl = op.parent_op()
+        if isinstance(wl, WorkloadOp) and wl.core is not None:
+            return wl.core.id, wl
+        return None
+
+    def _verify_consumers(self) -> None:
+        """Every ifmap/weight transfer resolves to a producer that lists the workload."""
+        for (core, wid), wl in self.workloads.items():
+            needs = [(ifmap, tid) for ifmap in wl.ifmaps for tid in ifmap.transfer_ids]
+            if wl.weight is not None:
+                needs += [(wl.weight, tid) for tid in wl.weight.transfer_ids]
+            for op, tid in needs:
+                producer = self.producer.get(tid)
+                if producer is None:
+                    raise VerifyAt(f"transfer {tid} has no producer (no ofmap or DRAM load has "
+                                   f"this id)", op, "transfer_id")
+                if isinstance(op, WeightOp) and not (isinstance(producer, DramLoadOp)
+                                                     and producer.value("kind") == "weight"):
+                    raise VerifyAt(f"weight transfer {tid} must be a DRAM weight load, it is "
+                                   f"{_describe(producer)}", op, "transfer_id")
+                if not any(not d.to_dram and d.target == (core, wid)
+                           for d in producer.destinations):
+                    raise VerifyAt(f"transfer {tid} is consumed by workload {wid} of core {core} "
+                                   f"but its producer ({_describe(producer)}) does not list it "
+                                   f"as a destination", op, "transfer_id")
+
+    def _verify_destinations(self) -> None:
+        """Every core destination consumes the block; every DRAM destination is stored."""
+        reads: dict[tuple[int, int], set[int]] = {}
+        for key, consumer in self.workloads.items():
+            used = {t for f in consumer.ifmaps for t in f.transfer_ids}
+            if consumer.weight is not None:
+                used |= set(consumer.weight.transfer_ids)
+            reads[key] = used
+        for tid, producer in self.producer.items():
+            for i, dest in enumerate(producer.destinations):
+                if dest.to_dram:
+                    if tid not in self.store_of:
+                        raise VerifyAt(f"block {tid} goes to DRAM but no DRAM \"in\" entry "
+                                       f"stores it", producer, "destination", i)
+                    continue
+                consumer = self.workloads.get(dest.target)
+                if consumer is None:
+                    raise VerifyAt(f"destination workload {dest.target[1]} of core "
+                                   f"{dest.target[0]} does not exist", producer, "destination", i)
+                if tid not in reads[dest.target]:
+                    raise VerifyAt(f"destination workload {dest.target[1]} of core "
+                                   f"{dest.target[0]} does not read transfer {tid}", producer,
+                                   "destination", i)
+                layer = value_of(dest.field("layer_name"))
+                if layer is not None and layer != consumer.layer:
+                    raise VerifyAt(f"destination names layer {layer} but workload "
+                                   f"{dest.target[1]} computes {consumer.layer}", producer,
+                                   "destination", i)
+
+    def _verify_dram(self) -> None:
+        load_ids = {load.value("transfer_id") for load in self.loads}
+        for store in self.stores:
+            tid = store.value("transfer_id")
+            producer = self.producer.get(tid)
+            where = (store.value("core_id"), store.value("workload_id"))
+            owner = self.workload_of(producer) if isinstance(producer, OfmapOp) else None
+            if owner is None or (owner[0], owner[1].id) != where:
+                raise VerifyAt(f"stored block {tid} is not an ofmap of workload {where[1]} of "
+                               f"core {where[0]}", store, "transfer_id")
+            if not any(d.to_dram for d in producer.destinations):
+                raise VerifyAt(f"stored block {tid} has no DRAM destination in its ofmap",
+                               store, "transfer_id")
+            if owner[1].layer != store.value("layer_name"):
+                raise VerifyAt(f"layer_name {store.value('layer_name')} differs from the "
+                               f"producing workload's layer {owner[1].layer}", store, "layer_name")
+            for i, related in enumerate(store.ints_of("related_ofmap")):
+                if related not in load_ids:
+                    raise VerifyAt(f"related_ofmap {related} is not a DRAM load", store,
+                                   "related_ofmap", i)
+        store_ids = set(self.store_of)
+        related_of = {s.value("transfer_id"): set(s.ints_of("related_ofmap"))
+                      for s in self.stores}
+        for load in self.loads:
+            tid = load.value("transfer_id")
+            for i, related in enumerate(load.ints_of("related_ifmap")):
+                if related not in store_ids:
+                    raise VerifyAt(f"related_ifmap {related} is not a DRAM store", load,
+                                   "related_ifmap", i)
+                if "related_ofmap" in self.store_of[related].properties and \
+                        tid not in related_of[related]:
+                    raise VerifyAt(f"store {related} does not list load {tid} in its "
+                                   f"related_ofmap", load, "related_ifmap", i)
+
+    def _verify_l2_tensors(self) -> None:
+        """L2 tensors: sources exist, one identity per tensor id, contiguous lifetimes."""
+        for core in self.schedule.cores:
+            seen: dict[int, tuple[L2TensorOp, int]] = {}
+            for position, wl in enumerate(core.workloads):
+                for tensor in wl.buffer:
+                    for i, src in enumerate(tensor.sources):
+                        tid = value_of(src.transfer_id)
+                        producer = self.producer.get(tid)
+                        if producer is None:
+                            raise VerifyAt(f"source transfer {tid} has no producer", tensor,
+                                           "source", i)
+                        if src.from_dram != isinstance(producer, DramLoadOp):
+                            raise VerifyAt(f"source transfer {tid} is {_describe(producer)}, "
+                                           f"not of type {value_of(src.kind)}", tensor,
+                                           "source", i)
+                    key = tensor.value("tensor_id")
+                    if key in seen:
+                        first, last = seen[key]
+                        if last != position - 1:
+                            raise VerifyAt(f"tensor {key} leaves L2 after workload "
+                                           f"{core.workloads[last].id} and is listed again",
+                                           tensor, "tensor_id")
+                        for prop in ("address", "size", "kind"):
+                            if tensor.value(prop) != first.value(prop):
+                                raise VerifyAt(f"tensor {key} changes its {prop} from "
+                                               f"{first.value(prop)} to {tensor.value(prop)}",
+                                               tensor, "address" if prop == "address" else
+                                               "size" if prop == "size" else "type")
+                        if tensor.value("newly_added"):
+                            raise VerifyAt(f"tensor {key} is newly_added but was already in L2",
+                                           tensor, "newly_added")
+                        seen[key] = (first, position)
+                    else:
+                        if tensor.value("newly_added") is False:
+                            raise VerifyAt(f"tensor {key} first appears here but is not "
+                                           f"newly_added", tensor, "newly_added")
+                        seen[key] = (tensor, position)
+
+    def _verify_layer_boxes(self) -> None:
+        """Workloads lie inside their layer's ofmap when the network is in the same module;
+        DRAM stores lie inside their layer's ofmap (else: the union of its workloads)."""
+        shapes = self._layer_shapes()
+        extent: dict[str, list[int]] = {}
+        for wl in self.workloads.values():
+            upper = wl.box[1]
+            shape = shapes.get(wl.layer)
+            if shape is not None and not _inside(wl.box[0], upper, [0] * DIMS,
+                                                 [d - 1 for d in shape]):
+                raise VerifyAt(f"box {wl.box[0]}..{upper} is outside layer {wl.layer}'s ofmap "
+                               f"of shape {shape}", wl, "workload")
+            known = extent.setdefault(wl.layer, upper)
+            extent[wl.layer] = [max(a, b) for a, b in zip(known, upper, strict=False)]
+        for name, shape in shapes.items():
+            extent[name] = [d - 1 for d in shape]
+        for store in self.stores:
+            layer = extent.get(store.value("layer_name"))
+            if layer and not _inside(store.ints_of("lower"), store.ints_of("upper"),
+                                     [0] * DIMS, layer):
+                raise VerifyAt(f"block {store.ints_of('lower')}..{store.ints_of('upper')} is "
+                               f"outside layer {store.value('layer_name')}'s ofmap "
+                               f"[0, 0, 0, 0]..{layer}", store, "upper")
+
+
+    def _layer_shapes(self) -> dict[str, list[int]]:
+        """NCHW output shapes of the layers of a `dnn.graph` next to the schedule, if any."""
+        module = self.schedule.parent_op()
+        if module is None:
+            return {}
+        shapes = {}
+        for op in module.walk():
+            name, result = op.properties.get("layer_name"), op.results[:1]
+            if op.name.startswith("dnn.") and name is not None and result:
+                shapes[name.data] = result[0].type.nchw
+        return shapes
+
+
+class TensorOrderCheck:
+    """`tensor_order` is the position of each DRAM transfer in the one DRAM queue: the DRAM
+    tensors' orders are a permutation of 0..M-1 (M = loads + stores), tensors that never touch
+    DRAM carry M, WL0 tensors fed from L2 carry null."""
+
+    def __init__(self, index: TransferIndex):
+        self.index = index
+        self.total = len(index.loads) + len(index.stores)
+
+    def verify(self) -> None:
+        order_of: dict[tuple[str, int], tuple[int, Operation]] = {}
+        self.holder: dict[int, tuple[str, int]] = {}
+        complete = True
+        for (core, _), wl in self.index.workloads.items():
+            complete &= wl.has_list("buffer") and wl.wl0_key is not None
+            for tensor in wl.buffer:
+                self._check(order_of, tensor, self.transfers_of(core, wl, tensor))
+            for tensor in wl.wl0:
+                if tensor.value("source") == "DDR":
+                    self._check(order_of, tensor, [("load", t) for t in tensor.transfer_ids])
+        if not order_of or not complete:
+            return
+        expected = {("load", load.value("transfer_id")) for load in self.index.loads}
+        expected |= {("store", store.value("transfer_id")) for store in self.index.stores}
+        missing = sorted(expected - set(order_of))
+        if missing:
+            kind, tid = missing[0]
+            op = next(o for o in (self.index.loads if kind == "load" else self.index.stores)
+                      if o.value("transfer_id") == tid)
+            raise VerifyAt(f"DRAM transfer {tid} has no tensor_order: it never appears in an "
+                           f"L2 or WL0 snapshot", op, "transfer_id")
+
+    def transfers_of(self, core: int, wl: WorkloadOp, tensor: L2TensorOp,
+                     ) -> list[tuple[str, int]] | None:
+        """The DRAM transfers an L2 tensor stands for: ("load", id) for tensors read from
+        DRAM, ("store", id) for the staging copy of a stored output, None for on-chip data."""
+        if tensor.value("kind") == "ofmap":
+            stores = [s for s in self.index.stores if s.value("core_id") == core
+                      and s.value("workload_id") == wl.id
+                      and s.value("layer_name") == tensor.value("layer_name")]
+            return [("store", s.value("transfer_id")) for s in stores[:1]] or None
+        if tensor.from_dram:
+            return [("load", t) for t in tensor.transfer_ids]
+        return None
+
+    def _check(self, order_of: dict, tensor: RecordOp, transfers) -> None:
+        if "tensor_order" not in tensor.properties:
+            return
+        order = tensor.value("tensor_order")
+        if transfers is None:
+            if isinstance(tensor, Wl0TensorOp):
+                return
+            if order != self.total:
+                raise VerifyAt(f"a tensor that does not touch DRAM must have tensor_order "
+                               f"{self.total} (the number of DRAM transfers), got {order}",
+                               tensor, "tensor_order")
+            return
+        if order is None or not 0 <= order < self.total:
+            raise VerifyAt(f"a DRAM tensor's tensor_order must be in [0, {self.total}), got "
+                           f"{order}", tensor, "tensor_order")
+        for transfer in transfers:
+            known = order_of.get(transfer)
+            if known is not None and known[0] != order:
+                raise VerifyAt(f"DRAM transfer {transfer[1]} has tensor_order {order} here but "
+                               f"{known[0]} elsewhere", tensor, "tensor_order")
+            other = self.holder.setdefault(order, transfer)
+            if other != transfer:
+                raise VerifyAt(f"tensor_order {order} is given to DRAM transfers {other[1]} and "
+                               f"{transfer[1]}", tensor, "tensor_order")
+            order_of[transfer] = (order, tensor)
+
+
+def _describe(op: Operation) -> str:
+    if isinstance(op, DramLoadOp):
+        return f"a DRAM {op.value('kind')} load"
+    wl = op.parent_op()
+    if isinstance(wl, WorkloadOp):
+        core = wl.core.id if wl.core is not None else "?"
+        return f"an ofmap of workload {wl.id} of core {core}"
+    return op.name
+
+
+Gemini = Dialect(
+    "gemini",
+    [ScheduleOp, DramOp, DramStoreOp, DramLoadOp, CoreOp, WorkloadOp, IfmapOp, OfmapOp,
+     WeightOp, L2TensorOp, Wl0TensorOp, TileOp],
+    [DestinationAttr, SourceAttr],
+)

@@ -1,0 +1,215 @@
+"""Import Gemini's frontend layer description (the "Frontend IR") into the `dnn` dialect.
+
+The document is an object of layers keyed by name; each layer names its `operation`, its
+`previous_layer`s (layers, or names of network inputs and constants such as conv weights) with
+their `input_shape`/`input_dtype`, one `output_shape`/`output_dtype`, and its `next_layer`s
+(layers, or network outputs). Here every layer becomes one `dnn` layer op whose operands are its
+previous layers' results, every name that is not a layer becomes a `dnn.input` (a constant when
+it is not the first input of a layer, or its name says so) and every next name that is not a
+layer a `dnn.output`.
+
+The geometry of convolutions and pools is typed; all other members (quantisation, file lists,
+module lists, ...) are kept in `extra` with the member order in `keys`, so the description
+exports back unchanged (`--target gemini-layers`).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from compiler.json_reader import JsonNode
+from compiler.locations import json_location
+from dialects import dnn
+from dialects.json_value import dict_attr
+
+TYPED_KEYS = frozenset({"layer_index", "operation", "input_shape", "output_shape",
+                        "input_dtype", "output_dtype", "previous_layer", "next_layer"})
+GEOMETRY = {"kernel_size": 2, "stride": 2, "padding": 4, "pool_size": 2}
+"""Typed geometry members and their lengths (on the layer kinds that have them)."""
+
+
+def import_document(doc: JsonNode) -> ModuleOp:
+    layers = dict(doc.items())
+    if not layers:
+        raise doc.error("expected at least one layer")
+    order = _topological_order(layers)
+    block = Block()
+    values: dict[str, SSAValue] = {}
+    inputs: dict[str, dnn.InputOp] = {}
+    outputs: list[tuple[str, str]] = []
+    for name in order:
+        node = layers[name]
+        operands = [_operand(node, i, prev, layers, values, inputs, block)
+                    for i, prev in enumerate(_names(node, "previous_layer"))]
+        op = _layer(name, node, operands)
+        block.add_op(op)
+        values[name] = op.output
+        outputs += [(nxt, name) for nxt in _names(node, "next_layer") if nxt not in layers]
+    seen: set[str] = set()
+    for out_name, producer in outputs:
+        if out_name not in seen:
+            seen.add(out_name)
+            block.add_op(dnn.OutputOp.new(out_name, values[producer]))
+    _check_next_layers(layers, block)
+    graph = dnn.GraphOp.create(regions=[Region(block)])
+    graph.location = json_location(doc.path)
+    return ModuleOp([graph])
+
+
+def _names(node: JsonNode, key: str) -> list[str]:
+    member = node[key]
+    names = [e.as_str() for e in member.elements()]
+    if len(set(names)) != len(names):
+        raise member.error("lists a name twice")
+    return names
+
+
+def _topological_order(layers: dict[str, JsonNode]) -> list[str]:
+    """Layer names, producers before consumers, otherwise in file order."""
+    done: set[str] = set()
+    order: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            raise layers[name]["previous_layer"].error(f"layer '{name}' depends on itself "
+                                                      f"(a cycle through previous_layer)")
+        visiting.add(name)
+        for prev in _names(layers[name], "previous_layer"):
+            if prev in layers:
+                visit(prev)
+        visiting.discard(name)
+        done.add(name)
+        order.append(name)
+
+    for name, node in layers.items():
+        node.as_dict()
+        visit(name)
+    return order
+
+
+def _shape_at(node: JsonNode, key: str, index: int) -> tuple[list[int], JsonNode]:
+    shapes = node[key]
+    elements = shapes.elements()
+    if index >= len(elements):
+        raise shapes.error(f"expected a shape for input {index} (one per previous_layer), got "
+                           f"{len(elements)}")
+    return elements[index].as_int_list(1, 4, min_value=1), elements[index]
+
+
+def _dtype_at(node: JsonNode, key: str, index: int) -> str:
+    dtypes = node[key].elements()
+    if index >= len(dtypes):
+        raise node[key].error(f"expected an element type for position {index}, got "
+                              f"{len(dtypes)}")
+    dtype = dtypes[index].as_str()
+    if dtype not in dnn.DTYPE_BITS:
+        raise dtypes[index].error(f"unknown element type '{dtype}' (known: "
+                                  f"{', '.join(dnn.DTYPE_BITS)})")
+    return dtype
+
+
+def _operand(node: JsonNode, index: int, prev: str, layers: dict[str, JsonNode],
+             values: dict[str, SSAValue], inputs: dict[str, dnn.InputOp], block: Block,
+             ) -> SSAValue:
+    shape, shape_node = _shape_at(node, "input_shape", index)
+    dtype = _dtype_at(node, "input_dtype", index)
+    if prev in layers:
+        produced = dnn.fmap(values[prev])
+        if produced.shape_list != shape or produced.dtype_name != dtype:
+            raise shape_node.error(f"input {index} from layer '{prev}' is described as "
+                                   f"{shape} {dtype}, but '{prev}' produces "
+                                   f"{produced.shape_list} {produced.dtype_name}")
+        return values[prev]
+    type_ = dnn.FmapType.get(shape, dtype)
+    known = inputs.get(prev)
+    if known is not None:
+        if known.output.type != type_:
+            raise shape_node.error(f"'{prev}' is used as {shape} {dtype} here but as "
+                                   f"{known.output.type.shape_list} "
+                                   f"{known.output.type.dtype_name} elsewhere")
+        return known.output
+    constant = index > 0 or "constant" in prev or "weight" in prev
+    op = dnn.InputOp.new(prev, type_, constant)
+    op.location = json_location(node["previous_layer"].elements()[index].path)
+    inputs[prev] = op
+    first_layer = next((o for o in block.ops if not isinstance(o, dnn.InputOp)), None)
+    if first_layer is None:
+        block.add_op(op)
+    else:
+        block.insert_op_before(op, first_layer)
+    return op.output
+
+
+def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
+    operation = node["operation"].as_str()
+    cls = dnn.layer_class(operation)
+    outputs = node["output_shape"].elements()
+    if len(outputs) != 1:
+        raise node["output_shape"].error(f"expected one output shape, got {len(outputs)}")
+    out = dnn.FmapType.get(outputs[0].as_int_list(1, 4, min_value=1),
+                           _dtype_at(node, "output_dtype", 0))
+    if len(node["input_shape"].as_list()) != len(operands):
+        raise node["input_shape"].error(f"expected {len(operands)} shapes (one per "
+                                        f"previous_layer), got {len(node['input_shape'].value)}")
+    props: dict[str, Attribute | None] = {"keys": ArrayAttr([StringAttr(k) for k in
+                                                            node.as_dict()])}
+    index = node.get("layer_index")
+    if index is not None:
+        props["layer_index"] = IntegerAttr(index.as_int(), i64)
+    props["next_layer"] = ArrayAttr([StringAttr(n) for n in _names(node, "next_layer")])
+    typed = set(TYPED_KEYS)
+    for key, length in GEOMETRY.items():
+        member = node.get(key)
+        if member is None or key not in _geometry_of(cls):
+            continue
+        props[key] = dnn._ints(member.as_int_list(length, length, min_value=0))
+        typed.add(key)
+    props["extra"] = dict_attr(node.unknown_members(typed))
+    op = cls.new(name, operation, operands, out, **props)
+    op.location = json_location(node.path)
+    try:
+        op.verify_()
+    except VerifyException as e:
+        raise node.error(str(e).removeprefix(f"{operation} layer '{name}': ")) from None
+    return op
+
+
+def _geometry_of(cls: type[dnn.LayerOp]) -> frozenset[str]:
+    if cls is dnn.Conv2dOp:
+        return frozenset({"kernel_size", "stride", "padding"})
+    if cls is dnn.PoolOp:
+        return frozenset({"pool_size", "stride", "padding"})
+    return frozenset()
+
+
+def _check_next_layers(layers: dict[str, JsonNode], block: Block) -> None:
+    """Each layer's next_layer names exactly the layers that list it as previous."""
+    consumers: dict[str, set[str]] = {name: set() for name in layers}
+    for name, node in layers.items():
+        for prev in _names(node, "previous_layer"):
+            if prev in consumers:
+                consumers[prev].add(name)
+    for name, node in layers.items():
+        listed = {n for n in _names(node, "next_layer") if n in layers}
+        if listed != consumers[name]:
+            missing = sorted(consumers[name] - listed)
+            extra = sorted(listed - consumers[name])
+            what = (f"does not list '{missing[0]}', which takes '{name}' as previous_layer"
+                    if missing else f"lists '{extra[0]}', which does not take '{name}' as "
+                                    f"previous_layer")
+            raise node["next_layer"].error(what)
+
+
+def describe(module: ModuleOp) -> str:
+    graph = dnn.find_graph(module)
+    kinds: dict[str, int] = {}
+    for layer in graph.layers:
+        kinds[layer.op_name] = kinds.get(layer.op_name, 0) + 1
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return f"{len(graph.layers)} layers: {parts}"
+

@@ -1,0 +1,143 @@
+"""gemini-allocate-l2: the L2 snapshots of every workload and their addresses.
+
+On a schedule from the earlier passes, the pass lists, for every workload, the tensors in its
+core's L2 when it starts (`compiler.gemini_l2.plan_tensors`: inputs assembled from core blocks or
+loaded from DRAM, staged weights, store staging), with `newly_added`, `cur_wl_ifmap`, sources,
+tensor ids and `tensor_order` (the DRAM queue position from gemini-dram-order, M for on-chip
+tensors), and gives each tensor an address by Gemini's allocator: lowest-address first fit at
+workload boundaries, freed after the last use. Every workload gets one ring region covering
+the buffer.
+
+On a schedule that already has snapshots (an imported scheduler IR) it keeps the lifetimes as
+listed and re-assigns the addresses with the same allocator, which is how planc is checked
+against Gemini's own allocations.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+
+from compiler.diagnostics import PlancError
+from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors
+from compiler.gemini_plan import (
+    ORDER,
+    HardwarePass,
+    error_at,
+    get_int,
+    layer_table,
+    schedule_of,
+    workload_step,
+)
+from dialects import dnn, gemini
+
+
+def reallocate(schedule: gemini.ScheduleOp) -> None:
+    """Re-assign the addresses of an existing set of snapshots (lifetimes as listed)."""
+    capacity = schedule.value("buffersize")
+    for core in schedule.cores:
+        tensors: dict[int, L2Tensor] = {}
+        entries: dict[int, list[gemini.L2TensorOp]] = defaultdict(list)
+        for position, wl in enumerate(core.workloads):
+            for entry in wl.buffer:
+                tid = entry.value("tensor_id")
+                entries[tid].append(entry)
+                tensor = tensors.get(tid)
+                if tensor is None:
+                    tensor = tensors[tid] = L2Tensor(core.id, entry.value("kind"),
+                                                     entry.value("size"), ([], []), 8, 8, 0,
+                                                     set(), first=position, tensor_id=tid)
+                tensor.last = position
+        allocate(core, list(tensors.values()), capacity)
+        for tid, tensor in tensors.items():
+            for entry in entries[tid]:
+                entry.address = gemini.int_attr(tensor.address)
+
+
+def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
+                 hw) -> PlancError | None:
+    """The allocation error the current plan would hit, or None (nothing is changed)."""
+    tensors = plan_tensors(schedule, layers, hw)
+    cores = {core.id: core for core in schedule.cores}
+    _number(tensors, cores)
+    for core_id, found in tensors.items():
+        try:
+            allocate(cores[core_id], found, schedule.value("buffersize"))
+        except PlancError as e:
+            return e
+    return None
+
+
+def _number(tensors: dict[int, list[L2Tensor]], timelines: dict[int, gemini.CoreOp]) -> None:
+    """Tensor ids in the order tensors enter L2 (by global step, then core)."""
+    everything = [(workload_step(timelines[core].workloads[t.first]), core, i, t)
+                  for core, found in tensors.items() for i, t in enumerate(found)]
+    for tensor_id, (*_, tensor) in enumerate(sorted(everything, key=lambda e: e[:3])):
+        tensor.tensor_id = tensor_id
+
+
+def _entry(tensor: L2Tensor, position: int, order: int | None,
+           readers_here: bool) -> gemini.L2TensorOp:
+    props = {
+        "address": gemini.int_attr(tensor.address), "size": gemini.int_attr(tensor.size),
+        "tensor_id": gemini.int_attr(tensor.tensor_id), "kind": StringAttr(tensor.kind),
+        "align": gemini.int_attr(tensor.align), "bitwidth": gemini.int_attr(tensor.bitwidth),
+        "lower": gemini.ints_attr(tensor.box[0]), "upper": gemini.ints_attr(tensor.box[1]),
+        "tensor_order": gemini.int_attr(order),
+    }
+    if tensor.kind == "ofmap":
+        # As Gemini writes store staging: no transfer ids, no sources, no newly_added.
+        props["layer_name"] = StringAttr(tensor.layer_name)
+        props["start_send"] = gemini.bool_attr(True)
+        return gemini.L2TensorOp.build(**props)
+    props["newly_added"] = gemini.bool_attr(position == tensor.first)
+    props["transfer_id"] = gemini.ints_attr(tensor.transfer_ids)
+    props["source"] = ArrayAttr(tensor.sources)
+    if tensor.layer_name is not None:
+        props["layer_name"] = StringAttr(tensor.layer_name)
+    if readers_here and tensor.kind == "ifmap":
+        props["cur_wl_ifmap"] = gemini.bool_attr(True)
+    return gemini.L2TensorOp.build(**props)
+
+
+@dataclass(frozen=True)
+class GeminiAllocateL2Pass(HardwarePass):
+    """L2 snapshots with first-fit addresses (or re-allocation of existing snapshots)."""
+
+    name = "gemini-allocate-l2"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        schedule = schedule_of(op, self.name)
+        graph = dnn.find_graph(op)
+        if graph is None or any(wl.has_list("buffer") for wl in schedule.workloads()):
+            reallocate(schedule)
+            return
+        layers = layer_table(graph)
+        tensors = plan_tensors(schedule, layers, self.hw)
+        cores = {core.id: core for core in schedule.cores}
+        _number(tensors, cores)
+        dram = schedule.dram
+        order_of = {("load", ld.value("transfer_id")): get_int(ld, ORDER) for ld in dram.loads}
+        order_of |= {("store", s.value("transfer_id")): get_int(s, ORDER) for s in dram.stores}
+        sentinel = len(dram.loads) + len(dram.stores)
+        capacity = schedule.value("buffersize")
+        for core_id, found in tensors.items():
+            core = cores[core_id]
+            allocate(core, found, capacity)
+            for position, wl in enumerate(core.workloads):
+                live = [t for t in found if t.first <= position <= t.last]
+                entries = []
+                for tensor in live:
+                    order = order_of.get(tensor.dram, sentinel) if tensor.dram else sentinel
+                    if order is None:
+                        raise error_at(wl, "DRAM transfers have no gemini.order (run "
+                                           "gemini-dram-order first)")
+                    entries.append((order, -tensor.tensor_id,
+                                    _entry(tensor, position, order, position in tensor.readers)))
+                for *_, entry in sorted(entries, key=lambda e: e[:2]):
+                    wl.append(entry)
+                wl.add_list("buffer")
+                wl.ring_buffer_info = gemini.rows_attr([[0, capacity]])

@@ -1,0 +1,65 @@
+"""gemini-batch-cut: choose how many samples each layer group processes at a time.
+
+A segment runs its layers for one batch group (sub-batch) after another: batch groups outer,
+layers inner, as Gemini's T-cuts do. Larger groups mean fewer, larger workloads (better PE use,
+fewer per-workload overheads) but more feature-map bytes in L2, and a segment with more than one
+group must keep all its weights resident. The pass picks, per segment, the largest divisor of
+the batch whose L2 peak fits (`gemini-group-layers`' evaluation) and records it as
+`gemini.sub_batch` on the segment's layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from compiler.gemini_plan import (
+    GROUPS,
+    SUB_BATCH,
+    HardwarePass,
+    batch_of,
+    error_at,
+    get_int,
+    graph_of,
+    mesh_of,
+    scheduled_layers,
+    segments,
+    set_int,
+    source,
+)
+from dialects import dnn
+from passes.gemini_group_layers import evaluate_segment, layer_facts
+
+
+@dataclass(frozen=True)
+class GeminiBatchCutPass(HardwarePass):
+    """Pick each segment's sub-batch (the largest that fits L2); records `gemini.sub_batch`."""
+
+    name = "gemini-batch-cut"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = graph_of(op, self.name)
+        hw = self.hw
+        layers = scheduled_layers(graph)
+        facts = layer_facts(layers, hw)
+        xlen, ylen = mesh_of(graph)
+        index = {layer: i for i, layer in enumerate(layers)}
+        batch = batch_of(graph)
+        for segment, members in segments(graph).items():
+            members = [index[layer] for layer in members]
+            start, end = members[0], members[-1] + 1
+            if members != list(range(start, end)):
+                raise error_at(layers[members[0]], f"segment {segment} is not contiguous in "
+                                                   f"topological order")
+            plan = evaluate_segment(facts, start, end, batch, xlen * ylen, hw)
+            sub_batch = plan.sub_batch if plan is not None else 1
+            for i in members:
+                set_int(layers[i], SUB_BATCH, sub_batch)
+                set_int(layers[i], GROUPS, batch // sub_batch)
+        for layer in graph.layers:
+            if isinstance(layer, dnn.ReshapeOp):
+                producer = source(layer.output).owner
+                set_int(layer, SUB_BATCH, get_int(producer, SUB_BATCH, batch))
+                set_int(layer, GROUPS, get_int(producer, GROUPS, 1))

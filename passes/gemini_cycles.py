@@ -1,0 +1,122 @@
+"""gemini-cycles: intra-core tiles (`tile_info`) and the predicted `time` of every workload.
+
+A PE workload whose weights are staged in L2 streams them to WL0 one intra-core tile of output
+channels at a time (`stream_tile_channels`); while tile i computes, tile i+1's weights load, so
+its time is `L + sum(max(c_i, L)) + c_last` with L the tile's WL0 load cycles. Every other
+workload is one tile. Tile cycles come from the calibrated roofline of
+`compiler.gemini_model`; DRAM stalls are not part of `time` (as in Gemini's IR; the simulator
+adds them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+from compiler import gemini_model as model
+from compiler.gemini_l2 import weight_in_l2
+from compiler.gemini_model import Box, GeminiHardware
+from compiler.gemini_plan import HardwarePass, graph_of, layer_table, schedule_of
+from dialects import dnn, gemini
+
+
+@dataclass
+class TilePlan:
+    ofmap: Box
+    cycles: float
+
+
+@dataclass
+class WorkloadPlan:
+    tiles: list[TilePlan]
+    time: float
+    stream_units: int | None
+    """WL0 units of one streamed weight tile (None: weights not streamed from L2)."""
+
+
+def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
+                  ) -> WorkloadPlan:
+    box = wl.box
+    in_bytes = sum(ifmap.value("size") for ifmap in wl.ifmaps)
+    out_bytes = model.fmap_bytes(box, layer.out_type.bits)
+    if layer.LAYER_TYPE == "vp":
+        # The vector processor streams its operands side by side: the first one sets the pace.
+        first_input = wl.ifmaps[0].value("size") if wl.ifmaps else 0
+        cycles = model.vp_cycles(layer, first_input, out_bytes)
+        return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
+    if layer.LAYER_TYPE != "pe":
+        cycles = model.dt_cycles(in_bytes)
+        return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
+    weight = wl.weight
+    k0, k1 = box[0][1], box[1][1]
+    if weight is None or not weight_in_l2(layer, k1 - k0 + 1, hw):
+        direct = weight.value("size") if weight is not None else 0
+        cycles = model.pe_cycles(layer, box, in_bytes, direct)
+        return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
+    tile_k = model.stream_tile_channels(layer, k1 - k0 + 1, hw)
+    tiles = []
+    for start in range(k0, k1 + 1, tile_k):
+        lower, upper = list(box[0]), list(box[1])
+        lower[1], upper[1] = start, min(start + tile_k - 1, k1)
+        tiles.append(TilePlan((lower, upper), model.pe_cycles(layer, (lower, upper), in_bytes,
+                                                              0)))
+    units = model.wl0_stream_units(layer, tile_k, hw)
+    return WorkloadPlan(tiles, model.stream_time([t.cycles for t in tiles], units), units)
+
+
+def cut_mode(layer: dnn.LayerOp) -> str:
+    """How the PE array's two axes are shared: K with C (most convolutions), K with H (thin
+    or strided 1x1 inputs), or K with K (fully connected)."""
+    _, _, h, w = layer.out_type.nchw
+    if h * w == 1:
+        return "KK"
+    c = dnn.fmap(layer.inputs[0]).nchw[1]
+    strided_1x1 = isinstance(layer, dnn.Conv2dOp) and layer.window == [1, 1] and \
+        max(layer.strides) > 1
+    return "KH" if c < 8 or strided_1x1 else "KC"
+
+
+def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadOp,
+            ) -> gemini.TileOp:
+    props = {"key": StringAttr(f"tile_num_{index}"),
+             "ofmap_lower": gemini.ints_attr(tile.ofmap[0]),
+             "ofmap_upper": gemini.ints_attr(tile.ofmap[1]),
+             "single_tile_time_pred": gemini.number_attr(float(round(tile.cycles, 3)))}
+    for suffix, ifmap in zip(("", "2"), wl.ifmaps, strict=False):
+        props[f"ifmap_lower{suffix}"] = gemini.ints_attr(ifmap.ints_of("lower"))
+        props[f"ifmap_upper{suffix}"] = gemini.ints_attr(ifmap.ints_of("upper"))
+    if layer.LAYER_TYPE == "pe":
+        props["layer_name"] = StringAttr(layer.name_)
+        props["cut_mode"] = StringAttr(cut_mode(layer))
+        props["loop_order"] = StringAttr("KNHW")
+        props["tile_padding_tblr"] = wl.tile_padding_tblr or gemini.ints_attr([0, 0, 0, 0])
+    else:
+        props["tile_padding_tblr"] = gemini.ints_attr([0, 0, 0, 0])
+    return gemini.TileOp.build(**props)
+
+
+@dataclass(frozen=True)
+class GeminiCyclesPass(HardwarePass):
+    """Fill every workload's tile_info and time from the cycle model."""
+
+    name = "gemini-cycles"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = graph_of(op, self.name)
+        schedule = schedule_of(op, self.name)
+        layers = layer_table(graph)
+        hw = self.hw
+        for wl in schedule.workloads():
+            layer = layers[wl.layer]
+            plan = plan_workload(layer, wl, hw)
+            for tile in wl.tiles:
+                tile.detach()
+                tile.erase()
+            for i, tile in enumerate(plan.tiles):
+                wl.append(tile_op(i, tile, layer, wl))
+            wl.add_list("tile_info")
+            wl.time = gemini.int_attr(math.floor(plan.time))
+

@@ -1,0 +1,206 @@
+"""gemini-group-layers: cut the network into layer groups (segments) that stay on chip.
+
+Inside a segment feature maps go from layer to layer through L2 (or core to core); between
+segments they are stored to DRAM and read back. Like Gemini's `DP_search`, the pass runs a
+dynamic program over segment end points in topological order: each candidate segment is
+evaluated with the best batch cut that fits L2 (`evaluate_segment`, shared with
+gemini-batch-cut), costing max(compute cycles, DRAM cycles) for the whole batch; the cheapest
+sequence of feasible segments wins (fewer segments on ties). A segment that runs in several
+batch groups keeps its weights resident in L2 across the groups, so its weights count against
+the buffer; a single-group segment streams them layer by layer.
+
+Records `gemini.segment` on every layer (views take their source's segment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from compiler import gemini_model as model
+from compiler.gemini_model import GeminiHardware
+from compiler.gemini_plan import (
+    MESH,
+    SEGMENT,
+    HardwarePass,
+    batch_of,
+    consumers,
+    graph_of,
+    is_network_output,
+    parse_mesh,
+    scheduled_layers,
+    set_int,
+    set_ints,
+    source,
+)
+from dialects import dnn
+
+MAX_SEGMENT_LAYERS = 96
+"""Longest segment the search considers (keeps the search quadratic in practice)."""
+
+
+@dataclass
+class LayerFacts:
+    """What the segment search needs to know about one layer."""
+
+    index: int
+    layer: dnn.LayerOp
+    out_bytes: int
+    """Bytes of the whole output (all samples)."""
+    l2_weight_bytes: int
+    """Weight bytes that pass through L2 when streamed (0 for weights read straight to WL0)."""
+    weight_bytes: int
+    inputs: list[tuple[int, int]]
+    """(producer layer index or -1 for a network input, bytes) per activation input."""
+    users: list[int]
+    """Indices of the layers that read the output."""
+    leaves: bool
+    """Is the output a network output?"""
+    cycles: float
+    """Compute cycles for all samples on one core."""
+
+
+def layer_facts(layers: list[dnn.LayerOp], hw: GeminiHardware) -> list[LayerFacts]:
+    index = {layer: i for i, layer in enumerate(layers)}
+    facts = []
+    for i, layer in enumerate(layers):
+        out_box = model.whole(layer.out_type.nchw)
+        out_bytes = model.fmap_bytes(out_box, layer.out_type.bits)
+        inputs = []
+        in_bytes = 0
+        for value in layer.activations:
+            src = source(value)
+            ftype = dnn.fmap(src)
+            size = model.fmap_bytes(model.whole(ftype.nchw), ftype.bits)
+            in_bytes += size
+            inputs.append((index.get(src.owner, -1), size))
+        users = [index[c] for c, _ in consumers(layer) if c in index]
+        geometry = model.weight_geometry(layer)
+        weight_bytes = model.weight_bytes(layer) if geometry else 0
+        l2_weights = weight_bytes if geometry and model.streams_weights(
+            layer, geometry[0], hw) else 0
+        facts.append(LayerFacts(i, layer, out_bytes, l2_weights, weight_bytes, inputs,
+                                sorted(users), is_network_output(layer),
+                                quick_cycles(layer, in_bytes, out_bytes)))
+    return facts
+
+
+def quick_cycles(layer: dnn.LayerOp, in_bytes: int, out_bytes: int) -> float:
+    out = model.whole(layer.out_type.nchw)
+    if layer.LAYER_TYPE == "pe":
+        return model.pe_cycles(layer, out, 0, 0)
+    if layer.LAYER_TYPE == "vp":
+        return model.vp_cycles(layer, in_bytes, out_bytes)
+    return model.dt_cycles(in_bytes)
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    sub_batch: int
+    peak_bytes: float
+    cycles: float
+
+
+def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, cores: int,
+                     hw: GeminiHardware) -> SegmentPlan | None:
+    """The best batch cut of layers [start, end) that fits L2, or None."""
+    budget = hw.buffer_bytes * hw.l2_fill
+    segment = facts[start:end]
+    all_weights = sum(f.weight_bytes for f in segment)
+    for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
+        groups = batch // sub_batch
+        resident = all_weights if groups > 1 else 0
+        peak = resident + _peak_fmaps(segment, start, end, sub_batch / batch / cores,
+                                      streaming=groups == 1)
+        if peak <= budget or (end - start == 1 and sub_batch == 1):
+            return SegmentPlan(sub_batch, peak, _cycles(facts, start, end, cores, hw))
+    return None
+
+
+def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
+                streaming: bool) -> float:
+    """Largest L2 use at any layer of the segment: outputs live from their producer to their
+    last consumer inside the segment, inputs from outside live while their consumer runs,
+    and streamed weights for the current and the next layer."""
+    delta = [0.0] * (len(segment) + 1)
+    for pos, fact in enumerate(segment):
+        last = max((u for u in fact.users if u < end), default=start + pos) - start
+        delta[pos] += fact.out_bytes
+        delta[last + 1] -= fact.out_bytes
+    peak, live = 0.0, 0.0
+    for pos, fact in enumerate(segment):
+        live += delta[pos]
+        loaded = sum(size for producer, size in fact.inputs if not start <= producer < end)
+        weights = 0
+        if streaming:
+            weights = fact.l2_weight_bytes + (segment[pos + 1].l2_weight_bytes
+                                              if pos + 1 < len(segment) else 0)
+        peak = max(peak, (live + loaded) * share + weights)
+    return peak
+
+
+def _cycles(facts: list[LayerFacts], start: int, end: int, cores: int,
+            hw: GeminiHardware) -> float:
+    segment = facts[start:end]
+    compute = sum(f.cycles for f in segment) / cores
+    dram = sum(f.weight_bytes for f in segment)
+    dram += sum(size for f in segment for producer, size in f.inputs
+                if not start <= producer < end)
+    dram += sum(f.out_bytes for f in segment if f.leaves or any(u >= end for u in f.users))
+    return max(compute, dram / hw.dram_bytes_per_cycle)
+
+
+def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,
+                      hw: GeminiHardware) -> list[tuple[int, int]]:
+    """Segment boundaries [(start, end)] minimising total cycles (then segment count)."""
+    n = len(facts)
+    best: list[tuple[float, int, int] | None] = [None] * (n + 1)
+    best[0] = (0.0, 0, -1)
+    for end in range(1, n + 1):
+        for start in range(max(0, end - MAX_SEGMENT_LAYERS), end):
+            if best[start] is None:
+                continue
+            plan = evaluate_segment(facts, start, end, batch, cores, hw)
+            if plan is None:
+                continue
+            cost = (best[start][0] + plan.cycles, best[start][1] + 1, start)
+            if best[end] is None or cost[:2] < best[end][:2]:
+                best[end] = cost
+    bounds = []
+    end = n
+    while end > 0:
+        start = best[end][2]
+        bounds.append((start, end))
+        end = start
+    return bounds[::-1]
+
+
+@dataclass(frozen=True)
+class GeminiGroupLayersPass(HardwarePass):
+    """Cut the network into segments (layer groups) by dynamic programming over L2 fit and
+    cost; records `gemini.segment` on each layer."""
+
+    name = "gemini-group-layers"
+
+    mesh: str = "1x1"
+    """The core mesh XxY (recorded on the graph as gemini.mesh for the later passes)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = graph_of(op, self.name)
+        hw = self.hw
+        xlen, ylen = parse_mesh(self.mesh)
+        set_ints(graph, MESH, [xlen, ylen])
+        layers = scheduled_layers(graph)
+        facts = layer_facts(layers, hw)
+        cores = xlen * ylen
+        for segment, (start, end) in enumerate(best_segmentation(facts, batch_of(graph), cores,
+                                                                 hw)):
+            for fact in facts[start:end]:
+                set_int(fact.layer, SEGMENT, segment)
+        for layer in graph.layers:
+            if isinstance(layer, dnn.ReshapeOp):
+                producer = source(layer.output).owner
+                set_int(layer, SEGMENT, producer.attributes[SEGMENT].value.data
+                        if SEGMENT in producer.attributes else 0)

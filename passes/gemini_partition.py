@@ -1,0 +1,147 @@
+"""gemini-partition: cut each layer's output over the xlen x ylen mesh of cores.
+
+For every layer the pass considers all cut factors (pN, pK, pH, pW) whose product divides the
+number of cores (pN within the segment's sub-batch; layers that need their whole input, such as
+transposes, stay on one core) and keeps the cheapest by
+
+    cycles of the largest part + bytes the parts read (ifmap halos, replicated weights) / (64 B
+    per cycle per core),
+
+Gemini's trade-off between parallelism and on-chip traffic. Parts are numbered N-major and
+placed on the cores along a snake through the mesh, in the same order for every layer, so that
+consecutive layers cut the same way keep their data on the same core. A part whose inputs,
+output and staged weights would take more than 40% of L2 is cut further (`refine`); the extra
+parts run one after another on the same cores. Records `gemini.split` and `gemini.cores`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from compiler import gemini_model as model
+from compiler.gemini_plan import (
+    CORES,
+    MESH,
+    SPLIT,
+    cut,
+    graph_of,
+    group_size,
+    mesh_of,
+    parse_mesh,
+    scheduled_layers,
+    set_ints,
+    snake_cores,
+)
+from dialects import dnn
+
+NOC_BYTES_PER_CYCLE = 64
+
+
+def candidates(layer: dnn.LayerOp, sub_batch: int, cores: int) -> list[tuple[int, ...]]:
+    if not model.is_local(layer):
+        return [(1, 1, 1, 1)]
+    _, k, h, w = layer.out_type.nchw
+    dims = (sub_batch, k, h, w)
+    if isinstance(layer, dnn.MatmulOp):
+        dims = (sub_batch, k, h, 1)
+    if isinstance(layer, dnn.ReduceOp):
+        dims = tuple(1 if d == layer.axis_index else size for d, size in enumerate(dims))
+    divisors = [d for d in range(1, cores + 1) if cores % d == 0]
+    found = []
+    for split in itertools.product(*([p for p in divisors if p <= d] for d in dims)):
+        product = split[0] * split[1] * split[2] * split[3]
+        if product in divisors:
+            found.append(split)
+    return found
+
+
+def part_cost(layer: dnn.LayerOp, split: tuple[int, ...], sub_batch: int) -> float:
+    _, k, h, w = layer.out_type.nchw
+    count = split[0] * split[1] * split[2] * split[3]
+    first = [cut(size, parts)[0] for size, parts in zip((sub_batch, k, h, w), split, strict=False)]
+    box = ([r[0] for r in first], [r[1] for r in first])
+    in_bytes = 0
+    for i in range(len(layer.activations)):
+        need, _ = model.input_box(layer, i, box)
+        in_bytes += model.fmap_bytes(need, dnn.fmap(layer.inputs[i]).bits)
+    out_bytes = model.fmap_bytes(box, layer.out_type.bits)
+    if layer.LAYER_TYPE == "pe":
+        cycles = model.pe_cycles(layer, box, 0, 0)
+        weights = model.weight_bytes(layer, box[1][1] - box[0][1] + 1) \
+            if model.weight_geometry(layer) else 0
+    elif layer.LAYER_TYPE == "vp":
+        cycles, weights = model.vp_cycles(layer, in_bytes, out_bytes), 0
+    else:
+        cycles, weights = model.dt_cycles(in_bytes), 0
+    traffic = count * (in_bytes + weights)
+    return cycles + traffic / (NOC_BYTES_PER_CYCLE * count)
+
+
+def working_set(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
+                hw: model.GeminiHardware) -> int:
+    """L2 bytes the largest part needs at once: its inputs, its output, staged weights."""
+    _, k, h, w = layer.out_type.nchw
+    first = [cut(size, parts)[0] for size, parts in zip((group, k, h, w), split, strict=False)]
+    box = ([r[0] for r in first], [r[1] for r in first])
+    total = model.fmap_bytes(box, layer.out_type.bits)
+    for i in range(len(layer.activations)):
+        need, _ = model.input_box(layer, i, box)
+        total += model.fmap_bytes(need, dnn.fmap(layer.inputs[i]).bits)
+    k_part = box[1][1] - box[0][1] + 1
+    if model.weight_geometry(layer) and model.streams_weights(layer, k_part, hw):
+        total += model.weight_bytes(layer, k_part)
+    return total
+
+
+def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
+           hw: model.GeminiHardware) -> tuple[int, ...]:
+    """Cut further (more parts than cores, run one after another) until the largest part
+    leaves room in L2 for its neighbours: output channels first for PE layers (weights split
+    too), then rows, columns and samples."""
+    limit = WORKING_SET_SHARE * hw.buffer_bytes * hw.l2_fill
+    _, k, h, w = layer.out_type.nchw
+    split = list(split)
+    while working_set(layer, tuple(split), group, hw) > limit and model.is_local(layer):
+        sizes = [group // split[0], k // split[1], h // split[2], w // split[3]]
+        order = ([1, 2, 3, 0] if layer.LAYER_TYPE == "pe" else [2, 3, 1, 0])
+        dims = [d for d in order if sizes[d] >= (2 * hw.pe_k_lanes if d == 1 and
+                                                  layer.LAYER_TYPE == "pe" else 2)]
+        if not dims:
+            break
+        split[dims[0]] *= 2
+    return tuple(split)
+
+
+WORKING_SET_SHARE = 0.4
+"""Largest share of L2 one part may take (the rest holds neighbours and prefetches)."""
+
+
+@dataclass(frozen=True)
+class GeminiPartitionPass(ModulePass):
+    """Cut every layer over the core mesh; records `gemini.split` and `gemini.cores`."""
+
+    name = "gemini-partition"
+
+    mesh: str = ""
+    """XxY; empty: the mesh gemini-group-layers recorded (or 1x1)."""
+    buffer_size: int = model.GeminiHardware.buffer_bytes
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = graph_of(op, self.name)
+        xlen, ylen = parse_mesh(self.mesh) if self.mesh else mesh_of(graph)
+        set_ints(graph, MESH, [xlen, ylen])
+        order = snake_cores(xlen, ylen)
+        hw = model.GeminiHardware(buffer_bytes=self.buffer_size)
+        for layer in scheduled_layers(graph):
+            sub_batch = group_size(layer)
+            options = candidates(layer, sub_batch, xlen * ylen)
+            split = min(options, key=lambda s: (part_cost(layer, s, sub_batch), -s[0], -s[2]))
+            cores = split[0] * split[1] * split[2] * split[3]
+            split = refine(layer, split, sub_batch, hw)
+            set_ints(layer, SPLIT, split)
+            set_ints(layer, CORES, order[:cores])

@@ -1,0 +1,280 @@
+"""gemini-receptive-field: give every workload its ifmaps, weights and output transfers.
+
+For each workload and each activation input the pass computes the receptive field of the
+workload's box (stride-aware, with the padding the layer applies at the borders, recorded as
+`tile_padding_tblr`). Inputs are gathered per core into L2 tensors: one per (source feature
+map, consumer core, batch group), covering the union of what the core's consumers need.
+
+* A source produced in the same segment travels core to core: each producer workload whose box
+  meets the tensor sends the intersection as one block (an `ofmap` entry with a transfer id);
+  a block several consumers need is sent once to all of them (multicast destinations).
+* Any other source (a network input or constant, or a layer of an earlier segment) is read from
+  DRAM: one fmap load per tensor, with the consumers as destinations; the producing layer's
+  workloads store their outputs (DRAM "in"), and loads and stores name each other in
+  related_ifmap / related_ofmap. Network outputs are stored too.
+* PE layers read their weights (their K range) from DRAM: one weight load per (layer, K range)
+  for all workloads that use it.
+
+An ifmap lists the blocks that form it, in coordinates relative to its L2 tensor. Transfer ids
+are provisional (creation order) until gemini-transfer-ids renumbers them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+
+from compiler import gemini_model as model
+from compiler.gemini_model import Box
+from compiler.gemini_plan import (
+    SEGMENT,
+    consumers,
+    error_at,
+    get_int,
+    graph_of,
+    group_of,
+    is_network_output,
+    layer_table,
+    schedule_of,
+    source,
+    workloads_in_order,
+)
+from dialects import dnn, gemini
+
+SOURCE_NAME = "gemini.from"
+"""On fmap DRAM loads: the name of the layer or network input whose data they read."""
+
+
+def value_name(value: SSAValue) -> str:
+    owner = value.owner
+    return owner.input_name.data if isinstance(owner, dnn.InputOp) else owner.layer_name.data
+
+
+def workload_group(wl: gemini.WorkloadOp, layer: dnn.LayerOp) -> int:
+    return group_of(layer, wl.box)
+
+
+@dataclass
+class Need:
+    consumer: gemini.WorkloadOp
+    index: int
+    box: Box
+
+
+@dataclass
+class Wiring:
+    """The transfers being built for one schedule."""
+
+    schedule: gemini.ScheduleOp
+    layers: dict[str, dnn.LayerOp]
+    next_id: int = 0
+    blocks: dict[tuple, gemini.OfmapOp] = field(default_factory=dict)
+    weight_loads: dict[tuple, gemini.DramLoadOp] = field(default_factory=dict)
+    fmap_loads: list[tuple[gemini.DramLoadOp, SSAValue, Box]] = field(default_factory=list)
+    stores: dict[str, list[gemini.DramStoreOp]] = field(default_factory=lambda: defaultdict(list))
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    @property
+    def dram(self) -> gemini.DramOp:
+        return self.schedule.dram
+
+    def block(self, producer: gemini.WorkloadOp, box: Box) -> gemini.OfmapOp:
+        """The ofmap entry that sends `box` (absolute) of `producer`'s output."""
+        key = (producer, tuple(box[0]), tuple(box[1]))
+        op = self.blocks.get(key)
+        if op is None:
+            layer = self.layers[producer.layer]
+            lower, upper = model.relative(box, producer.box)
+            op = gemini.OfmapOp.build(
+                lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
+                size=gemini.int_attr(model.fmap_bytes(box, layer.out_type.bits)),
+                transfer_id=gemini.int_attr(self.new_id()), destination=ArrayAttr([]))
+            producer.append(op)
+            self.blocks[key] = op
+        return op
+
+
+def add_destination(op: gemini.RecordOp, dest: gemini.DestinationAttr) -> None:
+    current = op.destinations
+    if dest not in current:
+        op.destination = ArrayAttr([*current, dest])
+
+
+def core_dest(wl: gemini.WorkloadOp, with_layer: bool = False) -> gemini.DestinationAttr:
+    return gemini.DestinationAttr.core(wl.core.id, wl.id, wl.layer if with_layer else None)
+
+
+@dataclass(frozen=True)
+class GeminiReceptiveFieldPass(ModulePass):
+    """Ifmap boxes with padding, core-to-core blocks, DRAM loads/stores and weight loads."""
+
+    name = "gemini-receptive-field"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = graph_of(op, self.name)
+        schedule = schedule_of(op, self.name)
+        wiring = Wiring(schedule, layer_table(graph))
+        workloads = workloads_in_order(schedule)
+        if any(wl.ifmaps or wl.ofmaps for wl in workloads):
+            raise error_at(schedule, "the schedule already has transfers")
+        by_layer_group: dict[tuple[str, int], list[gemini.WorkloadOp]] = defaultdict(list)
+        for wl in workloads:
+            by_layer_group[(wl.layer, workload_group(wl, wiring.layers[wl.layer]))].append(wl)
+        needs: dict[tuple, list[Need]] = defaultdict(list)
+        for wl in workloads:
+            layer = wiring.layers[wl.layer]
+            wl.tile_padding_tblr = gemini.ints_attr(self._needs(wl, layer, needs))
+        ifmaps: dict[gemini.WorkloadOp, dict[int, gemini.IfmapOp]] = defaultdict(dict)
+        for (value, _core, _segment, group), wanted in needs.items():
+            self._wire_tensor(wiring, value, group, wanted, by_layer_group, ifmaps)
+        for wl in workloads:
+            ordered = [ifmaps[wl][i] for i in sorted(ifmaps[wl])]
+            for ifmap in reversed(ordered):
+                wl.body.block.insert_op_before(ifmap, wl.body.block.first_op) \
+                    if wl.body.block.first_op else wl.append(ifmap)
+            self._weights(wiring, wl)
+        self._stores(wiring, graph, by_layer_group)
+        self._relate(wiring)
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    def _needs(self, wl: gemini.WorkloadOp, layer: dnn.LayerOp, needs: dict) -> list[int]:
+        padding = [0, 0, 0, 0]
+        segment = get_int(layer, SEGMENT, 0)
+        group = workload_group(wl, layer)
+        for index, value in enumerate(layer.activations):
+            src = source(value)
+            if src is value:
+                box, pad = model.input_box(layer, index, wl.box)
+            else:   # through a reshape view: the consumer sees other coordinates
+                box, pad = model.whole(dnn.fmap(src).nchw), [0, 0, 0, 0]
+            if index == 0:
+                padding = pad
+            needs[(src, wl.core.id, segment, group)].append(Need(wl, index, box))
+        return padding
+
+    def _wire_tensor(self, wiring: Wiring, value: SSAValue, group: int, wanted: list[Need],
+                     by_layer_group: dict, ifmaps: dict) -> None:
+        tensor = wanted[0].box
+        for need in wanted[1:]:
+            tensor = model.union(tensor, need.box)
+        ftype = dnn.fmap(value)
+        producer = value.owner
+        consumer_layer = wiring.layers[wanted[0].consumer.layer]
+        on_chip = isinstance(producer, dnn.LayerOp) and \
+            get_int(producer, SEGMENT) == get_int(consumer_layer, SEGMENT)
+        if on_chip:
+            blocks = []
+            for source_wl in by_layer_group[(producer.name_, group)]:
+                piece = model.intersect(tensor, source_wl.box)
+                if piece is not None:
+                    blocks.append((piece, wiring.block(source_wl, piece)))
+            for need in wanted:
+                ids = []
+                for piece, block in blocks:
+                    if model.intersect(piece, need.box) is not None:
+                        add_destination(block, core_dest(need.consumer))
+                        ids.append(block.value("transfer_id"))
+                ifmaps[need.consumer][need.index] = _ifmap(need, tensor, ids, ftype)
+            return
+        load = gemini.DramLoadOp.build(
+            kind=StringAttr("fmap"), transfer_id=gemini.int_attr(wiring.new_id()),
+            lower=gemini.ints_attr(tensor[0]), upper=gemini.ints_attr(tensor[1]),
+            size=gemini.int_attr(model.fmap_bytes(tensor, ftype.bits)),
+            related_ifmap=gemini.ints_attr([]), destination=ArrayAttr([]))
+        load.attributes[SOURCE_NAME] = StringAttr(value_name(value))
+        wiring.dram.body.block.add_op(load)
+        wiring.fmap_loads.append((load, value, tensor))
+        for need in wanted:
+            add_destination(load, core_dest(need.consumer, with_layer=True))
+            ifmaps[need.consumer][need.index] = _ifmap(need, tensor,
+                                                       [load.value("transfer_id")], ftype)
+
+    # -- weights, stores ----------------------------------------------------------------------
+
+    def _weights(self, wiring: Wiring, wl: gemini.WorkloadOp) -> None:
+        layer = wiring.layers[wl.layer]
+        geometry = model.weight_geometry(layer)
+        if geometry is None:
+            return
+        _, c, rs = geometry
+        k0, k1 = wl.box[0][1], wl.box[1][1]
+        key = (layer.name_, k0, k1)
+        load = wiring.weight_loads.get(key)
+        lower, upper = [0, k0, 0, 0], [0, k1, c - 1, rs - 1]
+        size = model.weight_bytes(layer, k1 - k0 + 1)
+        if load is None:
+            load = gemini.DramLoadOp.build(
+                kind=StringAttr("weight"), transfer_id=gemini.int_attr(wiring.new_id()),
+                lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
+                size=gemini.int_attr(size), related_ifmap=gemini.ints_attr([]),
+                destination=ArrayAttr([]))
+            wiring.dram.body.block.add_op(load)
+            wiring.weight_loads[key] = load
+        add_destination(load, core_dest(wl, with_layer=True))
+        wl.append(gemini.WeightOp.build(
+            lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
+            size=gemini.int_attr(size),
+            transfer_id=gemini.ints_attr([load.value("transfer_id")])))
+
+    def _stores(self, wiring: Wiring, graph: dnn.GraphOp, by_layer_group: dict) -> None:
+        """Layers read by a later segment, and network outputs, store every part to DRAM."""
+        for layer in wiring.layers.values():
+            if isinstance(layer, dnn.ReshapeOp) or layer.LAYER_TYPE is None:
+                continue
+            segment = get_int(layer, SEGMENT)
+            later = any(get_int(c, SEGMENT) != segment for c, _ in consumers(layer))
+            if not (later or is_network_output(layer)):
+                continue
+            producers = [wl for (name, _), wls in sorted(by_layer_group.items(),
+                                                         key=lambda kv: kv[0][1])
+                         if name == layer.name_ for wl in wls]
+            for wl in producers:
+                block = wiring.block(wl, wl.box)
+                add_destination(block, gemini.DestinationAttr.dram())
+                store = gemini.DramStoreOp.build(
+                    core_id=gemini.int_attr(wl.core.id), layer_name=StringAttr(layer.name_),
+                    workload_id=gemini.int_attr(wl.id),
+                    transfer_id=gemini.int_attr(block.value("transfer_id")),
+                    lower=gemini.ints_attr(wl.box[0]), upper=gemini.ints_attr(wl.box[1]),
+                    related_ofmap=gemini.ints_attr([]))
+                wiring.dram.body.block.add_op(store)
+                wiring.stores[layer.name_].append(store)
+
+    def _relate(self, wiring: Wiring) -> None:
+        related_loads: dict[int, list[int]] = defaultdict(list)
+        for load, value, box in wiring.fmap_loads:
+            producer = value.owner
+            if not isinstance(producer, dnn.LayerOp):
+                continue
+            stores = [s for s in wiring.stores.get(producer.name_, [])
+                      if model.intersect((s.ints_of("lower"), s.ints_of("upper")), box)]
+            if not stores:
+                raise error_at(producer, f"layer '{producer.name_}' feeds a later segment but "
+                                         f"stores nothing")
+            ids = [s.value("transfer_id") for s in stores]
+            load.related_ifmap = gemini.ints_attr(ids)
+            for tid in ids:
+                related_loads[tid].append(load.value("transfer_id"))
+        for stores in wiring.stores.values():
+            for store in stores:
+                store.related_ofmap = gemini.ints_attr(
+                    related_loads.get(store.value("transfer_id"), []))
+
+
+def _ifmap(need: Need, tensor: Box, ids: list[int], ftype: dnn.FmapType) -> gemini.IfmapOp:
+    lower, upper = model.relative(need.box, tensor)
+    return gemini.IfmapOp.build(
+        align=gemini.int_attr(model.channel_align(ftype.bits)),
+        bitwidth=gemini.int_attr(ftype.bits), lower=gemini.ints_attr(lower),
+        upper=gemini.ints_attr(upper), size=gemini.int_attr(model.fmap_bytes(need.box,
+                                                                             ftype.bits)),
+        transfer_id=gemini.ints_attr(ids))

@@ -1,0 +1,100 @@
+"""gemini-transfer-ids: number the transfers densely, in the order Gemini's IR generator uses.
+
+Observed in every public scheduler IR: ids run 0..M-1 with all weight loads first (in the order
+their first consumer executes), then the network-input loads, then the feature-map transfers
+layer by layer in execution order (for each workload: the DRAM reloads it is the first to read,
+then the blocks it produces). The DRAM lists are sorted by id. Every reference is rewritten:
+DRAM entries, ofmaps, ifmaps, weights, related lists and L2 tensors with their sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp
+from xdsl.passes import ModulePass
+
+from compiler.gemini_plan import schedule_of, workloads_in_order
+from dialects import gemini
+
+
+def canonical_order(schedule: gemini.ScheduleOp) -> list[int]:
+    """The current transfer ids in their canonical order."""
+    workloads = workloads_in_order(schedule)
+    position = {(wl.core.id, wl.id): i for i, wl in enumerate(workloads)}
+    loads = schedule.dram.loads if schedule.dram else []
+
+    def first_use(load: gemini.DramLoadOp) -> int:
+        return min((position.get(d.target, len(position)) for d in load.destinations
+                    if not d.to_dram), default=len(position))
+
+    weights = sorted((ld for ld in loads if ld.value("kind") == "weight"),
+                     key=lambda ld: (first_use(ld), ld.value("transfer_id")))
+    inputs = sorted((ld for ld in loads if ld.value("kind") == "fmap"
+                     and not ld.ints_of("related_ifmap")),
+                    key=lambda ld: (first_use(ld), ld.value("transfer_id")))
+    order = [ld.value("transfer_id") for ld in weights + inputs]
+    reloads: dict[int, list[int]] = {}
+    for load in loads:
+        if load.value("kind") == "fmap" and load.ints_of("related_ifmap"):
+            reloads.setdefault(first_use(load), []).append(load.value("transfer_id"))
+    for i, wl in enumerate(workloads):
+        order += sorted(reloads.get(i, []))
+        order += [ofmap.value("transfer_id") for ofmap in wl.ofmaps]
+    return order
+
+
+def _renumber(attr, mapping: dict[int, int]):
+    if isinstance(attr, IntegerAttr):
+        return gemini.int_attr(mapping.get(attr.value.data, attr.value.data))
+    if isinstance(attr, DenseArrayBase):
+        return gemini.ints_attr(mapping.get(v, v) for v in gemini.ints(attr))
+    return attr
+
+
+def renumber(schedule: gemini.ScheduleOp, mapping: dict[int, int]) -> None:
+    id_fields = ("transfer_id", "related_ifmap", "related_ofmap")
+    for op in schedule.walk():
+        if not isinstance(op, gemini.RecordOp):
+            continue
+        for name in id_fields:
+            if name in op.properties:
+                op.properties[name] = _renumber(op.properties[name], mapping)
+        if isinstance(op, gemini.L2TensorOp) and op.sources:
+            op.source = ArrayAttr([
+                gemini.SourceAttr(*[_renumber(p, mapping) if i == 4 else p
+                                    for i, p in enumerate(s.parameters)])
+                for s in op.sources])
+    dram = schedule.dram
+    if dram is not None:
+        for kind in (gemini.DramStoreOp, gemini.DramLoadOp):
+            ops = sorted((o for o in dram.body.ops if isinstance(o, kind)),
+                         key=lambda o: o.value("transfer_id"))
+            for o in ops:
+                o.detach()
+                dram.body.block.add_op(o)
+    for wl in schedule.workloads():
+        ofmaps = sorted(wl.ofmaps, key=lambda o: o.value("transfer_id"))
+        anchor = wl.ifmaps[-1] if wl.ifmaps else None
+        for o in ofmaps:
+            o.detach()
+            if anchor is None:
+                wl.body.block.insert_op_before(o, wl.body.block.first_op) \
+                    if wl.body.block.first_op else wl.append(o)
+            else:
+                wl.body.block.insert_op_after(o, anchor)
+            anchor = o
+
+
+@dataclass(frozen=True)
+class GeminiTransferIdsPass(ModulePass):
+    """Renumber transfer ids densely: weights, network inputs, then fmaps in execution order."""
+
+    name = "gemini-transfer-ids"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        schedule = schedule_of(op, self.name)
+        order = canonical_order(schedule)
+        mapping = {old: new for new, old in enumerate(dict.fromkeys(order))}
+        renumber(schedule, mapping)

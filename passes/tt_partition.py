@@ -1,0 +1,193 @@
+"""`tt-partition`: split each kernel's output tiles over a Tensix core grid.
+
+Every strategy balances work the way tt-metal's `split_work_to_cores` does: with T tiles and
+P cores, the first T mod P cores get ceil(T/P) tiles and the others floor(T/P), so no core
+has more than ceil(T/P). Strategies differ in which tiles a core gets and in what order:
+
+* row_major     tiles numbered row by row, cores taken x-major ((0,0), (0,1), ...): TileLang-
+                TT's row_major partition, which reproduces its example plans exactly;
+* column_major  tiles numbered column by column, cores taken y-major;
+* block         tiles numbered band by band (bands of h tile rows, column by column inside a
+                band), so each core gets a near-square block; h minimises the largest
+                (rows + columns) a core touches; a core walks its block row by row;
+* z_order       tiles numbered along a Morton (Z) curve, cores taken x-major.
+
+`auto` (the default) asks the cost model (`compiler.tt_schedule`) for the modeled time of
+each strategy and keeps the fastest, the first in the order above on ties. The cores that get
+work are described by as few disjoint core ranges as possible (one for the whole grid when
+all cores work). The functions here are pure (shapes and grids in, work lists out), so other
+targets can reuse them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import PlancError
+from compiler.tt_devices import device_named, parse_grid
+from compiler.tt_kernels import kernel_buffers, kernel_geometry
+from compiler.tt_schedule import Core, Tile, kernel_cost
+from dialects import tt
+
+STRATEGIES = ("row_major", "column_major", "block", "z_order")
+ITEM_ORDER = {"row_major": "row_major", "column_major": "column_major", "block": "row_major",
+              "z_order": "z_order"}
+"""The `tile_order` a work item states: the order in which its core walks its tiles."""
+
+Partition = dict[Core, list[Tile]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure partitioning
+# ---------------------------------------------------------------------------------------------
+
+
+def split_counts(total: int, parts: int) -> list[int]:
+    """Tiles per part, tt-metal style: the first `total % parts` parts get one more."""
+    used = min(total, parts)
+    if used == 0:
+        return []
+    base, extra = divmod(total, used)
+    return [base + 1 if i < extra else base for i in range(used)]
+
+
+def core_order(grid: tuple[int, int], strategy: str) -> list[Core]:
+    gx, gy = grid
+    if strategy == "column_major":
+        return [(x, y) for y in range(gy) for x in range(gx)]
+    return [(x, y) for x in range(gx) for y in range(gy)]
+
+
+def morton(io: int, jo: int) -> int:
+    """Interleave the bits of jo (even positions) and io (odd): the Z-curve index."""
+    code = 0
+    for bit in range(max(io.bit_length(), jo.bit_length())):
+        code |= ((jo >> bit) & 1) << (2 * bit) | ((io >> bit) & 1) << (2 * bit + 1)
+    return code
+
+
+def banded(tiles: tuple[int, int], height: int) -> list[Tile]:
+    """Tiles band by band (`height` tile rows per band), column by column within a band."""
+    mt, nt = tiles
+    return [(io, jo) for top in range(0, mt, height) for jo in range(nt)
+            for io in range(top, min(top + height, mt))]
+
+
+def _chunks(sequence: Sequence[Tile], counts: Sequence[int]) -> list[list[Tile]]:
+    out, start = [], 0
+    for n in counts:
+        out.append(list(sequence[start:start + n]))
+        start += n
+    return out
+
+
+def _block_extent(chunks: list[list[Tile]]) -> int:
+    """The largest number of distinct tile rows plus columns one core touches."""
+    return max(len({t[0] for t in c}) + len({t[1] for t in c}) for c in chunks)
+
+
+def tile_sequence(tiles: tuple[int, int], strategy: str, counts: Sequence[int]) -> list[Tile]:
+    """All output tiles in the order the strategy hands them out."""
+    mt, nt = tiles
+    if strategy == "row_major":
+        return [(io, jo) for io in range(mt) for jo in range(nt)]
+    if strategy == "column_major":
+        return [(io, jo) for jo in range(nt) for io in range(mt)]
+    if strategy == "z_order":
+        return sorted(((io, jo) for io in range(mt) for jo in range(nt)),
+                      key=lambda t: morton(*t))
+    if strategy == "block":
+        best = min(range(1, mt + 1),
+                   key=lambda h: (_block_extent(_chunks(banded(tiles, h), counts)), h))
+        return banded(tiles, best)
+    raise PlancError(f"unknown partition strategy '{strategy}' (expected one of "
+                     f"{', '.join(STRATEGIES)})")
+
+
+def partition_tiles(tiles: tuple[int, int], grid: tuple[int, int],
+                    strategy: str) -> Partition:
+    """The work list of every core that gets work, in core order."""
+    counts = split_counts(tiles[0] * tiles[1], grid[0] * grid[1])
+    chunks = _chunks(tile_sequence(tiles, strategy, counts), counts)
+    if strategy == "block":
+        chunks = [sorted(chunk) for chunk in chunks]
+    return dict(zip(core_order(grid, strategy), chunks, strict=False))
+
+
+def active_ranges(used: int, grid: tuple[int, int],
+                  strategy: str) -> list[tuple[Core, tuple[int, int]]]:
+    """Disjoint (start, extent) rectangles covering the first `used` cores in core order."""
+    gx, gy = grid
+    if strategy == "column_major":
+        full, rest = divmod(used, gx)
+        ranges = [((0, 0), (gx, full))] if full else []
+        return ranges + ([((0, full), (rest, 1))] if rest else [])
+    full, rest = divmod(used, gy)
+    ranges = [((0, 0), (full, gy))] if full else []
+    return ranges + ([((full, 0), (1, rest))] if rest else [])
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------------------------
+
+
+def choose_strategy(plan: tt.PlanOp, grid: tuple[int, int], device) -> str:
+    """The strategy with the least modeled time for this plan's kernel (first on ties)."""
+    kernel = plan.kernel
+    geometry = kernel_geometry(kernel.operator)
+    buffers = kernel_buffers(kernel.operator)
+
+    def seconds(strategy: str) -> float:
+        work = partition_tiles(geometry.grid_tiles, grid, strategy)
+        return kernel_cost(geometry, kernel.operator, work, buffers, device).seconds
+
+    return min(STRATEGIES, key=seconds)
+
+
+def partition_plan(plan: tt.PlanOp, grid: tuple[int, int], strategy: str, device) -> None:
+    kernel = plan.kernel
+    if kernel is None:
+        raise PlancError("tt-partition needs plans with a tt.kernel (run tt-tile first)")
+    if plan.work_partition is not None:
+        return
+    if strategy == "auto":
+        strategy = choose_strategy(plan, grid, device)
+    work = partition_tiles(kernel.grid_tiles, grid, strategy)
+    len_k = kernel.len_k_value
+    order = ITEM_ORDER[strategy]
+    cores = [tt.CoreOp(tt.CoreOp.key_of(core), [tt.WorkOp(io, jo, len_k, order)
+                                                for io, jo in items])
+             for core, items in work.items()]
+    ranges = [tt.CoreRangeOp(start, extent)
+              for start, extent in active_ranges(len(work), grid, strategy)]
+    plan.set_grid(grid)
+    block = plan.body.block
+    for core_range in ranges:
+        block.insert_op_before(core_range, kernel)
+    block.add_op(tt.WorkPartitionOp(cores))
+
+
+@dataclass(frozen=True)
+class TtPartitionPass(ModulePass):
+    name = "tt-partition"
+
+    grid: str | None = None
+    """GXxGY; default: the device's compute grid."""
+    strategy: str = "auto"
+    arch: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.strategy not in ("auto", *STRATEGIES):
+            raise PlancError(f"tt-partition: unknown strategy '{self.strategy}' (expected "
+                             f"auto, {', '.join(STRATEGIES)})")
+        device = device_named(self.arch)
+        grid = parse_grid(self.grid, device)
+        for plans in [p for p in op.ops if isinstance(p, tt.PlansOp)]:
+            for plan in plans.plans():
+                partition_plan(plan, grid, self.strategy, device)

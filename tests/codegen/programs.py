@@ -1,0 +1,109 @@
+"""Emit, build and run the programs planc writes, and compare their outputs with the model.
+
+Programs are built in parallel (the machine's cores) and each at most once per test session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from argparse import Namespace
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from compiler import dtypes
+from compiler.model_interpreter import ModelRun
+from compiler.output import write_product
+
+CXX = shutil.which("g++") or shutil.which("clang++")
+NVCC = shutil.which("nvcc")
+CPU_FLAGS = ("-std=c++17", "-O1", "-march=native", "-pthread", "-Wall", "-Wextra", "-Werror")
+"""Tests build quickly (-O1) but with the vector width users get (-march=native)."""
+CUDA_ARCHS = ("80", "90")
+
+
+def emit(module: ModuleOp, target: str, directory: Path, **options) -> Path:
+    from backends import target_named
+
+    backend = target_named(target).load()
+    write_product(directory, backend.emit(module, Namespace(**options)))
+    return directory
+
+
+def run_checked(command: Sequence[str | Path], cwd: Path | None = None) -> str:
+    result = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True,
+                            text=True, check=False)
+    if result.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, command))} failed ({result.returncode}):\n"
+                             f"{result.stdout[-4000:]}{result.stderr[-4000:]}")
+    return result.stdout
+
+
+def build_cpu(directory: Path, flags: Sequence[str] = CPU_FLAGS) -> Path:
+    run_checked([CXX, *flags, "plan.cpp", "-o", "plan"], cwd=directory)
+    return directory / "plan"
+
+
+def compile_cuda(directory: Path, archs: Sequence[str] = CUDA_ARCHS, *, link: bool = False
+                 ) -> None:
+    """nvcc on the kernel (and the host program when `link`), for every architecture."""
+    gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
+    common = [NVCC, "-std=c++17", "-O3", *gencode, "-Werror", "all-warnings"]
+    if link:
+        run_checked([*common, "host.cu", "kernel.cu", "-o", "plan"], cwd=directory)
+    else:
+        run_checked([*common, "-c", "kernel.cu", "-o", "kernel.o"], cwd=directory)
+
+
+def in_parallel(jobs: Iterable, function) -> list:
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        return list(pool.map(function, jobs))
+
+
+def manifest(directory: Path) -> dict:
+    return json.loads((directory / "tensors.json").read_text())
+
+
+def write_inputs(directory: Path, tensors: list[dict], values: dict[int, np.ndarray]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for t in tensors:
+        data = dtypes.to_storage(np.broadcast_to(values[t["id"]], t["shape"]), t["dtype"])
+        np.ascontiguousarray(data).tofile(directory / t["file"])
+
+
+def read_outputs(directory: Path, tensors: list[dict]) -> dict[int, np.ndarray]:
+    return {t["id"]: dtypes.to_compute(
+        np.fromfile(directory / t["file"], dtype=dtypes.STORAGE[t["dtype"]]).reshape(t["shape"]),
+        t["dtype"]) for t in tensors}
+
+
+def run_program(program: Path, run: ModelRun, work: Path, *extra: str) -> dict[int, np.ndarray]:
+    """Run `program` on the inputs the reference run used; its outputs by tensor id."""
+    listing = manifest(program.parent)
+    missing = [t["id"] for t in listing["inputs"] if t["id"] not in run.inputs]
+    assert not missing, f"the program reads tensors {missing} the model never reads as inputs"
+    write_inputs(work / "in", listing["inputs"], run.inputs)
+    run_checked([program, work / "in", work / "out", *extra])
+    return read_outputs(work / "out", listing["outputs"])
+
+
+def compare(outputs: dict[int, np.ndarray], run: ModelRun) -> None:
+    """Every output equals the reference within its data type's tolerance."""
+    assert outputs, "the program writes no outputs"
+    assert sorted(outputs) == sorted(run.outputs), (
+        f"outputs {sorted(outputs)} differ from the model's {sorted(run.outputs)}")
+    wrong = []
+    for tensor_id, got in outputs.items():
+        expected, dtype = run.tensors[tensor_id], run.types[tensor_id].data_type
+        tol = dtypes.tolerance(dtype)
+        if not np.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True):
+            error = np.nanmax(np.abs(got.astype(np.float64) - expected))
+            wrong.append(f"tensor {tensor_id} ({dtype}) differs from the model by up to {error} "
+                         f"(rtol {tol.rtol}, atol {tol.atol})")
+    assert not wrong, "; ".join(wrong)

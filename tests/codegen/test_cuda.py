@@ -1,0 +1,109 @@
+"""`--target cuda`: the emitted sources compile for sm_80 and sm_90, and match the model on a GPU.
+
+The kernels are compiled (not linked) for both architectures with nvcc, warnings as errors;
+one case is also linked with its host program. Running needs a GPU: that test compares every
+output with the numpy model interpreter, and is skipped with the reason where no device is.
+(The GPU forms of the kernels also run on the CPU, under warp emulation, in test_cpu.py.)
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compiler.json_reader import load_json_file
+from compiler.model_interpreter import run_model
+from frontends.ark_plan import import_document
+from tests.codegen import plans, programs
+from tests.codegen.cases import CASES
+from tests.conftest import corpus_root
+
+pytestmark = pytest.mark.skipif(programs.NVCC is None, reason="nvcc is not installed")
+
+COMPILED_CASES = ["fp32_ops", "bf16_ops", "task_groups_chain", "fused_softmax"]
+"""Every kernel family and data type (fused_softmax is the FP16 model), fused operators,
+multi-warp slots that get named barriers, steps and starts (and, linked below, a matmul with
+only part of its K tile in SRAM)."""
+COMPILED_CORPUS = ["tutorial_plan_cuda80.json", "tutorial_default_plan_rocm942.json"]
+"""Split-K with in-place reuse on 108 processors, and a 304 x 4 ROCm plan (its 128x256 matmul
+tiles on 4 warps)."""
+LINKED = "fused_chain"
+
+
+def gpu_present() -> bool:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    result = subprocess.run([smi, "-L"], capture_output=True, text=True, check=False)
+    return result.returncode == 0 and "GPU" in result.stdout
+
+
+def case_module(name: str):
+    case = CASES[name]
+    return plans.import_plan_doc(case.plan(case.model()))
+
+
+@pytest.fixture(scope="session")
+def cuda_builds(tmp_path_factory) -> dict[str, Path | AssertionError]:
+    """Each case's directory after nvcc, or the error nvcc reported."""
+    root = tmp_path_factory.mktemp("cuda")
+    jobs = {name: (case_module(name), False) for name in COMPILED_CASES}
+    jobs[LINKED] = (case_module(LINKED), True)
+    folder = corpus_root() / "ark"
+    for name in COMPILED_CORPUS:
+        if (folder / name).is_file():
+            jobs[name] = (import_document(load_json_file(folder / name)), False)
+
+    def build(item) -> tuple[str, Path | AssertionError]:
+        name, (module, link) = item
+        directory = programs.emit(module, "cuda", root / name.removesuffix(".json"))
+        try:
+            programs.compile_cuda(directory, link=link)
+        except AssertionError as e:
+            return name, e
+        return name, directory
+
+    return dict(programs.in_parallel(jobs.items(), build))
+
+
+def built(cuda_builds, name: str) -> Path:
+    result = cuda_builds[name]
+    if isinstance(result, AssertionError):
+        raise result
+    return result
+
+
+@pytest.mark.parametrize("case", COMPILED_CASES)
+def test_kernel_compiles_for_sm80_and_sm90(cuda_builds, case):
+    assert (built(cuda_builds, case) / "kernel.o").stat().st_size > 0
+
+
+@pytest.mark.parametrize("name", COMPILED_CORPUS)
+def test_corpus_plan_kernel_compiles(cuda_builds, name):
+    if name not in cuda_builds:
+        pytest.skip(f"upstream corpus file {name} not found under {corpus_root()}")
+    assert (built(cuda_builds, name) / "kernel.o").stat().st_size > 0
+
+
+def test_host_program_links(cuda_builds):
+    program = built(cuda_builds, LINKED) / "plan"
+    assert program.stat().st_size > 0
+    if not gpu_present():
+        result = subprocess.run([program, "in", "out"], capture_output=True, text=True,
+                                check=False)
+        assert result.returncode == 1 and result.stderr.startswith("planc: error: ")
+
+
+@pytest.mark.skipif(not gpu_present(), reason="no CUDA GPU on this machine (nvidia-smi lists "
+                                               "none); the kernels run under warp emulation "
+                                               "in test_cpu.py instead")
+@pytest.mark.parametrize("case", list(CASES))
+def test_program_on_the_gpu_matches_the_model(case, tmp_path):
+    directory = programs.emit(case_module(case), "cuda", tmp_path / "program")
+    programs.run_checked([programs.NVCC, "-std=c++17", "-O3", "-arch=native", "host.cu",
+                          "kernel.cu", "-o", "plan"], cwd=directory)
+    run = run_model(plans.import_model_doc(CASES[case].model()))
+    programs.compare(programs.run_program(directory / "plan", run, tmp_path), run)

@@ -1,0 +1,26 @@
+// The first three scheduling passes record their decisions on the layers.
+//
+// Layer grouping: with a tiny L2 the network cannot stay on chip as one segment.
+// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'gemini-group-layers{buffer-size=200}' | filecheck %s --check-prefix=GROUP
+// GROUP: dnn.conv2d "conv" "conv2d"(%{{.*}}) {gemini.segment = 0 : i64
+// GROUP: dnn.pool "pool" "max_pool2d"(%{{.*}}) {gemini.segment = 1 : i64
+// GROUP: dnn.dense "fc" "dense"(%{{.*}}) {gemini.segment = 1 : i64}
+//
+// Batch cut: batch 4 fits as one group in 1500 bytes; in 900 the convolution runs sample by
+// sample (4 groups, weights resident) in its own segment.
+// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'dnn-rebatch{batch=4},gemini-group-layers{buffer-size=1500},gemini-batch-cut{buffer-size=1500}' | filecheck %s --check-prefix=BIG
+// BIG:      %x = dnn.input "input1" : !dnn.fmap<[4, 8, 4, 4], int8>
+// BIG:      dnn.conv2d "conv" {{.*}} {gemini.segment = 0 : i64, gemini.sub_batch = 4 : i64, gemini.groups = 1 : i64
+// BIG-SAME: -> !dnn.fmap<[4, 8, 4, 4], int8>
+// BIG:      dnn.dense "fc" {{.*}} {gemini.segment = 0 : i64, gemini.sub_batch = 4 : i64, gemini.groups = 1 : i64
+// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'dnn-rebatch{batch=4},gemini-group-layers{buffer-size=900},gemini-batch-cut{buffer-size=900}' | filecheck %s --check-prefix=SMALL
+// SMALL: dnn.conv2d "conv" {{.*}} {gemini.segment = 0 : i64, gemini.sub_batch = 1 : i64, gemini.groups = 4 : i64
+// SMALL: dnn.pool "pool" {{.*}} {gemini.segment = 1 : i64, gemini.sub_batch = 4 : i64, gemini.groups = 1 : i64
+//
+// Partition over a 2x2 mesh: the conv splits output channels and rows, the pool rows and
+// columns, the dense layer its 4 outputs; parts go to the cores along the snake 0, 1, 3, 2.
+// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'gemini-group-layers{mesh=2x2},gemini-batch-cut,gemini-partition' | filecheck %s --check-prefix=PART
+// PART: dnn.graph attributes {gemini.mesh = array<i64: 2, 2>}
+// PART: dnn.conv2d "conv" {{.*}} gemini.split = array<i64: 1, 2, 2, 1>, gemini.cores = array<i64: 0, 1, 3, 2>
+// PART: dnn.pool "pool" {{.*}} gemini.split = array<i64: 1, 1, 2, 2>, gemini.cores = array<i64: 0, 1, 3, 2>
+// PART: dnn.dense "fc" {{.*}} gemini.split = array<i64: 1, 4, 1, 1>, gemini.cores = array<i64: 0, 1, 3, 2>

@@ -1,0 +1,93 @@
+"""Small MSCCL++ plans written for the tests (the upstream corpus is read, never copied)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+def allgather_plan(ranks: int = 2) -> dict[str, Any]:
+    """An in-place allgather in the executor schema, as the MSCCL++ DSL writes it: each rank
+    puts its chunk into every peer's output, fenced by nops and signal/wait handshakes."""
+    gpus = []
+    for rank in range(ranks):
+        peers = [p for p in range(ranks) if p != rank]
+        channels = list(range(len(peers)))
+        ops = [
+            {"name": "rlxsignal", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "rlxwait", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "nop"},
+            {"name": "put",
+             "src_buff": [{"type": "o", "index": rank, "size": 1} for _ in peers],
+             "dst_buff": [{"buffer_id": k, "index": rank, "size": 1}
+                          for k in range(len(peers))],
+             "channel_type": "memory"},
+            {"name": "nop"},
+            {"name": "signal", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "wait", "channel_ids": channels, "channel_type": "memory"},
+            {"name": "nop"},
+        ]
+        gpus.append({
+            "id": rank, "input_chunks": 1, "output_chunks": ranks, "scratch_chunks": 0,
+            "threadblocks": [{
+                "id": 0, "ops": ops,
+                "channels": [{"channel_type": "memory", "channel_ids": channels}],
+                "remote_buffer_refs": [{"access_channel_type": "memory",
+                                        "remote_buffer_ids": list(range(len(peers)))}]}],
+            "channels": [{"channel_type": "memory", "connected_to": peers}],
+            "remote_buffers": [{"rank": p, "type": "o", "access_channel_types": ["memory"]}
+                               for p in peers],
+            "semaphores": []})
+    return {"name": "allgather_test", "collective": "allgather", "protocol": "Simple",
+            "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
+            "use_double_scratch_buffer": False, "buffer_alignment": 16,
+            "min_message_size": 0, "max_message_size": 2**64 - 1}
+
+
+def ops_of(plan: dict[str, Any], rank: int, tb: int = 0) -> list[dict[str, Any]]:
+    return plan["gpus"][rank]["threadblocks"][tb]["ops"]
+
+
+def mutated(plan: dict[str, Any], edit) -> dict[str, Any]:
+    """A deep copy of `plan` changed by `edit(copy)`."""
+    changed = copy.deepcopy(plan)
+    edit(changed)
+    return changed
+
+
+def allreduce_plan(ranks: int = 2) -> dict[str, Any]:
+    """An in-place two-step all-pairs allreduce: rank r owns chunk r, reads it from every
+    peer, sums, and writes the sum back to every peer (one `rres`), between handshakes."""
+    plan = allgather_plan(ranks)
+    plan.update(name="allreduce_test", collective="allreduce")
+    for rank, gpu in enumerate(plan["gpus"]):
+        peers = [p for p in range(ranks) if p != rank]
+        gpu.update(input_chunks=ranks, output_chunks=ranks)
+        for buffer in gpu["remote_buffers"]:
+            buffer["type"] = "i"
+        gpu["threadblocks"][0]["ops"][3] = {
+            "name": "rres",
+            "src_buff": [{"type": "i", "index": rank, "size": 1}] +
+                        [{"buffer_id": k, "index": rank, "size": 1} for k in range(len(peers))],
+            "dst_buff": [{"type": "i", "index": rank, "size": 1}] +
+                        [{"buffer_id": k, "index": rank, "size": 1} for k in range(len(peers))],
+            "channel_type": "memory", "reduce_op": "sum"}
+    return plan
+
+
+def port_allgather_plan(put: str = "pwsf") -> dict[str, Any]:
+    """`allgather_plan(2)` over port channels, putting with `put` (pwsf: the proxy puts,
+    signals in order, and the block waits until the put is done with its source)."""
+    plan = allgather_plan(2)
+    for gpu in plan["gpus"]:
+        gpu["channels"][0]["channel_type"] = "port"
+        gpu["remote_buffers"][0]["access_channel_types"] = ["port"]
+        tb = gpu["threadblocks"][0]
+        tb["channels"][0]["channel_type"] = "port"
+        tb["remote_buffer_refs"][0]["access_channel_type"] = "port"
+        for op in tb["ops"]:
+            if "channel_type" in op:
+                op["channel_type"] = "port"
+        tb["ops"][3].update(name=put, channel_ids=[0])
+        del tb["ops"][4:6]  # the nop and signal the put now does itself
+    return plan

@@ -1,0 +1,203 @@
+"""Lowering the communication of multi-rank ARK models to MSCCL++: the plan computes what
+the models' communication computes (checked with the simulator against the reference run)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from backends.ark_model import emit_model
+from compiler.collectives.lowering import Choice, lower_models
+from compiler.collectives.program import expand
+from compiler.collectives.selection import fastest
+from compiler.collectives.simulator import _cell_bytes, check_plan
+from compiler.collectives.synthesis import Spec
+from compiler.locations import verify_module
+from frontends.collective_models import (
+    CommunicationBuilder,
+    all_reduce_models,
+    ring_shift_models,
+    shard_all_reduce_models,
+)
+from tests.conftest import EXAMPLES
+
+
+def _lower(modules: list[ModuleOp], choice: Choice | None = None):
+    models = [next(iter(m.ops)) for m in modules]
+    return lower_models(models, [f"rank{i}.json" for i in range(len(models))],
+                        choice or Choice())
+
+
+def _check_against_reference(lowered):
+    algorithm = lowered.algorithm
+    verify_module(ModuleOp([algorithm]))
+    cell = _cell_bytes(expand(algorithm, lowered.chunk_bytes))
+    return check_plan(algorithm, lowered.chunk_bytes, lowered.expectation(cell))
+
+
+@pytest.mark.parametrize("packets", [False, True], ids=["simple", "packets"])
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_point_to_point_matches_the_model(ranks, packets):
+    lowered = _lower(ring_shift_models(ranks, packets=packets))
+    assert lowered.route == "point-to-point"
+    assert lowered.algorithm.protocol_name == ("LL" if packets else "Simple")
+    report = _check_against_reference(lowered)
+    assert report.ok and report.postcondition == "satisfied", report.errors
+
+
+def test_reference_run_is_what_the_model_says():
+    """Rank r's receive buffer ends up holding rank r-1's tensor."""
+    lowered = _lower(ring_shift_models(3))
+    comm, layout, reference = lowered.communication, lowered.layout, lowered.reference
+    for rank in range(3):
+        recv = next(e for e in comm.comm_events(rank) if e.kind == "recv")
+        send = next(e for e in comm.comm_events(recv.peer) if e.kind == "send")
+        _, received, count = layout.ref(recv.target)
+        _, sent, _ = layout.ref(send.source)
+        assert reference.read(recv.target) == [((rank - 1) % 3 * (1 << 40) + sent + k,)
+                                               for k in range(count)]
+        assert received != sent or rank != recv.peer
+
+
+def test_a_wrong_lowering_would_be_caught():
+    """The check is not vacuous: without rank 1's wait, its buffer may be read too early."""
+    lowered = _lower(ring_shift_models(2))
+    tb = lowered.algorithm.gpus()[1].threadblocks()[0]
+    next(op for op in tb.ops() if op.NAME == "wait").detach()
+    report = _check_against_reference(lowered)
+    assert not report.ok
+    assert report.errors["unbalanced"] == [
+        "gpu 0 sends 1 signals on memory channel #0 to gpu 1, which waits 0 times: the next "
+        "launch would start with a stale signal"]
+
+
+def test_arks_all_reduce_is_recognised_and_costed():
+    lowered = _lower(all_reduce_models(4, (2048,)))
+    assert lowered.route == "allreduce"
+    algorithm = lowered.algorithm
+    assert algorithm.collective_name == "allreduce" and not algorithm.is_inplace
+    best = fastest(Spec("allreduce", 4, "auto", inplace=False), None, 4096, "h100")
+    assert algorithm.name_value == best.spec.name
+    report = check_plan(algorithm)
+    assert report.ok and report.postcondition == "satisfied"
+    buffers = json.loads(json.dumps(dict(algorithm.extra.data)["planc_buffers"].data[0]
+                                    .data["input"].data["bytes"].value.data))
+    assert buffers == 4096
+
+
+def test_recognised_all_reduce_follows_the_requested_algorithm():
+    lowered = _lower(all_reduce_models(2, (4096,)), Choice("ring", "LL", 2))
+    assert lowered.algorithm.name_value == "allreduce_ring_ll_2gpus_x2"
+    assert check_plan(lowered.algorithm).ok
+
+
+@pytest.mark.parametrize("packets", [False, True], ids=["recvreducesend", "packets"])
+def test_shard_all_reduce_is_recognised_in_place(packets):
+    lowered = _lower(shard_all_reduce_models(3, 512, packets=packets))
+    assert lowered.route == "allreduce" and lowered.algorithm.is_inplace
+    assert check_plan(lowered.algorithm).ok
+
+
+@pytest.mark.parametrize("models", [
+    lambda: all_reduce_models(3, (512,)),
+    lambda: shard_all_reduce_models(4, 256),
+    lambda: shard_all_reduce_models(3, 256, packets=True),
+], ids=["sends-and-adds", "recvreducesend", "recvreducesendpacket"])
+def test_all_reduce_models_lower_op_by_op_too(models):
+    lowered = _lower(models(), Choice(recognise=False))
+    assert lowered.route == "point-to-point"
+    report = _check_against_reference(lowered)
+    assert report.ok and report.postcondition == "satisfied", report.errors
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def _write(tmp_path, modules, stem="rank"):
+    paths = []
+    for i, module in enumerate(modules):
+        path = tmp_path / f"{stem}{i}.json"
+        path.write_text(emit_model(module))
+        paths.append(path)
+    return paths
+
+
+def test_cli_lowers_the_sendrecv_example(planc, tmp_path):
+    out = tmp_path / "plan.json"
+    result = planc(EXAMPLES / "sendrecv_rank0.json", EXAMPLES / "sendrecv_rank1.json",
+                   "--target", "mscclpp", "--mscclpp-schema", "executor", "-o", out)
+    assert (result.code, result.err) == (0, "")
+    plan = json.loads(out.read_text())
+    assert plan["collective"] == "custom"
+    ops = [[op["name"] for op in g["threadblocks"][0]["ops"]] for g in plan["gpus"]]
+    assert ops == [["put", "nop", "signal"], ["wait"]]
+    assert plan["planc_buffers"][0] == [{"ark_buffer": 1, "buffer": "i", "index": 0,
+                                         "size": 1}]
+    simulated = planc("simulate", out, "--json")
+    assert simulated.code == 0 and simulated.json()["races"] == []
+
+
+def test_cli_lowers_the_allreduce_example_with_flags(planc, tmp_path):
+    out = tmp_path / "plan.json"
+    result = planc(EXAMPLES / "allreduce_rank0.json", EXAMPLES / "allreduce_rank1.json",
+                   "--target", "mscclpp", "--algorithm", "allpairs", "--protocol", "LL",
+                   "-o", out)
+    assert (result.code, result.err) == (0, "")
+    assert json.loads(out.read_text())["name"] == "allreduce_allpairs_ll_2gpus"
+
+
+def _unmatched(rank: int):
+    m = CommunicationBuilder(rank, 2)
+    x = m.tensor([64], "FP32")
+    if rank == 0:
+        m.send_into(x, 1, 77)
+    return m.finish()
+
+
+def _two_phase(rank: int):
+    m = CommunicationBuilder(rank, 2)
+    tags = m.first_tag(2)
+    x = m.tensor([64], "FP32")
+    if rank == 0:
+        m.send_into(x, 1, tags[0])
+        got = m.recv_into(m.receiving([64], "FP32", [(1, tags[1])]), 1, tags[1])
+        m.add(got, x)
+    else:
+        got = m.recv_into(m.receiving([64], "FP32", [(0, tags[0])]), 0, tags[0])
+        m.send_into(m.add(got, x), 0, tags[1])
+    return m.finish()
+
+
+def test_cli_errors_for_model_sets(planc, tmp_path):
+    r0, r1 = EXAMPLES / "sendrecv_rank0.json", EXAMPLES / "sendrecv_rank1.json"
+    result = planc(r0, r1, "--target", "mlir")
+    assert (result.code, result.err) == (1, "planc: error: --target mlir takes one INPUT, "
+                                            "got 2\n")
+    plan = tmp_path / "plan.json"
+    planc("--collective", "allgather", "--ranks", "2", "--target", "mscclpp", "-o", plan)
+    result = planc(r0, plan, "--target", "mscclpp")
+    assert result.err == (f"planc: error: all inputs must be of one format: {r0} is ark-model, "
+                          f"{plan} is mscclpp\n")
+    result = planc(r0, "--target", "mscclpp")
+    assert result.err == (f"planc: error: {r0}: the models are of a 2-rank world; give one "
+                          "model file per rank (missing: rank 1)\n")
+    result = planc(r0, r0, "--target", "mscclpp")
+    assert result.err == (f"planc: error: {r0}: $.Rank: rank 0 is given twice ({r0} and "
+                          f"{r0})\n")
+    result = planc(EXAMPLES / "ffn.json", "--target", "mscclpp")
+    assert result.err.endswith("the models do not communicate (no Send, Recv, packet, "
+                               "RecvReduceSend or DeviceSync operators): there is no "
+                               "collective to make\n")
+    a, b = _write(tmp_path, [_unmatched(0), _unmatched(1)], "unmatched")
+    result = planc(a, b, "--target", "mscclpp", "-o", tmp_path / "x.json")
+    assert result.code == 1
+    assert result.err == (f"planc: error: {a}: $.Nodes[0].Op: Send 'send': rank 0 sends tag 77 "
+                          "to rank 1, but no buffer of rank 1 has RecvTags [0, 77]\n")
+    assert not (tmp_path / "x.json").exists()
+    a, b = _write(tmp_path, [_two_phase(0), _two_phase(1)], "phases")
+    result = planc(a, b, "--target", "mscclpp")
+    assert result.err == (f"planc: error: {b}: $.Nodes[2].Op: Send 'send' sends what Add 'add' "
+                          "computes from received data: that needs two communication phases "
+                          "(two plans), not one\n")

@@ -1,0 +1,283 @@
+"""The symbolic simulator: corpus plans pass, and broken plans are caught precisely."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compiler.collectives.program import expand, group_part
+from compiler.collectives.simulator import check_plan
+from compiler.json_reader import load_json_file, parse_json
+from compiler.locations import verify_module
+from frontends.mscclpp import import_document
+from tests.conftest import corpus_params, write_json
+from tests.mscclpp.fixtures import allgather_plan, allreduce_plan, mutated, ops_of
+
+UPSTREAM_RACES = {
+    # reduce_tbg.py signals per thread block, but each block of a group copies a different
+    # part of the range: gpu 0's block 1 reads what gpu 1's block 0 copied, and only waited for
+    # gpu 1's block 1. A real race in the upstream CI plan (no group barrier in the executor).
+    "executor-tests__execution-plans__reduce_tbg.json": [
+        "gpu 0 tb 0 op 7 (get) reads gpu 1 scratch bytes [32, 48) (chunk 1), written by gpu 1 "
+        "tb 1 op 0 (copy), with no synchronisation between them",
+        "gpu 0 tb 0 op 9 (res) writes gpu 1 input/output bytes [32, 48) (chunk 1), read by gpu "
+        "1 tb 1 op 0 (copy), with no synchronisation between them",
+        "gpu 0 tb 1 op 6 (rres) reads gpu 1 scratch bytes [16, 32) (chunk 0), written by gpu 1 "
+        "tb 0 op 0 (copy), with no synchronisation between them",
+        "gpu 0 tb 1 op 6 (rres) writes gpu 1 input/output bytes [16, 32) (chunk 0), read by gpu "
+        "1 tb 0 op 0 (copy), with no synchronisation between them"],
+}
+
+
+def _check(doc):
+    module = import_document(parse_json(json.dumps(doc)))
+    verify_module(module)
+    return check_plan(next(iter(module.ops)))
+
+
+@pytest.mark.parametrize("path", corpus_params("mscclpp"))
+def test_corpus_plans_satisfy_their_collective(path):
+    algorithm = next(iter(import_document(load_json_file(path)).ops))
+    report = check_plan(algorithm)
+    assert report.postcondition == "satisfied"
+    expected_races = UPSTREAM_RACES.get(path.name, [])
+    assert report.errors["races"] == expected_races
+    others = {k: v for k, v in report.errors.items() if k != "races"}
+    assert not any(others.values()), others
+    assert report.ok == (not expected_races)
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 5])
+def test_fixtures_pass(ranks):
+    for plan in (allgather_plan(ranks), allreduce_plan(ranks)):
+        report = _check(plan)
+        assert report.ok, report.errors
+        assert report.postcondition == "satisfied"
+
+
+# -- mutations of correct plans --------------------------------------------------------------
+
+
+def test_dropped_signal_deadlocks_at_the_wait():
+    plan = mutated(allgather_plan(), lambda p: ops_of(p, 0).pop(5))  # rank 0's final signal
+    report = _check(plan)
+    # The relaxed handshake signal was #1 on the same channel.
+    assert report.errors["deadlocks"] == [
+        "gpu 1 tb 0 op 6 (wait) waits for signal #2 from gpu 0 on memory channel #0 between "
+        "them, which sends 1 in all"]
+    assert report.postcondition.startswith("not checked")
+    assert not report.ok
+
+
+def test_dropped_signal_and_wait_leave_data_in_flight():
+    def drop(p):
+        del ops_of(p, 0)[5]  # rank 0 no longer signals after its put ...
+        del ops_of(p, 1)[6]  # ... and rank 1 no longer waits for it
+    report = _check(mutated(allgather_plan(), drop))
+    assert report.postcondition == "satisfied"  # the data arrives, but nobody knows when
+    assert report.errors["races"] == [
+        "gpu 0 tb 0 op 3 (put) writes gpu 1 output bytes [0, 16) (chunk 0) without "
+        "synchronisation before gpu 1 finishes: the caller may see (or overwrite) data still "
+        "in flight"]
+
+
+def test_wrong_offset_breaks_the_postcondition():
+    plan = mutated(allgather_plan(3), lambda p: ops_of(p, 2)[3]["dst_buff"][1].update(index=0))
+    report = _check(plan)
+    # Which of the two racing puts lands last in chunk 0 depends on the schedule; chunk 2 is
+    # never written in any.
+    assert report.errors["postcondition_failures"] == [
+        "gpu 1 output chunk 2: expected input chunk 0 of gpu 2, found nothing (never written)"]
+    assert report.errors["races"] == [
+        "gpu 0 tb 0 op 3 (put) writes gpu 1 output bytes [0, 16) (chunk 0), written by gpu 2 "
+        "tb 0 op 3 (put), with no synchronisation between them"]
+
+
+def test_missing_reduce_is_caught():
+    def put_instead(p):
+        op = ops_of(p, 1)[3]
+        op.update(name="put", src_buff=op["src_buff"][:1], dst_buff=op["dst_buff"][1:])
+        del op["reduce_op"]
+    report = _check(mutated(allreduce_plan(), put_instead))
+    assert report.errors["postcondition_failures"] == [
+        "gpu 0 output chunk 1: expected the sum of input chunk 1 of gpus 0, 1, found input "
+        "chunk 1 of gpu 1",
+        "gpu 1 output chunk 1: expected the sum of input chunk 1 of gpus 0, 1, found input "
+        "chunk 1 of gpu 1"]
+
+
+def test_double_counting_is_caught():
+    def reduce_twice(p):
+        op = ops_of(p, 0)[3]
+        op["src_buff"].append(op["src_buff"][1])
+    report = _check(mutated(allreduce_plan(), reduce_twice))
+    assert report.errors["postcondition_failures"][0] == (
+        "gpu 0 output chunk 0: expected the sum of input chunk 0 of gpus 0, 1, found the sum "
+        "of input chunk 0 of gpus 0, 1 (x2)")
+
+
+def test_missing_nop_between_put_and_signal_is_a_race():
+    report = _check(mutated(allgather_plan(), lambda p: ops_of(p, 0).pop(4)))
+    assert report.errors["races"] == [
+        "gpu 0 tb 0 op 3 (put) writes gpu 1 output bytes [0, 16) (chunk 0) without "
+        "synchronisation before gpu 1 finishes: the caller may see (or overwrite) data still "
+        "in flight"]
+
+
+def test_unbalanced_signals_are_reported():
+    plan = mutated(allgather_plan(), lambda p: ops_of(p, 0).insert(5, ops_of(p, 0)[5]))
+    report = _check(plan)
+    assert report.errors["unbalanced"] == [
+        "gpu 0 sends 3 signals on memory channel #0 to gpu 1, which waits 2 times: the next "
+        "launch would start with a stale signal"]
+
+
+def test_barrier_and_semaphores_order_thread_blocks():
+    """Two blocks on each rank: block 1 puts, block 0 signals after a semaphore handshake.
+    Without the semaphore, block 0's signal does not cover block 1's put."""
+    def split(p, with_semaphore: bool):
+        for rank in range(2):
+            gpu = p["gpus"][rank]
+            tb0 = gpu["threadblocks"][0]
+            put = tb0["ops"].pop(3)
+            tb0["ops"].pop(3)  # its nop
+            sync = [{"name": "nop"}, {"name": "sem_release", "semaphore_ids": [0]}]
+            tb1 = {"id": 1, "ops": [put] + (sync if with_semaphore else []), "channels": [],
+                   "remote_buffer_refs": tb0["remote_buffer_refs"]}
+            gpu["threadblocks"].append(tb1)
+            if with_semaphore:
+                tb0["ops"].insert(3, {"name": "sem_acquire", "semaphore_ids": [0]})
+                gpu["semaphores"] = [{"init_value": 0}]
+        for rank in range(2):
+            p["gpus"][rank]["threadblocks"][1]["ops"][0]["channel_type"] = "memory"
+    good = _check(mutated(allgather_plan(), lambda p: split(p, True)))
+    assert good.ok, good.errors
+    bad = _check(mutated(allgather_plan(), lambda p: split(p, False)))
+    assert [m.split(" writes")[0] for m in bad.errors["races"]] == [
+        "gpu 0 tb 1 op 0 (put)", "gpu 1 tb 1 op 0 (put)"]
+
+
+def test_out_of_place_input_overwrites_are_warned():
+    def out_of_place(p):
+        p["inplace"] = False
+        for rank in range(2):
+            ops = ops_of(p, rank)
+            ops[3]["src_buff"][0].update(type="i", index=0)
+            ops.insert(3, {"name": "copy", "src_buff": [{"type": "i", "index": 0, "size": 1}],
+                           "dst_buff": [{"type": "o", "index": rank, "size": 1}]})
+            ops.insert(4, {"name": "nop"})
+            ops.append({"name": "copy", "src_buff": [{"type": "o", "index": 0, "size": 1}],
+                        "dst_buff": [{"type": "i", "index": 0, "size": 1}]})
+    report = _check(mutated(allgather_plan(), out_of_place))
+    assert report.ok and report.postcondition == "satisfied"
+    assert report.warnings == [
+        "gpu 0 tb 0 op 10 (copy) writes the input of gpu 0, which an out-of-place collective "
+        "should leave unchanged",
+        "gpu 1 tb 0 op 10 (copy) writes the input of gpu 1, which an out-of-place collective "
+        "should leave unchanged"]
+
+
+def test_thread_block_groups_split_like_the_executor():
+    # calcOffset: 5 aligned units over 2 parts -> 3 + 2, the first part the longer one.
+    assert [group_part(5 * 16, part, 2, 16) for part in range(2)] == [(0, 48), (48, 32)]
+    assert [group_part(64, part, 4, 16) for part in range(4)] == [
+        (0, 16), (16, 16), (32, 16), (48, 16)]
+
+
+def test_pipeline_windows_and_packets_expand_like_the_executor():
+    plan = allgather_plan()
+    for rank in range(2):
+        ops = ops_of(plan, rank)
+        ops[3] = {"name": "pipeline", "iter_context": {"unit_size": 64, "num_chunks": 1},
+                  "ops": [ops[3]]}
+    module = import_document(parse_json(json.dumps(plan)))
+    program = expand(next(iter(module.ops)), 160)
+    puts = [s for s in program.blocks[(0, 0)] if s.name == "put"]
+    assert [(r.start, r.size) for s in puts for r in s.writes()] == [(0, 64), (64, 64),
+                                                                      (128, 32)]
+    assert _check(plan).ok
+
+
+def test_simulate_cli_reports_and_exits(planc, tmp_path):
+    good = write_json(tmp_path / "good.json", allreduce_plan())
+    result = planc("simulate", good, "--json", "--message-size", "64K")
+    assert result.code == 0
+    report = result.json()
+    assert report["ok"] and report["postcondition"] == "satisfied"
+    assert report["message_size"] == 65536 and report["modeled_time_s"] > 0
+    # 2 chunks of 32 KB in and out (in place: once), no scratch.
+    assert report["device_bytes"] == 65536 and report["max_abs_error"] == 0.0
+    bad = write_json(tmp_path / "bad.json", mutated(allgather_plan(),
+                                                    lambda p: ops_of(p, 0).pop(5)))
+    result = planc("simulate", bad)
+    assert result.code == 1
+    assert "FAILED" in result.out and "waits for signal #2 from gpu 0" in result.out
+    result = planc("simulate", good, "--message-size", "1000")
+    assert result.code == 1
+    assert result.err == (f"planc: error: {good}: message size 1000 is not a multiple of 2 "
+                          "chunks x buffer_alignment 16\n")
+
+
+def test_port_channels_publish_puts_through_the_proxy():
+    from tests.mscclpp.fixtures import port_allgather_plan
+
+    good = _check(port_allgather_plan("pwsf"))
+    assert good.ok and good.postcondition == "satisfied", good.errors
+    # Without the flush, the peer learns of the data (the signal follows the put through the
+    # proxy), but the sender may return while its proxy still reads the source.
+    report = _check(port_allgather_plan("pws"))
+    assert report.postcondition == "satisfied"
+    assert report.errors["races"] == [
+        "gpu 0 tb 0 op 3 (pws) reads gpu 0 output bytes [0, 16) (chunk 0) without "
+        "synchronisation before gpu 0 finishes: the caller may see (or overwrite) data still "
+        "in flight",
+        "gpu 1 tb 0 op 3 (pws) reads gpu 1 output bytes [16, 32) (chunk 1) without "
+        "synchronisation before gpu 1 finishes: the caller may see (or overwrite) data still "
+        "in flight"]
+
+
+def test_executor_quirks_are_reproduced_and_warned():
+    def pws_on_memory(p):
+        for rank in range(2):
+            ops = ops_of(p, rank)
+            ops[3].update(name="pws", channel_ids=[0])
+            del ops[4:6]  # its nop and its signal: the pws should signal, but cannot
+    report = _check(mutated(allgather_plan(), pws_on_memory))
+    assert report.warnings[0] == (
+        "gpu 0 tb 0 op 3 (pws): pws on a memory channel only puts: the executor drops the "
+        "signal (§4.6 #4)")
+    assert report.errors["deadlocks"]  # so the waits for that signal never return
+
+    def skewed_get(p):
+        p["collective"] = "test"
+        op = {"name": "get", "channel_ids": [0], "channel_type": "memory",
+              "src_buff": [{"buffer_id": 0, "index": 1, "size": 1}],
+              "dst_buff": [{"type": "o", "index": 0, "size": 1}]}
+        ops_of(p, 0).append(op)
+    report = _check(mutated(allgather_plan(), skewed_get))
+    assert report.warnings == [
+        "gpu 0 tb 0 op 8 (get): the executor swaps get's source and destination offsets "
+        "(handleGet, §4.6 #1); with different indices it copies other chunks"]
+    assert report.postcondition == ("not checked: no post-condition is defined for collective "
+                                    "'test'")
+
+
+def test_the_seed_documents_own_example_is_out_of_range(planc, tmp_path):
+    """The seed's allgather example has rank 1 put input chunk 1 of a 1-chunk input."""
+    def gpu(rank):
+        return {"id": rank, "inputChunks": 1, "outputChunks": 2, "scratchChunks": 0,
+                "threadblocks": [{"id": 0, "ops": [
+                    {"name": "put", "src_buff": [{"type": "i", "offset": rank, "size": 1}],
+                     "dst_buff": [{"buff_id": 0, "offset": rank, "size": 1}],
+                     "cids": [0], "ctype": "memory"}],
+                    "channels": [{"ctype": "memory", "cids": [0]}], "remoteBuffersIds": [0]}],
+                "channels": [{"type": "memory", "connectedTo": [1 - rank]}],
+                "remoteBuffers": [{"rank": 1 - rank, "type": "i", "infoLocation": "gpu"}]}
+    path = write_json(tmp_path / "seed_example.json",
+                      {"name": "allgather", "collective": "allgather", "protocol": "Simple",
+                       "inplace": True, "gpus": [gpu(0), gpu(1)]})
+    result = planc("check", path)
+    assert result.err == (f"planc: error: {path}: $.gpus[1].threadblocks[0].ops[0]: "
+                          "src_buff[0] i[1:2]: chunks [1, 2) exceed the 1 chunks of the input "
+                          "of gpu 1\n")

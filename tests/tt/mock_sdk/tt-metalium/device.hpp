@@ -1,0 +1,3 @@
+// Mock of tt-metalium/device.hpp.
+#pragma once
+#include "host_api.hpp"
