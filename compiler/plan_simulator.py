@@ -24,6 +24,8 @@ against the shadow finds
 * clobbered data: a read that finds an element last written by an operator that did not
   produce the tensor being read, i.e. two tensors that are live at once share memory;
 * missing data: a read of an element no operator wrote, e.g. a tile its producer never ran;
+* unsafe in-place writes: an operator writing over an input whose elements it needs at other
+  places than their own (rotary embedding's pairs, a transpose, a matmul, a reduction);
 * tasks never run, and tiles whose values differ from the model's.
 
 Every output is compared with the model's (`dtypes.tolerance`). The cost model
@@ -394,6 +396,7 @@ class PlanRunner:
         self.problems: list[Problem] = []
         self.counts: dict[str, int] = {}
         self.provenance_cache: dict[SSAValue, frozenset[int]] = {}
+        self.in_place_checked: set[ark.ArkOp] = set()
         for tid, values in reference.inputs.items():
             tensor = reference.types[tid]
             self.view(tensor)[...] = dtypes.to_storage(values, tensor.data_type)
@@ -529,9 +532,34 @@ class PlanRunner:
                         self.clocks.finish(proc)
         return ran
 
+    def check_in_place(self, op: ark.ArkOp) -> None:
+        """An operator may write over what it reads only element by element: an element-wise
+        operator over an input of its output's layout. Otherwise (rotary embedding's pairs,
+        a transpose, a matmul, a reduction, a broadcast input) a thread may overwrite input
+        another thread has yet to read."""
+        if op in self.in_place_checked or not op.outputs:
+            return
+        self.in_place_checked.add(op)
+        out = op.outputs[0]
+        elementwise = isinstance(op, (ark.UnaryOp, ark.BinaryOp)) and \
+            not isinstance(op, ark.RopeOp)
+        for tensor in op.inputs:
+            if tensor.buffer_id != out.buffer_id or (elementwise and tensor.same_layout(out)):
+                continue
+            everything = tuple(slice(None) for _ in tensor.shape_list)
+            read = self.shadow.indices(tensor, everything)
+            written = self.shadow.indices(out, tuple(slice(None) for _ in out.shape_list))
+            if np.intersect1d(read, written).size:
+                self.report("in-place", f"{op.ark_type} '{op.label.data}' (task {op.task_id}) "
+                            f"writes tensor {out.tensor_id} over tensor {tensor.tensor_id} it "
+                            f"reads (buffer {out.buffer_id}), but its output elements need other "
+                            "input elements than their own: one thread can overwrite what "
+                            "another has yet to read", op)
+
     def run_tile(self, op: ark.ArkOp, index: int, event: int, where: tuple[int, int]) -> None:
         if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
             return
+        self.check_in_place(op)
         if isinstance(op, ark.CommOp) or isinstance(op, ark.GenericOp):
             raise PlancError(f"{op.ark_type} '{op.label.data}': planc cannot simulate "
                              f"{op.ark_type} operators", path=source_path(op))
@@ -575,6 +603,7 @@ class PlanRunner:
         """All tiles `indices` of an element-wise operator that one slot runs, at once: the
         same as one after another, since each tile reads only what it writes or data no tile
         of the operator writes (see `batchable`)."""
+        self.check_in_place(op)
         out = op.outputs[0]
         coords = tile_coordinates(op, np.asarray(indices, dtype=np.int64))
         args = []

@@ -138,8 +138,15 @@ def disjoint(a: Life, b: Life, in_place: bool) -> bool:
         return False
     if a.last[2] < b.first[2]:
         return True
-    return (in_place and a.last[2] == b.first[2]
-            and isinstance(a.last_op, (ark.UnaryOp, ark.BinaryOp)))
+    return (in_place and a.last[2] == b.first[2] and writes_in_place_safely(a.last_op))
+
+
+def writes_in_place_safely(op: ark.ArkOp) -> bool:
+    """Can `op` write its result over an input of the same layout? Element-wise operators can:
+    each output element needs only the input element at its own place. Rotary embedding
+    cannot: an element needs its pair partner, which another thread may already have
+    overwritten."""
+    return isinstance(op, (ark.UnaryOp, ark.BinaryOp)) and not isinstance(op, ark.RopeOp)
 
 
 @dataclass

@@ -115,6 +115,23 @@ class TestWrongPlansAreCaught:
         assert report["problem_counts"]["clobbered"] >= 1
         assert "but 'sigmoid' overwrote it" in report["problems"][0]
 
+    def test_rotary_embedding_written_in_place(self):
+        """Each output element of a rotary embedding needs its pair partner: writing over
+        the input lets one thread overwrite what another has yet to read."""
+        from backends.ark_plan import plan_json, single_plan
+        from frontends.model_builder import ModelBuilder
+        from passes.ark_default_plan import ArkDefaultPlanPass
+
+        m = ModelBuilder()
+        x = m.tensor([1, 4, 2, 8], "FP32")
+        m.rope(x, m.tensor([1, 4, 1, 8], "FP32"), output=x)
+        module = m.finish()
+        ArkDefaultPlanPass().apply(None, module)
+        report = simulate(plan_json(single_plan(module)))
+        assert not report["ok"]
+        assert report["problem_counts"]["in-place"] == 1
+        assert "Rope 'rope' (task 0) writes tensor" in report["problems"][0]
+
     def test_consumer_scheduled_before_its_producer(self):
         def swapped(doc):
             groups = doc["ProcessorGroups"]

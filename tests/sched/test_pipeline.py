@@ -108,6 +108,13 @@ class TestStructure:
         ranges = sorted(r for _, r in qkv)
         assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False))
 
+    def test_rotary_embeddings_never_write_over_their_input(self):
+        _, p = planned(example("attention.json"), "a100")
+        for ops in p.task_operators().values():
+            for op in ops:
+                if op.ark_type == "Rope":
+                    assert op.outputs[0].buffer_id not in {t.buffer_id for t in op.inputs}
+
     def test_in_place_writes_wait_for_readers(self):
         _, p = planned(MODELS["in_place"], "a100")
         order = task_ops(p)
