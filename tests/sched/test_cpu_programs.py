@@ -13,6 +13,7 @@ from compiler.json_reader import load_json_file
 from compiler.model_interpreter import Memory, buffer_sizes, run_model
 from frontends.ark_model import import_document
 from tests.codegen import programs
+from tests.codegen.conftest import EMULATED_WARP_THREADS
 from tests.conftest import EXAMPLES
 from tests.sched.models import MODELS
 
@@ -37,15 +38,31 @@ def program_inputs(listing: dict, run, p) -> dict:
     return {t["id"]: memory.read(by_id[t["id"]]) for t in listing["inputs"]}
 
 
-@pytest.mark.skipif(programs.CXX is None, reason="no C++ compiler (g++ or clang++) on PATH")
+needs_compiler = pytest.mark.skipif(programs.CXX is None,
+                                    reason="no C++ compiler (g++ or clang++) on PATH")
+
+
+@needs_compiler
 @pytest.mark.parametrize("arch", ["a100", "mi300x"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_planned_programs_compute_the_model(name, arch, tmp_path):
-    module = CASES[name]()
+    check_program(CASES[name](), arch, tmp_path)
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", ["attention", "llama_layer"])
+def test_fused_tasks_hold_under_warp_emulation(name, tmp_path):
+    """The GPU forms of the kernels (several threads per slot, slot barriers) on fused tasks:
+    softmax and norm rows, matmul epilogues, multi-slot resource groups."""
+    check_program(CASES[name](), "a100", tmp_path,
+                  ("-O0", f"-DPLANC_EMULATE_WARPS={EMULATED_WARP_THREADS}"))
+
+
+def check_program(module, arch: str, tmp_path, flags: tuple[str, ...] = ()) -> None:
     run = run_model(module, seed=5)
     run_pipeline(module, model_pipeline(arch))
     directory = programs.emit(module, "cpu", tmp_path / "program")
-    program = programs.build_cpu(directory)
+    program = programs.build_cpu(directory, (*programs.CPU_FLAGS, *flags))
     listing = programs.manifest(directory)
     programs.write_inputs(tmp_path / "in", listing["inputs"],
                           program_inputs(listing, run, single_plan(module)))
