@@ -5,7 +5,35 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from frontends.model_builder import ModelBuilder
+from frontends.model_builder import ModelBuilder, Value
+
+
+def attention_block(m: ModelBuilder, x: Value, norm_weight: Value,
+                    weights: tuple[Value, Value, Value, Value], rope_table: Value, heads: int,
+                    mask: Value | None = None) -> Value:
+    """Pre-norm multi-head attention with residual: RMSNorm, Q/K/V projections (rotary
+    embeddings on Q and K), scaled (and masked) softmax attention, output projection, x + it.
+    `x` is [1, seq, hidden]; `weights` are Wq, Wk, Wv, Wo ([hidden, hidden], used transposed)."""
+    _, seq, hidden = x.type.shape_list
+    head_dim = hidden // heads
+    wq, wk, wv, wo = weights
+    h = m.rms_norm(x, norm_weight)
+
+    def heads_first(t: Value, rotate: bool) -> Value:
+        t = m.reshape(t, [1, seq, heads, head_dim])
+        if rotate:
+            t = m.rope(t, rope_table)
+        return m.transpose(t, [0, 2, 1, 3])
+
+    q = heads_first(m.matmul(h, wq, transpose_other=True), rotate=True)
+    k = heads_first(m.matmul(h, wk, transpose_other=True), rotate=True)
+    v = heads_first(m.matmul(h, wv, transpose_other=True), rotate=False)
+    scores = m.scalar_mul(m.matmul(q, k, transpose_other=True), head_dim ** -0.5)
+    if mask is not None:
+        scores = m.add(scores, mask)
+    context = m.matmul(m.softmax(scores), v)
+    merged = m.reshape(m.transpose(context, [0, 2, 1, 3]), [1, seq, hidden])
+    return m.add(x, m.matmul(merged, wo, transpose_other=True))
 
 
 def llama_decoder_layer(seq: int = 2048, hidden: int = 4096, heads: int = 32,
@@ -23,21 +51,7 @@ def llama_decoder_layer(seq: int = 2048, hidden: int = 4096, heads: int = 32,
     rope = m.tensor([1, seq, 1, head_dim], dtype)
     mask = m.tensor([1, 1, seq, seq], dtype)
 
-    h = m.rms_norm(x, norm1)
-
-    def heads_first(t, rotate: bool):
-        t = m.reshape(t, [1, seq, heads, head_dim])
-        if rotate:
-            t = m.rope(t, rope)
-        return m.transpose(t, [0, 2, 1, 3])
-
-    q = heads_first(m.matmul(h, wq, transpose_other=True), True)
-    k = heads_first(m.matmul(h, wk, transpose_other=True), True)
-    v = heads_first(m.matmul(h, wv, transpose_other=True), False)
-    scores = m.add(m.scalar_mul(m.matmul(q, k, transpose_other=True), head_dim ** -0.5), mask)
-    context = m.matmul(m.softmax(scores), v)
-    merged = m.reshape(m.transpose(context, [0, 2, 1, 3]), [1, seq, hidden])
-    x2 = m.add(x, m.matmul(merged, wo, transpose_other=True))
+    x2 = attention_block(m, x, norm1, (wq, wk, wv, wo), rope, heads, mask)
     h2 = m.rms_norm(x2, norm2)
     gate = m.matmul(h2, w1, transpose_other=True)
     silu = m.mul(gate, m.sigmoid(gate))
