@@ -71,7 +71,21 @@ TARGETS: tuple[TargetInfo, ...] = (
     TargetInfo("ark-model", "ARK model file (JSON)", "backends.ark_model"),
     TargetInfo("ark", "ARK plan file (JSON)", "backends.ark_plan",
                flags=(Flag("--json-layout", "ARK plan text layout (default: denser, ARK's own)",
-                           default="denser", choices=("denser", "indented")),)),
+                           default="denser", choices=("denser", "indented")),
+                      Flag("--arch", "device whose hardware model to use (ark: a100, h100 or "
+                                     "mi300x, default a100; tt: wormhole_b0 or blackhole, "
+                                     "default wormhole_b0)", metavar="NAME"),
+                      Flag("--planner", "how to plan a model (ark: planc, the default, or "
+                                        "ark-default, ARK's own default planner)",
+                           metavar="NAME"),
+                      Flag("--ark-format", "ARK plan file version to write: current (ARK main), "
+                                           "legacy (before mid-2024: no Architecture key) or "
+                                           "torch (ARK's PyTorch branch: every buffer states "
+                                           "IsExternal); default current",
+                           default="current", choices=("current", "legacy", "torch")),
+                      Flag("--cost-only", "planc simulate: only model time and memory, skip "
+                                          "the tile-by-tile functional run (for plans too "
+                                          "large to execute with numpy)", switch=True))),
     TargetInfo("tt", "Tenstorrent runtime plan (tt.plan.json)", "backends.tt_plan",
                flags=TT_FLAGS),
     TargetInfo("tt-metal", "TT-Metalium host program and reader/compute/writer kernels (C++)",

@@ -62,15 +62,28 @@ def arg_json(attr: Attribute) -> dict[str, Any]:
     return {kind.value: value}
 
 
-def operator_json(op: ark.ArkOp) -> dict[str, Any]:
-    """The operator object; plans add their `Config` (kept on the op) after `Args`."""
+def operator_json(op: ark.ArkOp, tensors: dict | None = None) -> dict[str, Any]:
+    """The operator object; plans add their `Config` (kept on the op) after `Args`.
+
+    `tensors`, when given, memoizes tensor objects across operators (a tensor appears as the
+    result of one operator and the input of others), by the identity of the type attribute
+    (which the IR keeps alive); the caller must not mutate them.
+    """
+    def tensor(t: ark.TensorType) -> dict[str, Any]:
+        if tensors is None:
+            return tensor_json(t)
+        found = tensors.get(id(t))  # by identity: hashing a tensor type is slow
+        if found is None:
+            found = tensors[id(t)] = tensor_json(t)
+        return found
+
     out: dict[str, Any] = {
         "Type": op.ark_type,
         "Name": op.label.data,
         "IsVirtual": op.is_virtual,
-        "ReadTensors": [tensor_json(t) for t in op.inputs],
-        "WriteTensors": [tensor_json(t) for t in op.outputs],
-        "ResultTensors": [tensor_json(t) for t in op.results_types],
+        "ReadTensors": [tensor(t) for t in op.inputs],
+        "WriteTensors": [tensor(t) for t in op.outputs],
+        "ResultTensors": [tensor(t) for t in op.results_types],
         "Args": {key: arg_json(attr) for key, attr in op.arg_attrs().items()},
     }
     if op.config is not None:

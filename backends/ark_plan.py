@@ -14,10 +14,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from backends.ark_model import operator_json
 from backends.json_format import PLAN_DEPTH, denser_json, indented_json
-from compiler.diagnostics import PlancError
+from compiler.diagnostics import PlancError, UsageError, one_of
 from dialects import plan
 from dialects.json_value import dict_value
 from dialects.utils import single_root
+
+DEFAULT_DEVICE = "a100"
 
 
 def _range(attr: plan.RangeAttr) -> list[int]:
@@ -44,8 +46,9 @@ def processor_group_json(pg: plan.ProcessorGroupOp) -> dict[str, Any]:
 
 def plan_json(p: plan.PlanOp) -> dict[str, Any]:
     operators = p.task_operators()
+    tensors: dict = {}
     task_infos = [{"Id": task.task_id, "NumWarps": task.warps, "SramBytes": task.sram,
-                   "Ops": [operator_json(op) for op in operators.get(task.task_id, [])],
+                   "Ops": [operator_json(op, tensors) for op in operators.get(task.task_id, [])],
                    **dict_value(task.extra)}
                   for task in p.tasks().values()]
     header: dict[str, Any] = {
@@ -68,16 +71,60 @@ def single_plan(module: ModuleOp) -> plan.PlanOp:
     return single_root(module, plan.PlanOp)
 
 
-def emit_plan(module: ModuleOp, layout: str = "denser") -> str:
-    doc = plan_json(single_plan(module))
+ARK_FORMATS = ("current", "legacy", "torch")
+"""Versions of the plan file: ARK main; before mid-2024 (plans had no Architecture key); ARK's
+PyTorch-interface branch (#235), whose buffers always state IsExternal."""
+
+
+def in_ark_format(doc: dict[str, Any], ark_format: str) -> dict[str, Any]:
+    """`doc` (a plan_json result) as plan file version `ark_format` writes it."""
+    if ark_format == "legacy":
+        doc.pop("Architecture", None)
+    elif ark_format == "torch":
+        for task in doc["TaskInfos"]:
+            for op in task["Ops"]:
+                for key in ("ReadTensors", "WriteTensors", "ResultTensors"):
+                    op[key] = [{**t, "Buffer": {**t["Buffer"], "IsExternal": t["Buffer"].get(
+                        "IsExternal", False)}} for t in op[key]]
+    return doc
+
+
+def emit_plan(module: ModuleOp, layout: str = "denser", ark_format: str = "current") -> str:
+    doc = in_ark_format(plan_json(single_plan(module)), ark_format)
     return indented_json(doc) if layout == "indented" else denser_json(doc, PLAN_DEPTH)
+
+
+PLANNERS = ("planc", "ark-default")
+"""`--planner` values: planc's own pipeline, or ARK's default planner (the baseline)."""
+
+PLANC_PIPELINE = "ark-plan{{device={device}}}"
+"""planc's planner: the passes of `passes.ark_plan`, run as one (verified once, at the end)."""
+PLANC_PASSES = ("ark-compress,ark-to-sched{{device={device}}},sched-fuse,sched-tile,"
+                "sched-partition,sched-allocate,sched-to-plan")
+"""The same, pass by pass (e.g. for --pipeline with --print-ir-after-all)."""
+ARK_DEFAULT_PIPELINE = "ark-default-plan{{device={device}}}"
+
+
+def model_pipeline(device: str, planner: str = "planc") -> str:
+    """The passes that turn an ARK model into a plan for `device`."""
+    from compiler.hardware import gpu_device
+
+    gpu_device(device)  # an unknown or non-GPU device is a usage error, reported here
+    if planner not in PLANNERS:
+        raise UsageError(f"unknown planner '{planner}' (known planners: {one_of(PLANNERS)})")
+    template = ARK_DEFAULT_PIPELINE if planner == "ark-default" else PLANC_PIPELINE
+    return template.format(device=device)
 
 
 def pipeline(source_format: str, options: Namespace) -> str:
     if source_format == "ark-plan":
         return ""
-    raise PlancError(f"cannot make an ARK plan from a {source_format} document yet")
+    if source_format == "ark-model":
+        return model_pipeline(getattr(options, "arch", None) or DEFAULT_DEVICE,
+                              getattr(options, "planner", None) or "planc")
+    raise PlancError(f"cannot make an ARK plan from a {source_format} document")
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:
-    return emit_plan(module, getattr(options, "json_layout", None) or "denser")
+    return emit_plan(module, getattr(options, "json_layout", None) or "denser",
+                     getattr(options, "ark_format", None) or "current")

@@ -17,6 +17,7 @@ DIALECTS: tuple[tuple[str, str, str], ...] = (
     ("gemini", "dialects.gemini", "Gemini"),
     ("dnn", "dialects.dnn", "Dnn"),
     ("mscclpp", "dialects.mscclpp", "Mscclpp"),
+    ("sched", "dialects.sched", "Sched"),
 )
 
 

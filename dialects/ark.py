@@ -368,6 +368,18 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     def with_id(self, tensor_id: int) -> TensorType:
         return TensorType(IntAttr(tensor_id), *self.parameters[1:])
 
+    def with_buffer(self, buffer: BufferAttr) -> TensorType:
+        """The same tensor on another buffer (memory planning moves tensors between buffers).
+
+        No rule of a tensor involves its buffer, so the copy is not verified again: this is the
+        hot path of moving tens of thousands of tensors.
+        """
+        moved = TensorType.__new__(TensorType)
+        for (name, _), value in zip(TensorType.get_irdl_definition().parameters,
+                                    (*self.parameters[:7], buffer, self.extra), strict=True):
+            object.__setattr__(moved, name, value)
+        return moved
+
     def same_layout(self, other: TensorType) -> bool:
         """Same buffer, shape, strides and offsets: the two ids name the same data."""
         return self.parameters[1:8] == other.parameters[1:8]
@@ -722,13 +734,24 @@ class ArkOp(IRDLOperation, ABC):
         assert isinstance(value.type, TensorType)
         return value.type
 
+    def operand_groups(self) -> tuple[tuple[SSAValue, ...], tuple[SSAValue, ...]]:
+        """(read tensors, write tensors), the same as `read_tensors` and `write_tensors` but
+        several times faster: the segment sizes are unpacked once per attribute, not on
+        every access (passes over large models ask for them constantly)."""
+        sizes = self.properties["operandSegmentSizes"]
+        counts = sizes.__dict__.get("_planc_counts")
+        if counts is None:
+            counts = sizes.__dict__["_planc_counts"] = tuple(sizes.get_values())
+        operands = self.operands
+        return tuple(operands[: counts[0]]), tuple(operands[counts[0]:])
+
     @property
     def inputs(self) -> list[TensorType]:
-        return [self.tensor_type(v) for v in self.read_tensors]
+        return [v.type for v in self.operand_groups()[0]]
 
     @property
     def outputs(self) -> list[TensorType]:
-        return [self.tensor_type(v) for v in self.write_tensors]
+        return [v.type for v in self.operand_groups()[1]]
 
     @property
     def results_types(self) -> list[TensorType]:

@@ -21,11 +21,12 @@ groups synchronise. Simulators and code generators share them.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -54,6 +55,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.utils import VerifyAt, body_block, verify_first
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # ---------------------------------------------------------------------------------------------
 # Ranges
@@ -123,7 +127,9 @@ class RangeAttr(ParametrizedAttribute):
             raise VerifyException(f"range {values} must have 0 <= begin <= end and step >= 1")
 
 
+@functools.lru_cache(maxsize=4096)
 def range_attr(begin: int, end: int, step: int | None = None) -> RangeAttr:
+    """The range attribute (shared: attributes are immutable, and planners make many)."""
     values = [begin, end] if step is None else [begin, end, step]
     return RangeAttr(DenseArrayBase.from_list(i64, values))
 
@@ -421,10 +427,25 @@ class PlanOp(IRDLOperation):
         if self.arch_name is not None and not ARCHITECTURE.fullmatch(self.arch_name):
             raise VerifyException(f"unknown Architecture '{self.arch_name}' (expected ANY, "
                                   "CUDA, CUDA_<sm>, ROCM or ROCM_<gfx>)")
+        limits = self._architecture_limits()
+        if limits is not None and self.warps_per_processor > limits.max_warps:
+            raise VerifyException(
+                f"NumWarpsPerProcessor {self.warps_per_processor} exceeds the {limits.max_warps} "
+                f"warps one processor of {self.arch_name} can hold")
         ark.check_buffers_consistent(self.graph)
         tasks = self._verify_tasks()
         for pg in self.processor_groups():
             self._verify_processor_group(pg, tasks)
+            if limits is not None:
+                _verify_sram_limit(pg, limits.max_sram, self.arch_name)
+
+    def _architecture_limits(self):
+        """What one processor of the plan's Architecture offers (None when unknown)."""
+        if self.arch_name is None:
+            return None
+        from compiler.hardware import architecture_limits
+
+        return architecture_limits(self.arch_name)
 
     def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
         """Check every TaskInfo; return (task op, NumTasks) by id."""
@@ -476,6 +497,13 @@ class PlanOp(IRDLOperation):
                         f"task {tg.task} needs {task.warps} warps and {task.sram} SRAM bytes, "
                         f"but the resource group has {len(rg.warps)} warps and "
                         f"{len(rg.sram)} SRAM bytes: no slot fits", tg)
+
+
+def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) -> None:
+    for rg in pg.resource_groups():
+        if rg.sram.end > max_sram:
+            raise VerifyAt(f"SramRange {rg.sram} exceeds the {max_sram} bytes of shared "
+                                f"memory a plan may use on one processor of {arch}", rg)
 
 
 def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
@@ -586,34 +614,87 @@ def distribute(processors: Range, tasks: Range, granularity: int, num_slots: int
     return out
 
 
+@dataclass(frozen=True)
+class TaskAssignment:
+    """`distribute` as arrays, one entry per task of the range (in range order): the
+    processor and slot running it and its position in that processor's sequence. Cost models
+    use it for task groups of millions of tasks."""
+
+    tasks: np.ndarray
+    processors: np.ndarray
+    slots: np.ndarray
+    positions: np.ndarray
+
+
+def task_assignment(processors: Range, tasks: Range, granularity: int, num_slots: int,
+                    first: int = 0) -> TaskAssignment:
+    """Where every task of `tasks` runs, by inverting `distribute`'s formula: the j-th task of
+    the range is block j // g; block b goes to processor number b % P, where it is task
+    (b // P) * g + j % g of that processor."""
+    import numpy as np
+
+    procs = np.fromiter(processors, dtype=np.int64)
+    count = len(procs)
+    index = np.arange(len(tasks), dtype=np.int64)
+    block, within = np.divmod(index, granularity)
+    number = block % count if count else block
+    position = (block // max(count, 1)) * granularity + within
+    return TaskAssignment(
+        tasks=tasks.begin + tasks.step * index,
+        processors=procs[(first + number) % count] if count else number,
+        slots=position % max(num_slots, 1),
+        positions=position)
+
+
+def task_group_starts(rg: ResourceGroupOp) -> Iterator[tuple[TaskGroupOp, int]]:
+    """Each task group of `rg` with the processor number it starts from: the first processor
+    rotates from one task group to the next so that a group starts where the last stopped."""
+    first = 0
+    count = max(len(rg.processors), 1)
+    for tg in rg.task_groups():
+        yield tg, first
+        first = (first + math.ceil(len(tg.tasks) / tg.gran)) % count
+
+
 def resource_group_schedule(rg: ResourceGroupOp, tasks: dict[int, TaskOp]
                             ) -> list[TaskGroupSchedule]:
-    """Every task group of `rg` with its distribution; the first processor rotates from one
-    task group to the next so that consecutive groups start where the last one stopped."""
+    """Every task group of `rg` with its distribution (see `task_group_starts`)."""
     schedules = []
-    first = 0
-    processors = rg.processors
-    for tg in rg.task_groups():
+    for tg, first in task_group_starts(rg):
         layout = slot_layout(rg, tasks[tg.task])
         schedules.append(TaskGroupSchedule(
-            tg, layout, distribute(processors, tg.tasks, tg.gran, layout.num_slots, first)))
-        first = (first + math.ceil(len(tg.tasks) / tg.gran)) % max(len(processors), 1)
+            tg, layout, distribute(rg.processors, tg.tasks, tg.gran, layout.num_slots, first)))
     return schedules
+
+
+def resource_group_assignments(rg: ResourceGroupOp, tasks: dict[int, TaskOp]
+                               ) -> Iterator[tuple[TaskGroupOp, SlotLayout, TaskAssignment]]:
+    """`resource_group_schedule` as arrays (`task_assignment`), for large task groups."""
+    for tg, first in task_group_starts(rg):
+        layout = slot_layout(rg, tasks[tg.task])
+        yield tg, layout, task_assignment(rg.processors, tg.tasks, tg.gran,
+                                          max(layout.num_slots, 1), first)
 
 
 def _pad4(values: Sequence[int]) -> list[int]:
     return [1] * (4 - len(values)) + list(values)
 
 
-def unit_shape(op: ark.ArkOp) -> list[int]:
+def output_shape(op: ark.ArkOp) -> list[int]:
+    """The shape task tiles cover: the written tensor's (the result's for ops writing none)."""
+    return op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list
+
+
+def unit_shape(op: ark.ArkOp, config: dict | None = None) -> list[int]:
     """The output region (4 dims, NCHW) that one task index of `op` computes.
 
     Matmul tiles are TileShapeMNK's M x N, element-wise and transpose tiles are `Tile`, an
     embedding task is one row, a reduction task one output element (or its `Tile`), and an op
-    without a tiling computes its whole output in one task.
+    without a tiling computes its whole output in one task. `config` replaces the op's own
+    Config (planners try configurations before they set one).
     """
-    config = op.config_value()
-    out = _pad4(op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list)
+    config = op.config_value() if config is None else config
+    out = _pad4(output_shape(op))
     if isinstance(op, ark.MatmulOp):
         tile_m, tile_n = config["TileShapeMNK"][:2]
         return [1, 1, tile_m, tile_n]
@@ -632,7 +713,7 @@ def task_tile(op: ark.ArkOp, index: int) -> tuple[slice, ...]:
     Task indices enumerate the tiles in row-major order (N, C, H, W; W fastest), the order of
     ARK's `UnitOp`; tiles at the edges are clipped to the shape.
     """
-    shape = op.outputs[0].shape_list if op.outputs else op.results_types[0].shape_list
+    shape = output_shape(op)
     shape4, unit = _pad4(shape), unit_shape(op)
     counts = [math.ceil(s / u) for s, u in zip(shape4, unit, strict=True)]
     if not 0 <= index < math.prod(counts):

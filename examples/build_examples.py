@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.ark_model import emit_model  # noqa: E402
 from frontends.model_builder import ModelBuilder  # noqa: E402
+from frontends.model_zoo import attention_block  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -49,21 +50,7 @@ def attention(seq: int = 128, hidden: int = 512, heads: int = 4) -> str:
     wq, wk, wv, wo = (m.tensor([hidden, hidden]) for _ in range(4))
     rope_table = m.tensor([1, seq, 1, head_dim])
 
-    h = m.rms_norm(x, norm_weight)
-
-    def heads_first(t, rotate: bool):
-        t = m.reshape(t, [1, seq, heads, head_dim])
-        if rotate:
-            t = m.rope(t, rope_table)
-        return m.transpose(t, [0, 2, 1, 3])
-
-    q = heads_first(m.matmul(h, wq, transpose_other=True), rotate=True)
-    k = heads_first(m.matmul(h, wk, transpose_other=True), rotate=True)
-    v = heads_first(m.matmul(h, wv, transpose_other=True), rotate=False)
-    scores = m.scalar_mul(m.matmul(q, k, transpose_other=True), head_dim ** -0.5)
-    context = m.matmul(m.softmax(scores), v)
-    merged = m.reshape(m.transpose(context, [0, 2, 1, 3]), [1, seq, hidden])
-    m.add(x, m.matmul(merged, wo, transpose_other=True))
+    attention_block(m, x, norm_weight, (wq, wk, wv, wo), rope_table, heads)
     return emit_model(m.finish())
 
 

@@ -71,6 +71,7 @@ FORMATS: tuple[InputFormat, ...] = (
                 describe="frontends.ark_model:describe"),
     InputFormat("ark-plan", "ARK plan file (tasks on processors, warps and SRAM)",
                 "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
+                simulate="compiler.plan_simulator:simulate_plan",
                 describe="frontends.ark_plan:describe"),
     InputFormat("tt", "Tenstorrent runtime plan (tt.plan.json, TileLang-TT)",
                 "frontends.tt_plan", _tt_plan, "tt.plans",

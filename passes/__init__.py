@@ -32,6 +32,15 @@ PASSES: tuple[tuple[str, str, str], ...] = (
     # MSCCL++
     ("lower-ark-comm-to-mscclpp", "passes.lower_ark_comm_to_mscclpp",
      "LowerArkCommToMscclppPass"),
+    # ARK plans
+    ("ark-default-plan", "passes.ark_default_plan", "ArkDefaultPlanPass"),
+    ("ark-plan", "passes.ark_plan", "ArkPlanPass"),
+    ("ark-to-sched", "passes.ark_to_sched", "ArkToSchedPass"),
+    ("sched-fuse", "passes.sched_fuse", "SchedFusePass"),
+    ("sched-tile", "passes.sched_tile", "SchedTilePass"),
+    ("sched-partition", "passes.sched_partition", "SchedPartitionPass"),
+    ("sched-allocate", "passes.sched_allocate", "SchedAllocatePass"),
+    ("sched-to-plan", "passes.sched_to_plan", "SchedToPlanPass"),
 )
 
 

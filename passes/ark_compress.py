@@ -20,7 +20,7 @@ from dialects import ark
 from dialects.json_value import dict_attr, dict_value
 
 
-def _remove_virtual_operators(model: ark.ModelOp) -> None:
+def remove_virtual_operators(model: ark.ModelOp) -> None:
     for op in model.operators():
         if not op.is_virtual:
             continue
@@ -58,6 +58,6 @@ class ArkCompressPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for model in op.walk():
             if isinstance(model, ark.ModelOp):
-                _remove_virtual_operators(model)
+                remove_virtual_operators(model)
                 if self.renumber:
                     _renumber_nodes(model)

@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 from compiler.driver import main as planc_main
+from compiler.driver import single_threaded_blas
+
+# As the command line does, before any test module imports numpy: simulating plans multiplies
+# many small matrices.
+single_threaded_blas()
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -246,6 +246,12 @@ def test_slots_beyond_fifteen_named_barriers_use_shared_memory():
 def test_too_many_warps_per_processor_for_cuda():
     doc = small_plan_doc()
     doc["NumWarpsPerProcessor"] = 33
+    # A plan naming CUDA_80 is refused by the plan verifier (its architecture's limits); the
+    # emitter's own check covers plans whose Architecture names no known device.
+    with pytest.raises(PlancError, match="NumWarpsPerProcessor 33 exceeds the 32 warps one "
+                                         "processor of CUDA_80 can hold"):
+        emit(doc, "cuda")
+    del doc["Architecture"]
     with pytest.raises(PlancError, match="NumWarpsPerProcessor 33 needs 1056 threads per block; "
                                          "CUDA allows 1024"):
         emit(doc, "cuda")

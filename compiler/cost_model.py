@@ -1,0 +1,400 @@
+"""A roofline cost model of ARK plans on a GPU (a `GpuDevice`).
+
+The unit of work is a task: one task index of a TaskInfo, i.e. one output tile of each of its
+operators, run by one slot (a group of warps) of one processor. For every task it counts
+
+* matmul FLOPs (tensor cores) and vector FLOPs (element-wise math, computed in float);
+* bytes moved between the processor and L2 (every global load and store of the tile);
+* bytes moved between L2 and device memory: stores, loads of tensors the task did not just
+  write itself (fused operators read their predecessor's tile from cache), and for operands
+  every task shares (matmul inputs, broadcast inputs) their size divided among the tasks.
+
+A task on a slot takes `task_overhead + n_ops * memory_latency` (each operator waits for its
+first loads; ARK runs tasks one after another without prefetching across them) plus the
+longest of its compute and L2 streaming times at the rate its warps can draw. A processor runs
+its slots concurrently but shares its rates among them: 1 / #processors of the device's
+compute, and of its L2 and memory bandwidth a share among the processors busy at the time, up
+to what one processor can move (`processor_bandwidth`). How much of that a processor reaches
+grows with its active warps (`warps_to_saturate_*`). So a processor's time for a task group is
+the larger of its slowest slot's serial time and its total work at the processor's rates.
+
+`plan_cost` runs processor groups in plan order on per-processor clocks: a processor group first
+waits at the barriers `plan.barriers` places (all processors of a synchronised range wait for
+the slowest, plus `barrier_s`), then each processor runs its resource groups' task groups in
+order. Concurrent groups on disjoint processors overlap. The modeled time is the last clock.
+
+The same per-tile formulas (`op_work`) serve the tiling pass, which asks what a candidate
+configuration would cost before any plan exists (`kernel_estimate`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from compiler.hardware import GpuDevice
+from dialects import ark, plan
+
+VECTOR_FLOPS_PER_ELEMENT: dict[type[ark.ArkOp], float] = {
+    ark.ExpOp: 4, ark.SigmoidOp: 5, ark.GeluOp: 8, ark.RsqrtOp: 4, ark.SqrtOp: 4,
+    ark.DivOp: 4, ark.RopeOp: 3,
+}
+"""FLOPs per output element beyond the default 1 (special functions cost several)."""
+
+
+@dataclass
+class Work:
+    """What a set of tasks does, one entry per task."""
+
+    matmul_flops: np.ndarray
+    vector_flops: np.ndarray
+    l2_bytes: np.ndarray
+    dram_bytes: np.ndarray
+
+    @staticmethod
+    def zeros(n: int) -> Work:
+        return Work(*(np.zeros(n) for _ in range(4)))
+
+    def add(self, other: Work) -> None:
+        self.matmul_flops += other.matmul_flops
+        self.vector_flops += other.vector_flops
+        self.l2_bytes += other.l2_bytes
+        self.dram_bytes += other.dram_bytes
+
+
+def _pad4(shape: Sequence[int]) -> list[int]:
+    return [1] * (4 - len(shape)) + list(shape)
+
+
+def tile_extents(shape: Sequence[int], unit: Sequence[int], indices: np.ndarray) -> np.ndarray:
+    """Extents (n x 4) of the output tiles `indices` of a `shape` cut into `unit` tiles,
+    clipped at the edges (task indices run row-major over the tiles, as `plan.task_tile`)."""
+    shape4, unit4 = np.array(_pad4(shape)), np.array(unit)
+    counts = -(-shape4 // unit4)
+    coords = np.stack(np.unravel_index(indices, counts), axis=1)
+    return np.minimum(unit4, shape4 - coords * unit4)
+
+
+def tile_count(shape: Sequence[int], unit: Sequence[int]) -> int:
+    return math.prod(math.ceil(s / u) for s, u in zip(_pad4(shape), unit, strict=True))
+
+
+def _region(input_shape: Sequence[int], out4: Sequence[int], ext: np.ndarray) -> np.ndarray:
+    """Elements of a (broadcast) input that output tiles of extents `ext` read."""
+    in4 = _pad4(input_shape)
+    cols = [ext[:, d] if in4[d] == out4[d] else np.ones(len(ext)) for d in range(4)]
+    return np.prod(np.stack(cols, axis=1), axis=1)
+
+
+def op_work(op: ark.ArkOp, config: dict, indices: np.ndarray, local: set[SSAValue],
+            total_tasks: int) -> Work:
+    """The work of `op`'s tiles `indices` under `config`; `local` are the values an earlier
+    operator of the same task wrote (read from cache, not device memory)."""
+    n = len(indices)
+    work = Work.zeros(n)
+    if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
+        return work
+    out = op.outputs[0]
+    out4 = _pad4(plan.output_shape(op))
+    ext = tile_extents(out4, plan.unit_shape(op, config), indices)
+    elems = np.prod(ext, axis=1).astype(float)
+    work.l2_bytes += elems * out.element_bytes
+    work.dram_bytes += elems * out.element_bytes
+    if isinstance(op, ark.MatmulOp):
+        _matmul_work(op, ext, work, total_tasks)
+        return work
+    if isinstance(op, ark.ReduceOp):
+        axis_len = op.inputs[0].shape_list[op.axis_index]
+        read = elems * axis_len
+        _read(work, op.read_tensors[0], read, local)
+        work.vector_flops += read
+        return work
+    if isinstance(op, ark.EmbeddingOp):
+        indices_t, weight = op.read_tensors
+        _read(work, weight, elems, local)
+        _read(work, indices_t, np.ones(n), local)
+        return work
+    if isinstance(op, ark.TransposeOp):
+        _read(work, op.read_tensors[0], elems, local)
+        return work
+    for value in op.operand_groups()[0]:
+        region = _region(value.type.shape_list, out4, ext)
+        if np.all(region < elems) and region.size:
+            # A broadcast operand: every task rereads it from cache.
+            work.l2_bytes += region * value.type.element_bytes
+            work.dram_bytes += value.type.num_elements * value.type.element_bytes / total_tasks
+        else:
+            _read(work, value, region, local)
+    work.vector_flops += elems * VECTOR_FLOPS_PER_ELEMENT.get(type(op), 1)
+    return work
+
+
+def _read(work: Work, value: SSAValue, elems: np.ndarray, local: set[SSAValue]) -> None:
+    nbytes = elems * value.type.element_bytes
+    work.l2_bytes += nbytes
+    if value not in local:
+        work.dram_bytes += nbytes
+
+
+def _matmul_work(op: ark.MatmulOp, ext: np.ndarray, work: Work, total_tasks: int) -> None:
+    _, _, k = op.problem_mnk()
+    a, b = op.inputs
+    batch = ext[:, 0] * ext[:, 1]
+    rows, cols = ext[:, 2], ext[:, 3]
+    work.matmul_flops += 2.0 * batch * rows * cols * k
+    work.l2_bytes += batch * k * (rows * a.element_bytes + cols * b.element_bytes)
+    operands = a.num_elements * a.element_bytes + b.num_elements * b.element_bytes
+    work.dram_bytes += operands / total_tasks
+
+
+def task_work(ops: Sequence[ark.ArkOp], configs: Sequence[dict], indices: np.ndarray,
+              total_tasks: int) -> Work:
+    """The work of task `indices` of a task made of `ops` (run in order per task)."""
+    work = Work.zeros(len(indices))
+    local: set[SSAValue] = set()
+    for op, config in zip(ops, configs, strict=True):
+        work.add(op_work(op, config, indices, local, total_tasks))
+        local.update(op.result_tensors)
+        local.update(op.operand_groups()[1])
+    return work
+
+
+# ---------------------------------------------------------------------------------------------
+# Time
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Per-processor throughputs of a device (its totals divided among processors)."""
+
+    matmul: float
+    vector: float
+    l2: float
+    dram: float
+
+    @staticmethod
+    def of(device: GpuDevice, dtype: str, active: int | None = None) -> Rates:
+        """Rates of one processor while `active` processors (all, by default) are busy: each
+        has its own compute, and a share of the bandwidths up to what one processor moves."""
+        p = device.processors
+        share = max(1, min(active or p, p))
+        return Rates(device.matmul_rate(dtype) / p, device.vector_rate("FP32") / p,
+                     min(device.l2_bandwidth / share, device.processor_bandwidth),
+                     min(device.memory_bandwidth / share, device.processor_bandwidth))
+
+
+def _saturation(warps: np.ndarray | float, full: int) -> np.ndarray | float:
+    return np.minimum(1.0, np.asarray(warps, dtype=float) / full)
+
+
+def task_seconds(work: Work, n_ops: int, slot_warps: int, rates: Rates,
+                 device: GpuDevice) -> np.ndarray:
+    """Serial time of each task on one slot of `slot_warps` warps."""
+    compute = _saturation(slot_warps, device.warps_to_saturate_compute)
+    memory = _saturation(slot_warps, device.warps_to_saturate_memory)
+    busy = np.maximum.reduce([
+        work.matmul_flops / (rates.matmul * compute),
+        work.vector_flops / (rates.vector * compute),
+        work.l2_bytes / (rates.l2 * memory),
+        work.dram_bytes / (rates.dram * memory),
+    ])
+    return device.task_overhead_s + n_ops * device.memory_latency_s + busy
+
+
+def processor_seconds(work: Work, serial: np.ndarray, processors: np.ndarray,
+                      slots: np.ndarray, num_slots: int, slot_warps: int, rates: Rates,
+                      device: GpuDevice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(processor ids, time, active warps) of a task group's processors: the slowest slot's
+    serial time or the processor's total work at its shared rates, whichever is longer."""
+    ids, where = np.unique(processors, return_inverse=True)
+    per_slot = np.zeros((len(ids), max(num_slots, 1)))
+    np.add.at(per_slot, (where, slots), serial)
+    counts = np.bincount(where, minlength=len(ids))
+    warps = np.minimum(counts, num_slots) * slot_warps
+    compute = _saturation(warps, device.warps_to_saturate_compute)
+    memory = _saturation(warps, device.warps_to_saturate_memory)
+
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.bincount(where, weights=values, minlength=len(ids))
+
+    time = np.maximum.reduce([
+        per_slot.max(axis=1),
+        total(work.matmul_flops) / (rates.matmul * compute),
+        total(work.vector_flops) / (rates.vector * compute),
+        total(work.l2_bytes) / (rates.l2 * memory),
+        total(work.dram_bytes) / (rates.dram * memory),
+    ])
+    return ids, time, warps
+
+
+def kernel_dtype(ops: Sequence[ark.ArkOp]) -> str:
+    """The data type that sets a task's matmul rate (its first matmul's, else its first op's)."""
+    for op in ops:
+        if isinstance(op, ark.MatmulOp):
+            return op.outputs[0].data_type
+    for op in ops:
+        if op.outputs:
+            return op.outputs[0].data_type
+    return "FP32"
+
+
+@dataclass(frozen=True)
+class KernelEstimate:
+    """What the tasks of one kernel cost when they have `processors` processors to
+    themselves, every task costing a full tile (planners compare candidates with it; the
+    simulator uses the exact per-task model)."""
+
+    tasks: int
+    slots: int
+    slot_warps: int
+    n_ops: int
+    work: tuple[float, float, float, float]
+    """One task's matmul FLOPs, vector FLOPs, L2 bytes and memory bytes."""
+    dtype: str
+    device: GpuDevice
+
+    def serial(self, active: int) -> float:
+        """One task's time on one slot while `active` processors are busy (`task_seconds`
+        for one task)."""
+        device = self.device
+        rates = Rates.of(device, self.dtype, active)
+        compute = min(1.0, self.slot_warps / device.warps_to_saturate_compute)
+        memory = min(1.0, self.slot_warps / device.warps_to_saturate_memory)
+        matmul, vector, l2, dram = self.work
+        return self.fixed_seconds + max(matmul / (rates.matmul * compute),
+                                        vector / (rates.vector * compute),
+                                        l2 / (rates.l2 * memory), dram / (rates.dram * memory))
+
+    @property
+    def fixed_seconds(self) -> float:
+        """The part of a task's time that does not grow with its work."""
+        return self.device.task_overhead_s + self.n_ops * self.device.memory_latency_s
+
+    @property
+    def task_seconds(self) -> float:
+        return self.serial(self.device.processors)
+
+    def on(self, processors: int) -> float:
+        """Modeled seconds of all tasks spread round-robin over `processors` processors."""
+        if self.tasks == 0:
+            return 0.0
+        active = max(1, min(processors, self.tasks))
+        per_proc = math.ceil(self.tasks / active)
+        per_slot = math.ceil(per_proc / max(self.slots, 1))
+        warps = min(per_proc, self.slots) * self.slot_warps
+        compute = float(_saturation(warps, self.device.warps_to_saturate_compute))
+        memory = float(_saturation(warps, self.device.warps_to_saturate_memory))
+        rates = Rates.of(self.device, self.dtype, active)
+        matmul, vector, l2, dram = self.work
+        throughput = per_proc * max(matmul / (rates.matmul * compute),
+                                    vector / (rates.vector * compute),
+                                    l2 / (rates.l2 * memory), dram / (rates.dram * memory))
+        return max(per_slot * self.serial(active), throughput)
+
+    @property
+    def seconds(self) -> float:
+        return self.on(self.device.processors)
+
+    def scaled(self, fraction: float) -> KernelEstimate:
+        """The same tasks doing `fraction` of the work each (e.g. part of a matmul's K)."""
+        return KernelEstimate(self.tasks, self.slots, self.slot_warps, self.n_ops,
+                              tuple(w * fraction for w in self.work), self.dtype, self.device)
+
+
+def kernel_estimate(ops: Sequence[ark.ArkOp], configs: Sequence[dict], num_tasks: int,
+                    slot_warps: int, num_slots: int, device: GpuDevice) -> KernelEstimate:
+    """The cost of a kernel's `num_tasks` tasks with `num_slots` slots per processor."""
+    work = task_work(ops, configs, np.zeros(1, dtype=np.int64), max(num_tasks, 1))
+    totals = (float(work.matmul_flops[0]), float(work.vector_flops[0]),
+              float(work.l2_bytes[0]), float(work.dram_bytes[0]))
+    return KernelEstimate(num_tasks, num_slots, slot_warps, len(ops), totals,
+                          kernel_dtype(ops), device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole plans
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TaskGroupCost:
+    task: int
+    processor_group: int
+    seconds: float
+    """From the first processor starting it to the last finishing it."""
+    tasks: int
+
+
+@dataclass
+class PlanCost:
+    modeled_time_s: float
+    busy_s: np.ndarray
+    """Per processor: time spent running tasks."""
+    warp_seconds: float
+    """Sum over task groups of active warps x time."""
+    barriers: int
+    barrier_wait_s: float
+    task_groups: list[TaskGroupCost] = field(default_factory=list)
+
+    def summary(self, processors: int, warps_per_processor: int) -> dict:
+        total = self.modeled_time_s
+        utilisation = self.busy_s / total if total > 0 else np.zeros_like(self.busy_s)
+        occupancy = (self.warp_seconds / (processors * warps_per_processor * total)
+                     if total > 0 else 0.0)
+        slowest = sorted(self.task_groups, key=lambda t: -t.seconds)[:5]
+        return {
+            "modeled_time_s": total,
+            "processor_utilisation": float(utilisation.mean()) if len(utilisation) else 0.0,
+            "per_processor_utilisation": [round(float(u), 4) for u in utilisation],
+            "warp_occupancy": float(occupancy),
+            "barriers": self.barriers,
+            "barrier_wait_s": self.barrier_wait_s,
+            "slowest_task_groups": [
+                {"task": t.task, "processor_group": t.processor_group, "tasks": t.tasks,
+                 "seconds": t.seconds} for t in slowest],
+        }
+
+
+def plan_cost(p: plan.PlanOp, device: GpuDevice) -> PlanCost:
+    """The modeled execution of plan `p` on `device` (see the module docstring)."""
+    nproc = p.processor_count
+    clock = np.zeros(nproc)
+    busy = np.zeros(nproc)
+    tasks = p.tasks()
+    operators = p.task_operators()
+    configs = {t: [op.config_value() for op in ops] for t, ops in operators.items()}
+    cost = PlanCost(0.0, busy, 0.0, 0, 0.0)
+    groups = p.processor_groups()
+    for index, (pg, syncs) in enumerate(zip(groups, plan.barriers(groups), strict=True)):
+        assignments = [(tg, layout, assignment) for rg in pg.resource_groups()
+                       for tg, layout, assignment in plan.resource_group_assignments(rg, tasks)
+                       if len(assignment.tasks) and operators.get(tg.task)]
+        busy_processors = len(set().union(*(np.unique(a.processors).tolist()
+                                            for _, _, a in assignments)))
+        for sync in syncs:
+            members = np.fromiter(sync, dtype=np.int64)
+            start = clock[members].max() + device.barrier_s
+            cost.barrier_wait_s += float(np.sum(start - clock[members]))
+            clock[members] = start
+            cost.barriers += 1
+        for tg, layout, assignment in assignments:
+            ops = operators[tg.task]
+            work = task_work(ops, configs[tg.task], assignment.tasks, p.num_tasks(tg.task))
+            rates = Rates.of(device, kernel_dtype(ops), busy_processors)
+            serial = task_seconds(work, len(ops), layout.slot_warps, rates, device)
+            ids, seconds, warps = processor_seconds(
+                work, serial, assignment.processors, assignment.slots, layout.num_slots,
+                layout.slot_warps, rates, device)
+            start = clock[ids].min()
+            clock[ids] += seconds
+            busy[ids] += seconds
+            cost.warp_seconds += float(np.sum(seconds * warps))
+            cost.task_groups.append(TaskGroupCost(
+                tg.task, index, float(clock[ids].max() - start), len(assignment.tasks)))
+    cost.modeled_time_s = float(clock.max()) if nproc else 0.0
+    return cost

@@ -1,0 +1,39 @@
+"""`ark-plan`: planc's whole ARK planning pipeline as one pass.
+
+    ark-compress, ark-to-sched{device}, sched-fuse, sched-tile, sched-partition,
+    sched-allocate, sched-to-plan
+
+`planc MODEL --target ark` runs this pass: the IR is verified once, after it, rather than after
+each of the seven (verification costs about as much as a pass, and `--pipeline` with the
+separate passes remains for inspecting every step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from passes.ark_to_sched import ArkToSchedPass
+from passes.sched_allocate import SchedAllocatePass
+from passes.sched_fuse import SchedFusePass
+from passes.sched_partition import SchedPartitionPass
+from passes.sched_tile import SchedTilePass
+from passes.sched_to_plan import SchedToPlanPass
+
+
+@dataclass(frozen=True)
+class ArkPlanPass(ModulePass):
+    name = "ark-plan"
+
+    device: str = "a100"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # ark-to-sched removes virtual operators itself; ark-compress would only renumber
+        # model nodes, which plans do not have.
+        for step in (ArkToSchedPass(device=self.device), SchedFusePass(),
+                     SchedTilePass(), SchedPartitionPass(), SchedAllocatePass(),
+                     SchedToPlanPass()):
+            step.apply(ctx, op)

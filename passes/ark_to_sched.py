@@ -1,0 +1,52 @@
+"""`ark-to-sched`: start a schedule from a model, one kernel per operator.
+
+The model's block moves into a `sched.schedule` for device `device`; virtual operators are
+removed first (as `ark-compress` does), and every other operator becomes the only operator of
+a new `sched.kernel`, numbered in model order, whose kind follows the operator's type. Later
+passes fuse, tile, partition and place these kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
+
+from compiler.hardware import gpu_device
+from dialects import ark, sched
+from passes.ark_compress import remove_virtual_operators
+from passes.sched_graph import op_kind
+
+
+def schedule_model(model: ark.ModelOp, device: str) -> sched.ScheduleOp:
+    remove_virtual_operators(model)
+    block = model.graph
+    kernel = 0
+    for op in list(block.ops):
+        if not isinstance(op, ark.ArkOp):
+            continue
+        block.insert_op_before(sched.KernelOp(kernel, op_kind(op)), op)
+        op.task = IntegerAttr(kernel, i64)
+        for prop in ("node", "node_info"):
+            op.properties.pop(prop, None)
+        kernel += 1
+    body = model.detach_region(model.body)
+    return sched.ScheduleOp(model.rank_value, model.world_size_value, device, body)
+
+
+@dataclass(frozen=True)
+class ArkToSchedPass(ModulePass):
+    name = "ark-to-sched"
+
+    device: str = "a100"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        gpu_device(self.device)  # unknown devices fail here, before any rewriting
+        for model in [m for m in op.ops if isinstance(m, ark.ModelOp)]:
+            schedule = schedule_model(model, self.device)
+            schedule.location = model.location
+            op.body.block.insert_op_before(schedule, model)
+            model.detach()
+            model.erase()

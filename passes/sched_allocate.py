@@ -1,0 +1,225 @@
+"""`sched-allocate`: liveness-based memory reuse, and the device memory plan.
+
+Every logical buffer lives from the first operator that writes it to the last that reads or
+writes it, in the order the phases run. Buffers whose lifetimes do not overlap share one
+physical buffer (a region of the device arena), as ARK's hand-tuned plans do: their tensors are
+moved onto the region's buffer, whose size is the largest of them.
+
+Two lifetimes do not overlap when the first ends in an earlier phase than the second starts
+(phases are separated by barriers on every unit), or, inside one kernel, when the first's last
+access comes no later than the second's first write and every tile touches the same bytes of
+both (same shape, strides, offsets and element size, accessed tile-aligned): then each tile
+finishes with the old tensor before it writes the new one in the same place. An element-wise
+operator may so write its result over an input it reads for the last time (`in-place`).
+
+Buffers holding model inputs and weights (read before anything writes them, so a repeated run
+still finds them), model outputs, and buffers of other ranks or with communication tags keep
+their own memory. `reuse=false` keeps every buffer apart (ARK's default layout).
+
+The memory plan is recorded as `sched.region` ops in the device arena's order (ascending buffer
+id, back to back, as ARK's executor lays buffers out); their total is the device memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from dialects import ark, sched
+from passes.sched_graph import shape4
+
+Position = tuple[int, int, int]
+"""(phase, kernel's place in the execution order, operator's place in its kernel)."""
+
+
+@dataclass
+class Life:
+    buffer: int
+    size: int
+    first: Position | None = None
+    first_is_write: bool = False
+    last: Position | None = None
+    kernels_in_phase: dict[int, set[int]] = field(default_factory=dict)
+    aligned_in_phase: dict[int, bool] = field(default_factory=dict)
+    layouts_in_phase: dict[int, set[tuple]] = field(default_factory=dict)
+    """Per phase: every access is to the same tile as the accessing operator's output tile."""
+    last_op: ark.ArkOp | None = None
+    pinned: bool = False
+
+    def touch(self, at: Position, write: bool, op: ark.ArkOp, value: SSAValue,
+              aligned: bool) -> None:
+        if self.first is None or at < self.first:
+            self.first, self.first_is_write = at, write
+        elif at == self.first:
+            self.first_is_write = self.first_is_write and write
+        if self.last is None or at >= self.last:
+            self.last, self.last_op = at, op
+        self.kernels_in_phase.setdefault(at[0], set()).add(at[1])
+        self.aligned_in_phase[at[0]] = self.aligned_in_phase.get(at[0], True) and aligned
+        self.layouts_in_phase.setdefault(at[0], set()).add(_layout(value.type))
+
+
+def _layout(tensor: ark.TensorType) -> tuple:
+    return (tuple(tensor.shape_list), tuple(tensor.strides_list), tuple(tensor.offsets_list),
+            tensor.element_bytes)
+
+
+def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
+    """Does the tile of `op` touch exactly the tile-shaped part of `value` (no broadcast)?"""
+    out = shape4(op.outputs[0].shape_list) if op.outputs else ()
+    have = shape4(value.type.shape_list)
+    if kind == "rows":
+        return not isinstance(op, ark.MatmulOp)
+    if isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)):
+        return have == out
+    if isinstance(op, ark.MatmulOp):
+        return value in op.operand_groups()[1]
+    return False
+
+
+class Lifetimes:
+    """The lifetime of every buffer of a schedule, in execution order."""
+
+    def __init__(self, schedule: sched.ScheduleOp):
+        self.schedule = schedule
+        kernels = schedule.kernels()
+        operators = schedule.kernel_operators()
+        rank = schedule.rank.value.data
+        self.lives: dict[int, Life] = {}
+        for value in _tensor_values(schedule):
+            tensor = value.type
+            life = self.lives.setdefault(tensor.buffer_id, Life(tensor.buffer_id, 0))
+            life.size = max(life.size, tensor.span_bytes)
+            buffer = tensor.buffer
+            if buffer.rank.data not in (-1, rank) or buffer.send_tag_pairs or \
+                    buffer.recv_tag_pairs:
+                life.pinned = True
+            if isinstance(value.owner, ark.ArkOp) and not value.uses:
+                life.pinned = True  # a model output
+        order = 0
+        for p, phase in enumerate(schedule.phases()):
+            for launch in phase.launches():
+                kernel = kernels[launch.kernel_id]
+                for i, op in enumerate(operators[kernel.kernel_id]):
+                    at = (p, order, i)
+                    reads, writes = op.operand_groups()
+                    for value in reads:
+                        self.lives[value.type.buffer_id].touch(
+                            at, False, op, value, _aligned(op, value, kernel.kind_name))
+                    for value in writes:
+                        self.lives[value.type.buffer_id].touch(
+                            at, True, op, value, _aligned(op, value, kernel.kind_name))
+                order += 1
+        for life in self.lives.values():
+            if life.first is None or not life.first_is_write:
+                life.pinned = True  # never written, or read before written: an input
+
+
+def _tensor_values(schedule: sched.ScheduleOp) -> list[SSAValue]:
+    return [r for op in schedule.graph.ops for r in op.results
+            if isinstance(r.type, ark.TensorType)]
+
+
+def disjoint(a: Life, b: Life, in_place: bool) -> bool:
+    """May `b` (starting later) use `a`'s memory? See the module docstring."""
+    if a.last[0] < b.first[0]:
+        return True
+    phase = a.last[0]
+    if phase != b.first[0] or not (a.aligned_in_phase[phase] and b.aligned_in_phase[phase]):
+        return False
+    kernels = a.kernels_in_phase[phase] | b.kernels_in_phase[phase]
+    layouts = a.layouts_in_phase[phase]
+    if len(kernels) != 1 or len(layouts) != 1 or layouts != b.layouts_in_phase[phase]:
+        return False
+    if a.last[2] < b.first[2]:
+        return True
+    return (in_place and a.last[2] == b.first[2] and writes_in_place_safely(a.last_op))
+
+
+def writes_in_place_safely(op: ark.ArkOp) -> bool:
+    """Can `op` write its result over an input of the same layout? Element-wise operators can:
+    each output element needs only the input element at its own place. Rotary embedding
+    cannot: an element needs its pair partner, which another thread may already have
+    overwritten."""
+    return isinstance(op, (ark.UnaryOp, ark.BinaryOp)) and not isinstance(op, ark.RopeOp)
+
+
+@dataclass
+class Region:
+    lives: list[Life]
+    size: int
+
+    @property
+    def buffer(self) -> int:
+        return self.lives[0].buffer
+
+
+def assign_regions(lifetimes: Lifetimes, reuse: bool, in_place: bool) -> list[Region]:
+    """Greedy interval colouring: each buffer, in order of its first write, takes the
+    best-fitting region whose last occupant it may follow (growing the largest one when none
+    is big enough), or a region of its own."""
+    regions: list[Region] = []
+    movable = sorted((life for life in lifetimes.lives.values() if not life.pinned),
+                     key=lambda life: (life.first, life.buffer))
+    for life in sorted((life for life in lifetimes.lives.values() if life.pinned),
+                       key=lambda life: life.buffer):
+        regions.append(Region([life], life.size))
+    free: list[Region] = []
+    for life in movable:
+        fits = [r for r in free if disjoint(r.lives[-1], life, in_place)] if reuse else []
+        big = [r for r in fits if r.size >= life.size]
+        chosen = (min(big, key=lambda r: (r.size, r.buffer)) if big
+                  else max(fits, key=lambda r: (r.size, -r.buffer)) if fits else None)
+        if chosen is None:
+            chosen = Region([], 0)
+            free.append(chosen)
+            regions.append(chosen)
+        chosen.lives.append(life)
+        chosen.size = max(chosen.size, life.size)
+    return regions
+
+
+def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
+    """Put every tensor of a region's later occupants on the region's buffer."""
+    target = {}
+    for region in regions:
+        physical = ark.BufferAttr.get(region.buffer)
+        target.update({life.buffer: physical for life in region.lives[1:]})
+    if not target:
+        return
+    for value in _tensor_values(schedule):
+        tensor = value.type
+        new = target.get(tensor.buffer_id)
+        if new is not None:
+            Rewriter.replace_value_with_new_type(value, tensor.with_buffer(new))
+
+
+def record_regions(schedule: sched.ScheduleOp, regions: list[Region]) -> int:
+    for region in schedule.memory_regions():
+        region.detach()
+        region.erase()
+    offset = 0
+    for region in sorted(regions, key=lambda r: r.buffer):
+        schedule.graph.add_op(sched.RegionOp(region.buffer, offset, region.size,
+                                             [life.buffer for life in region.lives]))
+        offset += region.size
+    return offset
+
+
+@dataclass(frozen=True)
+class SchedAllocatePass(ModulePass):
+    name = "sched-allocate"
+
+    reuse: bool = True
+    in_place: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for schedule in sched.schedules(op):
+            regions = assign_regions(Lifetimes(schedule), self.reuse, self.in_place)
+            move_buffers(schedule, regions)
+            record_regions(schedule, regions)

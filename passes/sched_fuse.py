@@ -1,0 +1,280 @@
+"""`sched-fuse`: group operators into kernels that run tile by tile.
+
+Operators are visited in model order. An operator joins the kernel of one of its producers when
+every tile it computes needs only the same tile of that kernel's results, so each tile index
+can run all of the kernel's operators one after another on the same warps:
+
+* element-wise chains: an element-wise operator joins an element-wise kernel of the same output
+  shape (`elementwise`);
+* matmul epilogues: bias, activation, scale, cast, residual and gating operators on a matmul's
+  output join the matmul's kernel (`epilogue`); a second matmul of the same output shape whose
+  result such an operator combines with the first (the gate and up projections of an FFN) is
+  merged into the same kernel;
+* row patterns: a reduction along the last axis starts (or joins) a `rows` kernel whose tiles
+  are blocks of whole rows; the element-wise work on those rows and on the reduced values
+  joins it, which fuses softmax (max, subtract, exp, sum, divide) and RMSNorm/LayerNorm
+  (square, mean, add, rsqrt, scale) into one kernel each (`rows`).
+
+Joining is refused when the operator reads a kernel result through a view (another tile
+layout), writes into an existing tensor (in place), or when it would make the kernel depend on
+itself through another kernel. `max-ops` bounds a kernel's size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+
+from dialects import ark, sched
+from passes.sched_graph import (
+    data_producers,
+    is_fresh_write,
+    op_kind,
+    operator_dependencies,
+    shape4,
+)
+
+MERGED_KIND = {
+    frozenset({"matmul"}): "matmul", frozenset({"matmul", "elementwise"}): "matmul",
+    frozenset({"rows"}): "rows", frozenset({"rows", "elementwise"}): "rows",
+    frozenset({"elementwise"}): "elementwise",
+    frozenset({"transpose", "elementwise"}): "transpose",
+}
+"""The kind of a kernel made of two kernels (absent: they cannot be merged)."""
+
+KIND_PREFERENCE = {"matmul": 0, "rows": 1, "elementwise": 2, "transpose": 3}
+
+
+@dataclass
+class Group:
+    kind: str
+    space: tuple[int, ...]
+    """The tile space: the output shape (4 dims) its tiles cut; for rows, the full rows."""
+    ops: list[ark.ArkOp]
+    preds: set[int] = field(default_factory=set)
+    succs: set[int] = field(default_factory=set)
+    open: bool = True
+    """Can other operators join?"""
+
+
+class Fuser:
+    def __init__(self, schedule: sched.ScheduleOp, pass_: SchedFusePass):
+        self.options = pass_
+        self.ops = [op for op in schedule.operators() if not op.is_virtual]
+        self.deps = operator_dependencies(self.ops)
+        self.groups: dict[int, Group] = {}
+        self.group_of: dict[ark.ArkOp, int] = {}
+        self.next_id = 0
+        self.touched: set[int] = set()
+        """Buffers operators visited so far read or write."""
+
+    # -- the kernel graph ------------------------------------------------------------------
+
+    def reaches(self, start: int, goal: int) -> bool:
+        """Is there a dependency path from kernel `start` to kernel `goal`?"""
+        seen, stack = {start}, [start]
+        while stack:
+            for succ in self.groups[stack.pop()].succs:
+                if succ == goal:
+                    return True
+                if succ not in seen:
+                    seen.add(succ)
+                    stack.append(succ)
+        return False
+
+    def new_group(self, op: ark.ArkOp, kind: str, space: tuple[int, ...]) -> None:
+        gid = self.next_id
+        self.next_id += 1
+        self.groups[gid] = Group(kind, space, [], open=kind != "single")
+        self.add(op, gid)
+
+    def add(self, op: ark.ArkOp, gid: int) -> None:
+        group = self.groups[gid]
+        group.ops.append(op)
+        self.group_of[op] = gid
+        for dep in self.deps[op]:
+            other = self.group_of[dep]
+            if other != gid:
+                group.preds.add(other)
+                self.groups[other].succs.add(gid)
+
+    def merge(self, gid: int, into: int) -> None:
+        """Move kernel `gid` into kernel `into` (they are independent)."""
+        group, target = self.groups.pop(gid), self.groups[into]
+        target.kind = MERGED_KIND[frozenset({group.kind, target.kind})]
+        for op in group.ops:
+            self.group_of[op] = into
+        target.ops.extend(group.ops)
+        for pred in group.preds:
+            self.groups[pred].succs.discard(gid)
+            self.groups[pred].succs.add(into)
+        for succ in group.succs:
+            self.groups[succ].preds.discard(gid)
+            self.groups[succ].preds.add(into)
+        target.preds |= group.preds
+        target.succs |= group.succs
+
+    # -- the rules -------------------------------------------------------------------------
+
+    def fits(self, gid: int, out: tuple[int, ...]) -> bool:
+        """Can an operator with output shape `out` compute its tiles in kernel `gid`?"""
+        group = self.groups[gid]
+        if not group.open or len(group.ops) >= self.options.max_ops:
+            return False
+        if group.kind == "rows":
+            return out in (group.space, group.space[:-1] + (1,))
+        return out == group.space
+
+    def local(self, value: SSAValue, gid: int, out: tuple[int, ...]) -> bool:
+        """Does each tile of an output `out` in kernel `gid` read only the same tile of
+        `value` (a result of that kernel)?"""
+        group = self.groups[gid]
+        have = shape4(value.type.shape_list)
+        if group.kind == "rows":
+            # Tiles are blocks of whole rows: any row-shaped or reduced value is local.
+            return have in (group.space, group.space[:-1] + (1,))
+        return have == out == group.space
+
+    def mergeable(self, gid: int, into: int) -> bool:
+        a, b = self.groups[gid], self.groups[into]
+        kinds = frozenset({a.kind, b.kind})
+        return (self.options.siblings and a.open and a.space == b.space
+                and kinds in MERGED_KIND and all(self.allowed_kind(k) for k in kinds)
+                and len(a.ops) + len(b.ops) < self.options.max_ops
+                and not self.reaches(gid, into) and not self.reaches(into, gid))
+
+    def try_join(self, op: ark.ArkOp, gid: int, out: tuple[int, ...]) -> list[int] | None:
+        """The kernels to merge into `gid` for `op` to join it, or None if it cannot."""
+        merges: list[int] = []
+        for value in op.operand_groups()[0]:
+            owner = value.owner
+            if isinstance(owner, ark.ArkOp) and self.group_of.get(owner) == gid:
+                if not self.local(value, gid, out):
+                    return None
+                continue
+            producers = {self.group_of[p] for p in data_producers(value) if p in self.group_of}
+            if gid in producers:
+                return None  # through a view: another tile layout
+            direct = self.group_of.get(owner) if isinstance(owner, ark.ArkOp) else None
+            if (direct is not None and direct not in merges
+                    and self.local(value, direct, out) and self.fits(gid, out)
+                    and self.mergeable(direct, gid)):
+                merges.append(direct)
+        for dep in self.deps[op]:
+            other = self.group_of[dep]
+            if other != gid and other not in merges and self.reaches(gid, other):
+                return None
+        return merges
+
+    def join_any(self, op: ark.ArkOp, candidates: list[int], out: tuple[int, ...]) -> bool:
+        for gid in candidates:
+            if not self.fits(gid, out):
+                continue
+            merges = self.try_join(op, gid, out)
+            if merges is None:
+                continue
+            for other in merges:
+                self.merge(other, gid)
+            self.add(op, gid)
+            return True
+        return False
+
+    def allowed(self, gid: int) -> bool:
+        return self.allowed_kind(self.groups[gid].kind)
+
+    def allowed_kind(self, kind: str) -> bool:
+        """May element-wise operators join kernels of this kind?"""
+        return {"matmul": self.options.epilogue, "rows": self.options.rows,
+                "elementwise": self.options.elementwise,
+                "transpose": self.options.elementwise}.get(kind, False)
+
+    def candidates(self, op: ark.ArkOp) -> list[int]:
+        """Kernels producing `op`'s inputs directly: matmul first, then the most recent."""
+        found: list[int] = []
+        for value in op.operand_groups()[0]:
+            owner = value.owner
+            if isinstance(owner, ark.ArkOp) and owner in self.group_of:
+                gid = self.group_of[owner]
+                if gid not in found and self.allowed(gid):
+                    found.append(gid)
+        return sorted(found, key=lambda g: (KIND_PREFERENCE.get(self.groups[g].kind, 9), -g))
+
+    def place(self, op: ark.ArkOp) -> None:
+        kind = op_kind(op)
+        reads, writes = op.operand_groups()
+        out = shape4(writes[0].type.shape_list) if writes else ()
+        # Writing into a buffer an earlier operator used is an in-place write: never fused.
+        fresh = all(is_fresh_write(v) and v.type.buffer_id not in self.touched
+                    for v in writes)
+        self.touched.update(v.type.buffer_id for v in (*reads, *writes))
+        if kind == "elementwise" and fresh and reads:
+            if self.join_any(op, self.candidates(op), out):
+                return
+            self.new_group(op, "elementwise", out)
+        elif kind == "rows":
+            rows = shape4(op.inputs[0].shape_list)
+            if fresh and self.options.rows and self.join_rows(op, rows):
+                return
+            self.new_group(op, "rows", rows)
+        else:
+            self.new_group(op, kind, out)
+            if not fresh:
+                self.groups[self.group_of[op]].open = False
+
+    def join_rows(self, op: ark.ArkOp, rows: tuple[int, ...]) -> bool:
+        """A row reduction joins the rows kernel of its input, or turns the element-wise
+        kernel computing its input into one."""
+        owner = op.read_tensors[0].owner
+        if not isinstance(owner, ark.ArkOp) or owner not in self.group_of:
+            return False
+        gid = self.group_of[owner]
+        group = self.groups[gid]
+        if group.space != rows or group.kind not in ("rows", "elementwise"):
+            return False
+        kind = group.kind
+        group.kind = "rows"
+        if self.join_any(op, [gid], rows[:-1] + (1,)):
+            return True
+        group.kind = kind
+        return False
+
+    def run(self) -> list[Group]:
+        for op in self.ops:
+            self.place(op)
+        position = {op: i for i, op in enumerate(self.ops)}
+        groups = list(self.groups.values())
+        for group in groups:
+            group.ops.sort(key=position.__getitem__)
+        return sorted(groups, key=lambda g: position[g.ops[0]])
+
+
+def write_kernels(schedule: sched.ScheduleOp, groups: list[Group]) -> None:
+    """Replace the schedule's kernels by `groups`, numbered in order of their first operator."""
+    for kernel in list(schedule.kernels().values()):
+        kernel.detach()
+        kernel.erase()
+    block = schedule.graph
+    for kernel_id, group in enumerate(groups):
+        block.insert_op_before(sched.KernelOp(kernel_id, group.kind), group.ops[0])
+        attr = IntegerAttr(kernel_id, i64)
+        for op in group.ops:
+            op.task = attr
+
+
+@dataclass(frozen=True)
+class SchedFusePass(ModulePass):
+    name = "sched-fuse"
+
+    elementwise: bool = True
+    epilogue: bool = True
+    rows: bool = True
+    siblings: bool = True
+    max_ops: int = 32
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for schedule in sched.schedules(op):
+            write_kernels(schedule, Fuser(schedule, self).run())

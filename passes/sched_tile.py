@@ -1,0 +1,223 @@
+"""`sched-tile`: choose each kernel's tiling for the schedule's device, with the cost model.
+
+For every kernel the pass enumerates the tilings its kind allows on the device and keeps the
+one `compiler.cost_model.kernel_estimate` finds fastest when the kernel has the device to
+itself:
+
+* matmul kernels: the matmul kernel configurations the device's runtime supports for the data
+  type (`matmul_kernels` in the device file: tile M x N x K, warps, shared memory); epilogue
+  operators take the matmul's M x N tile and warps; tiles whose K step does not divide the
+  problem's K are used only when no other fits;
+* rows kernels: blocks of 1 to 256 whole rows per tile with 1 to 8 warps; reductions are
+  warp-wise with a `[rows, 1]` tile and 256 bytes of shared memory per warp;
+* element-wise and transpose kernels: 2-D output tiles from 1 x 64 up to 256 x 4096 elements with
+  1 to 8 warps (rotary embeddings keep whole element pairs);
+* single operators (embedding, other reductions, communication): ARK's default configuration.
+
+Each candidate runs as many concurrent tiles per processor as the device's plan width
+(`plan_warps_per_processor`) and shared memory allow. Operators get their `config` (ARK's
+Config keys: NumWarps, SramBytes, NumTasks and TileShapeMNK / Tile / ImplType) and the kernel
+its tile count, warps and shared memory. Kernels with equal structure share one search.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp
+from xdsl.passes import ModulePass
+
+from compiler.cost_model import kernel_estimate
+from compiler.diagnostics import PlancError
+from compiler.hardware import GpuDevice, gpu_device
+from compiler.locations import source_path
+from dialects import ark, sched
+from dialects.json_value import dict_attr
+from passes.ark_default_plan import default_config
+from passes.sched_graph import shape4
+
+ROW_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+TILE_WIDTHS = (64, 256, 1024, 4096)
+TILE_HEIGHTS = (1, 4, 16, 64, 256)
+WARPS = (1, 2, 4, 8)
+REDUCE_SRAM_PER_WARP = 256
+"""ARK's warp-wise reduction asks 256 bytes of shared memory for one warp."""
+
+
+@dataclass(frozen=True)
+class Tiling:
+    configs: tuple[dict, ...]
+    tiles: int
+    warps: int
+    sram: int
+    seconds: float
+
+    @cached_property
+    def attributes(self) -> tuple[DictionaryAttr, ...]:
+        """The configs as attributes, built once for all kernels that share the tiling."""
+        return tuple(dict_attr(config) for config in self.configs)
+
+
+def slots(warps: int, sram: int, device: GpuDevice) -> int:
+    """Concurrent tiles one processor holds within the plan's width and shared memory."""
+    count = device.plan_warps_per_processor // warps
+    if sram:
+        count = min(count, device.sram_per_processor // sram)
+    return count
+
+
+def _elementwise(warps: int, tile: Sequence[int], tiles: int) -> dict:
+    return {"NumWarps": warps, "SramBytes": 0, "Tile": list(tile), "NumTasks": tiles}
+
+
+def matmul_candidates(ops: Sequence[ark.ArkOp], space: tuple[int, ...],
+                      device: GpuDevice) -> Iterator[tuple[list[dict], int, int, int]]:
+    matmuls = [op for op in ops if isinstance(op, ark.MatmulOp)]
+    dtype = matmuls[0].outputs[0].data_type
+    kernels = device.matmul_kernels.get(dtype, ())
+    if not kernels:
+        raise PlancError(f"Matmul '{matmuls[0].label.data}': {device.name} has no {dtype} "
+                         "matmul kernel", path=source_path(matmuls[0]))
+    fitting = [k for k in kernels if k.warps <= device.plan_warps_per_processor
+               and k.sram <= device.sram_per_processor]
+    divides = [k for k in fitting if all(op.problem_mnk()[2] % k.tile[2] == 0
+                                         for op in matmuls)]
+    batch, rows, cols = space[0] * space[1], space[2], space[3]
+    for kernel in divides or fitting:
+        tm, tn, tk = kernel.tile
+        tiles = batch * math.ceil(rows / tm) * math.ceil(cols / tn)
+        configs = [{"NumWarps": kernel.warps, "SramBytes": kernel.sram,
+                    "TileShapeMNK": [tm, tn, tk], "NumTasks": tiles}
+                   if isinstance(op, ark.MatmulOp) else _elementwise(kernel.warps, [tm, tn],
+                                                                      tiles)
+                   for op in ops]
+        yield configs, tiles, kernel.warps, kernel.sram
+
+
+def rows_candidates(ops: Sequence[ark.ArkOp], space: tuple[int, ...],
+                    device: GpuDevice) -> Iterator[tuple[list[dict], int, int, int]]:
+    batch, rows, width = space[0] * space[1], space[2], space[3]
+    for block in ROW_BLOCKS:
+        if block > rows and block != ROW_BLOCKS[0]:
+            break
+        tiles = batch * math.ceil(rows / block)
+        for warps in WARPS:
+            if warps > device.plan_warps_per_processor:
+                continue
+            configs = []
+            for op in ops:
+                if isinstance(op, ark.ReduceOp):
+                    configs.append({"NumWarps": warps, "ImplType": "WarpWise",
+                                    "SramBytes": REDUCE_SRAM_PER_WARP * warps,
+                                    "Tile": [block, 1], "NumTasks": tiles})
+                else:
+                    full = shape4(op.outputs[0].shape_list)[3] == width
+                    configs.append(_elementwise(warps, [block, width if full else 1], tiles))
+            sram = max(c["SramBytes"] for c in configs)
+            yield configs, tiles, warps, sram
+
+
+def elementwise_candidates(ops: Sequence[ark.ArkOp], space: tuple[int, ...],
+                           device: GpuDevice) -> Iterator[tuple[list[dict], int, int, int]]:
+    height, width = space[2], space[3]
+    pairs = any(isinstance(op, ark.RopeOp) for op in ops)
+    widths = sorted({min(w, width) for w in TILE_WIDTHS} | {width})
+    heights = sorted({min(h, height) for h in TILE_HEIGHTS})
+    for tw in widths:
+        if pairs and tw % 2 and tw != width:
+            continue
+        for th in heights:
+            tiles = space[0] * space[1] * math.ceil(height / th) * math.ceil(width / tw)
+            for warps in WARPS:
+                if warps > device.plan_warps_per_processor or th * tw < warps * 32 // 4:
+                    continue
+                configs = [_elementwise(warps, [th, tw], tiles) for _ in ops]
+                yield configs, tiles, warps, 0
+
+
+CANDIDATES = {"matmul": matmul_candidates, "rows": rows_candidates,
+              "elementwise": elementwise_candidates, "transpose": elementwise_candidates}
+
+
+def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
+    """The shape a kernel's tiles cut (for rows kernels: the rows its reductions read)."""
+    if kind == "rows":
+        return next(shape4(op.inputs[0].shape_list) for op in ops
+                    if isinstance(op, ark.ReduceOp))
+    if kind == "matmul":
+        return next(shape4(op.outputs[0].shape_list) for op in ops
+                    if isinstance(op, ark.MatmulOp))
+    return shape4(ops[0].outputs[0].shape_list)
+
+
+def _layout(tensor: ark.TensorType) -> tuple:
+    return tuple(tensor.shape_list), tuple(tensor.strides_list), tensor.data_type
+
+
+def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
+    """What a kernel's cost depends on: structurally equal kernels share their tiling."""
+    position = {}
+    parts = []
+    for i, op in enumerate(ops):
+        read_values, write_values = op.operand_groups()
+        reads = tuple((_layout(v.type), position.get(v, -1)) for v in read_values)
+        outs = tuple(_layout(v.type) for v in write_values)
+        parts.append((type(op).__name__, reads, outs, tuple(op.arg_attrs().items())))
+        for value in op.result_tensors:
+            position[value] = i
+    return kind, tuple(parts)
+
+
+def choose_tiling(kind: str, ops: Sequence[ark.ArkOp], device: GpuDevice) -> Tiling:
+    """The fastest tiling of a kernel (see the module docstring)."""
+    if kind == "single":
+        (op,) = ops
+        config = default_config(op, device, partial_tiles=True)
+        return Tiling((config,), config["NumTasks"], config["NumWarps"], config["SramBytes"],
+                      0.0)
+    space = kernel_space(kind, ops)
+    best: Tiling | None = None
+    for configs, tiles, warps, sram in CANDIDATES[kind](ops, space, device):
+        count = slots(warps, sram, device)
+        if count < 1:
+            continue
+        estimate = kernel_estimate(ops, configs, tiles, warps, count, device)
+        candidate = Tiling(tuple(configs), tiles, warps, sram, estimate.seconds)
+        if best is None or (candidate.seconds, candidate.tiles) < (best.seconds, best.tiles):
+            best = candidate
+    if best is None:
+        raise PlancError(f"no tiling of kernel '{ops[0].label.data}' fits one processor of "
+                         f"{device.name}", path=source_path(ops[0]))
+    return best
+
+
+class Tiler:
+    def __init__(self, device: GpuDevice):
+        self.device = device
+        self.cache: dict[tuple, Tiling] = {}
+
+    def tile(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Tiling:
+        key = signature(kernel.kind_name, ops)
+        tiling = self.cache.get(key)
+        if tiling is None:
+            tiling = self.cache[key] = choose_tiling(kernel.kind_name, ops, self.device)
+        for op, config in zip(ops, tiling.attributes, strict=True):
+            op.config = config
+        kernel.set_tiling(tiling.tiles, tiling.warps, tiling.sram)
+        return tiling
+
+
+@dataclass(frozen=True)
+class SchedTilePass(ModulePass):
+    name = "sched-tile"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for schedule in sched.schedules(op):
+            tiler = Tiler(gpu_device(schedule.device_name))
+            operators = schedule.kernel_operators()
+            for kernel_id, kernel in schedule.kernels().items():
+                tiler.tile(kernel, operators[kernel_id])

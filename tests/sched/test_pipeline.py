@@ -1,0 +1,185 @@
+"""`planc MODEL --target ark`: every example and every pattern model plans, verifies and
+simulates equal to its model on every GPU; the plans have the structure the passes promise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backends.ark_plan import PLANC_PASSES, model_pipeline, plan_json, single_plan
+from compiler.driver import run_pipeline
+from compiler.json_reader import load_json_file
+from compiler.locations import verify_module
+from compiler.model_interpreter import run_model
+from compiler.plan_simulator import simulate
+from frontends.ark_model import import_document
+from tests.conftest import EXAMPLES
+from tests.sched.models import MODELS
+
+ARCHES = ("a100", "h100", "mi300x")
+def _computes(path) -> bool:
+    """Is this example a compute model (not one rank's communication)?"""
+    ops = [node["Op"]["Type"] for node in json.loads(path.read_text())["Nodes"]]
+    return not {"Send", "Recv", "SendPacket", "RecvPacket", "DeviceSync"} & set(ops)
+
+
+EXAMPLE_MODELS = sorted(p.name for p in EXAMPLES.glob("*.json") if _computes(p))
+
+
+def example(name: str):
+    return lambda: import_document(load_json_file(EXAMPLES / name))
+
+
+def planned(build, arch: str, planner: str = "planc"):
+    """(model run on random inputs, the plan op) for a freshly built model."""
+    module = build()
+    verify_module(module)
+    reference = run_model(module, seed=7)
+    run_pipeline(module, model_pipeline(arch, planner))
+    verify_module(module)
+    return reference, single_plan(module)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("name", [*EXAMPLE_MODELS, *MODELS])
+def test_plan_computes_the_model(name, arch):
+    build = example(name) if name in EXAMPLE_MODELS else MODELS[name]
+    reference, p = planned(build, arch)
+    report = simulate(p, model=reference)
+    assert report["ok"], report["problems"]
+    assert report["problem_counts"] == {}
+    assert report["modeled_time_s"] > 0 and report["device_bytes"] > 0
+    assert p.arch_name in {"CUDA_80", "CUDA_90", "ROCM_942"}
+    # TaskInfo ids are positions, as ARK's code generator looks them up.
+    assert list(p.tasks()) == list(range(len(p.tasks())))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_arks_default_plans_compute_the_model_too(name):
+    """The baseline is right as well (and exercises ARK's per-element reductions, 8x8
+    transposes and one-row embedding tasks in the simulator)."""
+    module = MODELS[name]()
+    reference = run_model(module, seed=7)
+    run_pipeline(module, "ark-default-plan{device=mi300x partial-tiles=true}")
+    report = simulate(single_plan(module), model=reference)
+    assert report["ok"], report["problems"]
+
+
+def task_ops(p) -> list[list[str]]:
+    return [[op["Name"] for op in task["Ops"]] for task in plan_json(p)["TaskInfos"]]
+
+
+def launches(p) -> list[list[tuple[int, list[int]]]]:
+    """Per processor group: (task id, processor range) of every task group."""
+    return [[(tg["TaskId"], rg["ProcessorRange"]) for rg in pg["ResourceGroups"]
+             for tg in rg["TaskGroups"]] for pg in plan_json(p)["ProcessorGroups"]]
+
+
+class TestStructure:
+    def test_ffn_is_one_fused_kernel_and_a_split_down_projection(self):
+        _, p = planned(example("ffn.json"), "a100")
+        assert task_ops(p) == [["matmul", "sigmoid", "mul", "matmul_1", "mul_1"],
+                               ["matmul_2"], ["matmul_2_k1"], ["matmul_2_sum"]]
+        first, halves, total = launches(p)
+        assert first == [(0, [0, 108])]
+        (_, a), (_, b) = halves
+        assert a[1] <= b[0]  # the halves run on disjoint processors
+        assert total[0][0] == 3
+
+    def test_matmul_epilogue_is_one_task(self):
+        _, p = planned(MODELS["epilogue"], "h100")
+        assert task_ops(p) == [["matmul", "add", "gelu", "scalar_mul", "cast"]]
+        config = {op["Name"]: op["Config"] for op in plan_json(p)["TaskInfos"][0]["Ops"]}
+        tile = config["matmul"]["TileShapeMNK"][:2]
+        assert config["cast"]["Tile"] == tile
+        assert len({c["NumTasks"] for c in config.values()}) == 1
+
+    def test_softmax_and_norms_are_one_task_each(self):
+        _, p = planned(MODELS["norms"], "a100")
+        assert task_ops(p) == [
+            ["reduce_max", "sub", "exp", "reduce_sum", "div"],
+            ["reduce_mean", "sub_1", "mul", "reduce_mean_1", "scalar_add", "rsqrt", "mul_1"],
+            ["mul_2", "reduce_mean_2", "scalar_add_1", "rsqrt_1", "mul_3", "mul_4"]]
+
+    def test_independent_projections_run_concurrently(self):
+        _, p = planned(example("attention.json"), "a100")
+        qkv = next(group for group in launches(p) if len(group) == 3)
+        ranges = sorted(r for _, r in qkv)
+        assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+
+    def test_rotary_embeddings_never_write_over_their_input(self):
+        _, p = planned(example("attention.json"), "a100")
+        for ops in p.task_operators().values():
+            for op in ops:
+                if op.ark_type == "Rope":
+                    assert op.outputs[0].buffer_id not in {t.buffer_id for t in op.inputs}
+
+    def test_in_place_writes_wait_for_readers(self):
+        _, p = planned(MODELS["in_place"], "a100")
+        order = task_ops(p)
+        assert order.index(["relu", "exp"]) < order.index(["scalar_mul"])
+
+    def test_split_k_moves_the_epilogue_after_the_sum(self):
+        _, p = planned(MODELS["deep_matmul"], "a100")
+        assert task_ops(p) == [["matmul"], ["matmul_k1"], ["matmul_sum", "add", "relu"]]
+
+
+class TestAgainstArkDefault:
+    @pytest.mark.parametrize("arch", ARCHES)
+    def test_faster_and_smaller_than_arks_default_plan(self, arch):
+        _, ours = planned(example("ffn.json"), arch)
+        _, arks = planned(example("ffn.json"), arch, "ark-default")
+        mine, theirs = (simulate(p, functional=False) for p in (ours, arks))
+        assert mine["modeled_time_s"] <= 0.75 * theirs["modeled_time_s"]
+        assert mine["activation_bytes"] <= 0.6 * theirs["activation_bytes"]
+        assert mine["input_bytes"] == theirs["input_bytes"]
+
+    def test_memory_reuse_shrinks_the_plan_and_keeps_it_right(self):
+        module = MODELS["norms"]()
+        reference = run_model(module, seed=1)
+        passes = PLANC_PASSES.format(device="a100")
+        run_pipeline(module, passes.replace("sched-allocate", "sched-allocate{reuse=false}"))
+        apart = simulate(single_plan(module), model=reference)
+        _, p = planned(MODELS["norms"], "a100")
+        shared = simulate(p, model=run_model(MODELS["norms"](), seed=1))
+        assert apart["ok"] and shared["ok"]
+        assert shared["activation_bytes"] < apart["activation_bytes"]
+        assert shared["buffers"] < apart["buffers"]
+
+
+def test_communication_models_plan_but_only_model_their_cost(planc, tmp_path):
+    out = tmp_path / "p.json"
+    assert planc(EXAMPLES / "sendrecv_rank0.json", "-t", "ark", "-o", out).code == 0
+    doc = json.loads(out.read_text())
+    assert [op["Type"] for t in doc["TaskInfos"] for op in t["Ops"]] == \
+        ["ScalarMul", "Send", "SendDone"]
+    r = planc("simulate", out)
+    assert r.code == 1
+    assert "use --cost-only" in r.err
+    assert planc("simulate", out, "--cost-only").code == 0
+
+
+def test_models_without_operators_make_empty_plans(planc, tmp_path):
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({"Rank": 0, "WorldSize": 1, "Nodes": []}))
+    out = tmp_path / "plan.json"
+    assert planc(path, "-t", "ark", "--arch", "mi300x", "-o", out).code == 0
+    doc = json.loads(out.read_text())
+    assert doc["TaskInfos"] == [] and doc["ProcessorGroups"] == []
+    assert planc("simulate", out).code == 0
+
+
+def test_operators_the_device_cannot_run_are_reported(planc, tmp_path):
+    from backends.ark_model import emit_model
+    from frontends.model_builder import ModelBuilder
+
+    m = ModelBuilder()
+    m.matmul(m.tensor([64, 64], "INT8"), m.tensor([64, 64], "INT8"))
+    path = tmp_path / "int8.json"
+    path.write_text(emit_model(m.finish()))
+    r = planc(path, "-t", "ark", "-o", tmp_path / "p.json")
+    assert r.code == 1
+    assert r.err.strip().endswith("$.Nodes[0].Op: Matmul 'matmul': a100 has no INT8 matmul "
+                                  "kernel")
+    assert not (tmp_path / "p.json").exists()

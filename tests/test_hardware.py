@@ -1,0 +1,82 @@
+"""Hardware descriptions: data files loaded by name, checked, and the plan verifier's
+architecture limits taken from them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compiler import hardware
+from compiler.diagnostics import PlancError, UsageError
+from compiler.json_reader import JsonNode
+from compiler.locations import verify_module
+from frontends.ark_plan import import_document
+from tests.plan.fixtures import small_plan_doc
+
+
+def test_known_gpus_and_their_shape():
+    assert {"a100", "h100", "mi300x"} <= set(hardware.device_names("gpu"))
+    a100, h100, mi300x = (hardware.gpu_device(n) for n in ("a100", "h100", "mi300x"))
+    assert (a100.architecture, a100.processors, a100.warp_size) == ("CUDA_80", 108, 32)
+    assert (h100.architecture, h100.processors) == ("CUDA_90", 132)
+    assert (mi300x.architecture, mi300x.processors, mi300x.warp_size) == ("ROCM_942", 304, 64)
+    # ARK's default matmul configurations are among each device's kernels.
+    assert hardware.MatmulKernel((128, 256, 64), 8, 147456) in a100.matmul_kernels["FP16"]
+    assert hardware.MatmulKernel((128, 256, 32), 4, 24672) in mi300x.matmul_kernels["FP16"]
+    assert a100.sram_per_processor == 166912 - 128
+    assert mi300x.matmul_rate("FP16") > h100.matmul_rate("FP16") > a100.matmul_rate("FP16")
+
+
+def test_unknown_device_lists_the_known_ones():
+    with pytest.raises(UsageError, match=r"unknown device 'v100' \(known devices: a100, h100 "
+                                         r"or mi300x"):
+        hardware.gpu_device("v100")
+
+
+def test_user_devices_from_a_folder(tmp_path, monkeypatch):
+    doc = json.loads((hardware.DEVICES / "a100.json").read_text())
+    doc.update(name="a30", description="A30", processors=56)
+    (tmp_path / "a30.json").write_text(json.dumps(doc))
+    (tmp_path / "npu.json").write_text(json.dumps({"name": "npu", "kind": "tenstorrent"}))
+    monkeypatch.setenv("PLANC_DEVICE_PATH", str(tmp_path))
+    hardware.gpu_device.cache_clear()
+    try:
+        assert hardware.gpu_device("a30").processors == 56
+        assert hardware.load_device("npu")["kind"] == "tenstorrent"
+        with pytest.raises(UsageError, match="device 'npu' is a tenstorrent device, not a GPU"):
+            hardware.gpu_device("npu")
+        broken = dict(doc, processors=0)
+        (tmp_path / "broken.json").write_text(json.dumps(broken))
+        with pytest.raises(PlancError) as info:
+            hardware.gpu_device("broken")
+        assert info.value.path == "$.processors" and info.value.file.endswith("broken.json")
+    finally:
+        hardware.gpu_device.cache_clear()
+
+
+@pytest.mark.parametrize("change, path, message", [
+    (lambda d: d["ProcessorGroups"][0]["ResourceGroups"][0].update(SramRange=[0, 200000]),
+     "$.ProcessorGroups[0].ResourceGroups[0]",
+     "SramRange [0, 200000] exceeds the 166784 bytes of shared memory a plan may use on one "
+     "processor of CUDA_80"),
+    (lambda d: d.update(NumWarpsPerProcessor=40),
+     "$", "NumWarpsPerProcessor 40 exceeds the 32 warps one processor of CUDA_80 can hold"),
+    (lambda d: d.update(Architecture="ROCM_942", NumWarpsPerProcessor=17),
+     "$", "NumWarpsPerProcessor 17 exceeds the 16 warps one processor of ROCM_942 can hold"),
+])
+def test_plans_are_checked_against_their_architecture(change, path, message):
+    doc = small_plan_doc()
+    change(doc)
+    with pytest.raises(PlancError) as info:
+        verify_module(import_document(JsonNode(doc)))
+    assert info.value.path == path
+    assert info.value.message == message
+
+
+def test_unknown_architectures_have_no_limits():
+    doc = small_plan_doc()
+    doc.update(Architecture="CUDA_70", NumWarpsPerProcessor=40)
+    for rg in (g["ResourceGroups"][0] for g in doc["ProcessorGroups"]):
+        rg["WarpRange"] = [0, 40]
+    verify_module(import_document(JsonNode(doc)))
