@@ -121,8 +121,8 @@ TARGETS: tuple[TargetInfo, ...] = (
                Flag("--out-of-place", "generate an out-of-place collective", switch=True),
                Flag("--message-size", "message size for the cost model, e.g. 1MB, 64K, 4096 "
                     "(default 1MB)", metavar="BYTES"),
-               Flag("--mscclpp-hw", "hardware model of the cost model (default h100)",
-                    choices=("h100", "a100"), default="h100"))),
+               Flag("--mscclpp-hw", "GPU whose description the cost model uses (default "
+                    "h100; see compiler/devices)", default="h100", metavar="GPU"))),
     TargetInfo("cpu", "C++17 program running an ARK plan on CPU threads (a directory)",
                "backends.cpu", writes_directory=True),
     TargetInfo("cuda", "CUDA host program and persistent kernel of an ARK plan (a directory)",

@@ -400,7 +400,7 @@ def emit_sources(module: ModuleOp) -> dict[str, str]:
 
 def pipeline(source_format: str, options: Namespace) -> str:
     from backends.tt_plan import lowering_pipeline
-    from compiler.tt_devices import device_named
+    from compiler.tt_device import device_named
 
     arch = device_named(getattr(options, "arch", None)).name
     lower = f"tt-to-metalium{{arch={arch}}}"

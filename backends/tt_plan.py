@@ -124,7 +124,7 @@ def emit_plans(module: ModuleOp) -> str:
 
 def lowering_pipeline(options: Namespace) -> str:
     """The passes turning an ARK model into scheduled plans, configured by the TT flags."""
-    from compiler.tt_devices import device_named, parse_grid
+    from compiler.tt_device import device_named, parse_grid
 
     device = device_named(getattr(options, "arch", None))
     grid = parse_grid(getattr(options, "grid", None), device)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compiler.driver import run_pipeline  # noqa: E402
 from compiler.json_reader import load_json_file  # noqa: E402
-from compiler.tt_devices import device_named, parse_grid  # noqa: E402
+from compiler.tt_device import device_named, parse_grid  # noqa: E402
 from compiler.tt_kernels import kernel_buffers, kernel_geometry  # noqa: E402
 from compiler.tt_schedule import kernel_cost  # noqa: E402
 from frontends.ark_model import import_document  # noqa: E402

@@ -156,6 +156,8 @@ def _kernels(node: JsonNode) -> dict[str, tuple[MatmulKernel, ...]]:
 @cache
 def gpu_device(name: str) -> GpuDevice:
     """The GPU named `name`; a clear error if it is unknown or not a GPU."""
+    if name not in device_files():
+        raise UsageError(f"unknown device '{name}' (known GPUs: {one_of(device_names('gpu'))})")
     doc = _raw(name)
     kind = doc["kind"].as_str()
     if kind != "gpu":

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from compiler.tt_devices import TTDevice
+from compiler.tt_device import TTDevice
 from compiler.tt_kernels import TILE, KernelGeometry, KernelKind, TileView
 from dialects import ark
 

@@ -29,7 +29,7 @@ from xdsl.ir import Block, Region, SSAValue
 from compiler import dtypes
 from compiler.diagnostics import PlancError
 from compiler.model_interpreter import Memory, ModelRun, buffer_sizes, evaluate, run_model
-from compiler.tt_devices import device_named
+from compiler.tt_device import device_named
 from compiler.tt_kernels import (
     TILE,
     KernelGeometry,

@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import PlancError
-from compiler.tt_devices import device_named, parse_grid
+from compiler.tt_device import device_named, parse_grid
 from compiler.tt_kernels import kernel_buffers, kernel_geometry
 from compiler.tt_schedule import Core, Tile, kernel_cost
 from dialects import tt

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import PlancError
-from compiler.tt_devices import TTDevice, device_named
+from compiler.tt_device import TTDevice, device_named
 from compiler.tt_kernels import KernelKind, TileView, kernel_buffers, kernel_geometry
 from compiler.tt_schedule import circular_buffers, core_traffic, held_operand, tile_bytes
 from dialects import tt

@@ -43,7 +43,7 @@ from xdsl.rewriter import Rewriter
 
 from compiler.diagnostics import PlancError
 from compiler.locations import source_path
-from compiler.tt_devices import TTDevice, device_named
+from compiler.tt_device import TTDevice, device_named
 from compiler.tt_kernels import (
     KernelGeometry,
     KernelKind,

@@ -29,9 +29,20 @@ def test_known_gpus_and_their_shape():
 
 
 def test_unknown_device_lists_the_known_ones():
-    with pytest.raises(UsageError, match=r"unknown device 'v100' \(known devices: a100, h100 "
+    with pytest.raises(UsageError, match=r"unknown device 'v100' \(known GPUs: a100, h100 "
                                          r"or mi300x"):
         hardware.gpu_device("v100")
+    with pytest.raises(UsageError, match=r"unknown device 'v100' \(known devices: a100, "
+                                         r"blackhole, h100, mi300x or wormhole_b0"):
+        hardware.load_device("v100")
+
+
+def test_one_folder_describes_every_kind_of_device():
+    assert hardware.device_names("gpu") == ["a100", "h100", "mi300x"]
+    assert hardware.device_names("tenstorrent") == ["blackhole", "wormhole_b0"]
+    with pytest.raises(UsageError, match="device 'wormhole_b0' is a tenstorrent device, not "
+                                         "a GPU"):
+        hardware.gpu_device("wormhole_b0")
 
 
 def test_user_devices_from_a_folder(tmp_path, monkeypatch):

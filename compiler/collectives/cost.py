@@ -16,7 +16,7 @@ bytes over the rate it gets, and starts no earlier than what it waits for:
 * port puts run on the channel's proxy, which a later signal or flush waits for.
 
 The time of the collective is the launch overhead plus the time of the last block (or proxy).
-The numbers in `HARDWARE` are estimates (reference §5.4: alpha of about 1-2 us per hop, about
+The numbers (the `collectives` section of each GPU's device description) are estimates (reference §5.4: alpha of about 1-2 us per hop, about
 20-40 GB/s per block, NVLink about 300-450 GB/s per direction) roughly calibrated on the
 published 8-GPU figures (§5.2, §5.3); they rank algorithms, they do not predict a machine.
 """
@@ -26,10 +26,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cache
 
 from compiler.collectives.program import Program, ProxyKey, Region, Step, expand
 from compiler.collectives.replay import Block, Replay
 from compiler.diagnostics import PlancError
+from compiler.hardware import device_names, load_device
 from dialects import mscclpp as ms
 
 
@@ -65,19 +67,6 @@ class Hardware:
     they are all resident at once."""
 
 
-HARDWARE: dict[str, Hardware] = {
-    "h100": Hardware("h100", launch_s=4.0e-6, alpha_memory_s=0.8e-6, alpha_port_s=2.5e-6,
-                     alpha_packet_s=0.5e-6, alpha_switch_s=1.0e-6, alpha_sync_s=0.2e-6,
-                     op_s=0.1e-6, nop_s=0.03e-6, block_link_Bps=40e9, block_local_Bps=100e9,
-                     block_switch_Bps=60e9, link_Bps=360e9, hbm_Bps=3.0e12,
-                     switch_Bps=300e9, sms=132),
-    "a100": Hardware("a100", launch_s=5.0e-6, alpha_memory_s=1.0e-6, alpha_port_s=3.0e-6,
-                     alpha_packet_s=0.6e-6, alpha_switch_s=0.0, alpha_sync_s=0.25e-6,
-                     op_s=0.12e-6, nop_s=0.04e-6, block_link_Bps=30e9, block_local_Bps=80e9,
-                     block_switch_Bps=0.0, link_Bps=240e9, hbm_Bps=1.8e12, switch_Bps=0.0,
-                     sms=108),
-}
-
 DEFAULT_MESSAGE = 2**20
 
 BUS_FACTOR = {
@@ -90,10 +79,21 @@ BUS_FACTOR = {
 """nccl-tests' bus bandwidth per algorithm bandwidth (reference §5.4)."""
 
 
+def collective_devices() -> list[str]:
+    """GPUs whose description has the `collectives` section this cost model needs."""
+    return [n for n in device_names("gpu") if "collectives" in load_device(n)]
+
+
+@cache
 def hardware_named(name: str) -> Hardware:
-    if name not in HARDWARE:
-        raise PlancError(f"unknown hardware model '{name}' (known: {', '.join(HARDWARE)})")
-    return HARDWARE[name]
+    """The cost-model view of GPU `name`, from its device description (compiler/devices)."""
+    known = collective_devices()
+    if name not in known:
+        raise PlancError(f"unknown hardware model '{name}' (known: {', '.join(known)})")
+    device = load_device(name)
+    fields = {k: v for k, v in device["collectives"].items()
+              if k in Hardware.__dataclass_fields__}
+    return Hardware(name=name, sms=device["processors"], **fields)
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)

@@ -7,7 +7,7 @@ import json
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler.collectives.cost import HARDWARE, model_time
+from compiler.collectives.cost import hardware_named, model_time
 from compiler.collectives.selection import candidates, fastest, modeled
 from compiler.collectives.simulator import check_plan
 from compiler.collectives.synthesis import ALGORITHMS, Spec, synthesize, variants
@@ -56,9 +56,9 @@ def test_generated_plans_are_checked_not_trusted():
 
 
 def test_more_instances_model_faster_for_large_messages():
-    one = model_time(synthesize(Spec("allreduce", 8, "allpairs")), HARDWARE["h100"], 2**26)
+    one = model_time(synthesize(Spec("allreduce", 8, "allpairs")), hardware_named("h100"), 2**26)
     eight = model_time(synthesize(Spec("allreduce", 8, "allpairs", instances=8)),
-                       HARDWARE["h100"], 2**26)
+                       hardware_named("h100"), 2**26)
     assert eight.seconds < one.seconds / 4
 
 
@@ -66,7 +66,7 @@ def test_more_instances_model_faster_for_large_messages():
 def test_auto_picks_the_fastest_candidate(size):
     spec = Spec("allreduce", 4, "auto")
     choice = fastest(spec, None, size, "a100")
-    times = [modeled(c, HARDWARE["a100"], size) for c in candidates(spec)]
+    times = [modeled(c, hardware_named("a100"), size) for c in candidates(spec)]
     assert choice.timing.seconds == min(t.seconds for t in times if t is not None)
     assert choice.spec.algorithm != "nvls"  # the a100 has no NVLink switch
     assert check_plan(choice.algorithm).ok

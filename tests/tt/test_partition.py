@@ -9,7 +9,7 @@ import pytest
 
 from backends.tt_plan import document_json
 from compiler.diagnostics import UsageError
-from compiler.tt_devices import device_named, parse_grid
+from compiler.tt_device import device_named, parse_grid
 from compiler.tt_kernels import kernel_buffers, kernel_geometry
 from frontends.model_builder import ModelBuilder
 from passes.tt_partition import (

@@ -1,4 +1,4 @@
-"""Tenstorrent devices as data: one JSON file per device in this package (`--arch NAME`).
+"""Tenstorrent devices: the `kind: "tenstorrent"` descriptions of `compiler/devices/`.
 
 The numbers are the ones planc's plans depend on: the compute grid (default `--grid`), L1 per
 core (what fits in L1), DRAM bandwidth and per-tile cycle counts (the cost model that picks a
@@ -7,12 +7,11 @@ partition strategy and reports modeled time). Each file lists its sources.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
+from compiler import hardware
 from compiler.diagnostics import UsageError
 
 DEFAULT_DEVICE = "wormhole_b0"
@@ -46,13 +45,12 @@ class TTDevice:
 
 
 def device_names() -> list[str]:
-    return sorted(p.name.removesuffix(".json") for p in resources.files(__package__).iterdir()
-                  if p.name.endswith(".json"))
+    return hardware.device_names(kind="tenstorrent")
 
 
 @cache
 def _load(name: str) -> TTDevice:
-    data = json.loads(resources.files(__package__).joinpath(f"{name}.json").read_text())
+    data = hardware.load_device(name)
     fields = {k: v for k, v in data.items() if k in TTDevice.__dataclass_fields__}
     fields["compute_grid"] = tuple(fields["compute_grid"])
     return TTDevice(**fields)
