@@ -28,9 +28,6 @@ class VerifyAt(VerifyException):
         self.steps = steps
 
 
-VerifyAtError = VerifyAt  # the name branches started from; drop once they are merged
-
-
 def verify_first(ops: Iterable[Operation]) -> None:
     """Run the verifiers of `ops` now, blaming each failure on its own op.
 
