@@ -93,10 +93,24 @@ def _cached_ints(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-@functools.lru_cache(maxsize=8192)
+_INT_VALUES: dict[int, tuple[DenseArrayBase, tuple[int, ...]]] = {}
+
+
 def int_values(array: DenseArrayBase) -> tuple[int, ...]:
-    """The integers of a dense array, cached: unpacking bytes on every shape query adds up."""
-    return tuple(array.get_values())
+    """The integers of a dense array, cached: unpacking bytes on every shape query adds up.
+
+    Keyed by identity, not by value: hashing an attribute walks its parameters every time,
+    which costs more than the unpacking it saves. The entry keeps the array alive, so its id
+    cannot be reused while cached.
+    """
+    hit = _INT_VALUES.get(id(array))
+    if hit is not None and hit[0] is array:
+        return hit[1]
+    if len(_INT_VALUES) >= 1 << 16:
+        _INT_VALUES.clear()
+    values = tuple(array.get_values())
+    _INT_VALUES[id(array)] = (array, values)
+    return values
 
 
 def _print_ints(printer: Printer, values: Sequence[int]) -> None:
