@@ -116,10 +116,10 @@ def _plain_tensor(raw) -> ark.TensorType | None:
     lists = [shape, strides, offsets] + [v for v in (padded, pads) if v is not None]
     if (type(tensor_id) is not int or dtype not in ark.DATA_TYPE_BYTES
             or not all(type(v) is list and len(v) == len(shape) and 1 <= len(v) <= dims
-                       and all(type(x) is int for x in v) for v in lists)
-            or _buffer_key(buffer) is None):
+                       and all(type(x) is int for x in v) for v in lists)):
         return None
-    buffer_attr = _BUFFERS.get(_buffer_key(buffer))
+    key = _buffer_key(buffer)
+    buffer_attr = None if key is None else _BUFFERS.get(key)
     if buffer_attr is None:
         return None
     try:

@@ -10,8 +10,6 @@ the first.
 
 from __future__ import annotations
 
-import json
-
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -49,7 +47,7 @@ class _PlanImporter:
         self.block = Block()
         self.table = TensorTable(self.block)
         self.newest_on_buffer: dict[int, SSAValue] = {}
-        self.first_json: dict[tuple[int, ...], str] = {}
+        self.first_op: dict[tuple[int, ...], dict] = {}
 
     def view_source(self, tensor: ark.TensorType) -> SSAValue | None:
         return self.newest_on_buffer.get(tensor.buffer_id)
@@ -95,10 +93,9 @@ class _PlanImporter:
             key = tuple(t["Id"] for t in results.value)
         except (TypeError, KeyError):
             return False
-        body = json.dumps({k: v for k, v in op_node.as_dict().items() if k != "Config"},
-                          sort_keys=True)
-        first = self.first_json.setdefault(key, body)
-        return first is not body and first == body
+        first = self.first_op.setdefault(key, op_node.as_dict())
+        return first is not op_node.value and _without_config(first) == _without_config(
+            op_node.value)
 
     def read_processor_group(self, node: JsonNode) -> plan.ProcessorGroupOp:
         groups = [self.read_resource_group(rg) for rg in node["ResourceGroups"].elements()]
@@ -115,6 +112,10 @@ class _PlanImporter:
             read_range(node["ProcessorRange"]), read_range(node["WarpRange"]),
             read_range(node["SramRange"]), task_groups,
             dict_attr(node.unknown_members(RESOURCE_GROUP_KEYS))), node)
+
+
+def _without_config(op: dict) -> dict:
+    return {k: v for k, v in op.items() if k != "Config"}
 
 
 def import_document(doc: JsonNode) -> ModuleOp:
