@@ -17,11 +17,14 @@ from collections.abc import Iterable
 class PlancError(Exception):
     """An error in the user's input or request, reported as one line."""
 
-    def __init__(self, message: str, *, path: str | None = None, file: str | None = None):
+    def __init__(self, message: str, *, path: str | None = None, file: str | None = None,
+                 rule: str | None = None):
         super().__init__(message)
         self.message = message
         self.path = path
         self.file = file
+        self.rule = rule
+        """The named format rule the input breaks, when known (`planc check` reports it)."""
 
     def in_file(self, file: str) -> PlancError:
         """This error, attributed to `file` unless it already names one."""

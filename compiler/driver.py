@@ -97,6 +97,9 @@ def command_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("input", metavar="INPUT")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    if command == "check":
+        parser.add_argument("--strict", action="store_true",
+                            help="treat warnings as errors (exit 1 on any finding)")
     _add_input_options(parser)
     _add_target_flags(parser)
     return parser
@@ -120,26 +123,30 @@ def load_input(path: str, forced: str | None = None) -> tuple[InputFormat, Modul
     """Import `path` into IR and verify it; the format is detected unless `forced`."""
     from compiler.locations import verify_module
 
-    if path.endswith(".mlir"):
-        fmt, module = _load_mlir(path)
-    else:
-        from compiler.json_reader import load_json_file
-
-        doc = load_json_file(path)
-        fmt = format_named(forced) if forced else detect_format(doc.value)
-        if fmt is None:
-            known = ", ".join(f.name for f in FORMATS)
-            raise PlancError(f"cannot tell the format of this document (known formats: "
-                             f"{known}); name it with --from", path="$", file=path)
-        try:
-            module = fmt.import_document(doc)
-        except PlancError as e:
-            raise e.in_file(path) from None
+    fmt, module = import_file(path, forced)
     try:
         verify_module(module)
     except PlancError as e:
         raise e.in_file(path) from None
     return fmt, module
+
+
+def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
+    """Import `path` into IR without verifying it."""
+    if path.endswith(".mlir"):
+        return _load_mlir(path)
+    from compiler.json_reader import load_json_file
+
+    doc = load_json_file(path)
+    fmt = format_named(forced) if forced else detect_format(doc.value)
+    if fmt is None:
+        known = ", ".join(f.name for f in FORMATS)
+        raise PlancError(f"cannot tell the format of this document (known formats: "
+                         f"{known}); name it with --from", path="$", file=path)
+    try:
+        return fmt, fmt.import_document(doc)
+    except PlancError as e:
+        raise e.in_file(path) from None
 
 
 def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
@@ -281,18 +288,26 @@ def compile_command(args: argparse.Namespace) -> int:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    try:
-        fmt, module = load_input(args.input, args.source_format)
-    except PlancError as e:
-        if args.json:
-            print(json.dumps({"ok": False, "error": str(e)}))
-        raise
-    summary = load_hook(fmt.describe)(module) if fmt.describe else ""
+    from compiler.checking import check_file
+
+    report = check_file(args.input, args, args.source_format)
+    ok = report.ok(args.strict)
     if args.json:
-        print(json.dumps({"format": fmt.name, "ok": True, "summary": summary}))
-    else:
-        print(f"{args.input}: ok: {fmt.name}" + (f" ({summary})" if summary else ""))
-    return 0
+        errors = [str(f) for f in report.findings if f.severity == "error"]
+        print(json.dumps({"file": args.input, "format": report.format, "ok": ok,
+                          "errors": report.count("error"), "warnings": report.count("warning"),
+                          "summary": report.summary,
+                          "findings": [f.as_json() for f in report.findings],
+                          **({"error": errors[0]} if errors else {})}))
+        return 0 if ok else 1
+    for finding in report.findings:
+        sys.stderr.write(f"{PROG}: {finding.severity}: {finding}\n")
+    if ok:
+        warnings = report.count("warning")
+        note = f"; {warnings} warning{'s' * (warnings != 1)}" if warnings else ""
+        print(f"{args.input}: ok: {report.format}"
+              + (f" ({report.summary})" if report.summary else "") + note)
+    return 0 if ok else 1
 
 
 def simulate_command(args: argparse.Namespace) -> int:

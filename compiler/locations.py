@@ -43,8 +43,41 @@ def verify_module(module: ModuleOp) -> None:
         try:
             op.verify_()
         except (VerifyException, DiagnosticException) as e:
-            message = str(e).split("\n", 1)[0]
-            raise PlancError(message, path=error_path(op, e)) from None
+            raise verifier_error(op, e) from None
+
+
+def verify_all(module: ModuleOp, limit: int = 100) -> list[PlancError]:
+    """Every verifier failure of `module` (at most `limit`), for `planc check`.
+
+    As `verify_module`, but a failing op's descendants are skipped (their own rules usually
+    assume the parent's hold, so they would only echo the first failure) and the walk goes on
+    with the next op.
+    """
+    errors: list[PlancError] = []
+    skipped: set[Operation] = set()
+    for op in module.walk():
+        parent = op.parent_op()
+        if parent is not None and parent in skipped:
+            skipped.add(op)
+            continue
+        try:
+            op.verify_()
+        except (VerifyException, DiagnosticException) as e:
+            errors.append(verifier_error(op, e))
+            skipped.add(op)
+            if len(errors) >= limit:
+                break
+    return errors
+
+
+def verifier_error(op: Operation, error: Exception) -> PlancError:
+    """A verifier failure as a user error at the op's JSON path, naming the rule it breaks
+    (the verifier's own name for it, or the op that enforces it)."""
+    message = str(error).split("\n", 1)[0]
+    rule = op.name
+    if isinstance(error, VerifyAt):
+        rule = error.rule or (error.op or op).name
+    return PlancError(message, path=error_path(op, error), rule=rule)
 
 
 def error_path(op: Operation, error: Exception) -> str | None:

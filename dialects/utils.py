@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
@@ -22,10 +25,46 @@ class VerifyAt(VerifyException):
     container op checking document-wide rules blames a child by passing that child op.
     """
 
-    def __init__(self, message: str, op: Operation | None = None, *steps: str | int):
+    def __init__(self, message: str, op: Operation | None = None, *steps: str | int,
+                 rule: str | None = None):
         super().__init__(message)
         self.op = op
         self.steps = steps
+        self.rule = rule
+        """The named rule this failure breaks (`planc check` reports it), when known."""
+
+
+@dataclass(frozen=True)
+class VerifierWarning:
+    """Something legal but suspicious a verifier noticed: reported by `planc check` as a
+    warning (an error under `--strict`), never a reason to refuse a document on import."""
+
+    rule: str
+    message: str
+    op: Operation
+    steps: tuple[str | int, ...] = ()
+
+
+_WARNINGS: ContextVar[list[VerifierWarning] | None] = ContextVar("planc_warnings", default=None)
+
+
+def warn(rule: str, message: str, op: Operation, *steps: str | int) -> None:
+    """Report a warning from a verifier; dropped unless someone is `collecting_warnings()`
+    (verifiers run on every import and after every pass, where warnings are not wanted)."""
+    sink = _WARNINGS.get()
+    if sink is not None:
+        sink.append(VerifierWarning(rule, message, op, steps))
+
+
+@contextmanager
+def collecting_warnings() -> Iterator[list[VerifierWarning]]:
+    """Collect the `warn()` calls of the verifiers run inside the block."""
+    sink: list[VerifierWarning] = []
+    token = _WARNINGS.set(sink)
+    try:
+        yield sink
+    finally:
+        _WARNINGS.reset(token)
 
 
 def verify_first(ops: Iterable[Operation]) -> None:

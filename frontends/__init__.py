@@ -39,6 +39,9 @@ class InputFormat:
     """'module:function' running `planc simulate` on an imported module."""
     describe: str | None = None
     """'module:function' giving a one-line summary for `planc check`."""
+    check: str | None = None
+    """'module:function' `(module, options) -> Iterable[Finding]`: the format's whole-document
+    rules that `planc check` runs after the verifiers (see `compiler.checking`)."""
 
     def import_document(self, doc: JsonNode) -> ModuleOp:
         return importlib.import_module(self.importer).import_document(doc)

@@ -117,8 +117,11 @@ def test_check_ok_and_json(planc, model):
 def test_check_invalid(planc, bad_model):
     result = planc("check", bad_model, "--json")
     assert result.code == 1
-    assert result.json() == {"ok": False, "error": f"{bad_model}: $.Nodes[0].Op.ReadTensors"
-                                                   "[0].Shape: expected 1 to 4 integers, got 5"}
+    report = result.json()
+    assert report["ok"] is False and report["errors"] == 1
+    assert report["findings"] == [{
+        "file": str(bad_model), "path": "$.Nodes[0].Op.ReadTensors[0].Shape", "rule": "format",
+        "severity": "error", "message": "expected 1 to 4 integers, got 5"}]
 
 
 def test_simulate_json(planc, model):
