@@ -154,6 +154,7 @@ def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
     from xdsl.utils.exceptions import ParseError
 
     from compiler.context import planc_context
+    from compiler.locations import parse_error_message
 
     try:
         text = open(path, encoding="utf-8").read()
@@ -162,8 +163,7 @@ def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
     try:
         module = Parser(planc_context(), text, name=path).parse_module()
     except ParseError as e:
-        first = str(e).strip().splitlines()
-        raise PlancError(f"invalid IR: {first[-1] if first else e}", file=path) from None
+        raise PlancError(f"invalid IR: {parse_error_message(e)}") from None
     roots = [op.name for op in module.ops]
     fmt = next((f for f in map(format_of_root, roots) if f is not None), None)
     if fmt is None:

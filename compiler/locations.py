@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Operation
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from compiler.diagnostics import PlancError, extend_path
 from dialects.utils import VerifyAt
@@ -86,3 +86,8 @@ def error_path(op: Operation, error: Exception) -> str | None:
         return source_path(op)
     path = source_path(error.op or op)
     return extend_path(path, *error.steps) if path is not None else None
+
+
+def parse_error_message(error: ParseError) -> str:
+    """`FILE:LINE:COL: message` for an error in MLIR text, on one line."""
+    return f"{error.span.get_location()}: {' '.join(error.msg.split())}"

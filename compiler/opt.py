@@ -4,12 +4,20 @@
     planc-opt model.json -p ... (JSON inputs go through planc's format detection)
 
 It is the tool of lit tests and pass-pipeline scripting. Registration is lazy: dialects and
-passes load on first use.
+passes load on first use. Only planc's passes and targets are offered (plus xDSL's `mlir`
+printer): xDSL's own 160 passes and its LLVM/riscv targets do not apply to planc's dialects.
+xDSL's flag spellings are kept and planc's are accepted as aliases (`--pipeline` for `-p`,
+`--generic` for `--print-op-generic`, `--debuginfo` for `--print-debuginfo`,
+`--print-ir-after-all` for `--print-between-passes`), so one command line works in both tools.
+Every user error is one line, `planc-opt: error: FILE:LINE:COL: message` for IR text, and exit
+code 1; a bug in planc-opt exits 2.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import IO
@@ -82,27 +90,85 @@ class PlancOptMain(xDSLOptMain):
                 self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self) -> None:
-        super().register_all_passes()
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
-        super().register_all_targets()
+        from xdsl.universe import Universe
+
+        self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
         for info in TARGETS:
             if info.name != "mlir":
                 self.available_targets[info.name] = _planc_target(info)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        # planc's spellings of the same flags (see the module docstring).
+        for option, alias in ALIASES.items():
+            action = next(a for a in arg_parser._actions if option in a.option_strings)
+            action.option_strings.append(alias)
+            arg_parser._option_string_actions[alias] = action
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["json"] = _import_json
 
 
+ALIASES = {"--passes": "--pipeline", "--print-op-generic": "--generic",
+           "--print-debuginfo": "--debuginfo", "--print-between-passes": "--print-ir-after-all"}
+
+
 def main(args: Sequence[str] | None = None) -> None:
+    sys.exit(run(args))
+
+
+def run(args: Sequence[str] | None = None) -> int:
+    """planc-opt with `args`; returns the exit code (argparse's own usage errors exit 2)."""
     try:
         PlancOptMain(description="planc modular optimizer driver", args=args).run()
-    except PlancError as e:
-        sys.stderr.write(f"planc-opt: error: {e}\n")
-        sys.exit(1)
+        return 0
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 -- sorted into user errors and bugs just below
+        message = user_error(e)
+        if message is None:
+            if os.environ.get("PLANC_DEBUG"):
+                raise
+            message = (f"internal error: {type(e).__name__}: {' '.join(str(e).split())[:500]}"
+                       " (set PLANC_DEBUG=1 for a traceback)")
+            sys.stderr.write(f"planc-opt: {message}\n")
+            return 2
+        sys.stderr.write(f"planc-opt: error: {message}\n")
+        return 1
+
+
+def user_error(e: BaseException) -> str | None:
+    """The one-line message of an error in planc-opt's input or command line; None for a bug."""
+    from xdsl.utils.exceptions import (
+        ArgSpecParseError,
+        DiagnosticException,
+        ParseError,
+        VerifyException,
+    )
+
+    from compiler.locations import parse_error_message
+
+    if isinstance(e, PlancError):
+        return str(e)
+    if isinstance(e, ParseError):
+        return parse_error_message(e)
+    if isinstance(e, OSError) and e.filename:
+        return f"{e.filename}: cannot read: {e.strerror}"
+    if isinstance(e, VerifyException | DiagnosticException):
+        return "verification failed: " + " ".join(str(e).split("\n\n", 1)[0].split())[:500]
+    if isinstance(e, ArgSpecParseError):
+        return f"-p: {' '.join(str(e).split())}"
+    if isinstance(e, ValueError) and str(e).startswith(("Unrecognized passes",
+                                                         "Provided arguments",
+                                                         "Unrecognized file extension")):
+        known = ", ".join(sorted(get_all_passes()))
+        return f"-p: {e}" + (f" (known passes: {known})" if "passes" in str(e) else "")
+    return None
 
 
 if __name__ == "__main__":
