@@ -4,6 +4,7 @@ with the real signatures, and, run on the mock's CPU emulation, compute the mode
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -222,3 +223,27 @@ def test_host_helpers_use_tenstorrent_tile_layout(tmp_path):
     expected = (padded.reshape(2, 2, 2, 16, 2, 2, 16)      # b, tile r, face r, r, tile c, face c, c
                 .transpose(0, 1, 4, 2, 5, 3, 6).reshape(-1))
     assert np.array_equal(tiles, expected)
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("make") is None,
+                    reason="cmake and make are not installed")
+def test_cmake_builds_the_host_program(planc, tmp_path):
+    """The emitted CMakeLists.txt finds TT-Metalium the way tt-metal's own examples do
+    (`find_package(TT-Metalium)`, target `TT::Metalium`) and compiles the host program; here
+    the package is a stand-in whose headers are the mock SDK's."""
+    out = emit(planc, EXAMPLES / "ffn.json", tmp_path / "ffn")
+    assert "cmake -S . -B build" in (out / "README.md").read_text()
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "TT-MetaliumConfig.cmake").write_text(
+        "add_library(TT::Metalium INTERFACE IMPORTED)\n"
+        "set_target_properties(TT::Metalium PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "
+        f'"{harness.MOCK_SDK}")\n')
+    build = tmp_path / "build"
+    configure = subprocess.run(["cmake", "-S", out, "-B", build,
+                                f"-DCMAKE_PREFIX_PATH={package}"], capture_output=True, text=True)
+    assert configure.returncode == 0, configure.stderr
+    compiled = subprocess.run(["make", "-C", build, "main.cpp.o"], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    flags = (build / "CMakeFiles" / "planc_tt.dir" / "flags.make").read_text()
+    assert f'-DPLANC_KERNEL_DIR=\\"{out}/\\"' in flags
