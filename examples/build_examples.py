@@ -42,9 +42,12 @@ def ffn(seq: int = 256, hidden: int = 1024, intermediate: int = 2816) -> str:
     return emit_model(m.finish())
 
 
-def attention(seq: int = 128, hidden: int = 512, heads: int = 4) -> str:
+def attention(seq: int = 128, hidden: int = 512, heads: int = 4, *,
+              view_nodes: bool = False) -> str:
+    """Self-attention; with `view_nodes`, its reshapes are virtual nodes, as ARK's Python API
+    writes a model before compressing it (`ark-compress` removes them)."""
     head_dim = hidden // heads
-    m = ModelBuilder()
+    m = ModelBuilder(view_nodes=view_nodes)
     x = m.tensor([1, seq, hidden])
     norm_weight = m.tensor([1, 1, hidden])
     wq, wk, wv, wo = (m.tensor([hidden, hidden]) for _ in range(4))
@@ -73,6 +76,7 @@ def allreduce(rank: int, ranks: int = 2) -> str:
 EXAMPLES = {
     "ffn.json": ffn,
     "attention.json": attention,
+    "attention_nodes.json": lambda: attention(view_nodes=True),
     "sendrecv_rank0.json": lambda: sendrecv(0),
     "sendrecv_rank1.json": lambda: sendrecv(1),
     "allreduce_rank0.json": lambda: allreduce(0),

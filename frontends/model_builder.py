@@ -33,9 +33,13 @@ def _snake(type_name: str) -> str:
 
 
 class ModelBuilder:
-    def __init__(self, rank: int = 0, world_size: int = 1):
+    def __init__(self, rank: int = 0, world_size: int = 1, *, view_nodes: bool = False):
+        """`view_nodes`: record reshapes and slices as virtual `Tensor` nodes, as ARK's Python
+        API writes a model before `Model::compress()` (`ark-compress` removes them); by
+        default they are plain views, as in a compressed model."""
         self.rank = rank
         self.world_size = world_size
+        self.view_nodes = view_nodes
         self.block = Block()
         self._tensor_ids = 0
         self._buffer_ids = 0
@@ -74,16 +78,26 @@ class ModelBuilder:
         if math.prod(shape) != t.num_elements or t.strides_list != t.shape_list:
             raise ValueError(f"cannot reshape {t.shape_list} (strides {t.strides_list}) "
                              f"to {list(shape)}")
-        return self._view(ark.TensorType.get(self._tensor_id(), t.data_type, shape, t.buffer),
-                          source=x)
+        return self._derived(x, ark.TensorType.get(self._tensor_id(), t.data_type, shape,
+                                                   t.buffer), "reshape")
 
     def slice(self, x: Value, offsets: Sequence[int], shape: Sequence[int]) -> Value:
         """A window of `x` (ARK's `refer`): same buffer and strides, other offsets/shape."""
         t = x.type
         offsets = [o + base for o, base in zip(offsets, t.offsets_list, strict=True)]
-        return self._view(ark.TensorType.get(self._tensor_id(), t.data_type, shape, t.buffer,
-                                             strides=t.strides_list, offsets=offsets),
-                          source=x)
+        return self._derived(x, ark.TensorType.get(self._tensor_id(), t.data_type, shape,
+                                                   t.buffer, strides=t.strides_list,
+                                                   offsets=offsets), "slice")
+
+    def _derived(self, x: Value, tensor: ark.TensorType, name: str) -> Value:
+        """A view of `x`: an `ark.view`, or a virtual `Tensor` node with `view_nodes`."""
+        if not self.view_nodes:
+            return self._view(tensor, source=x)
+        op = ark.TensorOp(self._label("Tensor", name), [x], [], [tensor], node=self._nodes)
+        self._nodes += 1
+        op.result_tensors[0].name_hint = f"t{tensor.tensor_id}"
+        self.block.add_op(op)
+        return op.result_tensors[0]
 
     # -- operators ---------------------------------------------------------------------------
 

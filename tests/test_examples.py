@@ -65,3 +65,24 @@ def test_two_rank_example_pairs_its_tags():
     # Rank 0 sends (to 1, tag); rank 1 receives (from 0, the same tag).
     assert {(r, tag) for r, tag in sends} == {(1, tag) for _, tag in recvs}
     assert {r for r, _ in recvs} == {0}
+
+
+def test_ark_compress_removes_the_view_nodes_and_keeps_the_numbers():
+    """attention_nodes.json is attention.json as ARK's Python API writes it before
+    `Model::compress()`: every reshape a virtual node. `ark-compress` removes exactly those,
+    and the model computes the same numbers before and after (and as attention.json)."""
+    from compiler.driver import run_pipeline
+
+    module = import_document(load_json_file(EXAMPLES / "attention_nodes.json"))
+    model = module.ops.first
+    virtual = [op for op in model.operators() if op.is_virtual]
+    before = len(list(model.operators()))
+    assert len(virtual) == 4
+    reference = run_model(module)
+    run_pipeline(module, "ark-compress")
+    assert len(list(module.ops.first.operators())) == before - len(virtual)
+    compressed = run_model(module)
+    plain = run_model(import_document(load_json_file(EXAMPLES / "attention.json")))
+    for run in (compressed, plain):
+        (out,) = run.outputs
+        np.testing.assert_array_equal(run.tensors[out], reference.tensors[out])
