@@ -14,13 +14,17 @@ A target module provides:
     synthesize(options) -> ModuleOp                                        (optional)
         the IR to emit when no input file is given (e.g. generated collectives).
 
-`options` is the parsed command line (an argparse namespace holding every flag below).
+`options` is an instance of the target's options dataclass (`options_type(name)`), made from
+the flags the table declares for it: the command line builds it from the flags given (a flag
+of another target is a usage error), the Python API (`compiler.api`) from keyword arguments.
+`planc check` and `planc simulate` have options of their own (`COMMAND_FLAGS`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 from types import ModuleType
 from typing import Any
 
@@ -37,6 +41,11 @@ class Flag:
     type: type = str
     switch: bool = False
     """A flag without a value (store_true)."""
+
+    @property
+    def dest(self) -> str:
+        """The option's Python name: `--buffer-size` is `buffer_size`."""
+        return self.name.lstrip("-").replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -82,10 +91,7 @@ TARGETS: tuple[TargetInfo, ...] = (
                                            "legacy (before mid-2024: no Architecture key) or "
                                            "torch (ARK's PyTorch branch: every buffer states "
                                            "IsExternal); default current",
-                           default="current", choices=("current", "legacy", "torch")),
-                      Flag("--cost-only", "planc simulate: only model time and memory, skip "
-                                          "the tile-by-tile functional run (for plans too "
-                                          "large to execute with numpy)", switch=True))),
+                           default="current", choices=("current", "legacy", "torch")))),
     TargetInfo("tt", "Tenstorrent runtime plan (tt.plan.json)", "backends.tt_plan",
                flags=TT_FLAGS),
     TargetInfo("tt-metal", "TT-Metalium host program and reader/compute/writer kernels (C++)",
@@ -133,14 +139,81 @@ TARGETS: tuple[TargetInfo, ...] = (
 )
 
 
+# The cost models' parameters that `planc simulate` shares with the targets that plan for them.
+_SIMULATE_FLAGS = {f.name: f for t in TARGETS for f in t.flags
+                   if f.name in ("--dram-bw", "--message-size", "--mscclpp-hw")}
+
+COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
+    "check": (
+        Flag("--strict", "treat warnings as errors (exit 1 on any finding)", switch=True),
+    ),
+    "simulate": (
+        Flag("--seed", "seed of the random inputs (default 0)", default=0, type=int,
+             metavar="N"),
+        Flag("--arch", "device whose cost model to use (ark plans: a100, h100 or mi300x; tt: "
+             "wormhole_b0 or blackhole; default: the plan's own)", metavar="NAME"),
+        Flag("--cost-only", "only model time and memory, skip the tile-by-tile functional run "
+             "(for plans too large to execute with numpy)", switch=True),
+        *_SIMULATE_FLAGS.values(),
+    ),
+}
+"""The options of `planc check` and `planc simulate` (the flags of the commands)."""
+
+
 def target_named(name: str) -> TargetInfo | None:
     return next((t for t in TARGETS if t.name == name), None)
 
 
 def all_flags() -> list[Flag]:
-    """Every target flag once, in table order (the first declaration of a name wins)."""
+    """Every target and command flag once, in table order (the first declaration of a name
+    wins: flags shared by several targets mean the same thing in each)."""
     seen: dict[str, Flag] = {}
-    for target in TARGETS:
-        for flag in target.flags:
+    for flags in (*(t.flags for t in TARGETS), *COMMAND_FLAGS.values()):
+        for flag in flags:
             seen.setdefault(flag.name, flag)
     return list(seen.values())
+
+
+def flags_of(name: str) -> tuple[Flag, ...]:
+    """The flags of target or command `name`."""
+    if name in COMMAND_FLAGS:
+        return COMMAND_FLAGS[name]
+    target = target_named(name)
+    if target is None:
+        raise KeyError(name)
+    return target.flags
+
+
+def takers(flag: Flag) -> list[str]:
+    """The targets and commands that take `flag` (for error messages)."""
+    targets = [f"--target {t.name}" for t in TARGETS if flag.name in {f.name for f in t.flags}]
+    commands = [f"planc {c}" for c, flags in COMMAND_FLAGS.items()
+                if flag.name in {f.name for f in flags}]
+    return targets + commands
+
+
+@functools.cache
+def options_type(name: str) -> type:
+    """The options dataclass of target or command `name`, one field per flag it takes."""
+    fields = [(f.dest, bool if f.switch else f.type | None,
+               field(default=False if f.switch else f.default, metadata={"help": f.help}))
+              for f in flags_of(name)]
+    class_name = "".join(part.title() for part in name.replace("-", "_").split("_"))
+    cls = make_dataclass(f"{class_name}Options", fields, frozen=True)
+    cls.__doc__ = f"Options of `{name}` (the flags `planc` takes for it)."
+    return cls
+
+
+def make_options(name: str, **values: Any) -> Any:
+    """Options of target or command `name` from keyword values, checked like the command line
+    checks flags: unknown names and values outside a flag's choices are `ValueError`s."""
+    flags = {f.dest: f for f in flags_of(name)}
+    for key, value in values.items():
+        flag = flags.get(key)
+        if flag is None:
+            known = ", ".join(flags) or "none"
+            raise ValueError(f"{name} has no option '{key}' (its options: {known})")
+        if flag.choices and value is not None and value not in flag.choices:
+            raise ValueError(f"option '{key}' of {name} must be one of "
+                             f"{', '.join(flag.choices)}, got {value!r}")
+    return options_type(name)(**values)

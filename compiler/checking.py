@@ -13,43 +13,69 @@ earlier ones established):
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from backends import make_options
 from compiler.diagnostics import PlancError
 from compiler.findings import ERROR, WARNING, Finding, from_error, from_warnings
-from frontends import load_hook
+from frontends import InputFormat, load_hook
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 
 @dataclass
 class CheckReport:
+    """The verdict of `planc check` on one document."""
+
     file: str
     format: str | None
+    """The document's format (None when it could not be read)."""
     findings: list[Finding] = field(default_factory=list)
     summary: str = ""
+    """One line describing the document (when it has no errors)."""
+    strict: bool = False
+    """Warnings count as errors (`--strict`)."""
 
     def count(self, severity: str) -> int:
         return sum(f.severity == severity for f in self.findings)
 
-    def ok(self, strict: bool = False) -> bool:
-        return self.count(ERROR) == 0 and not (strict and self.count(WARNING))
+    @property
+    def ok(self) -> bool:
+        """No errors (and, when strict, no warnings): the exit code of `planc check` is 0."""
+        return self.count(ERROR) == 0 and not (self.strict and self.count(WARNING))
+
+    def as_json(self) -> dict[str, Any]:
+        errors = [str(f) for f in self.findings if f.severity == ERROR]
+        return {"file": self.file, "format": self.format, "ok": self.ok,
+                "errors": self.count(ERROR), "warnings": self.count(WARNING),
+                "summary": self.summary, "findings": [f.as_json() for f in self.findings],
+                **({"error": errors[0]} if errors else {})}
 
 
-def check_file(path: str, options: argparse.Namespace | None = None,
-               forced: str | None = None) -> CheckReport:
+def check_file(path: str, options: Any = None, forced: str | None = None) -> CheckReport:
     """All findings about the document at `path`."""
     from compiler.driver import import_file
-    from compiler.locations import verify_all
-    from dialects.utils import collecting_warnings
 
-    options = options or argparse.Namespace()
-    report = CheckReport(path, None)
     try:
         fmt, module = import_file(path, forced)
     except PlancError as e:
-        report.findings.append(from_error(e.in_file(path), "format"))
-        return report
-    report.format = fmt.name
+        return CheckReport(path, None, [from_error(e.in_file(path), "format")],
+                           strict=getattr(options, "strict", False))
+    report = check_module(fmt, module, options)
+    report.file = path
+    report.findings = [f.in_file(path) for f in report.findings]
+    return report
+
+
+def check_module(fmt: InputFormat, module: ModuleOp, options: Any = None) -> CheckReport:
+    """All findings about an imported (not yet verified) document of format `fmt`."""
+    from compiler.locations import verify_all
+    from dialects.utils import collecting_warnings
+
+    options = options if options is not None else make_options("check")
+    report = CheckReport("", fmt.name, strict=options.strict)
     with collecting_warnings() as warnings:
         errors = verify_all(module)
     report.findings += [from_error(e, fmt.name) for e in errors]
@@ -63,5 +89,4 @@ def check_file(path: str, options: argparse.Namespace | None = None,
             report.findings.append(from_error(e, fmt.name))
     if not report.count(ERROR) and fmt.describe:
         report.summary = load_hook(fmt.describe)(module)
-    report.findings = [f.in_file(path) for f in report.findings]
     return report

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from backends import TARGETS, TargetInfo, all_flags, target_named
+from backends import TARGETS, TargetInfo, all_flags, flags_of, make_options, takers, target_named
 from compiler.diagnostics import PlancError, UsageError
 from frontends import FORMATS, InputFormat, detect_format, format_named, format_of_root, load_hook
 
@@ -57,14 +57,33 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
                         help="the input's format, when detection should not decide")
 
 
-def _add_target_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("target options")
+def _add_flags(parser: argparse.ArgumentParser) -> None:
+    """Every target's and command's flags; which of them a command line may use depends on
+    its target or command (`scoped_options`). Absent flags stay out of the namespace."""
+    group = parser.add_argument_group(
+        "target and command options (each valid only with the targets or commands that take "
+        "it: see its help)")
     for flag in all_flags():
+        where = ", ".join(takers(flag))
         if flag.switch:
-            group.add_argument(flag.name, action="store_true", help=flag.help)
+            group.add_argument(flag.name, action="store_true", default=argparse.SUPPRESS,
+                               help=f"{flag.help} [{where}]")
         else:
-            group.add_argument(flag.name, default=flag.default, choices=flag.choices,
-                               metavar=flag.metavar, type=flag.type, help=flag.help)
+            group.add_argument(flag.name, default=argparse.SUPPRESS, choices=flag.choices,
+                               metavar=flag.metavar, type=flag.type,
+                               help=f"{flag.help} [{where}]")
+
+
+def scoped_options(args: argparse.Namespace, name: str, label: str) -> Any:
+    """The options of target or command `name` from the flags given on the command line; a
+    flag that `name` does not take is a usage error naming those that do."""
+    own = {f.dest for f in flags_of(name)}
+    given = {f.dest: f for f in all_flags() if hasattr(args, f.dest)}
+    for dest, flag in given.items():
+        if dest not in own:
+            raise UsageError(f"{flag.name} is not an option of {label} (it is one of "
+                             f"{', '.join(takers(flag))})")
+    return make_options(name, **{dest: getattr(args, dest) for dest in given})
 
 
 def compile_parser() -> argparse.ArgumentParser:
@@ -85,7 +104,7 @@ def compile_parser() -> argparse.ArgumentParser:
                         help="print the IR to stderr after every pass")
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     _add_input_options(parser)
-    _add_target_flags(parser)
+    _add_flags(parser)
     return parser
 
 
@@ -96,12 +115,8 @@ def command_parser(command: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"{PROG} {command}", description=summary)
     parser.add_argument("input", metavar="INPUT")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    if command == "check":
-        parser.add_argument("--strict", action="store_true",
-                            help="treat warnings as errors (exit 1 on any finding)")
     _add_input_options(parser)
-    _add_target_flags(parser)
+    _add_flags(parser)
     return parser
 
 
@@ -238,7 +253,7 @@ def load_inputs(paths: list[str], forced: str | None = None) -> tuple[InputForma
     return fmt, combined
 
 
-def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo,
+def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo, options: Any,
                         ) -> tuple[str, ModuleOp]:
     if len(args.inputs) > 1:
         if not target.many_inputs:
@@ -251,7 +266,7 @@ def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo,
     synthesize = getattr(target.load(), "synthesize", None)
     if synthesize is None:
         raise UsageError(f"an INPUT file is required for --target {target.name}")
-    return "", synthesize(args)
+    return "", synthesize(options)
 
 
 def compile_command(args: argparse.Namespace) -> int:
@@ -263,13 +278,14 @@ def compile_command(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown target '{args.target}' (known targets: {known})")
     if target.writes_directory and not args.output:
         raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
-    source, module = _synthesize_or_load(args, target)
+    options = scoped_options(args, target.name, f"--target {target.name}")
+    source, module = _synthesize_or_load(args, target, options)
     backend = target.load()
-    spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, args)
+    spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, options)
     try:
         with without_garbage_collection():
             run_pipeline(module, spec, print_ir=args.print_ir_after_all)
-            product = backend.emit(module, args)
+            product = backend.emit(module, options)
     except PlancError as e:
         # With several inputs, only the error itself knows which file it is about.
         raise e.in_file(args.input) if len(args.inputs) == 1 else e from None
@@ -290,32 +306,28 @@ def compile_command(args: argparse.Namespace) -> int:
 def check_command(args: argparse.Namespace) -> int:
     from compiler.checking import check_file
 
-    report = check_file(args.input, args, args.source_format)
-    ok = report.ok(args.strict)
+    options = scoped_options(args, "check", "planc check")
+    report = check_file(args.input, options, args.source_format)
     if args.json:
-        errors = [str(f) for f in report.findings if f.severity == "error"]
-        print(json.dumps({"file": args.input, "format": report.format, "ok": ok,
-                          "errors": report.count("error"), "warnings": report.count("warning"),
-                          "summary": report.summary,
-                          "findings": [f.as_json() for f in report.findings],
-                          **({"error": errors[0]} if errors else {})}))
-        return 0 if ok else 1
+        print(json.dumps(report.as_json()))
+        return 0 if report.ok else 1
     for finding in report.findings:
         sys.stderr.write(f"{PROG}: {finding.severity}: {finding}\n")
-    if ok:
+    if report.ok:
         warnings = report.count("warning")
         note = f"; {warnings} warning{'s' * (warnings != 1)}" if warnings else ""
         print(f"{args.input}: ok: {report.format}"
               + (f" ({report.summary})" if report.summary else "") + note)
-    return 0 if ok else 1
+    return 0 if report.ok else 1
 
 
 def simulate_command(args: argparse.Namespace) -> int:
+    options = scoped_options(args, "simulate", "planc simulate")
     fmt, module = load_input(args.input, args.source_format)
     if fmt.simulate is None:
         raise UsageError(f"planc simulate does not support {fmt.name} documents yet")
     try:
-        report: dict[str, Any] = {"format": fmt.name, **load_hook(fmt.simulate)(module, args)}
+        report: dict[str, Any] = {"format": fmt.name, **load_hook(fmt.simulate)(module, options)}
     except PlancError as e:
         raise e.in_file(args.input) from None
     if args.json:

@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from backends import TARGETS, TargetInfo
+from backends import TARGETS, TargetInfo, make_options
 from compiler.diagnostics import PlancError
 from dialects import get_all_dialects
 from passes import get_all_passes
@@ -53,7 +53,7 @@ def _planc_target(info: TargetInfo) -> Callable[[], type[Target]]:
             name = info.name
 
             def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-                product = info.load().emit(module, _no_options())
+                product = info.load().emit(module, make_options(info.name))
                 if isinstance(product, str):
                     output.write(product)
                     return
@@ -64,22 +64,6 @@ def _planc_target(info: TargetInfo) -> Callable[[], type[Target]]:
         return PlancTarget
 
     return factory
-
-
-class _NoOptions:
-    """Target flags as planc's defaults, for targets run from planc-opt."""
-
-    def __getattr__(self, name: str):
-        from backends import all_flags
-
-        for flag in all_flags():
-            if flag.name.lstrip("-").replace("-", "_") == name:
-                return False if flag.switch else flag.default
-        raise AttributeError(name)
-
-
-def _no_options() -> _NoOptions:
-    return _NoOptions()
 
 
 class PlancOptMain(xDSLOptMain):

@@ -57,6 +57,12 @@ def planc(capsys):
     return run
 
 
+@pytest.fixture
+def planc_cli(planc):
+    """`planc` under a name that does not shadow `import compiler as planc`."""
+    return planc
+
+
 def write_json(path: Path, doc) -> Path:
     path.write_text(json.dumps(doc, indent=2))
     return path
