@@ -147,7 +147,13 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
     "check": (
         Flag("--strict", "treat warnings as errors (exit 1 on any finding)", switch=True),
     ),
+    "plot": (
+        Flag("--arch", "device whose cost model times an ARK plan (default: the plan's own)",
+             metavar="NAME"),
+    ),
     "simulate": (
+        Flag("--trace", "write the modeled schedule as a Chrome trace (Trace Event JSON, for "
+             "ui.perfetto.dev) to this file", metavar="FILE"),
         Flag("--seed", "seed of the random inputs (default 0)", default=0, type=int,
              metavar="N"),
         Flag("--arch", "device whose cost model to use (ark plans: a100, h100 or mi300x; tt: "

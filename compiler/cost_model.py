@@ -331,6 +331,19 @@ class TaskGroupCost:
 
 
 @dataclass
+class Span:
+    """When the processors running one task group do so (for timelines and traces)."""
+
+    task: int
+    processor_group: int
+    processors: np.ndarray
+    start_s: np.ndarray
+    """Per processor of `processors`: when it starts its share of the task group."""
+    seconds: np.ndarray
+    """Per processor: how long its share takes."""
+
+
+@dataclass
 class PlanCost:
     modeled_time_s: float
     busy_s: np.ndarray
@@ -340,6 +353,7 @@ class PlanCost:
     barriers: int
     barrier_wait_s: float
     task_groups: list[TaskGroupCost] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
 
     def summary(self, processors: int, warps_per_processor: int) -> dict:
         total = self.modeled_time_s
@@ -391,6 +405,7 @@ def plan_cost(p: plan.PlanOp, device: GpuDevice) -> PlanCost:
                 work, serial, assignment.processors, assignment.slots, layout.num_slots,
                 layout.slot_warps, rates, device)
             start = clock[ids].min()
+            cost.spans.append(Span(tg.task, index, ids, clock[ids], seconds))
             clock[ids] += seconds
             busy[ids] += seconds
             cost.warp_seconds += float(np.sum(seconds * warps))

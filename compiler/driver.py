@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import json
 import os
 import sys
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 PROG = "planc"
-SUBCOMMANDS = ("check", "simulate")
+SUBCOMMANDS = ("check", "simulate", "plot")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,7 +49,8 @@ def _listing() -> str:
     formats = "\n".join(f"  {f.name:<14} {f.summary}" for f in FORMATS)
     return (f"targets:\n{targets}\n\ninput formats (detected, or --from NAME):\n{formats}\n\n"
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
-            f"  {PROG} simulate INPUT [--json]   functional check and modeled time")
+            f"  {PROG} simulate INPUT [--json]   functional check and modeled time\n"
+            f"  {PROG} plot INPUT -o OUT.png     timeline, core map and memory pictures")
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -111,10 +113,17 @@ def compile_parser() -> argparse.ArgumentParser:
 def command_parser(command: str) -> argparse.ArgumentParser:
     summary = {"check": "Import and verify a document; exit 0 if it is valid, 1 if not.",
                "simulate": "Run a document functionally (and with the cost model where the "
-                           "format has one) and report."}[command]
+                           "format has one) and report.",
+               "plot": "Draw a plan: a timeline over the cost model's time, core-grid "
+                       "heatmaps, memory over time (needs matplotlib: planc[plot])."}[command]
     parser = argparse.ArgumentParser(prog=f"{PROG} {command}", description=summary)
     parser.add_argument("input", metavar="INPUT")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    if command == "plot":
+        parser.add_argument("-o", "--output", required=True, metavar="IMAGE",
+                            help="image file to write (.png, .svg or .pdf)")
+    else:
+        parser.add_argument("--json", action="store_true",
+                            help="print one JSON object on stdout")
     _add_input_options(parser)
     _add_flags(parser)
     return parser
@@ -328,6 +337,12 @@ def simulate_command(args: argparse.Namespace) -> int:
         raise UsageError(f"planc simulate does not support {fmt.name} documents yet")
     try:
         report: dict[str, Any] = {"format": fmt.name, **load_hook(fmt.simulate)(module, options)}
+        if options.trace:
+            from compiler.output import write_product
+            from compiler.plot import chrome_trace, pictures
+
+            write_product(options.trace, chrome_trace(pictures(module, options)))
+            report["trace"] = options.trace
     except PlancError as e:
         raise e.in_file(args.input) from None
     if args.json:
@@ -335,6 +350,23 @@ def simulate_command(args: argparse.Namespace) -> int:
     else:
         print(_human_report(args.input, report))
     return 0 if report.get("ok") else 1
+
+
+def plot_command(args: argparse.Namespace) -> int:
+    from compiler.output import write_product
+    from compiler.plot import draw, pictures
+
+    options = scoped_options(args, "plot", "planc plot")
+    _, module = load_input(args.input, args.source_format)
+    try:
+        drawn = pictures(module, options)
+    except PlancError as e:
+        raise e.in_file(args.input) from None
+    image = io.BytesIO()
+    draw(drawn, image, os.path.splitext(args.output)[1].lstrip(".") or "png")
+    write_product(args.output, image.getvalue())
+    print(f"{args.output}: {len(drawn)} picture{'s' * (len(drawn) != 1)}")
+    return 0
 
 
 def _human_report(path: str, report: dict[str, Any]) -> str:
@@ -366,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             command = argv[0]
             args = command_parser(command).parse_args(argv[1:])
-            handler = check_command if command == "check" else simulate_command
+            handler = {"check": check_command, "simulate": simulate_command,
+                       "plot": plot_command}[command]
         else:
             args = compile_parser().parse_args(argv)
             args.inputs = args.input

@@ -17,10 +17,11 @@ from pathlib import Path
 from compiler.diagnostics import PlancError
 
 # What a target produces: the text of one file, or {relative path: text} for a directory.
-Product = str | Mapping[str, str]
+Product = str | bytes | Mapping[str, str]
 
 
-def write_file_atomic(path: str | Path, text: str) -> None:
+def write_file_atomic(path: str | Path, text: str | bytes) -> None:
+    """Write `text` (UTF-8) or raw bytes (an image) to `path` atomically."""
     path = Path(path)
     if path.is_dir():
         raise PlancError("is a directory; this target writes a single file", file=str(path))
@@ -29,8 +30,8 @@ def write_file_atomic(path: str | Path, text: str) -> None:
         raise PlancError(f"output directory '{parent}' does not exist", file=str(path))
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -63,7 +64,7 @@ def write_directory_atomic(path: str | Path, files: Mapping[str, str]) -> None:
 
 
 def write_product(destination: str | Path, product: Product) -> None:
-    if isinstance(product, str):
+    if isinstance(product, str | bytes):
         write_file_atomic(destination, product)
     else:
         write_directory_atomic(destination, product)
