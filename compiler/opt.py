@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -66,6 +67,21 @@ def _planc_target(info: TargetInfo) -> Callable[[], type[Target]]:
     return factory
 
 
+def _mlir_target() -> type[Target]:
+    """xDSL's MLIR printer ending the text with one newline (xDSL's prints an empty line more),
+    so that `planc-opt` and `planc` print the same IR identically."""
+    from xdsl.targets.mlir import MLIRTarget
+
+    @dataclasses.dataclass(frozen=True)
+    class PlancMLIRTarget(MLIRTarget):
+        def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+            text = io.StringIO()
+            super().emit(ctx, module, text)
+            output.write(text.getvalue().rstrip("\n") + "\n")
+
+    return PlancMLIRTarget
+
+
 class PlancOptMain(xDSLOptMain):
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -78,9 +94,7 @@ class PlancOptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
-        from xdsl.universe import Universe
-
-        self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
+        self.available_targets["mlir"] = _mlir_target
         for info in TARGETS:
             if info.name != "mlir":
                 self.available_targets[info.name] = _planc_target(info)

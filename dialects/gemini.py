@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     NoneAttr,
+    NoneType,
     StringAttr,
     f64,
     i1,
@@ -111,7 +112,7 @@ def _constraint(kind: Kind):
         case Kind.NUMBER:
             return IntegerAttr | FloatAttr
         case Kind.ORDER:
-            return IntegerAttr | NoneAttr
+            return IntegerAttr | NoneAttr | NoneType
 
 
 # -- small attribute helpers used by the whole toolchain --------------------------------------
@@ -166,7 +167,8 @@ def value_of(attr: Attribute | None):
         return attr.value.data
     if kind is StringAttr:
         return attr.data
-    if kind is NoneAttr:
+    if kind is NoneAttr or kind is NoneType:
+        # A JSON null; xDSL prints NoneAttr as `none`, which parses back as the NoneType.
         return None
     if isinstance(attr, DenseArrayBase):
         return ints(attr)
@@ -372,6 +374,10 @@ def record(*fields: Field):
     return define
 
 
+_XDSL_BUILD_ARGS = frozenset(("operands", "result_types", "attributes", "properties",
+                              "successors", "regions"))
+
+
 class RecordOp(IRDLOperation):
     """An op standing for one JSON object of the IR (see `FIELDS`)."""
 
@@ -379,6 +385,10 @@ class RecordOp(IRDLOperation):
 
     @classmethod
     def build(cls, extra: DictionaryAttr | None = None, **values: Attribute | None):
+        """The op of one JSON object, from its members' attributes by property name."""
+        if _XDSL_BUILD_ARGS.intersection(values):
+            # xDSL's own `build` (the declarative assembly format's parser calls it).
+            return super().build(**values)
         props = {k: v for k, v in values.items() if v is not None}
         if extra is not None and extra.data:
             props["extra"] = extra
