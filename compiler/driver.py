@@ -348,7 +348,9 @@ def simulate_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        print(_human_report(args.input, report))
+        from compiler.report import human_report
+
+        print(human_report(args.input, report))
     return 0 if report.get("ok") else 1
 
 
@@ -367,14 +369,6 @@ def plot_command(args: argparse.Namespace) -> int:
     write_product(args.output, image.getvalue())
     print(f"{args.output}: {len(drawn)} picture{'s' * (len(drawn) != 1)}")
     return 0
-
-
-def _human_report(path: str, report: dict[str, Any]) -> str:
-    lines = [f"{path}: {'ok' if report.get('ok') else 'FAILED'}: {report['format']}"]
-    for key, value in report.items():
-        if key not in ("format", "ok"):
-            lines.append(f"  {key}: {json.dumps(value)}")
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------

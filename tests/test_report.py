@@ -1,0 +1,46 @@
+"""Human reports: units a person can read, long lists summarised, every key still shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.report import figure, human_report, seconds, size
+from tests.conftest import EXAMPLES
+
+
+@pytest.mark.parametrize("value, text", [
+    (3.9958089533371974e-05, "40 us"), (0.0123, "12.3 ms"), (2.5, "2.5 s"),
+    (7e-9, "7 ns"), (0.0, "0 s")])
+def test_seconds(value, text):
+    assert seconds(value) == text
+
+
+@pytest.mark.parametrize("value, text", [
+    (21233664, "21.2 MB"), (512, "512 B"), (1536, "1.54 kB"), (3 * 10**9, "3 GB")])
+def test_sizes(value, text):
+    assert size(value) == text
+
+
+def test_lists_of_numbers_become_min_median_max():
+    assert figure("per_processor_utilisation", [0.5] * 10 + [1.0]) == (
+        "11 values: min 0.5, median 0.5, max 1")
+    assert figure("latency_cycles", 1342336) == "1,342,336 cycles"
+
+
+def test_every_key_is_shown_with_its_unit(planc, tmp_path):
+    plan = tmp_path / "ffn.plan.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan).code == 0
+    raw = planc("simulate", plan, "--json").json()
+    text = planc("simulate", plan).out
+    assert text.startswith(f"{plan}: ok: ark-plan\n")
+    lines = text.splitlines()[1:]
+    assert len(lines) == len(raw) - 2          # every figure but format and ok, one a line
+    (modeled,) = [line for line in lines if line.split()[:2] == ["modeled", "time"]]
+    assert modeled.split()[2:] == seconds(raw["modeled_time_s"]).split() and modeled.endswith("us")
+    assert "(summed over processors)" in text and " MB " in text
+
+
+def test_failures_say_so():
+    report = {"format": "mscclpp", "ok": False, "deadlocks": ["gpu 1 tb 0 op 6 waits"]}
+    assert human_report("p.json", report).splitlines() == [
+        "p.json: FAILED: mscclpp", "  deadlocks  gpu 1 tb 0 op 6 waits"]
