@@ -74,7 +74,8 @@ def pictures() -> tuple[str, dict[str, bytes]]:
     import tempfile
 
     from compiler.api import compile, load
-    from compiler.plot import draw, pictures as drawn
+    from compiler.plot import draw
+    from compiler.plot import pictures as drawn
 
     page = ["# Pictures of the examples\n",
             "Drawn by `planc plot` from plans of the shipped examples when this site was "
