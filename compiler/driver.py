@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 PROG = "planc"
-SUBCOMMANDS = ("check", "simulate", "plot")
+SUBCOMMANDS = ("check", "simulate", "plot", "tune")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,7 +50,8 @@ def _listing() -> str:
     return (f"targets:\n{targets}\n\ninput formats (detected, or --from NAME):\n{formats}\n\n"
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
             f"  {PROG} simulate INPUT [--json]   functional check and modeled time\n"
-            f"  {PROG} plot INPUT -o OUT.png     timeline, core map and memory pictures")
+            f"  {PROG} plot INPUT -o OUT.png     timeline, core map and memory pictures\n"
+            f"  {PROG} tune MODEL... -t T -o DIR  explore the target's decisions (--help)")
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +109,79 @@ def compile_parser() -> argparse.ArgumentParser:
     _add_input_options(parser)
     _add_flags(parser)
     return parser
+
+
+def tune_parser() -> argparse.ArgumentParser:
+    from compiler.tune.search import OBJECTIVES, STRATEGIES
+
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} tune", description="Explore a target's decisions (a declared search "
+        "space, planc's own decision first), score every candidate with the cost model, and "
+        "verify the best with planc check --strict and planc simulate. Results go to "
+        "DIR/tune.sqlite (an interrupted run resumes), the best document to DIR/best.json.")
+    parser.add_argument("input", nargs="*", metavar="MODEL",
+                        help="models to tune (none for --target mscclpp with --collective)")
+    parser.add_argument("-t", "--target", help="ark, tt, gemini or mscclpp")
+    parser.add_argument("-o", "--output", metavar="DIR", help="results directory")
+    parser.add_argument("--arch", action="append", metavar="NAME",
+                        help="device to tune for (repeat for several)")
+    parser.add_argument("--space", metavar="SPEC", help="dimensions replacing or added to the "
+                        "target's space: 'name=v1,v2;sched-partition.split_k=true,false'")
+    parser.add_argument("--budget", type=int, default=64, metavar="N",
+                        help="candidates per model and architecture (default 64)")
+    parser.add_argument("--strategy", default="auto", choices=STRATEGIES,
+                        help="auto: exhaustive when the space fits the budget, else tpe")
+    parser.add_argument("--objective", default="time", choices=OBJECTIVES)
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="local worker processes (default 1: this process)")
+    parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: 'local' or a cluster "
+                        "address (needs planc[ray])")
+    parser.add_argument("--tune-seed", dest="tune_seed", type=int, default=0, metavar="N",
+                        help="seed of the random and tpe strategies")
+    parser.add_argument("--verify", type=int, default=3, metavar="K",
+                        help="how many of the best to check and simulate (default 3)")
+    parser.add_argument("--report", metavar="DIR", help="print the best configurations of "
+                        "the results in DIR instead of tuning")
+    parser.add_argument("--plot", metavar="IMAGE", help="with --report: draw every candidate "
+                        "and the time/memory front (needs planc[plot])")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    _add_input_options(parser)
+    group = parser.add_argument_group("fixed target options (not explored)")
+    for flag in all_flags():
+        if flag.name in ("--arch",) or flag.name in [f.name for f in flags_of("check")]:
+            continue
+        if flag.switch:
+            group.add_argument(flag.name, action="store_true", default=argparse.SUPPRESS,
+                               help=flag.help)
+        else:
+            group.add_argument(flag.name, default=argparse.SUPPRESS, choices=flag.choices,
+                               metavar=flag.metavar, type=flag.type, help=flag.help)
+    return parser
+
+
+def tune_command(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from compiler import tune
+
+    if args.report:
+        print(tune.report(args.report, plot=args.plot))
+        return 0
+    if not args.target or not args.output:
+        raise UsageError("planc tune needs --target and -o DIR (or --report DIR)")
+    archs = args.arch or [None]
+    del args.arch        # explored (one study each), not a fixed option
+    fixed = asdict(scoped_options(args, args.target, f"--target {args.target}"))
+    defaults = asdict(make_options(args.target))
+    fixed = {k: v for k, v in fixed.items() if v != defaults[k]}
+    results = tune.tune(tune.TuneOptions(
+        target=args.target, models=list(args.input), archs=archs,
+        out=Path(args.output), space=args.space, budget=args.budget, strategy=args.strategy,
+        objective=args.objective, workers=args.workers, ray=args.ray, seed=args.tune_seed,
+        verify=args.verify, fixed=fixed, progress=not args.quiet))
+    print(tune.summary(results, args.objective))
+    return 0 if all(r.best is not None for r in results) else 1
 
 
 def command_parser(command: str) -> argparse.ArgumentParser:
@@ -391,9 +465,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             command = argv[0]
-            args = command_parser(command).parse_args(argv[1:])
+            parser = tune_parser() if command == "tune" else command_parser(command)
+            args = parser.parse_args(argv[1:])
             handler = {"check": check_command, "simulate": simulate_command,
-                       "plot": plot_command}[command]
+                       "plot": plot_command, "tune": tune_command}[command]
         else:
             args = compile_parser().parse_args(argv)
             args.inputs = args.input

@@ -310,6 +310,17 @@ def simulate_against(plans: Sequence[tt.PlanOp], reference: ModelRun,
     return report
 
 
+def cost_only(plans: Sequence[tt.PlanOp], device_name: str | None = None) -> SimulationReport:
+    """The cost model's figures of `plans` without running any tile (`--cost-only`)."""
+    device = device_named(device_name)
+    report = SimulationReport()
+    for plan in plans:
+        op = plan.kernel.operator
+        report.kernels.append(_kernel_report(plan, op, work_lists(plan), device, 0.0, True))
+    _account_bytes(plans, report)
+    return report
+
+
 def _kernel_tensors(kernel: tt.KernelOp) -> list[ark.TensorType]:
     return [r.type for op in kernel.body.block.ops for r in op.results]
 
@@ -386,5 +397,9 @@ def simulate_plans(module: ModuleOp, options: Namespace) -> dict[str, Any]:
     if len(with_kernel) != len(plans):
         raise PlancError("some plans have a kernel member and others do not; planc simulates "
                          "either all kernels or the implied GEMMs of kernel-less plans")
+    if getattr(options, "cost_only", False):
+        report = cost_only(plans, getattr(options, "arch", None)).json()
+        del report["max_abs_error"]
+        return {**report, "ok": True, "functional_check": "skipped (--cost-only)"}
     reference = run_model(reference_model(plans), seed=seed)
     return simulate_against(plans, reference, getattr(options, "arch", None)).json()

@@ -1,0 +1,122 @@
+"""planc tune: the same best on local workers and on Ray, never worse than planc's default,
+verified, resumable, and equal to a brute force over the command line."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from compiler import api
+from compiler.tune import TuneOptions, tune
+from compiler.tune.space import parse_space, space_for
+from tests.conftest import EXAMPLES
+
+# A small ARK space: 2 planners x 2 granularities x 2 split-K, the other passes as planc's.
+SMALL = ("planner=planc,ark-default; sched-partition.granularity=1,2; "
+         "sched-partition.split_k=true,false; sched-fuse.elementwise=true; "
+         "sched-fuse.epilogue=true; sched-fuse.rows=true; sched-partition.concurrency=auto; "
+         "sched-allocate.reuse=true")
+
+
+def run(tmp_path, name, **overrides):
+    options = TuneOptions(target="ark", models=[str(EXAMPLES / "ffn.json")], archs=["a100"],
+                          out=tmp_path / name, space=SMALL, budget=64, progress=False)
+    for key, value in overrides.items():
+        setattr(options, key, value)
+    (result,) = tune(options)
+    return result
+
+
+def test_space_declares_plancs_decision_first():
+    space = space_for("ark", SMALL)
+    assert space.size == 8
+    candidates = list(space.all())
+    assert candidates[0] == space.default() and candidates[0]["planner"] == "planc"
+    # ark-default has no pass options: its variants are one candidate.
+    assert len(candidates) == 5
+    assert parse_space("a=1,x; b=true,none") == {"a": (1, "x"), "b": (True, None)}
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    return run(tmp_path_factory.mktemp("tune"), "local", workers=2, strategy="exhaustive")
+
+
+def test_exhaustive_on_two_workers_finds_a_verified_best_no_worse_than_default(local):
+    assert len(local.rows) == 5 and all(r["status"] == "scored" for r in local.rows)
+    assert local.default is not None and local.best is not None
+    assert local.best["modeled_time_s"] <= local.default["modeled_time_s"]
+    assert local.best["modeled_time_s"] == min(r["modeled_time_s"] for r in local.rows)
+    # The written best passes the checks on its own (a second look, not the tuner's word).
+    assert api.check(local.best_file, strict=True).ok
+    simulated = api.simulate(local.best_file)
+    assert simulated.ok
+    assert simulated["modeled_time_s"] == pytest.approx(local.best["modeled_time_s"])
+
+
+@pytest.mark.slow
+def test_ray_local_mode_finds_the_same_best(tmp_path, local):
+    pytest.importorskip("ray", reason="Ray is the planc[ray] extra")
+    on_ray = run(tmp_path, "ray", workers=2, ray="local", strategy="exhaustive")
+    assert on_ray.best["key"] == local.best["key"]
+    assert {r["key"]: r["modeled_time_s"] for r in on_ray.rows} == {
+        r["key"]: r["modeled_time_s"] for r in local.rows}
+
+
+def test_an_interrupted_study_resumes(tmp_path):
+    first = run(tmp_path, "resume", budget=2, strategy="random", verify=0)
+    assert len(first.rows) == 2
+    again = run(tmp_path, "resume", budget=4, strategy="random", verify=1)
+    assert len(again.rows) == 4
+    assert [r["key"] for r in again.rows[:2]] == [r["key"] for r in first.rows]
+    assert [r["eval_s"] for r in again.rows[:2]] == [r["eval_s"] for r in first.rows]
+    db = sqlite3.connect(tmp_path / "resume" / "tune.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM candidates").fetchone()[0] == 4
+
+
+def test_tpe_strategy_runs_within_its_budget(tmp_path):
+    pytest.importorskip("optuna", reason="the tpe strategy is the planc[tune] extra")
+    result = tune(TuneOptions(target="tt", models=[str(EXAMPLES / "ffn.json")], archs=[None],
+                              out=tmp_path / "tpe", budget=6, strategy="tpe", verify=1,
+                              progress=False))[0]
+    assert len(result.rows) == 6 and result.best is not None
+    assert result.best["modeled_time_s"] <= result.default["modeled_time_s"]
+
+
+def test_tt_best_equals_a_brute_force_over_the_command_line(planc, tmp_path):
+    grids, partitions = ("2x2", "4x4"), ("row_major", "block")
+    result = tune(TuneOptions(target="tt", models=[str(EXAMPLES / "ffn.json")], archs=[None],
+                              out=tmp_path / "tt", budget=10, verify=1, progress=False,
+                              space=f"grid={','.join(grids)}; partition={','.join(partitions)}"
+                              ))[0]
+    times = {}
+    for grid in grids:
+        for partition in partitions:
+            plan = tmp_path / f"{grid}-{partition}.json"
+            assert planc(EXAMPLES / "ffn.json", "-t", "tt", "--grid", grid, "--partition",
+                         partition, "-o", plan).code == 0
+            times[grid, partition] = planc("simulate", plan, "--cost-only", "--json"
+                                           ).json()["modeled_time_s"]
+    assert result.best["modeled_time_s"] == pytest.approx(min(times.values()))
+    best = result.best["decisions"]
+    assert times[best["grid"], best["partition"]] == pytest.approx(min(times.values()))
+
+
+def test_cli_report_and_picture(planc, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "cli"
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "gemini", "--budget", "3", "--space",
+                   "mesh=1x1,2x2; buffer_size=8388608", "-o", out, "-q")
+    assert result.code == 0, result.err
+    assert "planc's default" in result.out and (out / "best.json").exists()
+    report = planc("tune", "--report", out, "--plot", tmp_path / "front.png")
+    assert report.code == 0 and "1." in report.out and "[verified]" in report.out
+    assert (tmp_path / "front.png").stat().st_size > 10_000
+
+
+def test_explored_and_fixed_options_are_checked(planc, tmp_path):
+    result = planc("tune", "-t", "mscclpp", "--mesh", "2x2", "-o", tmp_path / "x")
+    assert result.code == 1 and "--mesh is not an option of --target mscclpp" in result.err
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark-model", "-o", tmp_path / "y")
+    assert result.code == 1 and "planc tune explores --target" in result.err
