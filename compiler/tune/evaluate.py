@@ -14,7 +14,6 @@ from typing import Any
 from compiler.diagnostics import PlancError
 from compiler.tune.space import ARK_PASSES, Value, candidate_key
 
-
 # The document format each tunable target writes (its simulator scores a candidate).
 OUTPUT_FORMATS = {"ark": "ark-plan", "tt": "tt", "gemini": "gemini-ir", "mscclpp": "mscclpp"}
 
