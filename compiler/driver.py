@@ -47,7 +47,9 @@ SUBCOMMANDS = ("check", "simulate", "plot", "tune")
 def _listing() -> str:
     targets = "\n".join(f"  {t.name:<14} {t.summary}" for t in TARGETS)
     formats = "\n".join(f"  {f.name:<14} {f.summary}" for f in FORMATS)
-    return (f"targets:\n{targets}\n\ninput formats (detected, or --from NAME):\n{formats}\n\n"
+    return (f"targets:\n{targets}\n\ninput formats (detected, or --from NAME):\n{formats}\n"
+            f"  {'(*.onnx)':<14} ONNX models: ARK models, or Gemini layer graphs for CNNs "
+            "(planc[onnx])\n\n"
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
             f"  {PROG} simulate INPUT [--json]   functional check and modeled time\n"
             f"  {PROG} plot INPUT -o OUT.png     timeline, core map and memory pictures\n"
@@ -233,6 +235,8 @@ def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, Modu
     """Import `path` into IR without verifying it."""
     if path.endswith(".mlir"):
         return _load_mlir(path)
+    if path.endswith(".onnx"):
+        return _load_onnx(path)
     from compiler.json_reader import load_json_file
 
     doc = load_json_file(path)
@@ -245,6 +249,14 @@ def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, Modu
         return fmt, fmt.import_document(doc)
     except PlancError as e:
         raise e.in_file(path) from None
+
+
+def _load_onnx(path: str) -> tuple[InputFormat, ModuleOp]:
+    """An ONNX model: an ARK model, or a Gemini layer graph for convolutional networks."""
+    from frontends.onnx_model import import_onnx
+
+    module = import_onnx(path)
+    return format_of_root(module.ops.first.name), module
 
 
 def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:

@@ -82,6 +82,14 @@ def _squeeze_to(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # Integer tensors divide as C++ integers do on the device: truncating toward zero.
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.trunc(np.true_divide(a, b))
+    return a / b
+
+
 def _gelu(x: np.ndarray) -> np.ndarray:
     # ARK's kernel uses the tanh approximation.
     return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
@@ -141,7 +149,7 @@ TWO_INPUTS: dict[type[ark.ArkOp], Callable[[Any, np.ndarray, np.ndarray], np.nda
     ark.AddOp: lambda op, a, b: a + b,
     ark.SubOp: lambda op, a, b: a - b,
     ark.MulOp: lambda op, a, b: a * b,
-    ark.DivOp: lambda op, a, b: a / b,
+    ark.DivOp: lambda op, a, b: _divide(a, b),
     ark.RopeOp: lambda op, a, b: _rope(a, b),
     ark.MatmulOp: _matmul,
     ark.EmbeddingOp: lambda op, idx, w: w[idx],
@@ -242,6 +250,16 @@ def run_model(
     scales = _input_scales(model)
     written: set[int] = set()
     run = ModelRun()
+    # Given tensors are in memory from the start, so views of them (a reshape of an input)
+    # read the given values too.
+    types = {t.tensor_id: t for t in _all_tensor_types(model)}
+    for tensor_id, data in given.items():
+        tensor = types.get(tensor_id)
+        if tensor is not None:
+            memory.write(tensor, data)
+            written.add(tensor.buffer_id)
+            run.inputs[tensor_id] = run.tensors[tensor_id] = memory.read(tensor)
+            run.types[tensor_id] = tensor
 
     def read(value: SSAValue) -> np.ndarray:
         tensor = value.type

@@ -1,0 +1,439 @@
+"""Convolutional ONNX networks as Gemini layer graphs (`dnn.graph`).
+
+Conv (its bias an element-wise add; a following BatchNormalization folded into it: into the
+weights and bias when their values are known, by shape otherwise), Relu (fused into the
+convolution before it, as Gemini's frontend does, or a vector layer), MaxPool, AveragePool and
+GlobalAveragePool, Add and Sum (element-wise adds), Mul (a per-channel scale), Gemm (a dense
+layer), Flatten and Reshape (views), Softmax (reduce-max, subtract, exp, reduce-sum, divide:
+what the vector processor runs), Dropout and Identity (inference: nothing). Shape computations
+fold as in `onnx_model`. Concat and LRN have no Gemini layer: an error names the node.
+
+Gemini computes in int8 (its frontend quantizes networks before scheduling them), so feature
+maps and weights are int8 here whatever the ONNX element type: that is what sizes L2 and WL0
+buffers and DRAM traffic. The layer graph's numbers (the dnn interpreter, which computes in
+float) are those of the float network.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from compiler.diagnostics import PlancError
+from dialects import dnn
+from frontends.onnx_model import HANDLERS as CONSTANT_FOLDING
+from frontends.onnx_model import OnnxImport, array_of, attributes
+
+DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 2: "uint8", 6: "int32"}
+FOLDED = ("Constant", "Shape", "ConstantOfShape", "Range", "Unsqueeze", "Squeeze", "Cast",
+          "Gather", "Concat")
+
+
+class CnnImporter:
+    def __init__(self, model: Any, path: str):
+        self.model, self.path, self.graph = model, path, model.graph
+        self.block = Block()
+        self.env: dict[str, Any] = {}
+        self.result = OnnxImport(None)
+        self.node: Any = None
+        self.index = -1
+        self.dtype = "int8"       # what Gemini computes in (see the module docstring)
+        self.names: set[str] = set()
+        self.uses: dict[str, int] = {}
+        for node in self.graph.node:
+            for name in node.input:
+                self.uses[name] = self.uses.get(name, 0) + 1
+        for value in self.graph.output:
+            self.uses[value.name] = self.uses.get(value.name, 0) + 1
+
+    def fail(self, message: str) -> PlancError:
+        where = f"ONNX node '{self.node.name or self.node.output[0]}' ({self.node.op_type})"
+        return PlancError(f"{where}: {message}", path=f"$.graph.node[{self.index}]",
+                          file=self.path)
+
+    # -- values --------------------------------------------------------------------------------
+
+    def fmap(self, shape, dtype: str | None = None) -> dnn.FmapType:
+        shape = [int(d) for d in shape] or [1]
+        if len(shape) > 4:
+            raise self.fail(f"shape {shape} has more than 4 dimensions (NCHW)")
+        return dnn.FmapType.get(shape, dtype or self.dtype)
+
+    def add(self, op):
+        self.block.add_op(op)
+        return op
+
+    def unique(self, name: str) -> str:
+        base, n = name or "layer", 1
+        while name in self.names:
+            name, n = f"{base}_{n}", n + 1
+        self.names.add(name)
+        return name
+
+    def constant(self, value: np.ndarray, name: str) -> SSAValue:
+        op = self.add(dnn.InputOp.new(self.unique(name), self.fmap(value.shape), constant=True))
+        self.result.values[op.input_name.data] = np.array(value, dtype=np.float64)  # a copy
+        return op.output
+
+    def value(self, x: Any, name: str) -> SSAValue:
+        return self.constant(x, name) if isinstance(x, np.ndarray) else x
+
+    def layer(self, cls, operation: str, inputs, shape, **props) -> SSAValue:
+        name = self.unique(self.node.name or self.node.output[0])
+        op = cls.new(name, operation, list(inputs), self.fmap(shape), **props)
+        try:
+            op.verify_()
+        except Exception as e:  # noqa: BLE001 -- VerifyException: the node's shapes disagree
+            raise self.fail(str(e).split(": ", 1)[-1]) from None
+        return self.add(op).output
+
+    # -- the graph -----------------------------------------------------------------------------
+
+    def run(self) -> OnnxImport:
+        initializers = {t.name: array_of(t) for t in self.graph.initializer}
+        self.env.update(initializers)
+        for value in self.graph.input:
+            if value.name in initializers:
+                continue
+            kind = value.type.tensor_type
+            dtype = DTYPES.get(kind.elem_type)
+            shape = [d.dim_value for d in kind.shape.dim]
+            if dtype is None or min(shape, default=1) < 1 or len(shape) > 4:
+                raise PlancError(f"input '{value.name}': element type {kind.elem_type} and "
+                                 f"shape {shape} must be a known NCHW feature map",
+                                 path="$.graph.input", file=self.path)
+            op = self.add(dnn.InputOp.new(self.unique(value.name), self.fmap(shape)))
+            self.env[value.name] = op.output
+            self.result.inputs[value.name] = op.input_name.data
+        for index, node in enumerate(self.graph.node):
+            self.index, self.node = index, node
+            inputs = [self.env.get(n) if n else None for n in node.input]
+            attrs = attributes(node)
+            handler = HANDLERS.get(node.op_type)
+            if handler is None:
+                if node.op_type in FOLDED and all(isinstance(v, np.ndarray) or v is None
+                                                  for v in inputs):
+                    outputs = CONSTANT_FOLDING[node.op_type](self, inputs, attrs)
+                else:
+                    raise self.fail(f"Gemini has no layer for it (supported: "
+                                    f"{', '.join(sorted(HANDLERS))}, and shape computations); "
+                                    "run it on the host and cut the network there")
+            else:
+                outputs = handler(self, inputs, attrs)
+            for position, name in enumerate(node.output[len(outputs):], len(outputs)):
+                if name in self.uses:
+                    raise self.fail(f"its output {position} ('{name}') is used, and planc "
+                                    f"lowers only the first {len(outputs)}")
+            for name, value in zip(node.output, outputs, strict=False):
+                if name:
+                    self.env[name] = np.asarray(value) if isinstance(value, np.generic) \
+                        else value
+        for value in self.graph.output:
+            out = self.env[value.name]
+            self.add(dnn.OutputOp.new(value.name, self.value(out, value.name)))
+            self.result.outputs[value.name] = value.name
+        graph = dnn.GraphOp.create(regions=[Region(self.block)])
+        self.result.module = ModuleOp([graph])
+        return self.result
+
+    # `onnx_model`'s constant folding asks its importer for these:
+    def const(self, value: Any, what: str) -> np.ndarray:
+        if not isinstance(value, np.ndarray):
+            raise self.fail(f"{what} must be known when the model is imported")
+        return value
+
+
+def shape_of(x: Any) -> list[int]:
+    return list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+
+
+HANDLERS: dict[str, Any] = {}
+
+
+def handles(*names: str):
+    def register(fn):
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+    return register
+
+
+def _pads(attrs: dict, kernel: list[int], in_hw: list[int], strides: list[int]) -> list[int]:
+    """ONNX pads [top, left, bottom, right] (or auto_pad) as Gemini's [top, bottom, left,
+    right]."""
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = []
+        for size, k, s in zip(in_hw, kernel, strides, strict=True):
+            total = max((-(-size // s) - 1) * s + k - size, 0)
+            small, large = total // 2, total - total // 2
+            pads.append((small, large) if auto == "SAME_UPPER" else (large, small))
+        return [pads[0][0], pads[0][1], pads[1][0], pads[1][1]]
+    p = list(attrs.get("pads", [0, 0, 0, 0]))
+    return [p[0], p[2], p[1], p[3]]
+
+
+def _window_props(imp: CnnImporter, attrs: dict, kernel: list[int], x) -> dict:
+    if len(kernel) != 2:
+        raise imp.fail("Gemini layers slide 2-D windows (NCHW)")
+    if any(d != 1 for d in attrs.get("dilations", [1, 1])):
+        raise imp.fail("Gemini convolutions have no dilation")
+    strides = list(attrs.get("strides", [1, 1]))
+    pads = _pads(attrs, kernel, shape_of(x)[2:], strides)
+    return {"stride": dnn._ints(strides), "padding": dnn._ints(pads)}
+
+
+def _out_hw(in_hw, kernel, props, ceil_mode=False):
+    strides, pads = dnn.ints(props["stride"]), dnn.ints(props["padding"])
+    return [dnn._window(in_hw[0], kernel[0], strides[0], pads[0], pads[1], ceil_mode),
+            dnn._window(in_hw[1], kernel[1], strides[1], pads[2], pads[3], ceil_mode)]
+
+
+@handles("Conv")
+def _conv(imp: CnnImporter, inputs, attrs):
+    x, w = inputs[0], inputs[1]
+    if attrs.get("group", 1) != 1:
+        raise imp.fail("grouped convolutions have no Gemini layer")
+    kernel = shape_of(w)[2:]
+    props = _window_props(imp, attrs, kernel, x)
+    n, _, h, wd = shape_of(x)
+    k = shape_of(w)[0]
+    out = imp.layer(dnn.Conv2dOp, "conv2d", [x, imp.value(w, f"{imp.node.output[0]}_w")],
+                    [n, k, *_out_hw([h, wd], kernel, props)], kernel_size=dnn._ints(kernel),
+                    **props)
+    if len(inputs) > 2 and inputs[2] is not None:
+        bias = imp.value(np.asarray(inputs[2]).reshape(1, k, 1, 1) if isinstance(
+            inputs[2], np.ndarray) else inputs[2], f"{imp.node.output[0]}_b")
+        out = imp.layer(dnn.EltwiseOp, "element_wise_add", [out, bias], shape_of(out))
+    return [out]
+
+
+@handles("BatchNormalization")
+def _batch_norm(imp: CnnImporter, inputs, attrs):
+    x, scale, bias, mean, var = inputs[:5]
+    eps = attrs.get("epsilon", 1e-5)
+    c = shape_of(x)[1]
+    if all(isinstance(v, np.ndarray) for v in (scale, bias, mean, var)):
+        factor = scale / np.sqrt(var + eps)
+        shift = bias - mean * factor
+    else:
+        raise imp.fail("the scale, bias, mean and variance must be known at import")
+    folded = _fold_into_conv(imp, x, factor, shift)
+    if folded is not None:
+        return [folded]
+    # A per-channel scale and shift: one multiply and one add on the vector processor.
+    out = imp.layer(dnn.EltwiseOp, "element_wise_mul",
+                    [x, imp.constant(factor.reshape(1, c, 1, 1), f"{imp.node.output[0]}_s")],
+                    shape_of(x))
+    return [imp.layer(dnn.EltwiseOp, "element_wise_add",
+                      [out, imp.constant(shift.reshape(1, c, 1, 1), f"{imp.node.output[0]}_t")],
+                      shape_of(x))]
+
+
+def _constant_values(imp: CnnImporter, value: SSAValue) -> np.ndarray | None:
+    owner = value.owner
+    if isinstance(owner, dnn.InputOp) and owner.is_constant and value.has_one_use():
+        return imp.result.values.get(owner.input_name.data)
+    return None
+
+
+def _fold_into_conv(imp: CnnImporter, x: SSAValue, factor: np.ndarray, shift: np.ndarray
+                    ) -> SSAValue | None:
+    """Batch normalisation after a convolution (and its bias) whose weights are known and used
+    by it alone: scale the weights, and shift through the bias (added when there was none)."""
+    if imp.uses.get(imp.node.input[0], 0) != 1 or x.uses:
+        return None       # another node reads the un-normalised values too
+    owner, bias = x.owner, None
+    if isinstance(owner, dnn.EltwiseOp) and owner.function == "add" and \
+            isinstance(owner.inputs[0].owner, dnn.Conv2dOp) and owner.inputs[0].has_one_use():
+        bias = _constant_values(imp, owner.inputs[1])
+        if bias is None:
+            return None
+        owner = owner.inputs[0].owner
+    if not isinstance(owner, dnn.Conv2dOp):
+        return None
+    weights = _constant_values(imp, owner.inputs[1])
+    if weights is None:
+        return None
+    k = weights.shape[0]
+    weights *= factor.reshape(k, 1, 1, 1)
+    if bias is not None:
+        bias *= factor.reshape(bias.shape)
+        bias += shift.reshape(bias.shape)
+        return x
+    return imp.layer(dnn.EltwiseOp, "element_wise_add",
+                     [x, imp.constant(shift.reshape(1, k, 1, 1), f"{imp.node.output[0]}_b")],
+                     shape_of(x))
+
+
+@handles("Relu")
+def _relu(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    owner = x.owner
+    if isinstance(owner, dnn.Conv2dOp) and imp.uses.get(imp.node.input[0], 0) == 1 and \
+            owner.extra_value("activation_type") is None:
+        from dialects.json_value import dict_attr, dict_value
+
+        extra = dict_value(owner.extra) if owner.extra is not None else {}
+        owner.extra = dict_attr({**extra, "activation_type": "relu"})
+        return [x]
+    return [imp.layer(dnn.UnaryOp, "relu", [x], shape_of(x))]
+
+
+@handles("MaxPool", "AveragePool")
+def _pool(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    kernel = list(attrs["kernel_shape"])
+    props = _window_props(imp, attrs, kernel, x)
+    ceil = bool(attrs.get("ceil_mode", 0))
+    if ceil and imp.node.op_type == "AveragePool":
+        raise imp.fail("Gemini's average pool divides by the whole window, which ceil_mode's "
+                       "partial last windows do not")
+    if ceil:
+        strides, pads = dnn.ints(props["stride"]), dnn.ints(props["padding"])
+        for size, k, stride, lo, hi in zip(shape_of(x)[2:], kernel, strides, pads[::2],
+                                           pads[1::2], strict=True):
+            last = (dnn._window(size, k, stride, lo, hi, True) - 1) * stride
+            if last >= size + lo:
+                raise imp.fail("with ceil_mode its last window would start in the padding, "
+                               "which ONNX drops and Gemini's pooling keeps")
+    if imp.node.op_type == "AveragePool" and any(dnn.ints(props["padding"])) and \
+            not attrs.get("count_include_pad", 0):
+        raise imp.fail("Gemini's average pool divides by the whole window; padding excluded "
+                       "from the count (count_include_pad=0) is not expressible")
+    n, c, h, w = shape_of(x)
+    operation = "max_pool2d" if imp.node.op_type == "MaxPool" else "avg_pool2d"
+    from dialects.json_value import dict_attr
+
+    extra = {"extra": dict_attr({"ceil_mode": True})} if ceil else {}
+    return [imp.layer(dnn.PoolOp, operation, [x], [n, c, *_out_hw([h, w], kernel, props, ceil)],
+                      pool_size=dnn._ints(kernel), **props, **extra)]
+
+
+@handles("GlobalAveragePool")
+def _global_pool(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    n, c, h, w = shape_of(x)
+    return [imp.layer(dnn.PoolOp, "avg_pool2d", [x], [n, c, 1, 1], pool_size=dnn._ints([h, w]),
+                      stride=dnn._ints([1, 1]), padding=dnn._ints([0, 0, 0, 0]))]
+
+
+@handles("Add", "Sum", "Mul", "Sub", "Div")
+def _eltwise(imp: CnnImporter, inputs, attrs):
+    if all(isinstance(v, np.ndarray) for v in inputs):
+        fn = {"Add": np.add, "Sum": np.add, "Mul": np.multiply, "Sub": np.subtract,
+              "Div": np.divide}[imp.node.op_type]
+        out = inputs[0]
+        for v in inputs[1:]:
+            out = fn(out, v)
+        return [out]
+    function = {"Add": "add", "Sum": "add", "Mul": "mul", "Sub": "sub",
+                "Div": "div"}[imp.node.op_type]
+    out = inputs[0]
+    for index, other in enumerate(inputs[1:], 1):
+        if isinstance(out, np.ndarray):
+            out, other = other, out   # keep the feature map first
+        if isinstance(other, np.ndarray):
+            other = imp.constant(_as_nchw(other, shape_of(out)),
+                                 f"{imp.node.output[0]}_c{index}")
+        shape = dnn.broadcast_shape(dnn.fmap(out).nchw, dnn.fmap(other).nchw)
+        if shape is None:
+            raise imp.fail(f"{shape_of(out)} and {shape_of(other)} do not broadcast")
+        out = imp.layer(dnn.EltwiseOp, f"element_wise_{function}", [out, other],
+                        shape[: len(shape_of(out))] if len(shape_of(out)) < 4 else shape)
+    return [out]
+
+
+def _as_nchw(value: np.ndarray, like: list[int]) -> np.ndarray:
+    """A constant broadcast against a feature map, with the map's rank (ONNX aligns right)."""
+    value = np.asarray(value)
+    shape = [1] * (len(like) - value.ndim) + list(value.shape)
+    return value.reshape(shape)
+
+
+@handles("Gemm")
+def _gemm(imp: CnnImporter, inputs, attrs):
+    x, w = inputs[0], inputs[1]
+    if attrs.get("transA", 0):
+        raise imp.fail("a dense layer's input is not transposed")
+    weights = np.asarray(w) if isinstance(w, np.ndarray) else None
+    k = shape_of(w)[0] if attrs.get("transB", 0) else shape_of(w)[1]
+    if weights is not None and not attrs.get("transB", 0):
+        weights = weights.T
+    if weights is None and not attrs.get("transB", 0):
+        raise imp.fail("the weights of a dense layer must be known, or given transposed")
+    alpha = attrs.get("alpha", 1.0)
+    if weights is not None:
+        weights = weights * alpha
+    n = shape_of(x)[0]
+    w_value = imp.value(weights if weights is not None else w, f"{imp.node.output[0]}_w")
+    out = imp.layer(dnn.DenseOp, "dense", [x, w_value], [n, k, 1, 1])
+    if len(inputs) > 2 and inputs[2] is not None:
+        c = inputs[2]
+        bias = imp.value(_as_nchw(np.asarray(c) * attrs.get("beta", 1.0), [n, k])
+                         .reshape(1, k, 1, 1) if isinstance(c, np.ndarray) else c,
+                         f"{imp.node.output[0]}_b")
+        out = imp.layer(dnn.EltwiseOp, "element_wise_add", [out, bias], [n, k, 1, 1])
+    return [imp.layer(dnn.ReshapeOp, "reshape", [out], [n, k])]
+
+
+@handles("Flatten")
+def _flatten(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    shape = shape_of(x)
+    axis = attrs.get("axis", 1) % (len(shape) + 1)
+    new = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+    if isinstance(x, np.ndarray):
+        return [x.reshape(new)]
+    return [imp.layer(dnn.ReshapeOp, "flatten", [x], new)]
+
+
+@handles("Reshape")
+def _reshape(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    target = [int(v) for v in imp.const(inputs[1], "the new shape")]
+    current = shape_of(x)
+    target = [current[i] if v == 0 else v for i, v in enumerate(target)]
+    if -1 in target:
+        target[target.index(-1)] = int(np.prod(current)) // int(
+            np.prod([v for v in target if v != -1]))
+    if isinstance(x, np.ndarray):
+        return [x.reshape(target)]
+    if target == current:
+        return [x]
+    return [imp.layer(dnn.ReshapeOp, "reshape", [x], target)]
+
+
+@handles("Dropout", "Identity")
+def _identity(imp: CnnImporter, inputs, attrs):
+    return [inputs[0]]
+
+
+@handles("Softmax")
+def _softmax(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    rank = len(shape_of(x))
+    axis = attrs.get("axis", -1) % rank
+    if axis != 1:
+        raise imp.fail("Gemini reduces along channels (axis 1) here")
+
+    def reduce(operation: str, value):
+        shape = dnn.fmap(value).nchw
+        shape[1] = 1
+        return imp.layer(dnn.ReduceOp, operation, [value], shape[:rank] if rank < 4 else shape,
+                         axis=IntegerAttr(1, i64))
+
+    def binary(function: str, a, b):
+        return imp.layer(dnn.EltwiseOp, f"element_wise_{function}", [a, b], shape_of(a))
+
+    shifted = binary("sub", x, reduce("reduce_max", x))
+    e = imp.layer(dnn.UnaryOp, "exp", [shifted], shape_of(x))
+    return [binary("div", e, reduce("reduce_sum", e))]
+
+
+def import_cnn(model: Any, path: str) -> OnnxImport:
+    return CnnImporter(model, path).run()

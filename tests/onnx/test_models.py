@@ -1,0 +1,172 @@
+"""ONNX models through every target: a transformer block built with onnx.helper (ARK plans,
+TT plans and the CPU program, each equal to ONNX's own reference), and the light networks
+that ship with the onnx package on Gemini meshes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX frontend is the planc[onnx] extra")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from backends.ark_plan import model_pipeline, single_plan  # noqa: E402
+from compiler.driver import run_pipeline  # noqa: E402
+from compiler.model_interpreter import run_model  # noqa: E402
+from frontends.onnx_model import import_model  # noqa: E402
+
+SEQ, HIDDEN, HEADS, FFN = 16, 64, 2, 128
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def transformer_block(elem: int) -> onnx.ModelProto:
+    """LayerNorm -> Q, K, V projections -> per-head scaled dot-product attention -> output
+    projection + residual -> LayerNorm -> Gelu MLP + residual."""
+    np_type = helper.tensor_dtype_to_np_dtype(elem)
+    rng = np.random.default_rng(0)
+    head = HIDDEN // HEADS
+    weights = {}
+
+    def weight(name, *shape, scale=None):
+        scale = scale or 1 / np.sqrt(shape[0])
+        weights[name] = numpy_helper.from_array(
+            (rng.uniform(-1, 1, shape) * scale).astype(np_type), name)
+        return name
+
+    def const(name, values, dtype=np.int64):
+        weights[name] = numpy_helper.from_array(np.array(values, dtype=dtype), name)
+        return name
+
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization", ["x", weight("g1", HIDDEN, scale=1.0), weight("b1", HIDDEN)],
+          ["h"], axis=-1, epsilon=1e-5),
+        *[n("MatMul", ["h", weight(f"w{p}", HIDDEN, HIDDEN)], [p]) for p in "qkv"],
+        *[n("Reshape", [p, const("heads", [1, SEQ, HEADS, head])], [f"{p}4"]) for p in "qkv"],
+        n("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        n("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        n("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        n("MatMul", ["qh", "kt"], ["s"]),
+        n("Mul", ["s", const("scale", np.float32(1 / np.sqrt(head)).astype(np_type),
+                            np_type)], ["ss"]),
+        n("Softmax", ["ss"], ["p"], axis=-1),
+        n("MatMul", ["p", "vh"], ["ctx"]),
+        n("Transpose", ["ctx"], ["ct"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ct", const("merge", [1, SEQ, HIDDEN])], ["c"]),
+        n("MatMul", ["c", weight("wo", HIDDEN, HIDDEN)], ["o"]),
+        n("Add", ["x", "o"], ["r1"]),
+        n("LayerNormalization", ["r1", weight("g2", HIDDEN, scale=1.0), weight("b2", HIDDEN)],
+          ["h2"], axis=-1, epsilon=1e-5),
+        n("MatMul", ["h2", weight("w1", HIDDEN, FFN)], ["u"]),
+        n("Gelu", ["u"], ["a"], approximate="tanh"),
+        n("MatMul", ["a", weight("w2", FFN, HIDDEN)], ["d"]),
+        n("Add", ["r1", "d"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "block", [helper.make_tensor_value_info("x", elem, [1, SEQ, HIDDEN])],
+        [helper.make_tensor_value_info("y", elem, [1, SEQ, HIDDEN])],
+        initializer=list(weights.values()))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+@pytest.fixture(scope="module", params=[TensorProto.FLOAT, TensorProto.FLOAT16],
+                ids=["fp32", "fp16"])
+def block(request):
+    model = transformer_block(request.param)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, SEQ, HIDDEN)).astype(
+        helper.tensor_dtype_to_np_dtype(request.param))
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0].astype(np.float64)
+    tolerance = 2e-2 if request.param == TensorProto.FLOAT16 else 1e-4
+    return model, x, expected, tolerance
+
+
+def imported_run(model, x):
+    imp = import_model(model)
+    given = dict(imp.values)
+    given[imp.inputs["x"]] = x
+    return imp, run_model(imp.module, given)
+
+
+def test_the_interpreter_matches_onnx(block):
+    model, x, expected, tolerance = block
+    imp, run = imported_run(model, x)
+    np.testing.assert_allclose(run.tensors[imp.outputs["y"]], expected, rtol=tolerance,
+                               atol=tolerance)
+
+
+@pytest.mark.parametrize("arch", ["a100", "mi300x"])
+def test_ark_plans_compute_what_onnx_computes(block, arch):
+    from compiler.plan_simulator import simulate
+
+    model, x, expected, tolerance = block
+    imp, run = imported_run(model, x)
+    run_pipeline(imp.module, model_pipeline(arch))
+    report = simulate(single_plan(imp.module), model=run)
+    assert report["ok"], report.get("problems")
+    np.testing.assert_allclose(run.tensors[imp.outputs["y"]], expected, rtol=tolerance,
+                               atol=tolerance)
+
+
+def test_tt_plans_compute_what_onnx_computes(block):
+    from backends.tt_plan import lowering_pipeline
+    from compiler.tt_simulator import simulate_against
+    from dialects import tt
+
+    model, x, expected, tolerance = block
+    imp, run = imported_run(model, x)
+    options = type("Options", (), {"arch": None, "grid": "2x2", "partition": "row_major"})()
+    run_pipeline(imp.module, lowering_pipeline(options))
+    plans = [p for op in imp.module.ops if isinstance(op, tt.PlansOp) for p in op.plans()]
+    report = simulate_against(plans, run)
+    assert report.ok, report.json()
+
+
+@pytest.mark.slow
+def test_the_cpu_program_computes_what_onnx_computes(block, tmp_path):
+    from tests.codegen import programs
+    from tests.sched.test_cpu_programs import program_inputs
+
+    if programs.CXX is None:
+        pytest.skip("no C++ compiler (g++ or clang++) on PATH")
+    model, x, expected, tolerance = block
+    imp, run = imported_run(model, x)
+    run_pipeline(imp.module, model_pipeline("a100"))
+    directory = programs.emit(imp.module, "cpu", tmp_path / "program")
+    program = programs.build_cpu(directory, programs.CPU_FLAGS)
+    listing = programs.manifest(directory)
+    programs.write_inputs(tmp_path / "in", listing["inputs"],
+                          program_inputs(listing, run, single_plan(imp.module)))
+    programs.run_checked([program, tmp_path / "in", tmp_path / "out"])
+    outputs = programs.read_outputs(tmp_path / "out", listing["outputs"])
+    programs.compare(outputs, run)
+
+
+# -- the light networks on Gemini -------------------------------------------------------------
+
+SCHEDULED = ["resnet50"]
+REFUSED = {"bvlc_alexnet": "(LRN)", "zfnet512": "(LRN)", "inception_v1": "(LRN)",
+           "densenet121": "(Concat)", "inception_v2": "(AveragePool)", "squeezenet": "(Concat)",
+           "shufflenet": "(Conv)"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mesh", ["1x1", "2x2"])
+@pytest.mark.parametrize("name", SCHEDULED)
+def test_light_networks_schedule_on_gemini(planc, tmp_path, name, mesh):
+    out = tmp_path / f"{name}.json"
+    result = planc(LIGHT / f"light_{name}.onnx", "-t", "gemini", "--mesh", mesh, "-o", out)
+    assert result.code == 0, result.err
+    assert planc("check", out, "--strict").code == 0
+    assert planc("simulate", out).code == 0
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_gemini_cannot_express_is_named(planc, tmp_path, name):
+    result = planc(LIGHT / f"light_{name}.onnx", "-t", "gemini", "-o", tmp_path / "x.json")
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert "$.graph.node[" in result.err and REFUSED[name] in result.err
+    assert any(w in result.err for w in ("host", "not expressible", "no Gemini layer"))
