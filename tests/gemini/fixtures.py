@@ -141,3 +141,32 @@ def small_network() -> dict[str, Any]:
                [1, 10], "float16", device="cpu"),
     ]
     return {layer["name"]: layer for layer in layers}
+
+
+# -- the corpus networks ------------------------------------------------------------------------
+
+# What each corpus network's Gemini scheduler IR (batch 1, one core, 16 GB/s) holds: the tests
+# check planc's readings of it against these counts, network by network.
+NETWORK_FACTS = {
+    "int8_resnet34": {"workloads": 69, "pe_workloads": 37, "vp_workloads": 32},
+    "int8_resnet50": {"workloads": 88, "pe_workloads": 62, "vp_workloads": 26},
+}
+
+
+def network_pairs():
+    """(network, layer description, scheduler IR) for every corpus network, as pytest params:
+    each schedule with the layer description it was made from (matched by file name)."""
+    import pytest
+
+    from tests.conftest import corpus_root
+
+    folder = corpus_root() / "gemini"
+    pairs = []
+    for schedule in sorted(folder.glob("*_stschedule.json")) if folder.is_dir() else []:
+        network = schedule.name.split(".")[0]
+        layers = next((p for p in folder.glob(f"{network}.*.json")
+                       if not p.name.endswith("_stschedule.json")), None)
+        if layers is not None:
+            pairs.append(pytest.param(network, layers, schedule, id=network))
+    return pairs or [pytest.param(None, None, None, id="no-corpus", marks=pytest.mark.skip(
+        reason=f"upstream corpus not found at {folder} (set PLANC_CORPUS to its path)"))]

@@ -79,7 +79,8 @@ BAD_DESCRIPTIONS = [
 def test_bad_layer_descriptions_are_reported(planc, tmp_path, mutate, message):
     src = write_json(tmp_path / "net.json", mutate(small_network()))
     r = planc("check", src)
-    assert (r.code, r.err) == (1, f"planc: error: {src}: {message}\n")
+    assert r.code == 1 and r.err.count("\n") == 1, r.err
+    assert r.err.startswith(f"planc: error: {src}: {message} [")     # then the rule's name
 
 
 def _fmap(values: np.ndarray) -> np.ndarray:
