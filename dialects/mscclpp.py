@@ -62,6 +62,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.utils import VerifyAt, warn
+
 # ---------------------------------------------------------------------------------------------
 # Vocabulary and the executor's fixed limits
 # ---------------------------------------------------------------------------------------------
@@ -646,8 +648,7 @@ class GpuOp(PlanObjectOp):
             if self.chunks(buffer) < 0:
                 raise VerifyException(f"{BUFFER_NAMES[buffer]}_chunks must be >= 0")
         if self.chunks("i") == 0 and self.chunks("o") == 0:
-            raise VerifyException("input_chunks and output_chunks are both 0: the executor "
-                                  "derives the chunk size from one of them")
+            _verify_zero_chunks(self)
         order = [_DECLARATION_ORDER.index(type(op)) for op in block_ops(self.body)
                  if type(op) in _DECLARATION_ORDER]
         if order != sorted(order) or len(order) != len(block_ops(self.body)):
@@ -664,6 +665,24 @@ class GpuOp(PlanObjectOp):
                 raise VerifyException(f"thread block id {tb.tb_id} must equal its position "
                                       f"{expected} in threadblocks")
 
+
+
+def _verify_zero_chunks(gpu: GpuOp) -> None:
+    """The executor derives the chunk size from `input_chunks` (or `output_chunks`): with
+    both 0 an op that touches the input or output buffer has no chunk size (its offsets
+    divide by zero). The DSL's unit tests emit such plans that move no input or output
+    data, and the executor runs those; its message-size check still divides by the counts,
+    so that is a warning."""
+    for tb in gpu.threadblocks():
+        for op in tb.ops():
+            refs = [*op.sources, *op.destinations]
+            if any(r.is_local and r.buffer.data in ("i", "o") for r in refs):
+                raise VerifyAt("input_chunks and output_chunks are both 0, so the executor "
+                               "has no chunk size for this op's input or output buffer",
+                               op, rule="mscclpp.zero-chunks")
+    warn("mscclpp.zero-chunks", "input_chunks and output_chunks are both 0: the executor's "
+         "message-size check divides by them (the plan moves no input or output data)",
+         gpu)
 
 @irdl_op_definition
 class ChannelOp(PlanObjectOp):
@@ -1007,6 +1026,10 @@ class InstructionOp(PlanObjectOp):
     SYNC: ClassVar[bool] = False
     """Executed by the first threads only (signals, waits, semaphores, flush)."""
     PAIRED: ClassVar[bool] = False
+    BROADCASTS: ClassVar[bool] = False
+    """A paired op that may also forward one source to several destinations (the DSL fuses
+    rppkt ops of one source into one op with many destinations, and the executor forwards the
+    source to each)."""
     """src_buff[k] goes to dst_buff[k]: both lists have one entry per destination."""
 
     def __init__(self, *, channel_type: str | None = None, channel_ids: Sequence[int] | None = None,
@@ -1139,7 +1162,8 @@ class InstructionOp(PlanObjectOp):
                              Form.SWITCH: "a switch channel buffer (switch_channel_id)"}
                     raise VerifyException(f"{self.NAME} {key}[{i}] must be {names[form]}, "
                                           f"got {ref.describe()}")
-        if self.PAIRED and len(self.sources) != len(self.destinations):
+        if self.PAIRED and len(self.sources) != len(self.destinations) and not (
+                self.BROADCASTS and len(self.sources) == 1):
             raise VerifyException(f"{self.NAME} pairs src_buff[k] with dst_buff[k], but has "
                                   f"{len(self.sources)} sources and {len(self.destinations)} "
                                   "destinations")
@@ -1164,8 +1188,12 @@ class InstructionOp(PlanObjectOp):
             if not 0 <= channel < available:
                 raise VerifyException(f"channel_ids names {kind} channel {channel}, but thread "
                                       f"block {tb.tb_id} lists {available}")
-        if len(set(self.channel_list)) != len(self.channel_list):
-            raise VerifyException(f"channel_ids {self.channel_list} names a channel twice")
+        if len(set(self.channel_list)) != len(self.channel_list) and self.SYNC:
+            # Data ops may name a channel twice (the DSL fuses two gets over one channel into
+            # one op, thread k using channel_ids[k]); a signal or wait twice on one channel
+            # is counted as two by the simulator's pairing, so it is allowed too but noted.
+            warn("mscclpp.repeated-channel", f"channel_ids {self.channel_list} names a "
+                 "channel twice: the op signals or waits on it twice", self, "channel_ids")
 
     def _verify_refs(self, tb: ThreadblockOp, gpu: GpuOp, key: str,
                      refs: list[BufferRefAttr], spec: OperandSpec) -> None:
@@ -1382,7 +1410,7 @@ ReadPutPacketsOp = _define("ReadPutPacketsOp", "rppkt", "Waits for local scratch
                            "forwards them, still as packets, to remote scratch.",
                            SRC=OperandSpec(tail=_L, min_tail=1, tail_packets=True),
                            DST=OperandSpec(tail=_R, min_tail=1, tail_packets=True),
-                           CHANNELS=("memory", "port"), PAIRED=True, **_PKT)
+                           CHANNELS=("memory", "port"), PAIRED=True, BROADCASTS=True, **_PKT)
 CopyPacketsOp = _define("CopyPacketsOp", "cpkt", "Writes local data as packets into local "
                         "scratch.", SRC=OperandSpec((_L,)),
                         DST=OperandSpec((_L,), head_packets=(True,)), **_PKT)

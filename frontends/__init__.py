@@ -93,7 +93,8 @@ FORMATS: tuple[InputFormat, ...] = (
                 lambda doc: isinstance(doc, dict) and "gpus" in doc
                 and ("collective" in doc or "protocol" in doc), "mscclpp.algorithm",
                 simulate="compiler.collectives.simulator:simulate_plan",
-                describe="frontends.mscclpp:describe"),
+                describe="frontends.mscclpp:describe",
+                check="compiler.collectives.check:check"),
 )
 
 

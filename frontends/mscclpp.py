@@ -255,8 +255,12 @@ class _Importer:
         if cls is None or (self.schema == SEED and cls.SEED_NAME is not None):
             accepted = [c.SEED_NAME or c.NAME for c in ms.INSTRUCTIONS] if self.schema == SEED \
                 else [c.NAME for c in ms.INSTRUCTIONS]
-            raise node.error(f"unknown operation \"{name}\" (the {self.schema} schema has "
-                             f"{one_of(accepted)})")
+            error = node.error(
+                f"unknown operation \"{name}\": the executor's operation table has no such "
+                f"operation and refuses the plan when it parses it (\"Invalid operation "
+                f"type\"; the {self.schema} schema has {one_of(accepted)})")
+            error.rule = "mscclpp.operation-table"
+            raise error
         return cls, (name if current != name else None)
 
     def instruction(self, node: JsonNode) -> ms.InstructionOp:
@@ -333,7 +337,13 @@ def import_document(doc: JsonNode) -> ModuleOp:
     """An MSCCL++ plan (either schema) as a module holding one `mscclpp.algorithm`."""
     if not isinstance(doc.value, dict):
         raise doc.expected("an MSCCL++ plan object")
-    return ModuleOp([_Importer(doc).algorithm()])
+    importer = _Importer(doc)
+    algorithm = importer.algorithm()
+    if importer.schema == SEED:
+        # `planc check` judges plans by what today's executor does, and today's executor
+        # reads the executor schema only (see compiler.collectives.check).
+        algorithm.attributes["planc.schema"] = StringAttr("seed")
+    return ModuleOp([algorithm])
 
 
 def describe(module: ModuleOp) -> str:

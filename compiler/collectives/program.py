@@ -333,6 +333,9 @@ class _Expander:
             step.moves = [Move(sources[0], [r for t in targets for r in t])]
         elif op.REDUCES:
             step.moves = [Move([s[0] for s in sources], [t[0] for t in targets])]
+        elif len(sources) == 1 and len(targets) > 1:
+            # The DSL's fused multi-destination form: one source forwarded to every target.
+            step.moves = [Move(sources[0], t) for t in targets]
         else:
             step.moves = [Move(s, t) for s, t in zip(sources, targets, strict=False)]
         if port:

@@ -117,9 +117,10 @@ def test_legacy_op_names_keep_their_meaning_and_spelling():
 
 BAD_INPUTS = {
     "unknown_op": (lambda p: ops_of(p, 1).__setitem__(3, {"name": "glre"}),
-                   '$.gpus[1].threadblocks[0].ops[3].name: unknown operation "glre" (the '
-                   "executor schema has nop, barrier, put, pws, pwsf, get, copy, signal, wait, "
-                   "flush, re, res, rre, rres, ppkt, rppkt, respkt, cpkt, upkt, repkt, recpkt, "
+                   '$.gpus[1].threadblocks[0].ops[3].name: unknown operation "glre": the '
+                   "executor's operation table has no such operation and refuses the plan when "
+                   'it parses it ("Invalid operation type"; the executor schema has nop, '
+                   "barrier, put, pws, pwsf, get, copy, signal, wait, flush, re, res, rre, rres, ppkt, rppkt, respkt, cpkt, upkt, repkt, recpkt, "
                    "recspkt, glres, gstore, gstorepkt, rlxsignal, rlxwait, pipeline, "
                    "sem_acquire or sem_release)"),
     "two_kinds": (lambda p: ops_of(p, 0)[3]["dst_buff"][0].__setitem__("type", "o"),
@@ -167,8 +168,8 @@ BAD_INPUTS = {
         "$.gpus[0].threadblocks[0]: thread block 0 reaches remote buffer 0 through port "
         "channels, which it does not list in access_channel_types"),
     "zero_chunks": (lambda p: p["gpus"][0].update(input_chunks=0, output_chunks=0),
-                    "$.gpus[0]: input_chunks and output_chunks are both 0: the executor derives "
-                    "the chunk size from one of them"),
+                    "$.gpus[0].threadblocks[0].ops[3]: input_chunks and output_chunks are both "
+                    "0, so the executor has no chunk size for this op's input or output buffer"),
 }
 
 
@@ -182,8 +183,10 @@ def test_bad_input_is_one_line_with_its_path(planc, tmp_path, case):
     assert result.code == 1
     assert result.err == f"planc: error: {path}: {message}\n"
     assert out.read_text() == "what the user had"
-    check = planc("check", path)
-    assert (check.code, check.err) == (1, f"planc: error: {path}: {message}\n")
+    check = planc("check", path)          # every finding, one a line, the first the same
+    assert check.code == 1 and all(line.startswith(f"planc: error: {path}: ")
+                                   for line in check.err.splitlines())
+    assert check.err.startswith(f"planc: error: {path}: {message} [")     # then its rule
 
 
 def test_seed_alignment_must_be_one_value(planc, tmp_path):
@@ -194,4 +197,4 @@ def test_seed_alignment_must_be_one_value(planc, tmp_path):
     assert result.code == 1
     assert result.err == (f"planc: error: {path}: $.gpus[1].bufferAlignment: bufferAlignment "
                           "32 differs from 16 at $.gpus[0].bufferAlignment; the executor has "
-                          "one alignment per plan\n")
+                          "one alignment per plan [format]\n")

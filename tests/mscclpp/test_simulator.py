@@ -280,4 +280,4 @@ def test_the_seed_documents_own_example_is_out_of_range(planc, tmp_path):
     result = planc("check", path)
     assert result.err == (f"planc: error: {path}: $.gpus[1].threadblocks[0].ops[0]: "
                           "src_buff[0] i[1:2]: chunks [1, 2) exceed the 1 chunks of the input "
-                          "of gpu 1\n")
+                          "of gpu 1 [mscclpp.put]\n")

@@ -210,7 +210,7 @@ def test_errors_in_a_list_of_plans_name_the_plan(planc, tmp_path):
     result = planc("check", source)
     assert result.code == 1
     assert result.err == (f'planc: error: {source}: $[1].layouts.A.shard: shard must be "DRAM" '
-                          'or "L1", got "SRAM"\n')
+                          'or "L1", got "SRAM" [tt.layout]\n')
     empty = write_json(tmp_path / "empty.json", [])
     assert "cannot tell the format" in planc("check", empty).err
 
