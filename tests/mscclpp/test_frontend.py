@@ -120,7 +120,8 @@ BAD_INPUTS = {
                    '$.gpus[1].threadblocks[0].ops[3].name: unknown operation "glre": the '
                    "executor's operation table has no such operation and refuses the plan when "
                    'it parses it ("Invalid operation type"; the executor schema has nop, '
-                   "barrier, put, pws, pwsf, get, copy, signal, wait, flush, re, res, rre, rres, ppkt, rppkt, respkt, cpkt, upkt, repkt, recpkt, "
+                   "barrier, put, pws, pwsf, get, copy, signal, wait, flush, re, res, rre, "
+                   "rres, ppkt, rppkt, respkt, cpkt, upkt, repkt, recpkt, "
                    "recspkt, glres, gstore, gstorepkt, rlxsignal, rlxwait, pipeline, "
                    "sem_acquire or sem_release)"),
     "two_kinds": (lambda p: ops_of(p, 0)[3]["dst_buff"][0].__setitem__("type", "o"),
