@@ -146,6 +146,10 @@ _SIMULATE_FLAGS = {f.name: f for t in TARGETS for f in t.flags
 COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
     "check": (
         Flag("--strict", "treat warnings as errors (exit 1 on any finding)", switch=True),
+        Flag("--ark-runtime", "ARK plans: whose task distribution to check: ark (ARK's "
+             "task_seq, the default: rotation taken modulo the grid) or planc (the format's "
+             "formula, what planc's CPU and CUDA programs run)", default="ark",
+             choices=("ark", "planc")),
     ),
     "plot": (
         Flag("--arch", "device whose cost model times an ARK plan (default: the plan's own)",

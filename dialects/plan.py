@@ -491,19 +491,21 @@ class PlanOp(IRDLOperation):
                 task, num_tasks = tasks[tg.task]
                 if tg.tasks.end > num_tasks:
                     raise VerifyAt(f"TaskRange {tg.tasks} is not inside [0, NumTasks "
-                                        f"{num_tasks}) of task {tg.task}", tg)
+                                        f"{num_tasks}) of task {tg.task}", tg,
+                                   rule="ark-plan.task-range")
                 if slot_layout(rg, task).num_slots < 1:
                     raise VerifyAt(
                         f"task {tg.task} needs {task.warps} warps and {task.sram} SRAM bytes, "
                         f"but the resource group has {len(rg.warps)} warps and "
-                        f"{len(rg.sram)} SRAM bytes: no slot fits", tg)
+                        f"{len(rg.sram)} SRAM bytes: no slot fits", tg, rule="ark-plan.slots")
 
 
 def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) -> None:
     for rg in pg.resource_groups():
         if rg.sram.end > max_sram:
             raise VerifyAt(f"SramRange {rg.sram} exceeds the {max_sram} bytes of shared "
-                                f"memory a plan may use on one processor of {arch}", rg)
+                                f"memory a plan may use on one processor of {arch}", rg,
+                           rule="ark-plan.sram")
 
 
 def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
@@ -553,7 +555,8 @@ def _verify_tiling(op: ark.ArkOp, config: dict) -> None:
         expected = output_tile_count(op.outputs[0].shape_list, tile)
     if expected is not None and config["NumTasks"] != expected:
         raise VerifyAt(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
-                            f"tiling covers the output with {expected} tiles", op)
+                            f"tiling covers the output with {expected} tiles", op,
+                       rule="ark-plan.num-tasks")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,2 @@
+"""ARK plans: the whole-document rules of `planc check` (`check`), decided symbolically with
+the progressions and intervals of `coverage`."""
