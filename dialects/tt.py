@@ -61,9 +61,9 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import VerifyAt
 from dialects import ark
 from dialects.json_value import bool_attr
+from dialects.utils import VerifyAt, warn
 
 SHARDS = ("DRAM", "L1")
 """Where a buffer lives: device DRAM or the cores' L1 SRAM."""
@@ -497,6 +497,12 @@ class KernelOp(JsonObjectOp):
                            None, "len_k")
 
 
+def _idle_placeholder(core_op: CoreOp) -> bool:
+    """TileLang-TT's partitioners give a core with no tiles the item {io:0, jo:0, len_k:0}."""
+    items = core_op.items()
+    return len(items) == 1 and items[0].tile == (0, 0) and items[0].len_k_value == 0
+
+
 def _len_k_mismatch(given: int | None, expected: int | None, what: str) -> str:
     if expected is None:
         return f"len_k is {given}, but {what} has no K dimension (it reduces over nothing)"
@@ -632,6 +638,12 @@ class PlanOp(JsonObjectOp):
         for core_op in partition.cores():
             core = core_op.coordinates
             listed: set[tuple[int, int]] = set()
+            if _idle_placeholder(core_op):
+                warn("tt.idle-placeholder", f"core {core_op.key.data} has only the placeholder "
+                     "item {io: 0, jo: 0, len_k: 0} that TileLang-TT's partitioners give idle "
+                     "cores; it is not counted as an assignment of tile (0,0), but a runtime "
+                     "that executes it writes tile (0,0) after an empty K loop", core_op)
+                continue
             for item in core_op.items():
                 tile = item.tile
                 if bounds is not None and not (tile[0] < bounds[0] and tile[1] < bounds[1]):
@@ -653,6 +665,8 @@ class PlanOp(JsonObjectOp):
         self._verify_len_k(partition, kernel)
 
     def _verify_coverage(self, partition: WorkPartitionOp, owner: dict, bounds, kernel) -> None:
+        """Every output tile is some core's: decided on the sorted assigned tiles (their count
+        is the file's), never by walking a grid whose size the file only states."""
         if bounds is None:
             if not owner:
                 return
@@ -660,16 +674,19 @@ class PlanOp(JsonObjectOp):
             whose = f"the {bounds[0]}x{bounds[1]} tiles the partition spans"
         else:
             whose = f"the {bounds[0]}x{bounds[1]} output tiles of {kernel.describe()}"
-        missing = [(i, j) for i in range(bounds[0]) for j in range(bounds[1])
-                   if (i, j) not in owner]
+        total = bounds[0] * bounds[1]
+        assigned = sorted(i * bounds[1] + j for i, j in owner
+                          if i < bounds[0] and j < bounds[1])
+        missing = total - len(assigned)
         if missing:
-            i, j = missing[0]
-            raise VerifyAt(f"tile ({i},{j}) is assigned to no core ({len(missing)} of {whose} "
-                           "are unassigned)", partition)
+            first = next((k for k, index in enumerate(assigned) if index != k), len(assigned))
+            i, j = divmod(first, bounds[1])
+            raise VerifyAt(f"tile ({i},{j}) is assigned to no core ({missing} of {whose} "
+                           "are unassigned)", partition, rule="tt.coverage")
 
     def _verify_len_k(self, partition: WorkPartitionOp, kernel: KernelOp | None) -> None:
-        items = [item for core_op in partition.cores() for item in core_op.items()
-                 if item.len_k is not None]
+        items = [item for core_op in partition.cores() if not _idle_placeholder(core_op)
+                 for item in core_op.items() if item.len_k is not None]
         if kernel is not None:
             expected = kernel.len_k_value
             for item in items:

@@ -119,9 +119,10 @@ CASES = [
     ("tile assigned to no core", _delete("work_partition", "(1,1)"), WP,
      "tile (1,1) is assigned to no core (1 of the 2x2 output tiles of Matmul 'matmul' are "
      "unassigned)"),
-    ("TileLang-TT's dummy item for an idle core",
-     _extra_core("(1,1)", (0, 0), len_k=0), f"{WP}['(1,1)'][0]",
-     "tile (0,0) is assigned twice"),
+    ("TileLang-TT's idle-core placeholder in place of a core's work",
+     _extra_core("(1,1)", (0, 0), len_k=0), WP,
+     "tile (1,1) is assigned to no core (1 of the 2x2 output tiles of Matmul 'matmul' are "
+     "unassigned)"),
     ("len_k is not K in tiles", _set(["work_partition", "(0,0)", 0, "len_k"], 64),
      f"{WP}['(0,0)'][0].len_k", "len_k is 64, but Matmul 'matmul' reduces over 2 K tiles"),
     # -- layouts -----------------------------------------------------------------------------
@@ -246,3 +247,32 @@ def test_models_with_operators_tt_cannot_run_are_refused_at_their_node(planc, tm
     assert result.err == (f"planc: error: {EXAMPLES / 'sendrecv_rank0.json'}: $.Nodes[1].Op: "
                           "Send 'send': communication operators have no Tenstorrent plan (plans "
                           "run on one device)\n")
+
+
+def test_idle_core_placeholders_are_a_warning(planc, tmp_path):
+    """TileLang-TT's partitioners give a core with no tiles {io: 0, jo: 0, len_k: 0}: real
+    producer output, not a second assignment of tile (0,0)."""
+    doc = matmul_plan()
+    doc["core_grid"] = [3, 2]
+    doc["core_ranges"] = [{"start": [0, 0], "extent": [3, 2]}]
+    doc["work_partition"]["(2,0)"] = [{"io": 0, "jo": 0, "len_k": 0, "tile_order": "row_major"}]
+    source = write_json(tmp_path / "idle.json", doc)
+    result = planc("check", source)
+    assert result.code == 0, result.err
+    assert "[tt.idle-placeholder]" in result.err and "1 warning" in result.out
+    assert planc("check", "--strict", source).code == 1
+    # A placeholder beside real work is no placeholder: tile (0,0) assigned twice.
+    doc["work_partition"]["(2,0)"].append({"io": 1, "jo": 1, "len_k": 2,
+                                           "tile_order": "row_major"})
+    assert planc("check", write_json(tmp_path / "busy.json", doc)).code == 1
+
+
+def test_huge_tile_indices_are_decided_without_walking_them(planc, tmp_path):
+    """A plan without a kernel member spans the tiles its items name: an index of 2^41 makes
+    that grid 2^41 tiles, which are counted, not visited."""
+    doc = matmul_plan()
+    del doc["kernel"]
+    doc["work_partition"]["(0,0)"][0]["io"] = 3298534883335
+    result = planc("check", write_json(tmp_path / "huge.json", doc))
+    assert result.code == 1
+    assert "are unassigned" in result.err and "[tt.coverage]" in result.err
