@@ -70,6 +70,10 @@ def layer_json(layer: dnn.LayerOp, index: int, outputs: dict[SSAValue, list[str]
         attr = layer.properties.get(key)
         if attr is not None:
             typed[key] = dnn.ints(attr)
+    for key, kind in dnn.LAYER_MEMBERS.get(type(layer), {}).items():
+        attr = layer.properties.get(key)
+        if attr is not None:
+            typed[key] = dnn.member_value(attr, kind)
     extra = dict_value(layer.extra)
     keys = [k.data for k in layer.keys.data] if layer.keys is not None else \
         [*STANDARD_KEYS, *(k for k in typed if k not in STANDARD_KEYS), *extra]

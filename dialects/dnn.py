@@ -33,6 +33,8 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     StringAttr,
+    f64,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -570,6 +572,12 @@ LAYER_CLASSES: tuple[type[LayerOp], ...] = (
     TransposeOp)
 
 
+# Typed members of layers that planc makes from ARK models (Gemini's frontend writes none of
+# them): the layer description carries them under these keys so that it reads back the same.
+LAYER_MEMBERS: dict[type, dict[str, str]] = {}
+"""class -> {property: kind} with kind "int", "bool", "float" or "ints"."""
+
+
 def layer_class(operation: str) -> type[LayerOp]:
     """The op class of a frontend `operation` string."""
     if operation.startswith("element_wise_"):
@@ -589,3 +597,31 @@ Dnn = Dialect(
     [GraphOp, InputOp, OutputOp, *LAYER_CLASSES, GenericLayerOp],
     [FmapType],
 )
+
+
+LAYER_MEMBERS.update({
+    ReduceOp: {"axis": "int"},
+    MatmulOp: {"transpose_b": "bool"},
+    UnaryOp: {"factor": "float"},
+    ReshapeOp: {"row_major": "bool"},
+    TransposeOp: {"perm": "ints", "from_shape": "ints"},
+})
+
+
+def member_value(attr: Attribute, kind: str):
+    """A typed layer property as its JSON value (see `LAYER_MEMBERS`)."""
+    if kind == "ints":
+        return ints(attr)
+    if kind == "float":
+        return attr.value.data
+    value = attr.value.data
+    return bool(value) if kind == "bool" else int(value)
+
+
+def member_attr(value, kind: str) -> Attribute:
+    """The property of a JSON value read back (see `LAYER_MEMBERS`)."""
+    if kind == "ints":
+        return _ints(value)
+    if kind == "float":
+        return FloatAttr(float(value), f64)
+    return IntegerAttr(int(value), i1 if kind == "bool" else i64)

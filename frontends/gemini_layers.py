@@ -59,9 +59,11 @@ def import_document(doc: JsonNode) -> ModuleOp:
 
 
 def _names(node: JsonNode, key: str) -> list[str]:
+    """The names a layer lists. A layer may take one producer twice (x * x lists it twice in
+    previous_layer, one per input); a consumer listed twice in next_layer is the same one."""
     member = node[key]
     names = [e.as_str() for e in member.elements()]
-    if len(set(names)) != len(names):
+    if key == "next_layer" and len(set(names)) != len(names):
         raise member.error("lists a name twice")
     return names
 
@@ -169,6 +171,12 @@ def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
             continue
         props[key] = dnn._ints(member.as_int_list(length, length, min_value=0))
         typed.add(key)
+    for key, kind in dnn.LAYER_MEMBERS.get(cls, {}).items():
+        member = node.get(key)
+        if member is None:
+            continue
+        props[key] = dnn.member_attr(_member_value(member, kind), kind)
+        typed.add(key)
     props["extra"] = dict_attr(node.unknown_members(typed))
     op = cls.new(name, operation, operands, out, **props)
     op.location = json_location(node.path)
@@ -177,6 +185,12 @@ def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
     except VerifyException as e:
         raise node.error(str(e).removeprefix(f"{operation} layer '{name}': ")) from None
     return op
+
+
+def _member_value(member: JsonNode, kind: str):
+    if kind == "ints":
+        return member.as_int_list(1, 8)
+    return {"int": member.as_int, "bool": member.as_bool, "float": member.as_number}[kind]()
 
 
 def _geometry_of(cls: type[dnn.LayerOp]) -> frozenset[str]:

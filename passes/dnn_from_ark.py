@@ -125,7 +125,7 @@ class Converter:
         if kind in ("Tensor", "Reshape"):
             if op.read_tensors and op.result_tensors:
                 src = self.value(op.read_tensors[0])
-                if dnn.fmap(src).elements != op.results_types[0].elements:
+                if dnn.fmap(src).elements != op.results_types[0].num_elements:
                     raise self.fail(op, f"{kind} '{op.label.data}' slices a tensor; slices are "
                                         f"not supported by the Gemini target")
                 self.values[op.result_tensors[0]] = self.reshape(
