@@ -164,6 +164,9 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
              "wormhole_b0 or blackhole; default: the plan's own)", metavar="NAME"),
         Flag("--cost-only", "only model time and memory, skip the tile-by-tile functional run "
              "(for plans too large to execute with numpy)", switch=True),
+        Flag("--full-run-limit", "ARK plans: run every tile when the plan has at most this "
+             "many task executions (default 5000); above, prove the schedule symbolically and "
+             "compute a stated sample of tiles", type=int, metavar="N"),
         *_SIMULATE_FLAGS.values(),
     ),
 }

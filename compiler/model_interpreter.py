@@ -194,6 +194,8 @@ class ModelRun:
     outputs: list[int] = field(default_factory=list)
     """Result tensors no other operator uses: the model's outputs."""
     types: dict[int, ark.TensorType] = field(default_factory=dict)
+    memory: Memory | None = None
+    """The buffers at the end of the run (inputs and weights are still there)."""
 
 
 def _all_tensor_types(model: ark.ModelOp) -> list[ark.TensorType]:
@@ -286,6 +288,7 @@ def run_model(
             run.types[value.type.tensor_id] = value.type
     run.outputs = [v.type.tensor_id for op in model.operators() for v in op.result_tensors
                    if not v.uses]
+    run.memory = memory
     return run
 
 

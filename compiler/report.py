@@ -100,6 +100,10 @@ def human_report(path: str, report: dict[str, Any]) -> str:
     labels = {k: _label(k) for k in keys}
     width = max(map(len, labels.values()), default=0)
     for key in keys:
+        if key == "proved" and isinstance(report[key], list):
+            for i, statement in enumerate(report[key]):
+                lines.append(f"  {labels[key] if i == 0 else '':<{width}}  {statement}")
+            continue
         note = f" ({NOTES[key]})" if key in NOTES else ""
         lines.append(f"  {labels[key]:<{width}}  {figure(key, report[key])}{note}")
     return "\n".join(lines)

@@ -17,7 +17,6 @@ from dialects.plan import Range
 from tests.conftest import EXAMPLES, corpus_params, write_json
 from tests.plan import broken_plans
 
-
 # -- the arithmetic, against counting --------------------------------------------------------
 
 progressions = st.builds(lambda b, n, s: Progression(b, b + n, s),

@@ -236,3 +236,53 @@ def test_corpus_plans_cost_and_memory(name, barriers, device_bytes):
     report = simulate(json.loads(path.read_text()), cost_only=True)
     assert report["ok"] and report["barriers"] == barriers
     assert report["device_bytes"] == device_bytes
+
+
+class TestSampledRuns:
+    """Above `--full-run-limit` task executions the schedule is decided symbolically and a
+    stated sample of tiles is computed; what it proves is said, and it catches what those
+    two can see."""
+
+    def test_a_correct_plan_says_what_was_proved(self):
+        report = simulate(small_plan_doc(), full_run_limit=0)
+        assert report["ok"] and report["mode"] == "sampled", report["problems"]
+        assert report["tiles_total"] == 1 + 8 + 8
+        assert 3 <= report["sampled_tiles"] <= report["tiles_total"]
+        assert report["proved"][0].startswith("symbolically, for every task")
+        assert "equal the model's" in report["proved"][1]
+
+    def test_the_full_run_below_the_limit(self):
+        report = simulate(small_plan_doc())
+        assert "mode" not in report and "tile by tile" in report["proved"][0]
+
+    @pytest.mark.parametrize("mutate, words", [
+        (lambda d: rg(d, 1)["TaskGroups"][0].update(TaskRange=[0, 7]),
+         "ark-plan.task-coverage: task 1 ('sigmoid') has NumTasks 8"),
+        (lambda d: (d.update(NumProcessors=4),
+                    d["ProcessorGroups"][1].update(ProcessorRange=[2, 4]),
+                    rg(d, 1).update(ProcessorRange=[2, 4])),
+         "ark-plan.unordered-access: read after write"),
+    ])
+    def test_wrong_schedules_are_caught(self, mutate, words):
+        report = simulate(edited(mutate), full_run_limit=0)
+        assert not report["ok"]
+        assert any(words in problem for problem in report["problems"]), report["problems"]
+        assert not report["proved"][0].startswith("symbolically")
+
+    def test_a_plan_computing_another_model_is_caught(self):
+        """The add replaced by a subtraction: the sample's tiles agree with what the plan's
+        own operators compute, but not with the model the plan was made from."""
+        from compiler.model_interpreter import run_model
+        from compiler.plan_simulator import simulate as simulate_op
+        from frontends.ark_model import import_document as import_model
+        from tests.ark.fixtures import small_model_doc
+
+        model = import_model(JsonNode(small_model_doc()))
+        verify_module(model)
+        doc = small_plan_doc()
+        doc["TaskInfos"][2]["Ops"][0]["Type"] = "Sub"
+        plan_module = import_document(JsonNode(doc))
+        verify_module(plan_module)
+        report = simulate_op(plan_module.ops.first, model=run_model(model), full_run_tasks=0)
+        assert not report["ok"]
+        assert any("is not what the plan's operators compute" in p for p in report["problems"])
