@@ -347,7 +347,7 @@ class PlanPrinter(BasePrinter):
 
     @print.register
     def _(self, op: ark.UnaryOp) -> None:
-        (x,), (out,) = op.inputs, op.outputs
+        (x,) = op.inputs
         self.elementwise(op, unary_function(op), [(x, x)])
 
     @print.register

@@ -30,11 +30,11 @@ from enum import Enum
 from typing import ClassVar, Literal
 
 from xdsl.dialects.builtin import (
+    I64,
     AnyFloat,
     BoolAttr,
     DenseArrayBase,
     DictionaryAttr,
-    I64,
     FloatAttr,
     IntAttr,
     IntegerAttr,
@@ -919,8 +919,9 @@ class MatmulOp(ArkOp):
     name = "ark.matmul"
     TYPE: ClassVar[str] = "Matmul"
     ARITY: ClassVar[Arity] = Arity.exactly(2, 1, 1)
-    ARGS: ClassVar[tuple[ArgSpec, ...]] = (ArgSpec("TransposeInput", "transpose_input", ArgKind.BOOL),
-            ArgSpec("TransposeOther", "transpose_other", ArgKind.BOOL))
+    ARGS: ClassVar[tuple[ArgSpec, ...]] = (
+        ArgSpec("TransposeInput", "transpose_input", ArgKind.BOOL),
+        ArgSpec("TransposeOther", "transpose_other", ArgKind.BOOL))
     transpose_input = opt_prop_def(BoolAttr)
     transpose_other = opt_prop_def(BoolAttr)
 
@@ -961,7 +962,8 @@ class ReduceOp(ArkOp, ABC):
     """Reduction along `axis`; with keep_dim the axis stays with size 1."""
 
     ARITY: ClassVar[Arity] = Arity.exactly(1, 1, 1)
-    ARGS: ClassVar[tuple[ArgSpec, ...]] = (ArgSpec("Axis", "axis", ArgKind.INT), ArgSpec("KeepDim", "keep_dim", ArgKind.BOOL))
+    ARGS: ClassVar[tuple[ArgSpec, ...]] = (ArgSpec("Axis", "axis", ArgKind.INT),
+                                           ArgSpec("KeepDim", "keep_dim", ArgKind.BOOL))
     axis = opt_prop_def(IntegerAttr)
     keep_dim = opt_prop_def(BoolAttr)
 

@@ -1,4 +1,5 @@
-"""Runs the lit/FileCheck suite (tests/filecheck) as part of pytest."""
+"""Runs the lit/FileCheck suite (tests/filecheck) as part of pytest: one test per lit file, so
+pytest-xdist spreads them over the cores and a failure names its file."""
 
 from __future__ import annotations
 
@@ -9,12 +10,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SUITE = ROOT / "tests" / "filecheck"
+EXCLUDED = {"Inputs", "Output", "examples", "docs", "bench", "build"}  # as lit excludes
+LIT_FILES = sorted(p for p in SUITE.rglob("*") if p.suffix in (".mlir", ".test")
+                   and not EXCLUDED & set(p.relative_to(SUITE).parts[:-1]))
 
 
-def test_filecheck_suite() -> None:
+@pytest.mark.parametrize("path", LIT_FILES, ids=lambda p: str(p.relative_to(SUITE)))
+def test_lit_file(path: Path) -> None:
     pytest.importorskip("lit", reason="lit is part of the test extra: pip install -e '.[test]'")
     result = subprocess.run(
-        [sys.executable, "-c", "import lit.main; lit.main.main()", "-q", "-v",
-         str(ROOT / "tests" / "filecheck")],
+        [sys.executable, "-c", "import lit.main; lit.main.main()", "-q", "-v", str(path)],
         cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_lit_file_is_collected() -> None:
+    """lit itself discovers the same files (none is skipped by the per-file split)."""
+    pytest.importorskip("lit", reason="lit is part of the test extra: pip install -e '.[test]'")
+    listed = subprocess.run(
+        [sys.executable, "-c", "import lit.main; lit.main.main()", "--show-tests", str(SUITE)],
+        cwd=ROOT, capture_output=True, text=True).stdout
+    names = {line.split("::", 1)[1].strip() for line in listed.splitlines() if "::" in line}
+    assert names == {str(p.relative_to(ROOT)) for p in LIT_FILES}

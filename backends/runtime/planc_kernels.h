@@ -229,8 +229,15 @@ struct Mul {
   template <class X> PLANC_HD X operator()(X a, X b) const { return a * b; }
 };
 struct Div {
-  // Integers divide exactly (true division, then rounded on store), as numpy's `/`.
-  template <class X> PLANC_HD real_t<X> operator()(X a, X b) const { return real(a) / real(b); }
+  // Integers divide as C++ integers do on the device, truncating toward zero (computed in
+  // double, so a division by zero saturates on store as the reference's does).
+  template <class X> PLANC_HD real_t<X> operator()(X a, X b) const {
+    if constexpr (std::is_integral_v<X>) {
+      return ::trunc(real(a) / real(b));
+    } else {
+      return real(a) / real(b);
+    }
+  }
 };
 
 // -- kernels ---------------------------------------------------------------------------------

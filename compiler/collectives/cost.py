@@ -16,8 +16,9 @@ bytes over the rate it gets, and starts no earlier than what it waits for:
 * port puts run on the channel's proxy, which a later signal or flush waits for.
 
 The time of the collective is the launch overhead plus the time of the last block (or proxy).
-The numbers (the `collectives` section of each GPU's device description) are estimates (reference §5.4: alpha of about 1-2 us per hop, about
-20-40 GB/s per block, NVLink about 300-450 GB/s per direction) roughly calibrated on the
+The numbers (the `collectives` section of each GPU's device description) are estimates
+(reference §5.4: alpha of about 1-2 us per hop, about 20-40 GB/s per block, NVLink about
+300-450 GB/s per direction) roughly calibrated on the
 published 8-GPU figures (§5.2, §5.3); they rank algorithms, they do not predict a machine.
 """
 

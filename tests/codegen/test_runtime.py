@@ -14,7 +14,6 @@ One harness program, built once, runs the runtime's pieces on many inputs:
 from __future__ import annotations
 
 import random
-import subprocess
 
 import numpy as np
 import pytest
