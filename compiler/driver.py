@@ -186,6 +186,11 @@ def tune_command(args: argparse.Namespace) -> int:
     return 0 if all(r.best is not None for r in results) else 1
 
 
+def parser_for(command: str) -> argparse.ArgumentParser:
+    """The parser of a subcommand (`planc check`, `simulate`, `plot`, `tune`)."""
+    return tune_parser() if command == "tune" else command_parser(command)
+
+
 def command_parser(command: str) -> argparse.ArgumentParser:
     summary = {"check": "Import and verify a document; exit 0 if it is valid, 1 if not.",
                "simulate": "Run a document functionally (and with the cost model where the "
@@ -477,8 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             command = argv[0]
-            parser = tune_parser() if command == "tune" else command_parser(command)
-            args = parser.parse_args(argv[1:])
+            args = parser_for(command).parse_args(argv[1:])
             handler = {"check": check_command, "simulate": simulate_command,
                        "plot": plot_command, "tune": tune_command}[command]
         else:

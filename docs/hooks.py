@@ -37,14 +37,14 @@ def readme() -> str:
 
 
 def cli_reference() -> str:
-    from compiler.driver import SUBCOMMANDS, command_parser, compile_parser
+    from compiler.driver import SUBCOMMANDS, compile_parser, parser_for
 
     sections = ["# Command line\n",
                 "Generated from the parsers of `planc` itself. Each target and command takes "
                 "only its own options; another's is an error naming who takes it.\n",
                 "## planc INPUT --target NAME\n", "```text\n" + _help(compile_parser()) + "```\n"]
     for command in SUBCOMMANDS:
-        sections += [f"## planc {command}\n", "```text\n" + _help(command_parser(command))
+        sections += [f"## planc {command}\n", "```text\n" + _help(parser_for(command))
                      + "```\n"]
     return "\n".join(sections)
 
