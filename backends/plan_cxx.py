@@ -154,15 +154,24 @@ class TensorFile:
 # ---------------------------------------------------------------------------------------------
 
 
+MAX_ARENA_BYTES = 1 << 40
+"""The largest arena a generated program allocates (no GPU or host planc targets has more)."""
+
+
 class PlanPrinter(BasePrinter):
     """Prints one plan as C++ for a target; see the module docstring."""
 
     target = "c++"
 
     def __init__(self, p: plan.PlanOp):
+        plan.refuse_too_many_tasks(p, "a generated program")
         super().__init__(stream=io.StringIO())
         self.plan = p
         self.layout = plan.buffer_layout(p)
+        if self.layout.total_bytes > MAX_ARENA_BYTES:
+            raise PlancError(f"the plan's buffers need {self.layout.total_bytes / 1e9:.3g} GB, "
+                             f"more than the {MAX_ARENA_BYTES / 1e9:.3g} GB a generated program "
+                             "allocates")
         self.tasks = p.tasks()
         self.operators = p.task_operators()
         self.scheduled = sorted({tg.task for pg in p.processor_groups()
@@ -478,13 +487,19 @@ def unary_function(op: ark.ArkOp) -> str:
     return UNARY_FUNCTIONS[type(op)]
 
 
+def comment_text(text: str) -> str:
+    """Text from the input made safe inside a C++ `//` comment: one line of printable ASCII
+    (a newline in an operator's name would otherwise end the comment and inject code)."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text).replace("*/", "*?")
+
+
 def describe_operator(op: ark.ArkOp) -> str:
     def tensor(t: ark.TensorType) -> str:
         return f"t{t.tensor_id} {t.shape_list} {t.data_type}"
 
     reads = ", ".join(tensor(t) for t in op.inputs) or "nothing"
     writes = ", ".join(tensor(t) for t in op.outputs) or "nothing"
-    return f"{op.ark_type} '{op.label.data}': {reads} -> {writes}"
+    return comment_text(f"{op.ark_type} '{op.label.data}': {reads} -> {writes}")
 
 
 def first_processor(rg: plan.ResourceGroupOp, schedule: plan.TaskGroupSchedule) -> int:

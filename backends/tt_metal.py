@@ -34,6 +34,7 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
+from backends.plan_cxx import comment_text
 from compiler.diagnostics import PlancError
 from dialects import metalium as mt
 
@@ -298,7 +299,7 @@ def _read_output(p: CppPrinter, op: mt.ReadOutputOp) -> None:
 
 
 def _program(p: CppPrinter, op: mt.ProgramOp) -> None:
-    p.line(f"{{  // {op.label.data}")
+    p.line(f"{{  // {comment_text(op.label.data)}")
     p.depth += 1
     p.line("Program program = CreateProgram();")
     p.depth -= 1

@@ -376,6 +376,7 @@ class PlanCost:
 
 def plan_cost(p: plan.PlanOp, device: GpuDevice) -> PlanCost:
     """The modeled execution of plan `p` on `device` (see the module docstring)."""
+    plan.refuse_too_many_tasks(p, "the cost model")
     nproc = p.processor_count
     clock = np.zeros(nproc)
     busy = np.zeros(nproc)

@@ -369,6 +369,16 @@ def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo, options: A
     return "", synthesize(options)
 
 
+def refuse_overwriting_inputs(output: str | None, inputs: Sequence[str]) -> None:
+    """`-o` naming an input would replace the user's document with the result."""
+    if not output or output == "-" or not os.path.exists(output):
+        return
+    for path in inputs:
+        if os.path.exists(path) and os.path.samefile(output, path):
+            raise UsageError(f"-o {output} is the input {path}: planc does not write over its "
+                             "input; choose another output")
+
+
 def compile_command(args: argparse.Namespace) -> int:
     from compiler.output import write_product
 
@@ -378,6 +388,7 @@ def compile_command(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown target '{args.target}' (known targets: {known})")
     if target.writes_directory and not args.output:
         raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
+    refuse_overwriting_inputs(args.output, args.inputs)
     options = scoped_options(args, target.name, f"--target {target.name}")
     source, module = _synthesize_or_load(args, target, options)
     backend = target.load()
@@ -450,6 +461,7 @@ def plot_command(args: argparse.Namespace) -> int:
     from compiler.plot import draw, pictures
 
     options = scoped_options(args, "plot", "planc plot")
+    refuse_overwriting_inputs(args.output, [args.input])
     _, module = load_input(args.input, args.source_format)
     try:
         drawn = pictures(module, options)
@@ -494,6 +506,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PlancError as e:
         sys.stderr.write(f"{PROG}: error: {e}\n")
         return 1
+    except BrokenPipeError:
+        # The reader of stdout went away (`planc simulate p.json | head`): end quietly, and
+        # keep Python from complaining about the closed pipe when it flushes at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130

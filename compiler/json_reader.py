@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,21 +198,88 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+MAX_DEPTH = 200
+"""Deepest nesting of arrays and objects planc reads (real documents nest fewer than 10)."""
+
+_LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                             r"|(?<![0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
 def parse_json(text: str) -> JsonNode:
-    """Parse JSON text strictly (no NaN/Infinity, no duplicate keys)."""
+    """Parse JSON text strictly (no NaN/Infinity, no duplicate keys, no text that cannot be
+    written back, nesting at most `MAX_DEPTH` deep)."""
+    surrogate = _LONE_SURROGATE.search(text)
+    if surrogate is not None:
+        line = text.count("\n", 0, surrogate.start()) + 1
+        raise PlancError(f"invalid JSON at line {line}: {surrogate.group()} is half of a "
+                         "UTF-16 surrogate pair, a character no UTF-8 file can hold")
     try:
         value = json.loads(
             text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
         )
+    except RecursionError:
+        raise PlancError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels (planc's "
+                         "limit)", path="$") from None
     except _DuplicateKey as e:
-        raise PlancError(f"invalid JSON: duplicate key '{e.key}'") from None
+        raise PlancError(f"invalid JSON: duplicate key '{e.key}'",
+                         path=_duplicate_path(text)) from None
     except json.JSONDecodeError as e:
         raise PlancError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except ValueError as e:
         raise PlancError(f"invalid JSON: {e}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise PlancError("invalid JSON: non-finite number")
+    deep = _too_deep(value)
+    if deep is not None:
+        raise PlancError(f"nested deeper than {MAX_DEPTH} levels (planc's limit)", path=deep)
     return JsonNode(value)
+
+
+def _too_deep(value: Any) -> str | None:
+    """The path of a value nested deeper than `MAX_DEPTH`, found without recursion; only
+    containers are visited (a list of numbers is checked by its first element)."""
+    stack: list[tuple[Any, int, tuple]] = [(value, 0, ())]
+    while stack:
+        node, depth, steps = stack.pop()
+        if depth > MAX_DEPTH:
+            return extend_path("$", *steps[:8]) + ("..." if len(steps) > 8 else "")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1, (*steps, k)) for k, v in node.items()
+                         if isinstance(v, dict | list))
+        elif isinstance(node, list) and node and any(isinstance(v, dict | list) for v in node):
+            stack.extend((v, depth + 1, (*steps, i)) for i, v in enumerate(node)
+                         if isinstance(v, dict | list))
+    return None
+
+
+class _Duplicates(dict):
+    duplicate: str | None = None
+
+
+def _keep_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = _Duplicates()
+    for key, value in pairs:
+        if key in members and members.duplicate is None:
+            members.duplicate = key
+        members[key] = value
+    return members
+
+
+def _duplicate_path(text: str) -> str | None:
+    """Where the first duplicate key is: parsed again keeping duplicates, then searched."""
+    try:
+        value = json.loads(text, object_pairs_hook=_keep_duplicates)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, tuple]] = [(value, ())]
+    while stack:
+        node, steps = stack.pop()
+        if isinstance(node, _Duplicates) and node.duplicate is not None:
+            return extend_path("$", *steps, node.duplicate)
+        children = node.items() if isinstance(node, dict) else \
+            enumerate(node) if isinstance(node, list) else ()
+        stack.extend((v, (*steps, k)) for k, v in children if isinstance(v, dict | list))
+    return None
 
 
 def load_json_file(path: str | Path) -> JsonNode:

@@ -42,10 +42,19 @@ def buffer_sizes(tensors: list[ark.TensorType]) -> dict[int, int]:
     return sizes
 
 
+MAX_MEMORY_BYTES = 8 << 30
+"""The most buffer memory the numpy interpreters allocate (a model's whole device memory)."""
+
+
 class Memory:
     """Buffers as byte arrays; tensors as numpy views into them."""
 
     def __init__(self, sizes: dict[int, int]):
+        total = sum(sizes.values())
+        if total > MAX_MEMORY_BYTES:
+            raise PlancError(f"the buffers hold {total / 1e9:.3g} GB, more than the "
+                             f"{MAX_MEMORY_BYTES / 1e9:.3g} GB planc's numpy interpreter runs; "
+                             "use --cost-only (plans) or a smaller instance of the model")
         self.buffers = {b: np.zeros(n, dtype=np.uint8) for b, n in sizes.items()}
 
     def view(self, tensor: ark.TensorType) -> np.ndarray:

@@ -20,6 +20,13 @@ from compiler.diagnostics import PlancError
 Product = str | bytes | Mapping[str, str]
 
 
+def _umask_mode(mode: int) -> int:
+    """`mode` as the user's umask lets new files have it (0666 -> 0644 under umask 022)."""
+    current = os.umask(0)
+    os.umask(current)
+    return mode & ~current
+
+
 def write_file_atomic(path: str | Path, text: str | bytes) -> None:
     """Write `text` (UTF-8) or raw bytes (an image) to `path` atomically."""
     path = Path(path)
@@ -32,6 +39,8 @@ def write_file_atomic(path: str | Path, text: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else text)
+        # mkstemp makes the file private (0600); a written result gets the umask's mode.
+        os.chmod(tmp, _umask_mode(0o666))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -48,6 +57,7 @@ def write_directory_atomic(path: str | Path, files: Mapping[str, str]) -> None:
     if not parent.is_dir():
         raise PlancError(f"output directory '{parent}' does not exist", file=str(path))
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp"))
+    os.chmod(staging, _umask_mode(0o777))   # mkdtemp's 0700 would be the directory's mode
     try:
         for name, text in files.items():
             target = staging / name

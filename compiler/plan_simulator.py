@@ -810,8 +810,7 @@ def simulate(p: plan.PlanOp, *, seed: int = 0, arch: str | None = None,
     """
     device, why = plan_device(p, arch)
     report: dict[str, Any] = {"ok": True, "device": device.name, "device_source": why}
-    executions = sum(len(tg.tasks) for pg in p.processor_groups()
-                     for rg in pg.resource_groups() for tg in rg.task_groups())
+    executions = plan.task_executions(p)
     report["task_executions"] = executions
     if functional and executions > full_run_tasks:
         report.update(_sampled(p, seed, model))

@@ -800,6 +800,27 @@ def barriers(groups: Sequence[ProcessorGroupOp]) -> list[list[Range]]:
     return out
 
 
+MAX_TASK_EXECUTIONS = 1 << 26
+"""The most task executions planc models or emits code for (the cost model holds one entry
+per task; a plan beyond it could not run in any time a user would wait for either)."""
+
+
+def task_executions(p: PlanOp) -> int:
+    """How many task indices the plan's task groups run, in all."""
+    return sum(len(tg.tasks) for pg in p.processor_groups() for rg in pg.resource_groups()
+               for tg in rg.task_groups())
+
+
+def refuse_too_many_tasks(p: PlanOp, what: str) -> None:
+    count = task_executions(p)
+    if count > MAX_TASK_EXECUTIONS:
+        from compiler.diagnostics import PlancError
+
+        raise PlancError(f"the plan runs {count:,} tasks, more than the {MAX_TASK_EXECUTIONS:,} "
+                         f"{what} handles (planc check decides its rules symbolically at any "
+                         "size)")
+
+
 def plan_of(op: Operation) -> PlanOp | None:
     current = op.parent_op()
     while current is not None and not isinstance(current, PlanOp):

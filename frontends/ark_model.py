@@ -68,9 +68,11 @@ def _buffer_key(value) -> tuple | None:
     if not isinstance(value, dict) or not value.keys() <= BUFFER_KEYS:
         return None
     try:
-        return (value["Id"], value["Rank"], tuple(map(tuple, value["SendTags"])),
-                tuple(map(tuple, value["RecvTags"])), value.get("IsExternal"),
-                type(value["Id"]), type(value["Rank"]))
+        key = (value["Id"], value["Rank"], tuple(map(tuple, value["SendTags"])),
+               tuple(map(tuple, value["RecvTags"])), value.get("IsExternal"),
+               type(value["Id"]), type(value["Rank"]))
+        hash(key)      # a member of the wrong type (a list, an object) takes the checked path
+        return key
     except (KeyError, TypeError):
         return None
 
@@ -114,7 +116,7 @@ def _plain_tensor(raw) -> ark.TensorType | None:
     except KeyError:
         return None
     lists = [shape, strides, offsets] + [v for v in (padded, pads) if v is not None]
-    if (type(tensor_id) is not int or dtype not in ark.DATA_TYPE_BYTES
+    if (type(tensor_id) is not int or type(dtype) is not str or dtype not in ark.DATA_TYPE_BYTES
             or not all(type(v) is list and len(v) == len(shape) and 1 <= len(v) <= dims
                        and all(type(x) is int for x in v) for v in lists)):
         return None

@@ -73,24 +73,26 @@ def _topological_order(layers: dict[str, JsonNode]) -> list[str]:
     done: set[str] = set()
     order: list[str] = []
     visiting: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in done:
-            return
-        if name in visiting:
-            raise layers[name]["previous_layer"].error(f"layer '{name}' depends on itself "
-                                                      f"(a cycle through previous_layer)")
-        visiting.add(name)
-        for prev in _names(layers[name], "previous_layer"):
-            if prev in layers:
-                visit(prev)
-        visiting.discard(name)
-        done.add(name)
-        order.append(name)
-
-    for name, node in layers.items():
+    for root, node in layers.items():
         node.as_dict()
-        visit(name)
+        # Depth-first without recursion (a network may be thousands of layers deep): each
+        # stack entry is a layer and the producers still to visit.
+        stack = [(root, iter(_names(node, "previous_layer")))] if root not in done else []
+        visiting.add(root)
+        while stack:
+            name, pending = stack[-1]
+            prev = next((p for p in pending if p in layers and p not in done), None)
+            if prev is None:
+                stack.pop()
+                visiting.discard(name)
+                done.add(name)
+                order.append(name)
+            elif prev in visiting:
+                raise layers[prev]["previous_layer"].error(
+                    f"layer '{prev}' depends on itself (a cycle through previous_layer)")
+            else:
+                visiting.add(prev)
+                stack.append((prev, iter(_names(layers[prev], "previous_layer"))))
     return order
 
 

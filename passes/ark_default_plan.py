@@ -35,6 +35,7 @@ from compiler.locations import source_path
 from dialects import ark, plan
 from dialects.json_value import dict_attr
 from passes.ark_compress import remove_virtual_operators
+from passes.ark_to_sched import refuse_oversized
 
 
 def _shape4(tensor: ark.TensorType) -> list[int]:
@@ -204,6 +205,7 @@ class ArkDefaultPlanPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         device = gpu_device(self.device)
         for model in [m for m in op.ops if isinstance(m, ark.ModelOp)]:
+            refuse_oversized(model, device)
             result = plan_model(model, device, self.partial_tiles)
             result.location = model.location
             op.body.block.insert_op_before(result, model)

@@ -14,7 +14,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 
+from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
+from compiler.locations import source_path
 from dialects import ark, sched
 from passes.ark_compress import remove_virtual_operators
 from passes.sched_graph import op_kind
@@ -36,6 +38,19 @@ def schedule_model(model: ark.ModelOp, device: str) -> sched.ScheduleOp:
     return sched.ScheduleOp(model.rank_value, model.world_size_value, device, body)
 
 
+def refuse_oversized(model: ark.ModelOp, device) -> None:
+    """A tensor larger than the device's memory cannot be placed: an error naming it, before
+    any planning (whose work grows with the tensors' tiles)."""
+    for op in model.graph.ops:
+        for value in op.results:
+            tensor = value.type
+            if isinstance(tensor, ark.TensorType) and tensor.span_bytes > device.memory_bytes:
+                raise PlancError(f"tensor {tensor.tensor_id} {tensor.shape_list} "
+                                 f"{tensor.data_type} holds {tensor.span_bytes / 1e9:.3g} GB, "
+                                 f"more than the {device.memory_bytes / 1e9:.3g} GB of memory "
+                                 f"of {device.name}", path=source_path(op))
+
+
 @dataclass(frozen=True)
 class ArkToSchedPass(ModulePass):
     name = "ark-to-sched"
@@ -43,8 +58,9 @@ class ArkToSchedPass(ModulePass):
     device: str = "a100"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        gpu_device(self.device)  # unknown devices fail here, before any rewriting
+        device = gpu_device(self.device)  # unknown devices fail here, before any rewriting
         for model in [m for m in op.ops if isinstance(m, ark.ModelOp)]:
+            refuse_oversized(model, device)
             schedule = schedule_model(model, self.device)
             schedule.location = model.location
             op.body.block.insert_op_before(schedule, model)

@@ -20,6 +20,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from compiler import gemini_model as model
+from compiler.diagnostics import PlancError
 from compiler.gemini_model import GeminiHardware
 from compiler.gemini_plan import (
     MESH,
@@ -35,6 +36,7 @@ from compiler.gemini_plan import (
     set_ints,
     source,
 )
+from compiler.locations import source_path
 from dialects import dnn
 
 MAX_SEGMENT_LAYERS = 96
@@ -94,6 +96,24 @@ def quick_cycles(layer: dnn.LayerOp, in_bytes: int, out_bytes: int) -> float:
     if layer.LAYER_TYPE == "vp":
         return model.vp_cycles(layer, in_bytes, out_bytes)
     return model.dt_cycles(in_bytes)
+
+
+MAX_FMAP_BYTES = 4 << 30
+"""The largest feature map planc schedules on Gemini (its IR's sizes are byte counts of
+transfers in a DRAM of a few GB; a larger map is a model that does not fit the machine)."""
+
+
+def _refuse_oversized(graph: dnn.GraphOp) -> None:
+    for op in graph.body.block.ops:
+        for value in op.results:
+            fmap = value.type
+            size = fmap.elements * fmap.bits // 8 if isinstance(fmap, dnn.FmapType) else 0
+            if size > MAX_FMAP_BYTES:
+                name = op.properties.get("layer_name") or op.properties.get("input_name")
+                raise PlancError(f"feature map {fmap.shape_list} {fmap.dtype_name} of "
+                                 f"'{name.data}' holds {size / 1e9:.3g} GB, more than the "
+                                 f"{MAX_FMAP_BYTES / 1e9:.3g} GB planc schedules on Gemini",
+                                 path=source_path(op))
 
 
 @dataclass(frozen=True)
@@ -189,6 +209,7 @@ class GeminiGroupLayersPass(HardwarePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = graph_of(op, self.name)
+        _refuse_oversized(graph)
         hw = self.hw
         xlen, ylen = parse_mesh(self.mesh)
         set_ints(graph, MESH, [xlen, ylen])

@@ -283,19 +283,24 @@ def split_k(schedule: sched.ScheduleOp, kernel: Kernel, first: int, ids: Ids,
 
 
 def _topological(order: list[int], deps: dict[int, set[int]]) -> list[int]:
+    """`order` with every kernel after its dependencies (depth first, without recursion: a
+    model may chain thousands of kernels)."""
     done: set[int] = set()
     out: list[int] = []
-
-    def visit(k: int) -> None:
-        if k in done:
-            return
-        done.add(k)
-        for d in sorted(deps[k]):
-            visit(d)
-        out.append(k)
-
-    for k in order:
-        visit(k)
+    for root in order:
+        if root in done:
+            continue
+        done.add(root)
+        stack = [(root, iter(sorted(deps[root])))]
+        while stack:
+            k, pending = stack[-1]
+            d = next((d for d in pending if d not in done), None)
+            if d is None:
+                stack.pop()
+                out.append(k)
+            else:
+                done.add(d)
+                stack.append((d, iter(sorted(deps[d]))))
     return out
 
 

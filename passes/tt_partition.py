@@ -29,10 +29,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import PlancError
+from compiler.locations import source_path
 from compiler.tt_device import device_named, parse_grid
 from compiler.tt_kernels import kernel_buffers, kernel_geometry
 from compiler.tt_schedule import Core, Tile, kernel_cost
-from dialects import tt
+from dialects import ark, tt
 
 STRATEGIES = ("row_major", "column_major", "block", "z_order")
 ITEM_ORDER = {"row_major": "row_major", "column_major": "column_major", "block": "row_major",
@@ -173,6 +174,22 @@ def partition_plan(plan: tt.PlanOp, grid: tuple[int, int], strategy: str, device
     block.add_op(tt.WorkPartitionOp(cores))
 
 
+def _refuse_oversized(plan: tt.PlanOp, device) -> None:
+    """A tensor larger than the device's DRAM cannot be placed at all (and its tiles would be
+    far too many to partition): an error, before any tile is listed."""
+    kernel = plan.kernel
+    if kernel is None:
+        return
+    for op in kernel.body.block.ops:
+        for value in op.results:
+            tensor = value.type
+            if isinstance(tensor, ark.TensorType) and tensor.span_bytes > device.dram_bytes:
+                raise PlancError(f"tensor {tensor.tensor_id} {tensor.shape_list} "
+                                 f"{tensor.data_type} holds {tensor.span_bytes / 1e9:.3g} GB, more "
+                                 f"than the {device.dram_bytes / 1e9:.3g} GB of DRAM of "
+                                 f"{device.name}", path=source_path(plan))
+
+
 @dataclass(frozen=True)
 class TtPartitionPass(ModulePass):
     name = "tt-partition"
@@ -190,4 +207,5 @@ class TtPartitionPass(ModulePass):
         grid = parse_grid(self.grid, device)
         for plans in [p for p in op.ops if isinstance(p, tt.PlansOp)]:
             for plan in plans.plans():
+                _refuse_oversized(plan, device)
                 partition_plan(plan, grid, self.strategy, device)

@@ -77,7 +77,7 @@ def test_malformed_json(planc, tmp_path):
 def test_duplicate_keys_are_rejected(planc, tmp_path):
     path = tmp_path / "dup.json"
     path.write_text('{"Rank": 0, "Rank": 1, "WorldSize": 1, "Nodes": []}')
-    assert planc(path).err == f"planc: error: {path}: invalid JSON: duplicate key 'Rank'\n"
+    assert planc(path).err == f"planc: error: {path}: $.Rank: invalid JSON: duplicate key 'Rank'\n"
 
 
 def test_undetectable_format(planc, tmp_path):

@@ -40,7 +40,7 @@ def test_choices():
 
 def test_strict_parsing():
     assert error(lambda: parse_json("NaN")) == "invalid JSON: NaN is not valid JSON"
-    assert error(lambda: parse_json('{"a": 1, "a": 2}')) == "invalid JSON: duplicate key 'a'"
+    assert error(lambda: parse_json('{"a": 1, "a": 2}')) == "$.a: invalid JSON: duplicate key 'a'"
 
 
 def test_unknown_members():

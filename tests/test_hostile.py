@@ -1,0 +1,148 @@
+"""Hostile input: every row of issue 12's table ends in one clean line (or success), never
+an internal error, a hang or an allocation the machine cannot make."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from frontends.model_builder import ModelBuilder
+from tests.conftest import EXAMPLES, ROOT, write_json
+
+
+def model_doc() -> dict:
+    return json.loads((EXAMPLES / "ffn.json").read_text())
+
+
+def one_error(result, *words):
+    assert result.code == 1, (result.code, result.err)
+    assert result.err.count("\n") == 1 and result.err.startswith("planc: error: "), result.err
+    for word in words:
+        assert word in result.err, result.err
+
+
+def test_deep_nesting(planc, tmp_path):
+    text = json.dumps(model_doc()).replace('"Nodes"', '"Deep": ' + "[" * 10000 + "]" * 10000
+                                           + ', "Nodes"', 1)
+    path = tmp_path / "deep.json"
+    path.write_text(text)
+    one_error(planc("check", path), "nested deeper than 200 levels")
+    shallow = tmp_path / "shallow.json"
+    shallow.write_text(json.dumps(model_doc()).replace(
+        '"Nodes"', '"Deep": ' + "[" * 300 + "]" * 300 + ', "Nodes"', 1))
+    one_error(planc("check", shallow), "$.Deep[0][0]", "nested deeper than 200 levels")
+
+
+@pytest.mark.parametrize("key, value, path", [
+    ("DataType", ["FP16"], "$.Nodes[0].Op.ReadTensors[0].DataType: expected a string"),
+    ("Buffer", {"Id": 0, "Rank": {}, "SendTags": [], "RecvTags": []},
+     "$.Nodes[0].Op.ReadTensors[0].Buffer.Rank: expected an integer"),
+])
+def test_wrong_types_where_keys_are_expected(planc, tmp_path, key, value, path):
+    doc = model_doc()
+    doc["Nodes"][0]["Op"]["ReadTensors"][0][key] = value
+    one_error(planc("check", write_json(tmp_path / "m.json", doc)), path)
+
+
+def test_integers_outside_int64(planc, tmp_path):
+    doc = model_doc()
+    doc["Nodes"][0]["Op"]["ReadTensors"][0]["Strides"][0] = -2 ** 63 - 1
+    one_error(planc("check", write_json(tmp_path / "m.json", doc)), "Strides[0]")
+
+
+def huge_model(tmp_path, shape):
+    m = ModelBuilder()
+    m.relu(m.tensor(shape))
+    from backends.ark_model import emit_model
+
+    path = tmp_path / "huge.json"
+    path.write_text(emit_model(m.finish()))
+    return path
+
+
+@pytest.mark.parametrize("args, words", [
+    (("-t", "ark"), "more than the 85.9 GB of memory of a100"),
+    (("-t", "ark", "--planner", "ark-default"), "more than the 85.9 GB of memory of a100"),
+    (("-t", "tt"), "of DRAM of wormhole_b0"),
+    (("-t", "gemini"), "planc schedules on Gemini"),
+    (("-t", "cpu", "-o", "prog"), "more than the 85.9 GB"),
+])
+def test_huge_shapes_are_refused_before_any_work(planc, tmp_path, args, words):
+    path = huge_model(tmp_path, [1, 2 ** 20, 2 ** 20])
+    out = [] if "-o" in args else ["-o", str(tmp_path / "out.json")]
+    one_error(planc(path, *[str(tmp_path / a) if a == "prog" else a for a in args], *out),
+              words)
+
+
+def test_huge_shapes_are_not_simulated(planc, tmp_path):
+    path = huge_model(tmp_path, [1, 2 ** 20, 2 ** 20])
+    assert planc("check", path).code == 0          # a legal model, only too big to run
+    one_error(planc("simulate", path), "planc's numpy interpreter runs")
+
+
+def test_a_deep_chain_listed_consumers_first(planc, tmp_path):
+    layers = {}
+    for i in range(1500):
+        layers[f"l{i}"] = {"operation": "relu", "input_shape": [[1, 8, 4, 4]],
+                           "output_shape": [[1, 8, 4, 4]], "input_dtype": ["int8"],
+                           "output_dtype": ["int8"],
+                           "previous_layer": [f"l{i - 1}"] if i else ["input"],
+                           "next_layer": [f"l{i + 1}"] if i < 1499 else ["output"]}
+    path = write_json(tmp_path / "chain.json", dict(reversed(list(layers.items()))))
+    assert planc("check", path).code == 0
+    assert planc(path, "-t", "gemini-layers", "-o", tmp_path / "again.json").code == 0
+
+
+def test_text_that_cannot_be_written(planc, tmp_path):
+    doc = model_doc()
+    doc["Nodes"][0]["Op"]["Name"] = "x\ud800y"
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    one_error(planc("check", path), "half of a UTF-16 surrogate pair")
+
+
+def test_names_cannot_inject_code(planc, tmp_path):
+    doc = model_doc()
+    doc["Nodes"][0]["Op"]["Name"] = "x\n#error injected\n\x00"
+    out = tmp_path / "prog"
+    assert planc(write_json(tmp_path / "m.json", doc), "-t", "cpu", "-o", out).code == 0
+    for line in (out / "plan.cpp").read_text().splitlines():
+        assert not line.lstrip().startswith("#error") and "\x00" not in line
+
+
+def test_output_over_the_input_is_refused(planc, tmp_path):
+    path = write_json(tmp_path / "m.json", model_doc())
+    before = path.read_text()
+    one_error(planc(path, "-t", "ark", "-o", path), "does not write over its input")
+    assert path.read_text() == before
+
+
+def test_duplicate_keys_name_their_path(planc, tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps(model_doc()).replace('"Rank": 0', '"Rank": 0, "Rank": 1', 1))
+    one_error(planc("check", path), "$.Rank: invalid JSON: duplicate key 'Rank'")
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    code = ("import sys; from compiler.driver import main; sys.exit(main(['simulate', "
+            f"{str(EXAMPLES / 'ffn.json')!r}]))")
+    command = f"{sys.executable} -c \"{code}\" | head -1"
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT,
+                            capture_output=True, text=True, env={**os.environ})
+    assert result.returncode == 0, result.stderr
+    assert "Error" not in result.stderr and result.stdout.count("\n") == 1
+
+
+def test_outputs_get_the_umasks_modes(planc, tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", tmp_path / "p.json").code == 0
+        assert planc(EXAMPLES / "ffn.json", "-t", "cpu", "-o", tmp_path / "prog").code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "prog").stat().st_mode & 0o777 == 0o755
