@@ -201,6 +201,10 @@ def _reject_constant(name: str) -> Any:
 MAX_DEPTH = 200
 """Deepest nesting of arrays and objects planc reads (real documents nest fewer than 10)."""
 
+# Integers of 19 or more digits, checked against the 64-bit range before parsing (a regex runs
+# at C speed over big files). A string that is only digits is no integer (the lookarounds
+# exclude quotes); one holding a long digit run after other text would be refused too.
+_LONG_INTEGER = re.compile(r'(?<![\w."\\.])-?\d{19,}(?![\w."\\.eE])')
 _LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
                              r"|(?<![0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
@@ -208,6 +212,12 @@ _LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
 def parse_json(text: str) -> JsonNode:
     """Parse JSON text strictly (no NaN/Infinity, no duplicate keys, no text that cannot be
     written back, nesting at most `MAX_DEPTH` deep)."""
+    for number in _LONG_INTEGER.finditer(text):
+        if not -(1 << 63) <= int(number.group()) < 1 << 64:
+            line = text.count("\n", 0, number.start()) + 1
+            raise PlancError(f"invalid JSON at line {line}: the integer {number.group()[:30]} "
+                             "is outside the 64-bit range every format's fields use "
+                             "([-2^63, 2^64): MSCCL++ writes 2^64-1 as an unlimited size)")
     surrogate = _LONE_SURROGATE.search(text)
     if surrogate is not None:
         line = text.count("\n", 0, surrogate.start()) + 1
@@ -215,8 +225,8 @@ def parse_json(text: str) -> JsonNode:
                          "UTF-16 surrogate pair, a character no UTF-8 file can hold")
     try:
         value = json.loads(
-            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
-        )
+            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant,
+            parse_float=_finite_float)
     except RecursionError:
         raise PlancError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels (planc's "
                          "limit)", path="$") from None
@@ -250,6 +260,13 @@ def _too_deep(value: Any) -> str | None:
             stack.extend((v, depth + 1, (*steps, i)) for i, v in enumerate(node)
                          if isinstance(v, dict | list))
     return None
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:30]} is too large for a 64-bit float")
+    return value
 
 
 class _Duplicates(dict):

@@ -51,7 +51,11 @@ def test_wrong_types_where_keys_are_expected(planc, tmp_path, key, value, path):
 def test_integers_outside_int64(planc, tmp_path):
     doc = model_doc()
     doc["Nodes"][0]["Op"]["ReadTensors"][0]["Strides"][0] = -2 ** 63 - 1
-    one_error(planc("check", write_json(tmp_path / "m.json", doc)), "Strides[0]")
+    one_error(planc("check", write_json(tmp_path / "m.json", doc)),
+              "is outside the 64-bit range")
+    for stride in (2 ** 42, 2 ** 64 - 1):      # in the range JSON readers accept, but wrong
+        doc["Nodes"][0]["Op"]["ReadTensors"][0]["Strides"][0] = stride
+        one_error(planc("check", write_json(tmp_path / "m.json", doc)), "ReadTensors[0]")
 
 
 def huge_model(tmp_path, shape):
