@@ -22,6 +22,7 @@ import argparse
 import gc
 import io
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 PROG = "planc"
+LOG = logging.getLogger("planc.pipeline")
 SUBCOMMANDS = ("check", "simulate", "plot", "tune")
 
 
@@ -60,6 +62,41 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="source_format", metavar="FORMAT",
                         choices=[f.name for f in FORMATS],
                         help="the input's format, when detection should not decide")
+
+
+def _add_common_options(parser: argparse.ArgumentParser, json_help: str | None) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line on stderr")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log each step's time on stderr (the `planc` logger at INFO; "
+                             "-vv: DEBUG)")
+    if json_help:
+        parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def configure_output(args: argparse.Namespace) -> None:
+    """-q silences progress lines; -v sends the `planc` loggers to stderr. Library users
+    configure the `planc` logger themselves; planc adds its handler only when asked."""
+    from compiler import progress
+
+    progress.QUIET = bool(getattr(args, "quiet", False))
+    logger = logging.getLogger("planc")
+    logger.removeHandler(_STDERR_LOG)
+    verbose = getattr(args, "verbose", 0)
+    if verbose:
+        _STDERR_LOG.setStream(sys.stderr)     # the current stderr (tests replace it)
+        logger.addHandler(_STDERR_LOG)
+        logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+
+
+_STDERR_LOG = logging.StreamHandler()
+_STDERR_LOG.setFormatter(logging.Formatter(f"{PROG}: %(message)s"))
+
+
+def error_json(e: PlancError) -> dict[str, Any]:
+    """An error as `--json` prints it."""
+    return {"ok": False, "errors": [{"file": e.file, "path": e.path, "rule": e.rule,
+                                     "message": " ".join(e.message.split())}]}
 
 
 def _add_flags(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +145,8 @@ def compile_parser() -> argparse.ArgumentParser:
     parser.add_argument("--print-ir-after-all", action="store_true",
                         help="print the IR to stderr after every pass")
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    _add_common_options(parser, "with -o: print a JSON summary on stdout (output, size, the "
+                                "time of each step and pass)")
     _add_input_options(parser)
     _add_flags(parser)
     return parser
@@ -146,7 +185,7 @@ def tune_parser() -> argparse.ArgumentParser:
                         "the results in DIR instead of tuning")
     parser.add_argument("--plot", metavar="IMAGE", help="with --report: draw every candidate "
                         "and the time/memory front (needs planc[plot])")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    _add_common_options(parser, None)
     _add_input_options(parser)
     group = parser.add_argument_group("fixed target options (not explored)")
     for flag in all_flags():
@@ -202,9 +241,8 @@ def command_parser(command: str) -> argparse.ArgumentParser:
     if command == "plot":
         parser.add_argument("-o", "--output", required=True, metavar="IMAGE",
                             help="image file to write (.png, .svg or .pdf)")
-    else:
-        parser.add_argument("--json", action="store_true",
-                            help="print one JSON object on stdout")
+    _add_common_options(parser, "print one JSON object on stdout (errors too, as {file, path, "
+                                "rule, message})")
     _add_input_options(parser)
     _add_flags(parser)
     return parser
@@ -292,24 +330,41 @@ def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False) -> None:
-    """Apply the pass pipeline `spec` to `module`, verifying after every pass."""
+def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
+                 ) -> list[tuple[str, float]]:
+    """Apply the pass pipeline `spec` to `module`, verifying after every pass. Each pass's
+    time (and its verification's) is logged at INFO on the `planc.pipeline` logger (`planc
+    -v`); on a terminal a progress line names the pass that runs. Returns (pass, seconds)
+    per pass, verification included."""
     if not spec:
-        return
+        return []
+    from time import perf_counter
+
     from xdsl.passes import PassPipeline
 
     from backends.mlir import print_module
     from compiler.context import planc_context
     from compiler.locations import verify_module
+    from compiler.progress import Stages
     from passes import get_all_passes
 
-    def after_each(previous, module: ModuleOp, _next) -> None:
-        if previous is None:
-            return
-        verify_module(module)
-        if print_ir:
-            sys.stderr.write(f"// -----// IR Dump After {previous.name} //----- //\n")
-            sys.stderr.write(print_module(module))
+    clock = [perf_counter()]
+    timings: list[tuple[str, float]] = []
+
+    def after_each(previous, module: ModuleOp, following) -> None:
+        if previous is not None:
+            ran = perf_counter()
+            verify_module(module)
+            LOG.info("pass %s: %.3f s (verify %.3f s)", previous.name, ran - clock[0],
+                     perf_counter() - ran)
+            timings.append((previous.name, perf_counter() - clock[0]))
+            stages.done()
+            if print_ir:
+                sys.stderr.write(f"// -----// IR Dump After {previous.name} //----- //\n")
+                sys.stderr.write(print_module(module))
+        if following is not None:
+            stages.start(following.name)
+        clock[0] = perf_counter()
 
     available = get_all_passes()
     try:
@@ -317,7 +372,9 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False) -> None
     except Exception as e:  # noqa: BLE001 -- xDSL reports spec errors as assorted exceptions
         raise UsageError(f"--pipeline: {e} (known passes: {', '.join(sorted(available))})"
                          ) from None
-    pipeline.apply(planc_context(), module)
+    with Stages(len(pipeline.passes), "pipeline") as stages:
+        pipeline.apply(planc_context(), module)
+    return timings
 
 
 @contextmanager
@@ -380,6 +437,8 @@ def refuse_overwriting_inputs(output: str | None, inputs: Sequence[str]) -> None
 
 
 def compile_command(args: argparse.Namespace) -> int:
+    from time import perf_counter
+
     from compiler.output import write_product
 
     target = target_named(args.target)
@@ -388,25 +447,45 @@ def compile_command(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown target '{args.target}' (known targets: {known})")
     if target.writes_directory and not args.output:
         raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
+    if args.json and (not args.output or args.output == "-"):
+        raise UsageError("--json prints a summary on stdout; give the output with -o")
     refuse_overwriting_inputs(args.output, args.inputs)
     options = scoped_options(args, target.name, f"--target {target.name}")
+    steps = {"load": perf_counter()}
     source, module = _synthesize_or_load(args, target, options)
     backend = target.load()
     spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, options)
+    steps["pipeline"] = perf_counter()
     try:
         with without_garbage_collection():
-            run_pipeline(module, spec, print_ir=args.print_ir_after_all)
+            passes = run_pipeline(module, spec, print_ir=args.print_ir_after_all)
+            steps["emit"] = perf_counter()
             product = backend.emit(module, options)
     except PlancError as e:
         # With several inputs, only the error itself knows which file it is about.
         raise e.in_file(args.input) if len(args.inputs) == 1 else e from None
+    steps["write"] = perf_counter()
     if args.output and args.output != "-":
         write_product(args.output, product)
     elif isinstance(product, str):
         sys.stdout.write(product)
     else:
         raise UsageError(f"--target {target.name} writes several files; give -o DIR")
+    seconds = _step_seconds(steps, perf_counter())
+    LOG.info("%s", ", ".join(f"{step} {t:.3f} s" for step, t in seconds.items()))
+    if args.json:
+        files = product if isinstance(product, dict) else {"": product}
+        print(json.dumps({"ok": True, "target": target.name, "output": args.output,
+                          "files": len(files), "bytes": sum(len(t) for t in files.values()),
+                          "seconds": seconds,
+                          "passes": [{"name": n, "seconds": round(t, 6)} for n, t in passes]}))
     return 0
+
+
+def _step_seconds(starts: dict[str, float], end: float) -> dict[str, float]:
+    """{step: seconds} from the start time of each step, in order, and the end time."""
+    times = [*starts.values(), end]
+    return {step: round(b - a, 6) for step, a, b in zip(starts, times, times[1:], strict=False)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,7 +549,10 @@ def plot_command(args: argparse.Namespace) -> int:
     image = io.BytesIO()
     draw(drawn, image, os.path.splitext(args.output)[1].lstrip(".") or "png")
     write_product(args.output, image.getvalue())
-    print(f"{args.output}: {len(drawn)} picture{'s' * (len(drawn) != 1)}")
+    if args.json:
+        print(json.dumps({"ok": True, "output": args.output, "pictures": len(drawn)}))
+    else:
+        print(f"{args.output}: {len(drawn)} picture{'s' * (len(drawn) != 1)}")
     return 0
 
 
@@ -491,6 +573,7 @@ def single_threaded_blas() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     single_threaded_blas()
     argv = list(sys.argv[1:] if argv is None else argv)
+    args = None
     try:
         if argv and argv[0] in SUBCOMMANDS:
             command = argv[0]
@@ -502,9 +585,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.inputs = args.input
             args.input = args.inputs[0] if args.inputs else None
             handler = compile_command
+        configure_output(args)
         return handler(args)
     except PlancError as e:
         sys.stderr.write(f"{PROG}: error: {e}\n")
+        if getattr(args, "json", False):
+            print(json.dumps(error_json(e)))
         return 1
     except BrokenPipeError:
         # The reader of stdout went away (`planc simulate p.json | head`): end quietly, and
