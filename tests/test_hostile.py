@@ -150,3 +150,25 @@ def test_outputs_get_the_umasks_modes(planc, tmp_path):
         os.umask(old)
     assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "prog").stat().st_mode & 0o777 == 0o755
+
+
+def test_large_unknown_members_are_kept_packed(planc, tmp_path):
+    """A big vendor member is kept exactly, as one dense array rather than an attribute per
+    element (a 28M-integer member took minutes and gigabytes that way)."""
+    from dialects.json_value import from_attr, to_attr
+
+    doc = model_doc()
+    doc["Table"] = list(range(-5, 200_000))
+    doc["Floats"] = [i / 7 for i in range(100)] + [-0.0]
+    doc["Mixed"] = [1, 2.5] * 50 + [True]
+    doc["Huge"] = [2 ** 63] * 70              # beyond int64: kept exactly, not packed
+    path = write_json(tmp_path / "m.json", doc)
+    result = planc(path, "-t", "ark-model", "-o", tmp_path / "out.json")
+    assert result.code == 0, result.err
+    back = json.loads((tmp_path / "out.json").read_text())
+    for key in ("Table", "Floats", "Mixed", "Huge"):
+        assert back[key] == doc[key] and list(map(type, back[key])) == list(map(type, doc[key]))
+    assert type(to_attr(doc["Table"])).__name__ == "DenseArrayBase"
+    assert type(to_attr(doc["Mixed"])).__name__ == "ArrayAttr"
+    assert from_attr(to_attr(doc["Floats"]))[-1] == 0.0 and \
+        str(from_attr(to_attr(doc["Floats"]))[-1]) == "-0.0"
