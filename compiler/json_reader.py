@@ -255,19 +255,44 @@ _CONTAINERS = frozenset((dict, list))
 
 def _too_deep(value: Any) -> str | None:
     """The path of a value nested deeper than `MAX_DEPTH`, found without recursion; only
-    containers are visited (a list of numbers is checked by its first element)."""
-    stack: list[tuple[Any, int, tuple]] = [(value, 0, ())]
+    containers are visited, and a list of scalars is dismissed at C speed. Paths are built
+    only for the offending value (building one per container costs seconds on big files)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
-        node, depth, steps = stack.pop()
+        node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return extend_path("$", *steps[:8]) + ("..." if len(steps) > 8 else "")
+            return _deep_path(value)
         if isinstance(node, dict):
-            stack.extend((v, depth + 1, (*steps, k)) for k, v in node.items()
-                         if isinstance(v, dict | list))
-        elif isinstance(node, list) and not _CONTAINERS.isdisjoint(map(type, node)):
-            stack.extend((v, depth + 1, (*steps, i)) for i, v in enumerate(node)
-                         if isinstance(v, dict | list))
+            children = node.values()
+        elif _CONTAINERS.isdisjoint(map(type, node)):
+            continue
+        else:
+            children = node
+        stack.extend((child, depth + 1) for child in children if type(child) in _CONTAINERS)
     return None
+
+
+def _deep_path(value: Any) -> str:
+    """The path to the first container deeper than `MAX_DEPTH` (known to exist)."""
+    steps: list[Any] = []
+    node = value
+    while len(steps) <= MAX_DEPTH:
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        key, node = next((k, v) for k, v in items if type(v) in _CONTAINERS and
+                         _depth_over(v, MAX_DEPTH - len(steps) - 1))
+        steps.append(key)
+    return extend_path("$", *steps[:8]) + ("..." if len(steps) > 8 else "")
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if type(c) in _CONTAINERS)
+    return False
 
 
 def _finite_float(text: str) -> float:
