@@ -250,6 +250,41 @@ class Communication:
     def comm_events(self, rank: int) -> list[Event]:
         return [e for e in self.events[rank] if isinstance(e, Event)]
 
+    def matched_transfers(self) -> list[tuple[Event, Event]]:
+        """Each plain send with the receive that waits for it: the n-th send from A to B
+        with tag t pairs with B's n-th receive from A with tag t."""
+        sends: dict[tuple[int, int, int], list[Event]] = defaultdict(list)
+        for rank in range(self.ranks):
+            for event in self.comm_events(rank):
+                if event.kind == "send":
+                    sends[(rank, event.peer, event.tag)].append(event)
+        pairs = []
+        for rank in range(self.ranks):
+            taken: dict[tuple[int, int, int], int] = defaultdict(int)
+            for event in self.comm_events(rank):
+                if event.kind != "recv":
+                    continue
+                key = (event.peer, rank, event.tag)
+                if taken[key] < len(sends[key]):
+                    pairs.append((sends[key][taken[key]], event))
+                taken[key] += 1
+        return pairs
+
+    def staged_transfers(self) -> set[int]:
+        """The sends (by `id`) whose landing place its receiver touches before the matching
+        receive (it sends from there, adds from there, or writes there). The data may
+        arrive at any time between the send and the receive, so writing it into place
+        directly would race with the receiver's own use: such a transfer lands in the
+        receiver's scratch and is copied into place at the receive."""
+        staged = set()
+        for send, recv in self.matched_transfers():
+            events = self.events[recv.rank]
+            before = events[:next(i for i, e in enumerate(events) if e is recv)]
+            if any(_overlap(span, send.target) for event in before
+                   for span, _ in _spans(event)):
+                staged.add(id(send))
+        return staged
+
     def has_communication(self) -> bool:
         return any(self.comm_events(r) for r in range(self.ranks))
 
@@ -314,6 +349,11 @@ def layout(comm: Communication, with_arithmetic: bool = False) -> Layout:
     return Layout(chunk, places, dict(chunks), alignment)
 
 
+def _overlap(a: Span, b: Span) -> bool:
+    return a.rank == b.rank and a.buffer == b.buffer and a.start < b.start + b.size and \
+        b.start < a.start + a.size
+
+
 def _spans(event: Event | Arith) -> list[tuple[Span, bool]]:
     if isinstance(event, Arith):
         return [(s, False) for s in [*event.sources, event.target]]
@@ -350,6 +390,12 @@ class ReferenceRun:
         self.consumed: dict[tuple[int, int, int], int] = defaultdict(int)
         self.synced: dict[int, int] = defaultdict(int)
         self.position = {r: 0 for r in range(comm.ranks)}
+        self.staged = comm.staged_transfers()
+        self.landings = {id(recv): send.target for send, recv in comm.matched_transfers()
+                         if id(send) in self.staged}
+        """Receives of staged transfers -> where they put the data."""
+        self.in_flight: dict[tuple[int, int, int], list[list[Value]]] = defaultdict(list)
+        """Staged transfers' data, sent and not yet received, per (sender, receiver, tag)."""
 
     def _cells(self, span: Span, packets: bool = False) -> tuple[list[Value], int, int]:
         letter, first, count = self.layout.ref(span, packets)
@@ -393,10 +439,17 @@ class ReferenceRun:
             return
         kind = event.kind
         if kind in ("send", "send_packets"):
-            self.write(event.target, self.read(event.source), kind == "send_packets")
-            self.arrived[(event.rank, event.peer, event.tag)] += 1
+            key = (event.rank, event.peer, event.tag)
+            if id(event) in self.staged:  # lands at the receive (see staged_transfers)
+                self.in_flight[key].append(self.read(event.source))
+            else:
+                self.write(event.target, self.read(event.source), kind == "send_packets")
+            self.arrived[key] += 1
         elif kind in ("recv", "recv_packets"):
-            self.consumed[(event.peer, event.rank, event.tag)] += 1
+            key = (event.peer, event.rank, event.tag)
+            self.consumed[key] += 1
+            if kind == "recv" and id(event) in self.landings:
+                self.write(self.landings[id(event)], self.in_flight[key].pop(0))
             if kind == "recv_packets":
                 self.write(event.target, self.read(event.scratch, True))
         elif kind in ("reduce_send", "reduce_send_packets"):

@@ -9,7 +9,9 @@ Two routes, decided by what the model computes (see `communication.ReferenceRun`
   size (or the one `--algorithm`/`--protocol`/`--instances` name), in place when the sum
   overwrites the input. The adds disappear into the algorithm.
 * **Point to point.** Otherwise each rank's communication is translated op by op into one
-  thread block, in model order: `Send` is a put into the peer's buffer and a signal;
+  thread block, in model order, after a handshake (signal and wait) with every peer it
+  exchanges plain data with, so that no put lands before the peer's kernel has started (as
+  the MSCCL++ DSL opens its plans): `Send` is a put into the peer's buffer and a signal;
   `Recv` waits until the matching send's signal (counting signals per channel, so receives
   may come in any order of tags); `SendDone` needs nothing (memory-channel puts are done
   when they return); packet sends and receives are `ppkt`/`upkt` through scratch (no
@@ -18,7 +20,10 @@ Two routes, decided by what the model computes (see `communication.ReferenceRun`
   its group. The plan is in place: each rank's buffers that take part are laid out one
   after the other in its input (= output) buffer, packet buffers in scratch. The
   collective's name is `custom`; the result must equal the reference run of the model, which
-  the tests check with the simulator.
+  the tests check with the simulator. A transfer whose landing place the receiver itself
+  uses before the receive (it sends from there, say: an exchange in place) would race with
+  that use if put straight there; it lands in the receiver's scratch and is copied into place
+  at the receive (`Communication.staged_transfers`).
 
 Both record where each ARK buffer went in a top-level `planc_buffers` member (the executor
 ignores keys it does not know).
@@ -257,11 +262,35 @@ def _span_json(span: Span) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
+def handshake_peers(comm: Communication) -> dict[int, list[int]]:
+    """Per rank, the peers it must handshake with before anything else: those it puts plain
+    data into or that put plain data into it. A GPU's kernel starts when its own stream gets
+    there: a put before the peer has shown it started could overwrite its input while its
+    caller still writes it (or its output while the caller still reads it). LL packets need
+    no handshake (their flag changes with every launch)."""
+    peers: dict[int, set[int]] = defaultdict(set)
+    for rank in range(comm.ranks):
+        for event in comm.comm_events(rank):
+            targets = [event.peer] if event.kind == "send" else []
+            if event.kind == "reduce_send":
+                targets += [p for p, _, _ in event.fanout]
+            for peer in targets:
+                if peer != rank:
+                    peers[rank].add(peer)
+                    peers[peer].add(rank)
+    return {rank: sorted(found) for rank, found in peers.items()}
+
+
 class _Signals:
-    """Which signal (1-based, per sending rank and peer) announces each transfer and sync."""
+    """Which signal (1-based, per sending rank and peer) announces each transfer and sync
+    (the opening handshake's signal, where there is one, is number 1)."""
 
     def __init__(self, comm: Communication):
         self.count: dict[tuple[int, int], int] = defaultdict(int)
+        self.handshakes = handshake_peers(comm)
+        for rank, peers in self.handshakes.items():
+            for peer in peers:
+                self.count[(rank, peer)] = 1
         self.transfers: dict[tuple[int, int, int], list[int]] = defaultdict(list)
         self.syncs: dict[tuple[int, int], list[int]] = defaultdict(list)
         for rank in range(comm.ranks):
@@ -304,7 +333,9 @@ def point_to_point(comm: Communication, lay: Layout) -> ms.AlgorithmOp:
     packets = any(e.kind.endswith("packets") for r in range(comm.ranks)
                   for e in comm.comm_events(r))
     inputs = max((lay.chunks.get((r, "i"), 0) for r in range(comm.ranks)), default=0)
-    scratch = max((lay.chunks.get((r, "s"), 0) for r in range(comm.ranks)), default=0)
+    staging = _staging(comm, lay)
+    scratch = max([lay.chunks.get((r, "s"), 0) for r in range(comm.ranks)]
+                  + [first + count for _, first, count in staging.values()], default=0)
     buffers = [[{"ark_buffer": buffer, "buffer": letter, "index": first,
                  "size": comm.buffers[(owner, buffer)] // (2 if letter == "s" else 1)
                  // lay.chunk}
@@ -316,8 +347,24 @@ def point_to_point(comm: Communication, lay: Layout) -> ms.AlgorithmOp:
     links = _links(comm, plan)
     signals = _Signals(comm)
     for rank in range(comm.ranks):
-        _Translator(comm, lay, plan, links, signals, rank).run()
+        _Translator(comm, lay, plan, links, signals, rank, staging).run()
     return plan.build()
+
+
+def _staging(comm: Communication, lay: Layout) -> dict[int, tuple[int, int, int]]:
+    """Scratch slots of the staged transfers (`Communication.staged_transfers`): the send's
+    and the receive's `id` -> (receiving rank, first scratch chunk, chunks). Slots follow
+    the packet buffers, whose packets take twice their data chunks."""
+    staged = comm.staged_transfers()
+    used = {r: 2 * lay.chunks.get((r, "s"), 0) for r in range(comm.ranks)}
+    slots: dict[int, tuple[int, int, int]] = {}
+    for send, recv in comm.matched_transfers():
+        if id(send) not in staged:
+            continue
+        count = send.target.size // lay.chunk
+        slots[id(send)] = slots[id(recv)] = (recv.rank, used[recv.rank], count)
+        used[recv.rank] += count
+    return slots
 
 
 def _links(comm: Communication, plan: PlanBuilder) -> dict[tuple[int, int], Link]:
@@ -335,8 +382,9 @@ def _links(comm: Communication, plan: PlanBuilder) -> dict[tuple[int, int], Link
 
 class _Translator:
     def __init__(self, comm: Communication, lay: Layout, plan: PlanBuilder,
-                 links: dict[tuple[int, int], Link], signals: _Signals, rank: int):
-        self.comm, self.lay, self.plan = comm, lay, plan
+                 links: dict[tuple[int, int], Link], signals: _Signals, rank: int,
+                 staging: dict[int, tuple[int, int, int]]):
+        self.comm, self.lay, self.plan, self.staging = comm, lay, plan, staging
         self.links, self.signals, self.rank = links, signals, rank
         self.tb: BlockBuilder = plan.block(rank, 0)
         self.waited: dict[int, int] = defaultdict(int)
@@ -357,6 +405,10 @@ class _Translator:
             self.waited[peer] += 1
 
     def run(self) -> None:
+        peers = self.signals.handshakes.get(self.rank, [])
+        self.tb.handshake([self.links[(self.rank, p)] for p in peers])
+        for peer in peers:
+            self.waited[peer] = 1
         for event in self.comm.events[self.rank]:
             if isinstance(event, Arith):
                 if self.received_data:
@@ -378,7 +430,11 @@ class _Translator:
                 "that needs two communication phases (two plans), not one", send)
 
     def _send(self, event: Event) -> None:
-        self.tb.put([(self.local(event.source), self.remote(event.target))])
+        target = self.remote(event.target)
+        if id(event) in self.staging:
+            peer, first, count = self.staging[id(event)]
+            target = self.tb.remote_ref(peer, "s", first, count)
+        self.tb.put([(self.local(event.source), target)])
         self.tb.signal([self.links[(self.rank, event.peer)]])
 
     def _send_packets(self, event: Event) -> None:
@@ -386,6 +442,9 @@ class _Translator:
 
     def _recv(self, event: Event) -> None:
         self.wait_for(event.peer, self.signals.next_transfer(event.peer, self.rank, event.tag))
+        if id(event) in self.staging:
+            _, first, count = self.staging[id(event)]
+            self.tb.copy(self.tb.local("s", first, count), self.local(event.target))
         self.received_data = True
 
     def _recv_packets(self, event: Event) -> None:

@@ -69,7 +69,7 @@ def test_a_wrong_lowering_would_be_caught():
     report = _check_against_reference(lowered)
     assert not report.ok
     assert report.errors["unbalanced"] == [
-        "gpu 0 sends 1 signals on memory channel #0 to gpu 1, which waits 0 times: the next "
+        "gpu 0 sends 2 signals on memory channel #0 to gpu 1, which waits 1 times: the next "
         "launch would start with a stale signal"]
 
 
@@ -132,11 +132,14 @@ def test_cli_lowers_the_sendrecv_example(planc, tmp_path):
     plan = json.loads(out.read_text())
     assert plan["collective"] == "custom"
     ops = [[op["name"] for op in g["threadblocks"][0]["ops"]] for g in plan["gpus"]]
-    assert ops == [["put", "nop", "signal"], ["wait"]]
+    # A handshake first: rank 0 puts only once rank 1 has shown that its kernel started.
+    assert ops == [["rlxsignal", "rlxwait", "nop", "put", "nop", "signal"],
+                   ["rlxsignal", "rlxwait", "wait"]]
     assert plan["planc_buffers"][0] == [{"ark_buffer": 1, "buffer": "i", "index": 0,
                                          "size": 1}]
     simulated = planc("simulate", out, "--json")
     assert simulated.code == 0 and simulated.json()["races"] == []
+    assert simulated.json()["before_start"] == []
 
 
 def test_cli_lowers_the_allreduce_example_with_flags(planc, tmp_path):
