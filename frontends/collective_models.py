@@ -194,3 +194,37 @@ def ring_shift_models(ranks: int, shape: Sequence[int] = (256,), dtype: str = "F
             m.copy(received, output=out)
         modules.append(m.finish())
     return modules
+
+
+def exchange_in_place_models(ranks: int, shape: Sequence[int] = (64,), dtype: str = "FP32"
+                             ) -> list[ModuleOp]:
+    """Every rank sends its tensor to the next rank and receives the previous rank's into
+    the same tensor (the receiver uses the landing place, to send from it, before the
+    receive)."""
+    modules = []
+    for rank in range(ranks):
+        m = CommunicationBuilder(rank, ranks)
+        tag, = m.first_tag(1)
+        nxt, prev = (rank + 1) % ranks, (rank - 1) % ranks
+        x = m.tensor(shape, dtype, buffer=m.buffer(recv=[(prev, tag)]))
+        m.send_into(x, nxt, tag)
+        m.recv_into(x, prev, tag)
+        modules.append(m.finish())
+    return modules
+
+
+def send_recv_matmul_models(m_rows: int = 64, k: int = 32, n: int = 16, dtype: str = "FP32"
+                            ) -> list[ModuleOp]:
+    """Rank 0 computes y = x @ w and sends it; rank 1 receives it and computes y @ w2."""
+    modules = []
+    for rank in range(2):
+        m = CommunicationBuilder(rank, 2)
+        tag, = m.first_tag(1)
+        if rank == 0:
+            y = m.matmul(m.tensor([m_rows, k], dtype), m.tensor([k, n], dtype))
+            m.send_into(y, 1, tag)
+        else:
+            received = m.recv_into(m.receiving([m_rows, n], dtype, [(0, tag)]), 0, tag)
+            m.matmul(received, m.tensor([n, 8], dtype))
+        modules.append(m.finish())
+    return modules
