@@ -47,9 +47,12 @@ from compiler.collectives.communication import (
     layout,
     reference_state,
 )
+from compiler.collectives.cost import padded_message
+from compiler.collectives.selection import note_padding
 from compiler.collectives.simulator import Expectation
 from compiler.collectives.synthesis import Spec, synthesize
 from compiler.diagnostics import PlancError
+from compiler.locations import source_path
 from dialects import ark
 from dialects import mscclpp as ms
 from dialects.json_value import dict_attr, dict_value
@@ -131,12 +134,15 @@ class AllReducePattern:
     bytes: int
 
 
-def _span_at(comm: Communication, lay: Layout, rank: int, first: int, count: int) -> Span | None:
-    """The ARK span placed at chunks [first, first + count) of rank's input, if in one buffer."""
+def _span_at(comm: Communication, lay: Layout, rank: int, first: int, like: Span
+             ) -> Span | None:
+    """The ARK span of `like`'s bytes placed from chunk `first` of rank's input (as many
+    chunks as `like` takes in the layout), if in one buffer."""
+    count = lay.ref(like)[2]
     for (owner, buffer), (letter, start) in lay.places.items():
-        size = comm.buffers[(owner, buffer)] // lay.chunk
+        size = lay.buffer_chunks((owner, buffer))
         if owner == rank and letter == "i" and start <= first and first + count <= start + size:
-            return Span(rank, buffer, (first - start) * lay.chunk, count * lay.chunk)
+            return Span(rank, buffer, (first - start) * lay.chunk, like.size)
     return None
 
 
@@ -152,7 +158,7 @@ def recognise_allreduce(comm: Communication, lay: Layout, run: ReferenceRun
                 continue
             bases = _full_sum(run.read(event.target), comm.ranks)
             if bases is not None and bases[rank] is not None:
-                source = _span_at(comm, lay, rank, bases[rank], event.target.size // lay.chunk)
+                source = _span_at(comm, lay, rank, bases[rank], event.target)
                 if source is not None:
                     found = (source, event.target)
         if found is None:
@@ -241,20 +247,37 @@ def _allreduce(pattern: AllReducePattern, comm: Communication, choice: Choice
         algorithm = fastest(spec, choice.protocol, pattern.bytes, choice.hardware,
                             fixed_instances=choice.instances).algorithm
     else:
-        algorithm = synthesize(spec)
-        unit = algorithm.alignment * algorithm.gpus()[0].chunks("i")
-        if pattern.bytes % unit:
-            raise PlancError(f"the all-reduce moves {pattern.bytes} bytes, which "
-                             f"{spec.name} cannot cut into its {unit // algorithm.alignment} "
-                             f"chunks of a multiple of {algorithm.alignment} bytes")
-    buffers = [{"input": _span_json(pattern.inputs[r]), "output": _span_json(pattern.outputs[r])}
-               for r in range(comm.ranks)]
+        algorithm = note_padding(synthesize(spec), pattern.bytes)
+    padded = padded_message(algorithm, pattern.bytes)
+    if padded != pattern.bytes:
+        _check_padding(comm, pattern, padded)
+    buffers = [{"input": _span_json(pattern.inputs[r], padded),
+                "output": _span_json(pattern.outputs[r], padded)} for r in range(comm.ranks)]
     algorithm.extra = dict_attr({**dict_value(algorithm.extra), "planc_buffers": buffers})
     return algorithm
 
 
-def _span_json(span: Span) -> dict:
-    return {"ark_buffer": span.buffer, "offset": span.start, "bytes": span.size}
+def _check_padding(comm: Communication, pattern: AllReducePattern, padded: int) -> None:
+    """The executor takes the all-reduce only as `padded` bytes (a multiple of the plan's
+    chunks x alignment): the bytes past each tensor, to `padded`, must be padding of its
+    buffer that no other tensor uses (the buffer plan then grows the buffer to hold them)."""
+    for span in pattern.inputs + pattern.outputs:
+        if span.start + span.size != comm.buffers[(span.rank, span.buffer)]:
+            model = comm.models[span.rank]
+            raise PlancError(
+                f"the all-reduce of {pattern.bytes} bytes runs on buffers padded to {padded} "
+                f"bytes, but on rank {span.rank} its tensor (bytes [{span.start}, "
+                f"{span.start + span.size}) of buffer {span.buffer}) is followed by other "
+                "data: give the all-reduced tensor a buffer of its own, or a size of a "
+                f"multiple of {padded - pattern.bytes + pattern.bytes} bytes",
+                path=source_path(model), file=comm.files[span.rank])
+
+
+def _span_json(span: Span, padded: int) -> dict:
+    found = {"ark_buffer": span.buffer, "offset": span.start, "bytes": span.size}
+    if padded != span.size:
+        found["padded_bytes"] = padded  # the executor is called with this size
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,8 +360,8 @@ def point_to_point(comm: Communication, lay: Layout) -> ms.AlgorithmOp:
     scratch = max([lay.chunks.get((r, "s"), 0) for r in range(comm.ranks)]
                   + [first + count for _, first, count in staging.values()], default=0)
     buffers = [[{"ark_buffer": buffer, "buffer": letter, "index": first,
-                 "size": comm.buffers[(owner, buffer)] // (2 if letter == "s" else 1)
-                 // lay.chunk}
+                 "size": lay.buffer_chunks((owner, buffer)),
+                 "bytes": comm.buffers[(owner, buffer)]}
                 for (owner, buffer), (letter, first) in sorted(lay.places.items())
                 if owner == rank] for rank in range(comm.ranks)]
     plan = PlanBuilder("ark_communication", "custom", comm.ranks, "LL" if packets else "Simple",
@@ -361,7 +384,7 @@ def _staging(comm: Communication, lay: Layout) -> dict[int, tuple[int, int, int]
     for send, recv in comm.matched_transfers():
         if id(send) not in staged:
             continue
-        count = send.target.size // lay.chunk
+        count = lay.ref(send.target)[2]
         slots[id(send)] = slots[id(recv)] = (recv.rank, used[recv.rank], count)
         used[recv.rank] += count
     return slots

@@ -139,7 +139,7 @@ def test_cli_lowers_the_sendrecv_example(planc, tmp_path):
     assert ops == [["rlxsignal", "rlxwait", "nop", "put", "nop", "signal"],
                    ["rlxsignal", "rlxwait", "wait"]]
     assert plan["planc_buffers"][0] == [{"ark_buffer": 1, "buffer": "i", "index": 0,
-                                         "size": 1}]
+                                         "size": 1, "bytes": 65536}]
     simulated = planc("simulate", out, "--json")
     assert simulated.code == 0 and simulated.json()["races"] == []
     assert simulated.json()["before_start"] == []
