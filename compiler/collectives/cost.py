@@ -296,7 +296,8 @@ def model_time(algorithm: ms.AlgorithmOp, hardware: Hardware,
     chunks = message_chunks(algorithm)
     if size % (chunks * algorithm.alignment):
         raise PlancError(f"message size {size} is not a multiple of {chunks} chunks x "
-                         f"buffer_alignment {algorithm.alignment}")
+                         f"buffer_alignment {algorithm.alignment}: run it on buffers padded "
+                         f"to {padded_message(algorithm, size)} bytes")
     program = expand(algorithm, size // chunks)
     if hardware.switch_Bps == 0 and any(
             step.name in ("glres", "gstore", "gstorepkt")

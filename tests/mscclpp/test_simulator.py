@@ -222,7 +222,8 @@ def test_simulate_cli_reports_and_exits(planc, tmp_path):
     result = planc("simulate", good, "--message-size", "1000")
     assert result.code == 1
     assert result.err == (f"planc: error: {good}: message size 1000 is not a multiple of 2 "
-                          "chunks x buffer_alignment 16\n")
+                          "chunks x buffer_alignment 16: run it on buffers padded to 1024 "
+                          "bytes\n")
 
 
 def test_port_channels_publish_puts_through_the_proxy():
