@@ -251,13 +251,17 @@ class Communication:
         return [e for e in self.events[rank] if isinstance(e, Event)]
 
     def matched_transfers(self) -> list[tuple[Event, Event]]:
-        """Each plain send with the receive that waits for it: the n-th send from A to B
-        with tag t pairs with B's n-th receive from A with tag t."""
+        """Each plain send with the receive that waits for it: the n-th transfer from A to B
+        with tag t (a send, or a RecvReduceSend's result) pairs with B's n-th receive from A
+        with tag t."""
         sends: dict[tuple[int, int, int], list[Event]] = defaultdict(list)
         for rank in range(self.ranks):
             for event in self.comm_events(rank):
                 if event.kind == "send":
                     sends[(rank, event.peer, event.tag)].append(event)
+                elif event.kind == "reduce_send":  # counts in the order, never staged
+                    for peer, tag, _ in event.fanout:
+                        sends[(rank, peer, tag)].append(event)
         pairs = []
         for rank in range(self.ranks):
             taken: dict[tuple[int, int, int], int] = defaultdict(int)
@@ -265,7 +269,7 @@ class Communication:
                 if event.kind != "recv":
                     continue
                 key = (event.peer, rank, event.tag)
-                if taken[key] < len(sends[key]):
+                if taken[key] < len(sends[key]) and sends[key][taken[key]].kind == "send":
                     pairs.append((sends[key][taken[key]], event))
                 taken[key] += 1
         return pairs
