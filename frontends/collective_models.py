@@ -228,3 +228,48 @@ def send_recv_matmul_models(m_rows: int = 64, k: int = 32, n: int = 16, dtype: s
             m.matmul(received, m.tensor([n, 8], dtype))
         modules.append(m.finish())
     return modules
+
+
+def random_transfer_models(seed: int, max_ranks: int = 5, width: int = 16,
+                           dtype: str = "FP32") -> tuple[list[ModuleOp], list[tuple]]:
+    """A random set of point-to-point transfers of `width` elements (a fixed seed gives the
+    same models): each rank has a `data` tensor of slots; each transfer sends one slot of the
+    sender's data either into a fresh tensor of the receiver or into a slot of the
+    receiver's data (in place, where the receiver may itself have sent from). Every rank
+    sends first, in a random order, then receives, in another. Returns the models and the
+    transfers as (sender, receiver, tag, source slot, target slot or None)."""
+    import random
+
+    rng = random.Random(seed)
+    ranks = rng.randint(2, max_ranks)
+    slots = 4
+    transfers = []
+    free = {r: list(range(slots)) for r in range(ranks)}
+    for tag in range(rng.randint(1, 2 * ranks)):
+        src = rng.randrange(ranks)
+        dst = rng.choice([r for r in range(ranks) if r != src])
+        target = free[dst].pop(rng.randrange(len(free[dst]))) \
+            if free[dst] and rng.random() < 0.6 else None
+        transfers.append((src, dst, tag, rng.randrange(slots), target))
+    modules = []
+    for rank in range(ranks):
+        m = CommunicationBuilder(rank, ranks)
+        tags = m.first_tag(len(transfers))
+        into = [(s, tags[t]) for s, d, t, _, slot in transfers if d == rank and slot is not None]
+        data = m.tensor([slots * width], dtype, buffer=m.buffer(recv=into))
+        mine = [t for t in transfers if t[0] == rank]
+        for _, dst, tag, slot, target in rng.sample(mine, len(mine)):
+            part = m.slice(data, [slot * width], [width])
+            if target is None:
+                m.send_into(part, dst, tags[tag])
+            else:
+                m.send_into(part, dst, tags[tag], whole=[slots * width],
+                            offsets=[target * width])
+        theirs = [t for t in transfers if t[1] == rank]
+        for src, _, tag, _, target in rng.sample(theirs, len(theirs)):
+            if target is None:
+                m.recv_into(m.receiving([width], dtype, [(src, tags[tag])]), src, tags[tag])
+            else:
+                m.recv_into(m.slice(data, [target * width], [width]), src, tags[tag])
+        modules.append(m.finish())
+    return modules, transfers
