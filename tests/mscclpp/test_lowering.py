@@ -294,3 +294,22 @@ def test_random_transfers_lower_race_free(seed):
             origin = lowered.layout.places[(src, data.buffer)][1]
             want = [(atom(src, origin + source * per_slot + k),) for k in range(per_slot)]
             assert got == want, (seed, rank, slot)
+
+
+@pytest.mark.parametrize("models", [lambda: ring_shift_models(3, (96,), "FP32"),
+                                    send_recv_matmul_models,
+                                    lambda: exchange_in_place_models(3)],
+                         ids=["ring3-fp32", "sendrecv-matmul", "exchange3"])
+def test_issue_models_through_the_cli_pass_strict_check(planc, tmp_path, models):
+    """The regression of issue 11 (2): written as model files, lowered by the command line
+    (both schemas), the plans pass `planc check --strict` (no put before the peer's start,
+    no race in the packed in-place buffer) and `planc simulate`."""
+    paths = _write(tmp_path, models())
+    for schema in ("seed", "executor"):
+        out = tmp_path / f"plan-{schema}.json"
+        made = planc(*paths, "-t", "mscclpp", "--mscclpp-schema", schema, "-o", out)
+        assert made.code == 0, made.err
+        checked = planc("check", "--strict", out)
+        assert checked.code == 0, checked.err
+        simulated = planc("simulate", out, "--json").json()
+        assert simulated["ok"] and simulated["before_start"] == [], simulated
