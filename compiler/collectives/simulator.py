@@ -19,7 +19,12 @@ third kind of thread: its puts become visible through the next signal on that ch
 or a flush. Two accesses to a cell conflict when one writes; they race when neither happens
 before the other. A rank's kernel ends when its blocks end: every access other ranks make to
 its input and output must happen before that, or the caller would see (or overwrite) data
-still in flight.
+still in flight. Symmetrically, a rank's kernel *starts* when its own stream reaches it,
+unrelated to its peers: each rank has a start component that all its blocks know from their
+first step, and an access to a peer's memory whose knowledge lacks the peer's start (no
+signal, packet or token from the peer leads to it) races with the peer's caller, which may
+still be writing the input or reading the previous output (`before_start`; LL packets and
+double-buffered scratch are exempt, see `_check_started`).
 """
 
 from __future__ import annotations
