@@ -113,9 +113,9 @@ def lower_models(models: list[ark.ModelOp], files: list[str | None],
     if choice.recognise:
         pattern = recognise_allreduce(comm, full, run) or \
             recognise_inplace_allreduce(comm, full, run)
-    if pattern is not None:
-        return Lowered(_allreduce(pattern, comm, choice), "allreduce", full.chunk, run, full,
-                       comm)
+    algorithm = _allreduce(pattern, comm, choice) if pattern is not None else None
+    if algorithm is not None:
+        return Lowered(algorithm, "allreduce", full.chunk, run, full, comm)
     plan_layout = layout(comm)
     reference = reference_state(comm, plan_layout)
     return Lowered(point_to_point(comm, plan_layout), "point-to-point", plan_layout.chunk,
@@ -237,7 +237,10 @@ def _full_sum(values: list, ranks: int) -> list[int | None] | None:
 
 
 def _allreduce(pattern: AllReducePattern, comm: Communication, choice: Choice
-               ) -> ms.AlgorithmOp:
+               ) -> ms.AlgorithmOp | None:
+    """The standard all-reduce for the pattern; None (lower op by op) when it would need
+    padding that other data of the tensors' buffers leaves no room for, unless the choice
+    names the algorithm (then that is an error)."""
     inplace = pattern.inputs == pattern.outputs
     spec = Spec("allreduce", comm.ranks, choice.algorithm, choice.protocol or "Simple",
                 choice.instances or 1, inplace)
@@ -249,28 +252,33 @@ def _allreduce(pattern: AllReducePattern, comm: Communication, choice: Choice
     else:
         algorithm = note_padding(synthesize(spec), pattern.bytes)
     padded = padded_message(algorithm, pattern.bytes)
-    if padded != pattern.bytes:
-        _check_padding(comm, pattern, padded)
+    blocked = _unpaddable(comm, pattern) if padded != pattern.bytes else None
+    if blocked is not None:
+        if choice.algorithm == "auto":
+            return None
+        model = comm.models[blocked.rank]
+        raise PlancError(
+            f"the all-reduce of {pattern.bytes} bytes runs on buffers padded to {padded} "
+            f"bytes, but on rank {blocked.rank} its tensor (bytes [{blocked.start}, "
+            f"{blocked.start + blocked.size}) of buffer {blocked.buffer}) is followed by other "
+            f"data: give the all-reduced tensor a buffer of its own, make it {padded} bytes, "
+            "or let planc choose (--algorithm auto lowers it op by op)",
+            path=source_path(model), file=comm.files[blocked.rank])
     buffers = [{"input": _span_json(pattern.inputs[r], padded),
                 "output": _span_json(pattern.outputs[r], padded)} for r in range(comm.ranks)]
     algorithm.extra = dict_attr({**dict_value(algorithm.extra), "planc_buffers": buffers})
     return algorithm
 
 
-def _check_padding(comm: Communication, pattern: AllReducePattern, padded: int) -> None:
-    """The executor takes the all-reduce only as `padded` bytes (a multiple of the plan's
-    chunks x alignment): the bytes past each tensor, to `padded`, must be padding of its
-    buffer that no other tensor uses (the buffer plan then grows the buffer to hold them)."""
+def _unpaddable(comm: Communication, pattern: AllReducePattern) -> Span | None:
+    """A tensor of the all-reduce that cannot grow into padding: the executor takes the
+    message only as a multiple of the plan's chunks x alignment, so the bytes past each
+    tensor must be its buffer's own slack, which no other tensor uses (the buffer plan then
+    grows the buffer)."""
     for span in pattern.inputs + pattern.outputs:
         if span.start + span.size != comm.buffers[(span.rank, span.buffer)]:
-            model = comm.models[span.rank]
-            raise PlancError(
-                f"the all-reduce of {pattern.bytes} bytes runs on buffers padded to {padded} "
-                f"bytes, but on rank {span.rank} its tensor (bytes [{span.start}, "
-                f"{span.start + span.size}) of buffer {span.buffer}) is followed by other "
-                "data: give the all-reduced tensor a buffer of its own, or a size of a "
-                f"multiple of {padded - pattern.bytes + pattern.bytes} bytes",
-                path=source_path(model), file=comm.files[span.rank])
+            return span
+    return None
 
 
 def _span_json(span: Span, padded: int) -> dict:

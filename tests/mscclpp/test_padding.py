@@ -150,3 +150,34 @@ def test_a_misaligned_slice_inside_a_buffer_is_refused_cleanly(planc, tmp_path):
     result = planc(*paths, "-t", "mscclpp", "-o", tmp_path / "plan.json")
     assert result.code == 1 and result.err.count("\n") == 1
     assert "bytes [2, 4) of buffer" in result.err and "multiple of 4" in result.err
+
+
+def _sliced_all_reduce(ranks: int = 2):
+    """x is 129 FP32 of a 130-element tensor: the all-reduce cannot pad into x's buffer."""
+    from frontends.collective_models import CommunicationBuilder
+
+    modules = []
+    for rank in range(ranks):
+        m = CommunicationBuilder(rank, ranks)
+        x = m.slice(m.tensor([130], "FP32"), [0], [129])
+        m.add(m.all_reduce(x), m.tensor([129], "FP32"))
+        modules.append(m.finish())
+    return modules
+
+
+def test_an_all_reduce_that_cannot_pad_is_lowered_op_by_op():
+    lowered = _lower(_sliced_all_reduce())
+    assert lowered.route == "point-to-point"
+    cell = _cell_bytes(expand(lowered.algorithm, lowered.chunk_bytes))
+    report = check_plan(lowered.algorithm, lowered.chunk_bytes, lowered.expectation(cell))
+    assert report.ok and report.postcondition == "satisfied", report.errors
+
+
+def test_a_named_algorithm_that_cannot_pad_is_refused(planc, tmp_path):
+    paths = []
+    for rank, module in enumerate(_sliced_all_reduce()):
+        paths.append(tmp_path / f"r{rank}.json")
+        paths[-1].write_text(emit_model(module))
+    result = planc(*paths, "-t", "mscclpp", "--algorithm", "ring", "-o", tmp_path / "p.json")
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert "is followed by other data" in result.err and "--algorithm auto" in result.err
