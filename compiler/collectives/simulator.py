@@ -162,6 +162,7 @@ class SymbolicReplay(Replay):
             knowledge[lead_comp] = stamp
             self.lead[block] = knowledge
             if step.proxy is not None:
+                self.lead_now = knowledge
                 self._proxy_moves(step, joined([knowledge, *self._packet_knowledge(step)],
                                                self.width))
             for proxy in step.flushes:  # after this op's own put (pwsf)
@@ -584,15 +585,15 @@ def _early_messages(replay: SymbolicReplay, describe: _Describer, unfenced: bool
         where = "; ".join(describe.bytes_of(r, s, c) for (r, s), c in by_space.items())
         if weak:
             messages.append(f"{label} {verb} {where}, but {UNFENCED} {peer} to start: with no "
-                            "nop (__syncthreads) after the wait, the other threads may write "
-                            f"before gpu {peer}'s kernel starts")
+                            "nop (__syncthreads) after the wait, the other threads may get "
+                            f"there before gpu {peer}'s kernel starts")
             continue
         messages.append(
             f"{label} {verb} {where} before anything shows that gpu {peer} has started: no "
             f"signal, packet or other access orders it after gpu {peer}'s kernel start, while "
             f"gpu {peer}'s caller may still be writing its input, reading its previous output "
             "or (a previous launch) using its scratch; signal and wait with it first")
-    return messages
+    return _limited(messages)
 
 
 def _compare(program: Program, replay: SymbolicReplay, expected: Expectation,

@@ -15,7 +15,13 @@ from backends.mscclpp import algorithm_json
 from compiler.checking import check_file
 from compiler.collectives.lowering import Choice, lower_models
 from tests.conftest import write_json
-from tests.mscclpp.fixtures import allgather_plan, allreduce_plan, mutated, ops_of
+from tests.mscclpp.fixtures import (
+    allgather_plan,
+    allreduce_plan,
+    mutated,
+    ops_of,
+    port_allgather_plan,
+)
 
 OPENING = ("rlxsignal", "rlxwait", "signal", "wait", "nop")
 
@@ -85,6 +91,19 @@ def test_a_put_into_a_peers_inplace_buffer_before_it_starts(tmp_path):
     assert found[0].message.startswith(
         "gpu 0 tb 0 op 0 (put) writes gpu 1 output bytes [0, 16) (chunk 0) before anything "
         "shows that gpu 1 has started")
+
+
+@pytest.mark.parametrize("put", ["pwsf", "put"])
+def test_a_port_put_issued_before_the_peer_starts(tmp_path, put):
+    """Port puts run on the proxy, which knows what the issuing threads knew."""
+    doc = port_allgather_plan(put)
+    if put == "put":  # a plain port put needs its signal back
+        for rank in range(2):
+            ops_of(doc, rank).insert(4, {"name": "signal", "channel_ids": [0],
+                                         "channel_type": "port"})
+    assert not _errors(tmp_path, doc)
+    found = _errors(tmp_path, _without_opening_handshake(doc))
+    assert len(found) == 2 and all(f"({put}) writes" in f.message for f in found)
 
 
 def test_a_remote_read_before_the_peer_starts(tmp_path):
