@@ -172,3 +172,17 @@ def test_large_unknown_members_are_kept_packed(planc, tmp_path):
     assert type(to_attr(doc["Mixed"])).__name__ == "ArrayAttr"
     assert from_attr(to_attr(doc["Floats"]))[-1] == 0.0 and \
         str(from_attr(to_attr(doc["Floats"]))[-1]) == "-0.0"
+
+
+@pytest.mark.parametrize("member, change", [("ReadTensors", lambda ts: ts[:1]),
+                                            ("ReadTensors", lambda ts: ts + ts[:1]),
+                                            ("WriteTensors", lambda ts: [])])
+def test_malformed_operators_in_plans(planc, tmp_path, member, change):
+    """Found by bench/fuzz.py: a plan's rules read an operator's shapes before the operator's
+    own rules had run (IndexError, ValueError)."""
+    plan_path = tmp_path / "p.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan_path).code == 0
+    doc = json.loads(plan_path.read_text())
+    op = next(o for info in doc["TaskInfos"] for o in info["Ops"] if o["Type"] == "Matmul")
+    op[member] = change(op[member])
+    one_error(planc("check", write_json(tmp_path / "bad.json", doc)), "Matmul")
