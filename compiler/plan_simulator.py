@@ -53,6 +53,7 @@ from compiler.hardware import GpuDevice, gpu_device, gpu_for_architecture
 from compiler.locations import source_path
 from compiler.model_interpreter import Memory, ModelRun, buffer_sizes, evaluate, run_model
 from dialects import ark, plan
+from passes.byte_regions import ByteRegion, overlaps
 
 MAX_ERRORS = 20
 INPUT = -1
@@ -131,6 +132,23 @@ def derive_model(p: plan.PlanOp) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str
     while heap:
         place(heapq.heappop(heap)[2])
     return _clone_as_model(p, ordered), ordered, problems
+
+
+def data_root(value: SSAValue) -> SSAValue:
+    """The tensor whose storage `value` is a view of: through views and through results
+    that alias the tensor their operator writes or reads."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, ark.ViewOp) and owner.source is not None:
+            value = owner.source
+        elif isinstance(owner, ark.ArkOp) and owner.RESULT_ALIASES == "write" \
+                and value.index < len(owner.write_tensors):
+            value = owner.write_tensors[value.index]
+        elif isinstance(owner, ark.ArkOp) and owner.RESULT_ALIASES == "read" \
+                and value.index < len(owner.read_tensors):
+            value = owner.read_tensors[value.index]
+        else:
+            return value
 
 
 def _data_owner(value: SSAValue) -> list[ark.ArkOp]:
@@ -397,6 +415,8 @@ class PlanRunner:
         self.counts: dict[str, int] = {}
         self.provenance_cache: dict[SSAValue, frozenset[int]] = {}
         self.in_place_checked: set[ark.ArkOp] = set()
+        self.view_writes: dict[SSAValue, set[tuple[int, ByteRegion]]] | None = None
+        self.view_writer_cache: dict[tuple[ark.ArkOp, SSAValue], frozenset[int]] = {}
         for tid, values in reference.inputs.items():
             tensor = reference.types[tid]
             self.view(tensor)[...] = dtypes.to_storage(values, tensor.data_type)
@@ -431,6 +451,28 @@ class PlanRunner:
             self.provenance_cache[value] = found
         return found
 
+    def other_view_writers(self, op: ark.ArkOp, value: SSAValue) -> frozenset[int]:
+        """Operators (original indices) the model runs before `op` that write bytes `value`
+        reads through another view of the same data (a slice of a concat's output, a row of
+        a KV cache, a tensor updated in place and read through an earlier reshape): their
+        data is what `value` must hold there, not a clobber."""
+        key = (op, value)
+        cached = self.view_writer_cache.get(key)
+        if cached is not None:
+            return cached
+        if self.view_writes is None:
+            self.view_writes = {}
+            for other, original in self.copies.items():
+                for tensor in other.write_tensors:
+                    self.view_writes.setdefault(data_root(tensor), set()).add(
+                        (self.index[original], ByteRegion.of(tensor.type)))
+        before = self.index[self.copies.get(op, op)]
+        region = ByteRegion.of(value.type)
+        found = frozenset(i for i, written in self.view_writes.get(data_root(value), ())
+                          if i < before and overlaps(written, region))
+        self.view_writer_cache[key] = found
+        return found
+
     # -- checks -----------------------------------------------------------------------------
 
     def check_read(self, op: ark.ArkOp, value: SSAValue, region: tuple[slice, ...],
@@ -454,7 +496,7 @@ class PlanRunner:
                             f"{self.events.task[other]} on processor "
                             f"{self.events.processor[other]} writes with no barrier in between",
                             op)
-        expected = self.provenance(value)
+        expected = self.provenance(value) | self.other_view_writers(op, value)
         found = shadow.get(shadow.data_op[buf], spot)
         if len(expected) == 1:
             wrong = found != next(iter(expected))
