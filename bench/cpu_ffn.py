@@ -6,9 +6,9 @@
 Without `--plan`, the program is emitted from the model (`planc MODEL --target cpu`: planc's
 ARK planner for its default device, the A100, then the CPU program), so its inputs and outputs
 are the model's own tensors; with `--plan`, from that plan (whose inputs may be views of the
-model's tensors, e.g. split-K halves of a weight: they are cut from the model's inputs here). The program is built
-with the one-line command of the emitted README, checked against the numpy model interpreter,
-and timed. numpy runs the same model in the same rounds, interleaved
+model's tensors, e.g. split-K halves of a weight: they are cut from the model's inputs here).
+The program is built with the one-line command of the emitted README, checked against the
+numpy model interpreter, and timed. numpy runs the same model in the same rounds, interleaved
 with the program (the machine may be shared): directly (every operator as numpy computes it,
 float32 BLAS matmuls, inputs converted to float32 beforehand, outputs rounded to their stored
 type), and as planc's reference interpreter (`run_model`, which also models memory). Each side
