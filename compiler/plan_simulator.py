@@ -135,20 +135,25 @@ def derive_model(p: plan.PlanOp) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str
 
 
 def data_root(value: SSAValue) -> SSAValue:
-    """The tensor whose storage `value` is a view of: through views and through results
-    that alias the tensor their operator writes or reads."""
-    while True:
+    """The tensor `value` is a view of: through views, up to a plain tensor or an operator's
+    result. Reads of an operator's result want that operator's data (another operator writing
+    the result's bytes through an unrelated tensor clobbers it); only writes through views of
+    the same tensor (or result) are updates of it."""
+    owner = value.owner
+    while isinstance(owner, ark.ViewOp) and owner.source is not None:
+        value = owner.source
         owner = value.owner
-        if isinstance(owner, ark.ViewOp) and owner.source is not None:
-            value = owner.source
-        elif isinstance(owner, ark.ArkOp) and owner.RESULT_ALIASES == "write" \
-                and value.index < len(owner.write_tensors):
-            value = owner.write_tensors[value.index]
-        elif isinstance(owner, ark.ArkOp) and owner.RESULT_ALIASES == "read" \
-                and value.index < len(owner.read_tensors):
-            value = owner.read_tensors[value.index]
-        else:
-            return value
+    return value
+
+
+def updates(write: SSAValue, root: SSAValue) -> bool:
+    """Does writing `write` (a view of `root`) update the tensor `root`? Always for a plain
+    tensor (a concat's output written by slices, a cache written by rows). An operator's result
+    is updated in place through itself or through a window of it; a tensor of the result's own
+    layout that another operator writes is memory the plan reuses while the result is live."""
+    if write is root or not isinstance(root.owner, ark.ArkOp):
+        return True
+    return not write.type.same_layout(root.type)
 
 
 def _data_owner(value: SSAValue) -> list[ark.ArkOp]:
@@ -464,8 +469,10 @@ class PlanRunner:
             self.view_writes = {}
             for other, original in self.copies.items():
                 for tensor in other.write_tensors:
-                    self.view_writes.setdefault(data_root(tensor), set()).add(
-                        (self.index[original], ByteRegion.of(tensor.type)))
+                    root = data_root(tensor)
+                    if updates(tensor, root):
+                        self.view_writes.setdefault(root, set()).add(
+                            (self.index[original], ByteRegion.of(tensor.type)))
         before = self.index[self.copies.get(op, op)]
         region = ByteRegion.of(value.type)
         found = frozenset(i for i, written in self.view_writes.get(data_root(value), ())
