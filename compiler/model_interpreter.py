@@ -339,7 +339,7 @@ def final_outputs(ops: Iterable[ark.ArkOp]) -> list[SSAValue]:
     write may overlap (decided on byte regions, `passes.byte_regions`) is no longer in memory
     at the end, so it is not an output."""
     ops = list(ops)
-    later: dict[int, list[ByteRegion]] = {}
+    later: dict[int, set[ByteRegion]] = {}
     found: list[SSAValue] = []
     for op in reversed(ops):
         for value in reversed(op.result_tensors):
@@ -349,7 +349,7 @@ def final_outputs(ops: Iterable[ark.ArkOp]) -> list[SSAValue]:
                 found.append(value)
         for tensor in op.outputs:
             region = ByteRegion.of(tensor)
-            later.setdefault(region.buffer, []).append(region)
+            later.setdefault(region.buffer, set()).add(region)
     return found[::-1]
 
 
