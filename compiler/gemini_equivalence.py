@@ -6,8 +6,8 @@ Two independent steps, each a comparison of two interpreters on the same numbers
    runs the model (once per sample of the batch, the weights shared), the same inputs go into
    `compiler.dnn_interpreter` laid out as feature maps, and every network output is compared
    with the ARK tensor it records (`ark.tensor`);
-2. the schedule equals the graph: `compiler.gemini_simulator.check_tiles` runs every workload
-   on exactly the blocks its transfers deliver.
+2. the schedule equals the graph: `planc simulate` (`compiler.gemini_simulator`) runs every
+   workload on exactly the blocks its transfers deliver.
 
 `prove_model` does both for a model and the scheduling options; tests and the generated-model
 tool use it.
@@ -112,7 +112,7 @@ def prove_model(module: ModuleOp, mesh: str = "1x1", batch: int | None = None,
     result: the graph against the model, the schedule against the graph."""
     from backends.gemini import pipeline
     from compiler.driver import run_pipeline
-    from compiler.gemini_simulator import check_tiles
+    from compiler.gemini_simulator import simulate_schedule
     from compiler.locations import verify_module
 
     model = next(op for op in module.ops if isinstance(op, ark.ModelOp))
@@ -123,6 +123,7 @@ def prove_model(module: ModuleOp, mesh: str = "1x1", batch: int | None = None,
     verify_module(lowered)
     graph = dnn.find_graph(lowered)
     error, problem = compare_graph(model, graph, batch or 1, seed)
-    tiles = check_tiles(lowered, seed)
-    problem = problem or tiles.problem
-    return Proof(problem is None and tiles.ok, error, tiles.ok, problem)
+    report = simulate_schedule(lowered, argparse.Namespace(seed=seed))    # planc simulate
+    tiles_ok = bool(report["ok"]) and report.get("max_abs_error") is not None
+    problem = problem or report.get("problem")
+    return Proof(problem is None and tiles_ok, error, tiles_ok, problem)

@@ -97,6 +97,10 @@ def _flat_index(index: Sequence[int], shape: Sequence[int]) -> int:
     return flat
 
 
+def _named(op: ark.ArkOp) -> str:
+    return f"{op.ark_type} '{op.label.data}'"
+
+
 HOST_CUT = ("lower it on the host side and cut the network there (run the part before it and "
             "the part after it as two Gemini networks)")
 
@@ -169,7 +173,7 @@ class Converter:
 
     def refuse_stale(self, reader, tensor: ark.TensorType) -> None:
         if tensor.buffer_id in self.written:
-            raise self.fail(reader, f"{reader.ark_type} '{reader.label.data}' reads tensor "
+            raise self.fail(reader, f"{_named(reader)} reads tensor "
                                     f"{tensor.tensor_id} of buffer {tensor.buffer_id}, which "
                                     f"earlier operators wrote through other tensors (a concat "
                                     f"by writing slices, or an in-place update); Gemini layers "
@@ -180,13 +184,21 @@ class Converter:
              name: str) -> SSAValue:
         """`tensor` as a view of `src` (whose data `base` holds): a slice box or a reshape."""
         carries = self.carries.get(base, True)
-        if src.strides_list == tensor.strides_list and (
+        frame = tensor.strides_list
+        if src.strides_list == frame and (
                 src.shape_list != tensor.shape_list or src.offsets_list != tensor.offsets_list):
             return self.slice(reader, src, tensor, base, carries, name)
         if tensor.num_elements == src.num_elements and (
                 src.shape_list == tensor.shape_list or _dense(src) and _dense(tensor)):
             return self.reshape(base, self.ftype(tensor, carries), name)
-        raise self.fail(reader, f"tensor {tensor.tensor_id} (shape {tensor.shape_list}, strides "
+        if _dense(src) and math.prod(frame) == src.num_elements:
+            # A slice of a reshape of `src` (files name the buffer's producer as the source):
+            # the reshape to the slice's frame, then the slice.
+            whole = ark.TensorType.get(src.tensor_id, src.data_type, frame, src.buffer)
+            framed = self.reshape(base, self.ftype(whole, carries), f"{name}_frame")
+            return self.slice(reader, whole, tensor, framed, carries, name)
+        raise self.fail(reader, f"{_named(reader)} reads tensor {tensor.tensor_id} (shape "
+                                f"{tensor.shape_list}, strides "
                                 f"{tensor.strides_list}, offsets {tensor.offsets_list}) views "
                                 f"tensor {src.tensor_id} (shape {src.shape_list}, strides "
                                 f"{src.strides_list}) in a layout no feature map holds (a "
@@ -204,11 +216,13 @@ class Converter:
         if min(rel) < 0 or differ and (
                 any(inner[j] != 1 for j in range(differ[0])) or
                 any(inner[j] != outer[j] or rel[j] for j in range(differ[0] + 1, lead))):
-            raise self.fail(reader, f"tensor {tensor.tensor_id} slices {tensor.shape_list} at "
+            raise self.fail(reader, f"{_named(reader)} reads tensor {tensor.tensor_id}, a slice "
+                                    f"{tensor.shape_list} at "
                                     f"offsets {tensor.offsets_list} out of tensor "
                                     f"{src.tensor_id} {src.shape_list}: its leading dims are "
-                                    f"not one contiguous range of the feature map's N; slice "
-                                    f"one leading dim at a time (reshape first), or {HOST_CUT}")
+                                    f"not one contiguous range of the feature map's N; "
+                                    f"transpose the sliced dim to the front first, or "
+                                    f"{HOST_CUT}")
         n0 = _flat_index(rel[:lead], outer[:lead]) if lead else 0
         layer = dnn.SliceOp.new(self.unique(name), "slice", [base],
                                 self.ftype(tensor, carries),
