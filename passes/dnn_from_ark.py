@@ -379,7 +379,6 @@ class Converter:
                                 dnn.FmapType.get([n, k, 1, 1], dtype_of(b_tensor)),
                                 b_tensor.tensor_id, constant=True,
                                 transposed=not op.trans_other)
-            self.values[b_value] = weight
             layer = dnn.Conv2dOp.new(name, "conv2d", [x, weight], self.ftype(out, carries),
                                      kernel_size=dnn._ints([1, 1]), stride=dnn._ints([1, 1]),
                                      padding=dnn._ints([0, 0, 0, 0]))

@@ -76,7 +76,18 @@ def llama_block(dtype: str = "FP32"):
     return llama_decoder_layer(seq=16, hidden=32, heads=2, intermediate=64, dtype=dtype)
 
 
-CASES = {"gpt2_block": gpt2_block, "sliced_qkv": sliced_qkv,
+def shared_weight_and_transposed_input():
+    """One weight read by two matmuls and an add; a matmul of a transposed computed input."""
+    m = ModelBuilder()
+    x, w = m.tensor([1, 16, 16], "FP32"), m.tensor([16, 16], "FP32")
+    h = m.matmul(m.relu(x), w, transpose_other=True)
+    h = m.add(m.matmul(h, w, transpose_other=True), w)
+    m.matmul(m.sigmoid(h), m.relu(m.tensor([1, 16, 8], "FP32")), transpose_input=True)
+    return m.finish()
+
+
+CASES = {"shared_weight_and_transposed_input": shared_weight_and_transposed_input,
+         "gpt2_block": gpt2_block, "sliced_qkv": sliced_qkv,
          "broadcast_matmul": broadcast_matmul, "scalar_assign": scalar_assign,
          "llama_block": llama_block}
 
