@@ -80,8 +80,8 @@ def shared_weight_and_transposed_input():
     """One weight read by two matmuls and an add; a matmul of a transposed computed input."""
     m = ModelBuilder()
     x, w = m.tensor([1, 16, 16], "FP32"), m.tensor([16, 16], "FP32")
-    h = m.matmul(m.relu(x), w, transpose_other=True)
-    h = m.add(m.matmul(h, w, transpose_other=True), w)
+    h = m.matmul(m.relu(x), w)                  # stored transposed for the PE array
+    h = m.add(m.matmul(h, w, transpose_other=True), w)      # the same weight, as it is
     m.matmul(m.sigmoid(h), m.relu(m.tensor([1, 16, 8], "FP32")), transpose_input=True)
     return m.finish()
 
