@@ -152,6 +152,13 @@ def slice_(layer: dnn.SliceOp, inputs: list[Array]) -> Array:
     return _nchw(inputs[0])[box]
 
 
+def strided_slice(layer: dnn.StridedSliceOp, inputs: list[Array]) -> Array:
+    rows = to_rows(inputs[0]).reshape(dnn.ints(layer.from_shape))
+    box = tuple(slice(o, o + d) for o, d in zip(dnn.ints(layer.offsets), dnn.ints(layer.shape),
+                                                strict=True))
+    return from_rows(rows[box], layer.out_type)
+
+
 def broadcast(layer: dnn.BroadcastOp, inputs: list[Array]) -> Array:
     rows = to_rows(inputs[0]).reshape(dnn.ints(layer.from_shape))
     return from_rows(np.broadcast_to(rows, dnn.ints(layer.to_shape)), layer.out_type)
@@ -162,7 +169,7 @@ LAYER_FUNCTIONS: dict[type, Callable[[Any, list[Array]], Array]] = {
     dnn.QuantizeOp: lambda layer, inputs: inputs[0], dnn.DenseOp: dense,
     dnn.ReshapeOp: reshape, dnn.MatmulOp: matmul,
     dnn.UnaryOp: unary, dnn.ReduceOp: reduce, dnn.TransposeOp: transpose,
-    dnn.SliceOp: slice_, dnn.BroadcastOp: broadcast,
+    dnn.SliceOp: slice_, dnn.BroadcastOp: broadcast, dnn.StridedSliceOp: strided_slice,
 }
 
 

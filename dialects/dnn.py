@@ -12,7 +12,8 @@ reshape, ...) imports into it one layer op per layer, and ARK models convert int
 * every layer op has a `layer_name`, the frontend's `operation` string, its inputs (operands,
   activations first, then weights) and one result. The ops are grouped by what the hardware runs
   them on (`LAYER_TYPE`): the PE array (conv2d, dense, matmul), the vector processor (pooling,
-  element-wise, quantize, unary, reduce) or the data-transfer engine (transpose, broadcast);
+  element-wise, quantize, unary, reduce) or the data-transfer engine (transpose, broadcast,
+  strided slice);
   a reshape or a slice is a view.
 
 Frontend fields the dialect does not model are kept in `extra`, with the file's member order in
@@ -532,6 +533,32 @@ class BroadcastOp(LayerOp):
 
 
 @irdl_op_definition
+class StridedSliceOp(LayerOp):
+    """A copy on the data-transfer engine of a window that is no box of the feature map: the
+    input, as the row-major ARK array of shape `from_shape`, cut to the output's row-major
+    `shape` from `offsets` (same rank), e.g. one head of every sample, [2, 1, rows, cols] out
+    of [2, 4, rows, cols], which is not contiguous in N."""
+
+    name = "dnn.strided_slice"
+    LAYER_TYPE: ClassVar[str | None] = "dt"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("strided_slice",)
+    from_shape = prop_def(DenseArrayBase)
+    offsets = prop_def(DenseArrayBase)
+    shape = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        super().verify_()
+        outer, start, inner = ints(self.from_shape), ints(self.offsets), ints(self.shape)
+        if not len(outer) == len(start) == len(inner) or min(start, default=0) < 0 or any(
+                o + i > e for o, i, e in zip(start, inner, outer, strict=True)):
+            raise self.fail(f"offsets {start} with shape {inner} leave {outer}")
+        if math.prod(outer) != fmap(self.inputs[0]).elements or \
+                math.prod(inner) != self.out_type.elements:
+            raise self.fail(f"from_shape {outer} and shape {inner} do not hold the input and "
+                            f"the output")
+
+
+@irdl_op_definition
 class MatmulOp(LayerOp):
     """A product of two feature maps on the PE array, per sample n: with a = [N, K, M, 1] and
     b = [N, J, K, 1] (or [N, K, J, 1] with `transpose_b`), out[n, j, m] = sum_k a[n, k, m] *
@@ -629,7 +656,7 @@ class GenericLayerOp(LayerOp):
 
 LAYER_CLASSES: tuple[type[LayerOp], ...] = (
     Conv2dOp, PoolOp, EltwiseOp, QuantizeOp, DenseOp, ReshapeOp, SliceOp, MatmulOp, UnaryOp,
-    ReduceOp, TransposeOp, BroadcastOp)
+    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp)
 
 
 # Typed members of layers that planc makes from ARK models (Gemini's frontend writes none of
@@ -667,6 +694,7 @@ LAYER_MEMBERS.update({
     TransposeOp: {"perm": "ints", "from_shape": "ints"},
     SliceOp: {"offsets": "ints"},
     BroadcastOp: {"from_shape": "ints", "to_shape": "ints"},
+    StridedSliceOp: {"from_shape": "ints", "offsets": "ints", "shape": "ints"},
 })
 
 

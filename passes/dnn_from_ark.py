@@ -18,6 +18,8 @@ element-wise op stays element-wise, a row-wise reduction reduces channels, and t
 * reshapes (views, Reshape, Tensor): `dnn.reshape` views; slices (views with the strides of
   their source: Q, K and V out of a fused projection) are `dnn.slice` views when they are a
   box of the feature map (any rows and columns, and leading dims that stay contiguous in N);
+* a slice whose leading dims are no range of N (one head of every sample) is a
+  `dnn.strided_slice` copy on the data-transfer engine;
 * an operand broadcast over some but not all of its leading dims (a [1, 3, 12, 5] `other` of a
   [2, 3, 9, 12] matmul, a per-sample mask over heads) gets a `dnn.broadcast` copy on the
   data-transfer engine; broadcasts over all of N stay implicit.
@@ -31,8 +33,8 @@ outputs. Inputs and outputs record the ARK tensor they stand for (`ark.tensor`, 
 `ark.transposed` on weights stored transposed), so that the graph can be checked against the
 model (`compiler.gemini_equivalence`). What Gemini cannot express is refused with the
 operator's JSON path, the reason and the way out: communication ops and Embedding (run them on
-the host and cut the network there), strided views that are no box of a feature map, and reads
-of a buffer that operators wrote through another view (Gemini layers produce whole, fresh
+the host and cut the network there), views in a frame of their own over a strided source, and
+reads of a buffer that operators wrote through another view (Gemini layers produce whole, fresh
 feature maps). Feature maps hold ARK's row-major data with rows as H, so reshapes are marked as
 row-major views.
 """
@@ -213,16 +215,23 @@ class Converter:
         rel = [0] * (len(inner) - len(rel)) + rel
         lead = len(inner) - 2
         differ = [j for j in range(lead) if inner[j] != outer[j] or rel[j]]
-        if min(rel) < 0 or differ and (
-                any(inner[j] != 1 for j in range(differ[0])) or
-                any(inner[j] != outer[j] or rel[j] for j in range(differ[0] + 1, lead))):
-            raise self.fail(reader, f"{_named(reader)} reads tensor {tensor.tensor_id}, a slice "
-                                    f"{tensor.shape_list} at "
-                                    f"offsets {tensor.offsets_list} out of tensor "
-                                    f"{src.tensor_id} {src.shape_list}: its leading dims are "
-                                    f"not one contiguous range of the feature map's N; "
-                                    f"transpose the sliced dim to the front first, or "
-                                    f"{HOST_CUT}")
+        if min(rel) < 0:
+            raise self.fail(reader, f"{_named(reader)} reads tensor {tensor.tensor_id} at "
+                                    f"offsets {tensor.offsets_list}, before the start of "
+                                    f"tensor {src.tensor_id} (offsets {src.offsets_list}) it "
+                                    f"views; {HOST_CUT}")
+        if differ and (any(inner[j] != 1 for j in range(differ[0])) or
+                       any(inner[j] != outer[j] or rel[j]
+                           for j in range(differ[0] + 1, lead))):
+            # Not one range of N (one head of every sample): a copy on the transfer engine.
+            layer = dnn.StridedSliceOp.new(self.unique(name), "strided_slice", [base],
+                                           self.ftype(tensor, carries),
+                                           from_shape=dnn._ints(outer),
+                                           offsets=dnn._ints(rel), shape=dnn._ints(inner))
+            layer.location = reader.location
+            self.block.add_op(layer)
+            self.carries[layer.output] = carries
+            return layer.output
         n0 = _flat_index(rel[:lead], outer[:lead]) if lead else 0
         layer = dnn.SliceOp.new(self.unique(name), "slice", [base],
                                 self.ftype(tensor, carries),
