@@ -30,7 +30,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
-from compiler.diagnostics import PlancError
 from compiler.gemini_plan import (
     CORES,
     MESH,
@@ -164,9 +163,10 @@ def refuse_too_many(graph_layers: list[dnn.LayerOp], hw: model.GeminiHardware) -
     total = sum(count for count, _ in counts)
     if total > MAX_WORKLOADS:
         count, layer = max(counts, key=lambda c: c[0])
-        raise PlancError(f"the {hw.buffer_bytes}-byte L2 buffer cuts the network into {total} "
-                         f"workloads ({count} of them for layer '{layer.name_}'), more than "
-                         f"the {MAX_WORKLOADS} planc schedules; use a larger --buffer-size")
+        raise error_at(layer, f"the {hw.buffer_bytes}-byte L2 buffer cuts the network into "
+                              f"{total} workloads ({count} of them for layer '{layer.name_}' "
+                              f"({layer.op_name})), more than the {MAX_WORKLOADS} planc "
+                              f"schedules; use a larger --buffer-size")
 
 
 @dataclass(frozen=True)

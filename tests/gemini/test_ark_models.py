@@ -250,6 +250,17 @@ def test_the_suggested_buffer_size_is_a_real_lower_bound():
         assert "does not fit the L2 buffer" not in str(at)
 
 
+def test_a_budget_that_cuts_too_fine_is_refused_before_the_workloads_exist(planc, tmp_path):
+    m = ModelBuilder()
+    m.relu(m.tensor([512, 512], "FP32"))
+    src = tmp_path / "wide.json"
+    src.write_text(emit_model(m.finish()))
+    r = planc(src, "--target", "gemini", "--buffer-size", "256", "-o", tmp_path / "out.json")
+    assert r.code == 1 and r.err.count("\n") == 1, r.err
+    assert r.err.startswith(f"planc: error: {src}: $.Nodes[0]")
+    assert "32768 workloads" in r.err and "use a larger --buffer-size" in r.err
+
+
 def test_occupancy_tree_equals_a_list_of_counts():
     rng = random.Random(5)
     for positions in (1, 2, 7, 64):
