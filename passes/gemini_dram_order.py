@@ -8,6 +8,11 @@ every destination core has room for it until its last reader (L2 for feature map
 weights, WL0 for weights read straight into WL0). A load that cannot fit even at its first
 reader is an error naming the workload. Stores enter the queue when their workload finishes.
 
+The searches are bounded: a load's issue step is found by binary search (a later step leaves
+it fewer positions to occupy, so fitting is monotone), room over a span of positions is a
+segment-tree range maximum, and the walk back to hide a transfer stops after
+`MAX_HIDING_STEPS`; the workload count itself is capped by gemini-partition.
+
 Records `gemini.issue` (the step before which a load lands) on every DRAM load and
 `gemini.order` (its position in the queue, the IR's tensor_order) on every DRAM load and
 store.
