@@ -212,16 +212,28 @@ def _range_message(schema: dict, value: Any) -> str:
 
 
 def _count_message(schema: dict, count: int, noun: str) -> str:
-    lo = schema.get("minItems" if noun == "element" else "minProperties", 0)
-    hi = schema.get("maxItems" if noun == "element" else "maxProperties")
+    """Phrased like `JsonNode.as_list`: '2 integers', '1 to 4 integers', 'an array of at
+    least 1 element', 'an object with exactly one key'."""
+    if noun == "member":
+        lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
+        if lo == hi == 1:
+            return f"expected an object with exactly one key, got {count}"
+        return f"expected an object of {lo} to {hi} members, got {count}"
+    lo, hi = schema.get("minItems", 0), schema.get("maxItems")
+    if _integer_items(schema.get("items")):
+        noun = "integer"
     if hi is None:
-        what = f"at least {lo} {noun}{'s' * (lo != 1)}"
-    elif lo == hi:
-        what = f"exactly {lo} {noun}{'s' * (lo != 1)}"
-    else:
-        what = f"{lo} to {hi} {noun}s"
-    container = "an array" if noun == "element" else "an object"
-    return f"expected {container} of {what}, got {count}"
+        return f"expected an array of at least {lo} {noun}{'s' * (lo != 1)}, got {count}"
+    if lo == hi:
+        return f"expected {lo} {noun}{'s' * (lo != 1)}, got {count}"
+    return f"expected {lo} to {hi} {noun}s, got {count}"
+
+
+def _integer_items(items: Any) -> bool:
+    if not isinstance(items, dict):
+        return False
+    ref = items.get("$ref", "")
+    return items.get("type") == "integer" or ref.endswith(("/int64", "/count", "/index"))
 
 
 def _not_message(forbidden: Any) -> str:
