@@ -15,6 +15,7 @@ cross-checks both on generated mutants).
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -73,7 +74,9 @@ def compiled(name: str) -> Callable[[Any], Any]:
     `jsonschema` takes a minute. It stops at the first violation."""
     import fastjsonschema
 
-    return fastjsonschema.compile(load(name), handlers={"https": _retrieve},
+    # fastjsonschema rewrites the `$ref`s of what it is given: give it copies.
+    return fastjsonschema.compile(copy.deepcopy(load(name)),
+                                  handlers={"https": lambda uri: copy.deepcopy(_retrieve(uri))},
                                   use_default=False, use_formats=False)
 
 
@@ -113,17 +116,13 @@ def _path_of_name(name: str) -> str:
 @functools.cache
 def validator(name: str) -> Validator:
     """A `jsonschema` validator of schema `name` (draft 2020-12 as specified) that resolves
-    references to the other shipped schemas. JSON integers are Python ints only, as in the
-    compiled validator and the importers (`jsonschema` would also take 1.0)."""
+    references to the other shipped schemas. As the specification says, and as the compiled
+    validator does, 1.0 is an integer; the importers then refuse it ("expected an integer")."""
     from jsonschema import Draft202012Validator
-    from jsonschema.validators import extend
     from referencing import Registry, Resource
 
     registry = Registry(retrieve=lambda uri: Resource.from_contents(_retrieve(uri)))
-    checker = Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool))
-    cls = extend(Draft202012Validator, type_checker=checker)
-    return cls(load(name), registry=registry)
+    return Draft202012Validator(load(name), registry=registry)
 
 
 def errors(name: str, value: Any) -> Iterator[ValidationError]:
@@ -174,6 +173,8 @@ def _message(keyword: str, expected: Any, schema: Any, value: Any) -> str:
         case "required":
             missing = next((k for k in expected if k not in value), expected[0])
             return f"missing required key '{missing}'"
+        case "enum" if isinstance(value, str) and all(isinstance(v, str) for v in expected):
+            return f"expected {one_of(expected)}, got {json.dumps(value)}"
         case "enum":
             return f"expected {one_of(json.dumps(v) for v in expected)}, got {describe(value)}"
         case "const":
@@ -249,5 +250,5 @@ def _choice_message(alternatives: Any) -> str:
     keys = [a["required"][0] for a in alternatives
             if isinstance(a, dict) and list(a) == ["required"] and len(a["required"]) == 1]
     if keys and len(keys) == len(alternatives):
-        return f"missing required key {one_of(repr(k) for k in keys)}"
+        return f"missing required key '{keys[0]}'"
     return "matches none of the forms the schema allows here"
