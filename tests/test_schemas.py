@@ -226,17 +226,22 @@ def test_generated_collectives_validate(planc, tmp_path, args, schema):
 
 
 def seed_documents() -> dict[str, Any]:
-    """One small document of each schema (from the examples and the corpus)."""
+    """One small document of each schema (from the examples, a two-operator model and the
+    corpus)."""
     from compiler import api
+    from frontends.model_builder import ModelBuilder
 
     ffn = api.load(EXAMPLES / "ffn.json")
+    m = ModelBuilder()
+    m.relu(m.matmul(m.tensor([1, 64, 64]), m.tensor([64, 64]), transpose_other=True))
+    small = m.finish()
     corpus = corpus_root()
     docs = {
         "ark-model": json.loads((EXAMPLES / "ffn.json").read_text()),
         "ark-plan": json.loads(api.compile(ffn, "ark")),
-        "tt": _first(json.loads(api.compile(ffn, "tt"))),
+        "tt": _first(json.loads(api.compile(small, "tt"))),
         "gemini-layers": json.loads(api.compile(ffn, "gemini-layers")),
-        "gemini-ir": json.loads(api.compile(ffn, "gemini")),
+        "gemini-ir": json.loads(api.compile(small, "gemini")),
     }
     plan = corpus / "mscclpp" / "executor-tests__execution-plans__reduce_pack_tbg.json"
     if plan.is_file():
@@ -266,11 +271,13 @@ def at(value: Any, steps: tuple) -> Any:
 
 
 OTHER_TYPES = ["x", 1.5, None, True, [], {}, 7]
+EDGE_INTEGERS = [-1, 0, 2 ** 31, 2 ** 32, 2 ** 63, 2 ** 64, -2 ** 63 - 1]
 
 
 def mutants(doc: Any, rng: random.Random, count: int) -> Iterator[tuple[str, tuple, Any]]:
-    """`count` single-site mutants: a member deleted, or a value replaced by one of
-    another JSON type (kind, site, mutated document)."""
+    """`count` single-site mutants: a member deleted, an integer replaced by an edge value
+    (negative, zero, beyond 32 and 64 bits), or a value replaced by one of another JSON type
+    (kind, site, mutated document)."""
     everything = [s for s in sites(doc) if s]
     for steps in rng.sample(everything, min(count, len(everything))):
         parent, key = at(doc, steps[:-1]), steps[-1]
@@ -281,6 +288,10 @@ def mutants(doc: Any, rng: random.Random, count: int) -> Iterator[tuple[str, tup
             yield "delete", steps, mutant
             continue
         old = parent[key]
+        if type(old) is int and rng.random() < 0.5:
+            target[key] = rng.choice([v for v in EDGE_INTEGERS if v != old])
+            yield "edge", steps, mutant
+            continue
         choices = [v for v in OTHER_TYPES if type(v) is not type(old)
                    or (type(old) is int and v == 7)]
         target[key] = rng.choice(choices)
@@ -302,9 +313,26 @@ def importer_accepts(schema: str, value: Any) -> bool:
     return True
 
 
-STRICTER_THAN_IMPORTERS: dict[str, str] = {}
-"""Mutants the schemas refuse though the importers accept them ('schema: site' -> why);
-none today. The schemas type only what the importers read."""
+STRICTER_THAN_IMPORTERS: list[tuple[str, str]] = [
+    (r"expected an integer in \[-9223372036854775808, 9223372036854775807\], got -?\d+$",
+     "integers beyond int64: issue 12 has them refused at import, and the schemas are that "
+     "check; some importer paths keep them in unbounded IntAttrs (tensor and buffer ids, "
+     "Gemini sizes)"),
+    (r"\.Buffer\.(SendTags|RecvTags): expected an array, got an object$",
+     "an empty object for an ARK buffer's tags: the importer's buffer cache reads `{}` as the "
+     "empty list it looks like (frontends/ark_model.py:_buffer_key)"),
+    (r"\.(PaddedShape|Pads): expected an array, got null$",
+     "a null PaddedShape or Pads: the importer's fast path for tensors reads null as absent "
+     "(frontends/ark_model.py:_plain_tensor) and exports the tensor without it"),
+]
+"""Mutants the schemas refuse though the importers accept them ('PATH: message' pattern,
+why). Each is an importer leniency the schema closes, none a document planc should read."""
+
+
+def documented(refused: str) -> bool:
+    import re
+
+    return any(re.search(pattern, refused) for pattern, _ in STRICTER_THAN_IMPORTERS)
 
 
 @pytest.fixture(scope="module")
@@ -339,22 +367,32 @@ def test_mutants_are_refused_where_they_are_wrong(seeds, schema):
                                     "gemini-ir", "mscclpp-executor", "mscclpp-seed"])
 def test_schema_refuses_nothing_the_importer_accepts(seeds, schema):
     """Brute-force cross-check on mutants: whatever the schema refuses, the importer and
-    verifiers (run without the schema) refuse too."""
+    verifiers (run without the schema) refuse too, but for the documented cases."""
     if schema not in seeds:
         pytest.skip("no corpus")
     doc = seeds[schema]
     rng = random.Random(f"{schema}-cross")
     stricter = []
     checked = 0
-    for kind, steps, mutant in mutants(doc, rng, 60):
+    for kind, steps, mutant in mutants(doc, rng, 120):
         if refusal(schema, mutant) is None:
             continue
         checked += 1
         site = f"{schema}: {extend_path('$', *steps)}"
-        if importer_accepts(schema, mutant) and site not in STRICTER_THAN_IMPORTERS:
-            stricter.append((kind, site, refusal(schema, mutant)))
+        refused = refusal(schema, mutant)
+        if not documented(refused) and importer_accepts(schema, mutant):
+            stricter.append((kind, site, refused))
     assert not stricter, stricter
     assert checked > 10, checked
+
+
+def test_the_cross_check_can_tell_acceptance():
+    """`importer_accepts` is not always False: a member planc does not know is accepted."""
+    doc = json.loads((EXAMPLES / "ffn.json").read_text())
+    doc["Nodes"][0]["Op"]["Newer"] = {"field": [1, 2]}
+    assert importer_accepts("ark-model", doc)
+    doc["Nodes"][0]["Op"]["IsVirtual"] = 0
+    assert not importer_accepts("ark-model", doc)
 
 
 @pytest.mark.parametrize("schema, edit, expected", [
