@@ -75,9 +75,49 @@ def compiled(name: str) -> Callable[[Any], Any]:
     import fastjsonschema
 
     # fastjsonschema rewrites the `$ref`s of what it is given: give it copies.
-    return fastjsonschema.compile(copy.deepcopy(load(name)),
-                                  handlers={"https": lambda uri: copy.deepcopy(_retrieve(uri))},
+    return fastjsonschema.compile(copy.deepcopy(inlined(name)),
+                                  handlers={"https": lambda uri: copy.deepcopy(inlined(
+                                      uri.removeprefix(BASE_URI).removesuffix(".schema.json")))},
                                   use_default=False, use_formats=False)
+
+
+_ANNOTATIONS = frozenset({"$ref", "description", "title"})
+
+
+@functools.cache
+def inlined(name: str) -> dict[str, Any]:
+    """Schema `name` with every reference to a leaf definition (one that holds no reference
+    itself, such as `int64`) replaced by a copy of it. Same meaning; the compiled validator
+    runs twice as fast without a function call per integer. (Inlining every non-recursive
+    definition is slower again: the compiled code grows large.)"""
+    schema = load(name)
+
+    def leaf(ref: str) -> dict[str, Any] | None:
+        document, _, pointer = ref.partition("#")
+        target: Any = load(document.removesuffix(".schema.json")) if document in \
+            {file_name(other) for other in SCHEMAS} else schema if not document else None
+        for step in pointer.split("/")[1:]:
+            target = target.get(step) if isinstance(target, dict) else None
+        return target if isinstance(target, dict) and not _has_ref(target) else None
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        target = leaf(value["$ref"]) if isinstance(value.get("$ref"), str) and \
+            value.keys() <= _ANNOTATIONS else None
+        if target is not None:
+            return {**copy.deepcopy(target), **{k: v for k, v in value.items() if k != "$ref"}}
+        return {k: walk(v) for k, v in value.items()}
+
+    return walk(schema)
+
+
+def _has_ref(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "$ref" in value or any(_has_ref(v) for v in value.values())
+    return isinstance(value, list) and any(_has_ref(v) for v in value)
 
 
 def _retrieve(uri: str) -> dict[str, Any]:
