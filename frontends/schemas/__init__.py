@@ -6,11 +6,14 @@ enumerations and integer ranges. Rules that relate members to each other (a shap
 strides of one rank, producer lists, coverage, ordering) stay in the dialects' verifiers.
 Unknown members are allowed everywhere, as planc keeps them.
 
-`validate(name, value)` checks a parsed document with `jsonschema` and turns the first
-violation into a `PlancError` at its JSON path, phrased like the importers' own messages
-("expected an integer, got a string ("x")"). The importers run after it, so a document they
-read is always well-formed; the schema never refuses what the importers accept (a test
-cross-checks both on generated mutants).
+`validate(name, value)` checks a parsed document with the schema compiled by
+`fastjsonschema` and turns the first violation into a `PlancError` at its JSON path, phrased
+like the importers' own messages ("expected an integer, got a string ("x")"). Every input
+passes it before its importer runs (`InputFormat.check_schema`), so importers read
+well-formed documents. `validator(name)` is the reference: `jsonschema`'s validator, which
+implements draft 2020-12 as specified; the tests check that both agree, and that a schema
+refuses nothing the importers accept beyond the cases they list (integers beyond int64 and
+two shapes the importers' fast paths let through).
 """
 
 from __future__ import annotations
@@ -75,10 +78,10 @@ def compiled(name: str) -> Callable[[Any], Any]:
     import fastjsonschema
 
     # fastjsonschema rewrites the `$ref`s of what it is given: give it copies.
-    return fastjsonschema.compile(copy.deepcopy(inlined(name)),
-                                  handlers={"https": lambda uri: copy.deepcopy(inlined(
-                                      uri.removeprefix(BASE_URI).removesuffix(".schema.json")))},
-                                  use_default=False, use_formats=False)
+    return fastjsonschema.compile(
+        copy.deepcopy(inlined(name)),
+        handlers={"https": lambda uri: copy.deepcopy(inlined(_shipped(uri)))},
+        use_default=False, use_formats=False)
 
 
 _ANNOTATIONS = frozenset({"$ref", "description", "title"})
@@ -120,12 +123,16 @@ def _has_ref(value: Any) -> bool:
     return isinstance(value, list) and any(_has_ref(v) for v in value)
 
 
-def _retrieve(uri: str) -> dict[str, Any]:
-    """The shipped schema a `$ref` names (only planc's own are ever resolved)."""
+def _shipped(uri: str) -> str:
+    """The name of the shipped schema a `$ref` names (only planc's own are ever resolved)."""
     other = uri.removeprefix(BASE_URI).removesuffix(file_name(""))
     if not uri.startswith(BASE_URI) or other not in SCHEMAS:
         raise KeyError(f"no shipped schema at {uri}")
-    return load(other)
+    return other
+
+
+def _retrieve(uri: str) -> dict[str, Any]:
+    return load(_shipped(uri))
 
 
 def validate(name: str, value: Any) -> None:
