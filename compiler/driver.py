@@ -3,6 +3,7 @@
     planc INPUT... --target NAME [-o OUTPUT] [--pipeline SPEC] [--print-ir-after-all] [flags]
     planc check INPUT [--json]
     planc simulate INPUT [--json]
+    planc schema [NAME [FILE...]]
 
 The input format is detected from the document (or named with --from); `.mlir` inputs are IR
 printed by planc or planc-opt. The target's default pipeline (or --pipeline) transforms the IR,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 PROG = "planc"
 LOG = logging.getLogger("planc.pipeline")
-SUBCOMMANDS = ("check", "simulate", "plot", "tune")
+SUBCOMMANDS = ("check", "simulate", "plot", "tune", "schema")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,7 +56,9 @@ def _listing() -> str:
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
             f"  {PROG} simulate INPUT [--json]   functional check and modeled time\n"
             f"  {PROG} plot INPUT -o OUT.png     timeline, core map and memory pictures\n"
-            f"  {PROG} tune MODEL... -t T -o DIR  explore the target's decisions (--help)")
+            f"  {PROG} tune MODEL... -t T -o DIR  explore the target's decisions (--help)\n"
+            f"  {PROG} schema [NAME [FILE...]]  a format's JSON Schema, or check files "
+            "against it")
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -226,8 +229,45 @@ def tune_command(args: argparse.Namespace) -> int:
 
 
 def parser_for(command: str) -> argparse.ArgumentParser:
-    """The parser of a subcommand (`planc check`, `simulate`, `plot`, `tune`)."""
+    """The parser of a subcommand (`planc check`, `simulate`, `plot`, `tune`, `schema`)."""
+    if command == "schema":
+        return schema_parser()
     return tune_parser() if command == "tune" else command_parser(command)
+
+
+def schema_parser() -> argparse.ArgumentParser:
+    from frontends.schemas import SCHEMAS
+
+    names = "\n".join(f"  {name:<17} {summary}" for name, summary in SCHEMAS.items())
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} schema", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the JSON Schema (draft 2020-12) of a document format planc reads "
+        "and writes, or check files against it (structure only: `planc check` runs every "
+        "rule). Without NAME, list the schemas.", epilog=f"schemas:\n{names}")
+    parser.add_argument("name", nargs="?", metavar="NAME", choices=list(SCHEMAS),
+                        help="the schema: a format name (see below)")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="JSON files to check against the schema instead of printing it")
+    return parser
+
+
+def schema_command(args: argparse.Namespace) -> int:
+    from compiler.json_reader import load_json_file
+    from frontends import schemas
+
+    if args.name is None:
+        print("\n".join(f"{name:<17} {summary}" for name, summary in schemas.SCHEMAS.items()))
+        return 0
+    if not args.files:
+        sys.stdout.write(schemas.text(args.name))
+        return 0
+    for path in args.files:
+        try:
+            schemas.validate(args.name, load_json_file(path).value)
+        except PlancError as e:
+            raise e.in_file(path) from None
+        print(f"{path}: ok: {args.name}")
+    return 0
 
 
 def command_parser(command: str) -> argparse.ArgumentParser:
@@ -289,6 +329,7 @@ def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, Modu
         raise PlancError(f"cannot tell the format of this document (known formats: "
                          f"{known}); name it with --from", path="$", file=path)
     try:
+        fmt.check_schema(doc)
         return fmt, fmt.import_document(doc)
     except PlancError as e:
         raise e.in_file(path) from None
@@ -579,7 +620,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             command = argv[0]
             args = parser_for(command).parse_args(argv[1:])
             handler = {"check": check_command, "simulate": simulate_command,
-                       "plot": plot_command, "tune": tune_command}[command]
+                       "plot": plot_command, "tune": tune_command,
+                       "schema": schema_command}[command]
         else:
             args = compile_parser().parse_args(argv)
             args.inputs = args.input
