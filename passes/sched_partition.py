@@ -226,12 +226,13 @@ def _source(value: SSAValue) -> SSAValue:
     return value
 
 
-def k_parts(depth: int, step: int, weights: Sequence[float]) -> list[int] | None:
+def k_parts(depth: int, step: int, weights: Sequence[float],
+            rounding=round) -> list[int] | None:
     """`depth` cut into parts proportional to `weights`, each a positive multiple of `step`
-    (the first takes what rounding leaves), or None when there are too few steps."""
+    (the first takes what `rounding` leaves), or None when there are too few steps."""
     steps = depth // step
     total = sum(weights)
-    counts = [max(1, round(steps * w / total)) for w in weights[1:]]
+    counts = [max(1, rounding(steps * w / total)) for w in weights[1:]]
     first = steps - sum(counts)
     if first < 1:
         return None
@@ -321,11 +322,11 @@ def split_plan(kernel: Kernel, device: GpuDevice) -> SplitK | None:
     limit = min(MAX_PARTS, depth // step)
     best: SplitK | None = None
     estimates: dict[int, KernelEstimate] = {}
-    for ranges, weights in split_shapes(kernel.op.tiles, kernel.slots, device.processors,
-                                         limit):
-        parts = k_parts(depth, step, weights)
-        if parts is None:
-            continue
+    shapes = split_shapes(kernel.op.tiles, kernel.slots, device.processors, limit)
+    cuts = {(tuple(ranges), tuple(parts)) for ranges, weights in shapes
+            for rounding in (round, math.floor)
+            if (parts := k_parts(depth, step, weights, rounding)) is not None}
+    for ranges, parts in sorted(cuts):
         busy = sum(min(r, kernel.op.tiles) for r in ranges)
         for k in parts:
             if k not in estimates:
