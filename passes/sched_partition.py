@@ -15,11 +15,15 @@ Every launch uses as many concurrent tiles (slots) per processor as its kernel's
 shared memory allow within the device's plan width; `granularity` sets how many consecutive
 tiles a processor takes at a time.
 
-With `split-k`, a lone matmul whose tiles fill less than one wave of the device is split along
-K into two matmuls over disjoint processor ranges: the first writes the output, the second a
-partial buffer, and an element-wise add (next phase) sums them in place. The cut balances the
-two halves (the first runs in one wave; the second gets the processors left over) and is taken
-only when the cost model says it pays for the add and the extra barrier.
+With `split-k`, a lone matmul kernel (one or more matmuls of one K that read nothing the kernel
+computes, and element-wise operators) whose tiles leave processors idle is cut along K into
+parts that run concurrently on disjoint processor ranges: the first writes the outputs, the
+others partial buffers, and an element-wise kernel (next phase) adds the partials into the
+outputs in place and runs the element-wise operators. The candidates (`split_shapes`) are up
+to `MAX_PARTS` parts of one wave each (one tile per processor, or every slot of a processor
+busy) plus, optionally, a part on the processors left over with a smaller share of K; the cost
+model picks the fastest, counting the device's bandwidth shared by all parts, the barrier and
+the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut.
 
 Finally kernels are renumbered in execution order and the block is reordered to match, so that
 a plan's TaskInfo ids are the positions of its TaskInfos (as ARK's code generator expects).
@@ -231,11 +235,15 @@ def k_parts(depth: int, step: int, weights: Sequence[float],
     """`depth` cut into parts proportional to `weights`, each a positive multiple of `step`
     (the first takes what `rounding` leaves), or None when there are too few steps."""
     steps = depth // step
+    if steps < len(weights):
+        return None
     total = sum(weights)
     counts = [max(1, rounding(steps * w / total)) for w in weights[1:]]
+    for _ in range(sum(counts) - steps + 1):
+        # Rounding up left the first part no step: take them back from the largest parts.
+        largest = max(range(len(counts)), key=counts.__getitem__)
+        counts[largest] -= 1
     first = steps - sum(counts)
-    if first < 1:
-        return None
     parts = [first * step, *(c * step for c in counts)]
     parts[0] += depth - steps * step
     return parts
