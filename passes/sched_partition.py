@@ -23,7 +23,8 @@ outputs in place and runs the element-wise operators. The candidates (`split_sha
 to `MAX_PARTS` parts of one wave each (one tile per processor, or every slot of a processor
 busy) plus, optionally, a part on the processors left over with a smaller share of K; the cost
 model picks the fastest, counting the device's bandwidth shared by all parts, the barrier and
-the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut.
+the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut and
+its partial buffers fit in `SPLIT_K_MEMORY` of the model's bytes.
 
 Finally kernels are renumbered in execution order and the block is reordered to match, so that
 a plan's TaskInfo ids are the positions of its TaskInfos (as ARK's code generator expects).
@@ -202,6 +203,25 @@ MAX_PARTS = 32
 costs a partial buffer and an add)."""
 
 
+SPLIT_K_MEMORY = 0.07
+"""The partial buffers of one cut may take this fraction of the bytes of the buffers the
+schedule's operators read or write (what ARK's default plan allocates). Cuts run one after
+another, so the partials of different cuts can share memory; the bound keeps split-K from
+undoing the memory reuse (issue 3: activations at most 0.6x ARK's default on the FFNs: 0.07
+keeps the tutorial FFN on mi300x at 0.58x, where 0.15 gives 1.19x)."""
+
+
+def model_bytes(schedule: sched.ScheduleOp) -> int:
+    """Bytes of the distinct buffers the schedule's operators read or write (inputs, weights
+    and activations: what ARK's default plan allocates)."""
+    sizes: dict[int, int] = {}
+    for op in schedule.operators():
+        for value in (*op.operand_groups()[0], *op.operand_groups()[1]):
+            t = value.type
+            sizes[t.buffer_id] = max(sizes.get(t.buffer_id, 0), t.num_elements * t.element_bytes)
+    return sum(sizes.values())
+
+
 def splittable_matmuls(kernel: Kernel) -> list[ark.MatmulOp] | None:
     """The matmuls of a kernel that can be cut along K, or None: a matmul kernel of matmuls
     of one K and output shape that read nothing the kernel computes, and element-wise operators
@@ -317,17 +337,22 @@ def _sum_estimate(kernel: Kernel, matmuls: Sequence[ark.MatmulOp], count: int,
                           kernel.estimate.dtype, device)
 
 
-def split_plan(kernel: Kernel, device: GpuDevice) -> SplitK | None:
+def split_plan(kernel: Kernel, device: GpuDevice,
+               partial_bytes: float = math.inf) -> SplitK | None:
     """The fastest cut of a lone kernel's K into parts on disjoint processor ranges (see
-    `split_shapes`), by the cost model, or None when no cut is 5% faster than the kernel
-    uncut on all processors."""
+    `split_shapes`) whose partial buffers take at most `partial_bytes`, by the cost model, or
+    None when no cut is 5% faster than the kernel uncut on all processors."""
     matmuls = splittable_matmuls(kernel)
     if matmuls is None:
         return None
     _, _, depth = matmuls[0].problem_mnk()
     step = matmuls[0].config_value()["TileShapeMNK"][2]
     whole = kernel.estimate.on(device.processors)
-    limit = min(MAX_PARTS, depth // step)
+    out = matmuls[0].outputs[0]
+    per_part = len(matmuls) * out.num_elements * out.element_bytes
+    limit = min(MAX_PARTS, depth // step, 1 + int(partial_bytes // per_part))
+    if limit < 2:
+        return None
     best: SplitK | None = None
     estimates: dict[int, KernelEstimate] = {}
     shapes = split_shapes(kernel.op.tiles, kernel.slots, device.processors, limit)
@@ -580,11 +605,12 @@ class SchedPartitionPass(ModulePass):
         operators = schedule.kernel_operators()
         kernels = schedule.kernels()
         next_id = max(kernels, default=-1) + 1
+        budget = SPLIT_K_MEMORY * model_bytes(schedule)
         for members in phases:
             if len(members) != 1 or kernels[members[0]].kind_name != "matmul":
                 continue
             kernel = estimates.kernel(kernels[members[0]], operators[members[0]])
-            cut = split_plan(kernel, device)
+            cut = split_plan(kernel, device, budget)
             if cut is not None:
                 ids = ids or Ids(schedule.graph)
                 count = len(cut.parts)
