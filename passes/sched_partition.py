@@ -606,11 +606,17 @@ class SchedPartitionPass(ModulePass):
         kernels = schedule.kernels()
         next_id = max(kernels, default=-1) + 1
         budget = SPLIT_K_MEMORY * model_bytes(schedule)
+        cuts: dict[tuple, SplitK | None] = {}  # kernels of equal structure share their cut
         for members in phases:
             if len(members) != 1 or kernels[members[0]].kind_name != "matmul":
                 continue
-            kernel = estimates.kernel(kernels[members[0]], operators[members[0]])
-            cut = split_plan(kernel, device, budget)
+            op, ops = kernels[members[0]], operators[members[0]]
+            kernel = estimates.kernel(op, ops)
+            key = (signature(op.kind_name, ops), tuple(o.config for o in ops), op.tiles,
+                   op.warps, kernel.slots)
+            if key not in cuts:
+                cuts[key] = split_plan(kernel, device, budget)
+            cut = cuts[key]
             if cut is not None:
                 ids = ids or Ids(schedule.graph)
                 count = len(cut.parts)
