@@ -264,7 +264,7 @@ def _too_deep(value: Any) -> str | None:
             return _deep_path(value)
         if isinstance(node, dict):
             children = node.values()
-        elif _CONTAINERS.isdisjoint(map(type, node)):
+        elif not isinstance(node, list) or _CONTAINERS.isdisjoint(map(type, node)):
             continue
         else:
             children = node
