@@ -148,10 +148,15 @@ def ints(attr: DenseArrayBase | None) -> list[int]:
     return [] if attr is None else list(_values(attr))
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def _values(attr: DenseArrayBase) -> tuple[int, ...]:
-    # Unpacking a dense array is slow and the same boxes recur all over a schedule.
-    return tuple(int(v) for v in attr.get_values())
+    # Passes read the same boxes again and again: the unpacked values are kept on the
+    # (immutable) attribute itself. A cache keyed by the attribute would hash its bytes on
+    # every lookup, which cost more than the unpacking (6M hash calls on a 4x4 ResNet-34).
+    values = attr.__dict__.get("_planc_values")
+    if values is None:
+        values = tuple(attr.get_values())
+        attr.__dict__["_planc_values"] = values
+    return values
 
 
 def rows(attr: ArrayAttr | None) -> list[list[int]]:
