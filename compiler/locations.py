@@ -12,11 +12,14 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from compiler.diagnostics import PlancError, extend_path
-from dialects.utils import VerifyAt
+from dialects.utils import VerifyAt, built
 
 
 def json_location(path: str) -> NameLoc:
-    return NameLoc(StringAttr(path), NoneAttr())
+    return built(NameLoc, StringAttr(path), _NONE)
+
+
+_NONE = NoneAttr()
 
 
 def source_path(op: Operation) -> str | None:

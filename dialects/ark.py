@@ -67,7 +67,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import body_block
+from dialects.utils import body_block, built
 
 # ---------------------------------------------------------------------------------------------
 # Data types
@@ -81,6 +81,11 @@ DATA_TYPE_BYTES: dict[str, int] = {
 INTEGER_DATA_TYPES = frozenset({"INT32", "UINT32", "INT8", "UINT8"})
 FLOAT_DATA_TYPES = frozenset({"FP32", "FP16", "BF16"})
 MAX_DIMS = 4
+
+
+_NONE = NoneAttr()
+_EMPTY = DictionaryAttr({})
+"""Shared immutable parameters: building a new one for every tensor costs 5-6 us."""
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
@@ -166,13 +171,15 @@ class BufferAttr(ParametrizedAttribute):
         is_external: bool | None = None,
         extra: DictionaryAttr | None = None,
     ) -> BufferAttr:
-        return BufferAttr(
+        # Every parameter is made here with its declared kind: `built` skips re-checking.
+        return built(
+            BufferAttr,
             IntAttr(buffer_id),
             IntAttr(rank),
             _ints([v for pair in send_tags for v in pair]),
             _ints([v for pair in recv_tags for v in pair]),
-            NoneAttr() if is_external is None else IntegerAttr(int(is_external), i1),
-            extra or DictionaryAttr({}),
+            _NONE if is_external is None else IntegerAttr(int(is_external), i1),
+            extra or _EMPTY,
         )
 
     @property
@@ -314,16 +321,21 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         """A tensor. Its PaddedShape is recorded equal to its shape unless `padded_shape`
         gives one, or is None (the file has no PaddedShape key)."""
         padded = shape if padded_shape == "shape" else padded_shape
-        return TensorType(
+        if not isinstance(buffer, BufferAttr):
+            raise VerifyException(f"tensor {tensor_id}: expected a buffer, got {buffer}")
+        # Every other parameter is made here with its declared kind: `built` skips
+        # re-checking them (the tensor's own rules still run).
+        return built(
+            TensorType,
             IntAttr(tensor_id),
             StringAttr(dtype),
             _ints(shape),
             _ints(strides if strides is not None else (padded or shape)),
             _ints(offsets if offsets is not None else [0] * len(shape)),
-            NoneAttr() if padded is None else _ints(padded),
-            NoneAttr() if pads is None else _ints(pads),
+            _NONE if padded is None else _ints(padded),
+            _NONE if pads is None else _ints(pads),
             buffer,
-            extra or DictionaryAttr({}),
+            extra or _EMPTY,
         )
 
     # -- convenient views of the parameters ------------------------------------------------

@@ -9,12 +9,26 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.diagnostics import PlancError
 
 RootT = TypeVar("RootT", bound=Operation)
+AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)
+
+
+def built(cls: type[AttrT], *parameters: Attribute) -> AttrT:
+    """`cls(*parameters)` for callers that pass parameters of the declared kinds: xDSL's
+    generic check of each parameter's kind (a third of an attribute's construction, done for
+    hundreds of thousands of shapes and locations on a large import) is skipped; the
+    attribute's own rules (`verify`) still run."""
+    attr = cls.__new__(cls)
+    for (name, _), value in zip(cls.get_irdl_definition().parameters, parameters,
+                                strict=True):
+        object.__setattr__(attr, name, value)
+    attr.verify()
+    return attr
 
 
 class VerifyAt(VerifyException):
