@@ -12,6 +12,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from compiler.diagnostics import PlancError, extend_path
+from compiler.fast_verify import verify_op
 from dialects.utils import VerifyAt, built
 
 
@@ -44,7 +45,7 @@ def verify_module(module: ModuleOp) -> None:
     """
     for op in module.walk():
         try:
-            op.verify_()
+            verify_op(op)
         except (VerifyException, DiagnosticException) as e:
             raise verifier_error(op, e) from None
 
