@@ -12,7 +12,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from compiler.diagnostics import PlancError, extend_path
-from compiler.fast_verify import verify_op
+from dialects.fast_verify import verify_op
 from dialects.utils import VerifyAt, built
 
 

@@ -13,6 +13,7 @@ from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.diagnostics import PlancError
+from dialects.fast_verify import verify_op
 
 RootT = TypeVar("RootT", bound=Operation)
 AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)
@@ -89,7 +90,7 @@ def verify_first(ops: Iterable[Operation]) -> None:
     """
     for child in ops:
         try:
-            child.verify_()
+            verify_op(child)
         except VerifyAt:
             raise
         except VerifyException as e:

@@ -1,4 +1,4 @@
-"""`compiler.fast_verify.verify_op` decides as xDSL's `op.verify_()` does, with its message.
+"""`dialects.fast_verify.verify_op` decides as xDSL's `op.verify_()` does, with its message.
 
 Ops come from real modules (imported examples, planned ARK, TT and MLIR inputs of the lit
 suite) and from random mutations of them that break the generic rules: a property removed or
@@ -15,7 +15,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from compiler.driver import import_file, run_pipeline
-from compiler.fast_verify import verify_op
+from dialects.fast_verify import verify_op
 from frontends.model_zoo import generated
 from tests.conftest import EXAMPLES
 

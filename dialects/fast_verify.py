@@ -28,7 +28,9 @@ from xdsl.irdl.operations import (
     VariadicDef,
     VarIRConstruct,
     get_attr_size_option,
+    irdl_op_verify_regions,
     verify_variadic_same_size,
+    verify_variadic_size,
 )
 from xdsl.utils.exceptions import VerifyException
 
@@ -110,8 +112,10 @@ class _Plan:
             if not (self.operands.ok(op, op.operands, context)
                     and self.results.ok(op, op.results, context)):
                 return False
-            if op.regions or op_def.regions or op.successors or op_def.successors:
-                return False
+            if op.regions or op_def.regions:
+                irdl_op_verify_regions(op, op_def, context)
+            if op.successors or op_def.successors:
+                verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
             properties = op.properties
             for name, attr_def in op_def.properties.items():
                 if name not in properties:
