@@ -184,11 +184,11 @@ class BufferAttr(ParametrizedAttribute):
 
     @property
     def send_tag_pairs(self) -> list[tuple[int, int]]:
-        return _pairs(self.send_tags.get_values())
+        return _pairs(int_values(self.send_tags))
 
     @property
     def recv_tag_pairs(self) -> list[tuple[int, int]]:
-        return _pairs(self.recv_tags.get_values())
+        return _pairs(int_values(self.recv_tags))
 
     @property
     def is_local(self) -> bool:
@@ -202,7 +202,7 @@ class BufferAttr(ParametrizedAttribute):
 
     def verify(self) -> None:
         for tags in (self.send_tags, self.recv_tags):
-            if len(tags.get_values()) % 2:
+            if len(int_values(tags)) % 2:
                 raise VerifyException("buffer tags must be (remote rank, tag) pairs")
 
     @classmethod
