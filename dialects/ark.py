@@ -353,6 +353,19 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         return list(int_values(self.shape))
 
     @property
+    def shape_tuple(self) -> tuple[int, ...]:
+        """The shape as an (unpacked once, shared) tuple: for keys and comparisons."""
+        return int_values(self.shape)
+
+    @property
+    def strides_tuple(self) -> tuple[int, ...]:
+        return int_values(self.strides)
+
+    @property
+    def offsets_tuple(self) -> tuple[int, ...]:
+        return int_values(self.offsets)
+
+    @property
     def strides_list(self) -> list[int]:
         return list(int_values(self.strides))
 
