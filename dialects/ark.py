@@ -44,13 +44,24 @@ from xdsl.dialects.builtin import (
     StringAttr,
     f64,
     i1,
+    i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    OptOperandDef,
     ParsePropInAttrDict,
+    VarResultDef,
     irdl_attr_definition,
     irdl_op_definition,
     opt_operand_def,
@@ -671,6 +682,34 @@ def _phrase(bounds: tuple[int, int], noun: str) -> str:
     return f"{lo} to {hi} {noun}s"
 
 
+@functools.lru_cache(maxsize=256)
+def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, list(sizes))
+
+
+def build_fast(op: IRDLOperation, groups: list[list[SSAValue]], result_types: list[Attribute],
+               properties: dict[str, Attribute]) -> None:
+    """What `IRDLOperation.__init__(operands=groups, result_types=..., properties=...)`
+    builds for an op whose operand segments are sized by a property and whose results are
+    `result_types` (one variadic or single definition), at a third of the cost: the segment
+    sizes attribute is shared by all ops of equal sizes (attributes are immutable) and the
+    generic builder's per-definition bookkeeping is skipped. Anything but plain SSA values,
+    or a count its definitions do not allow, takes the generic builder (and its errors)."""
+    operands = [v for group in groups for v in group]
+    op_def = type(op).get_irdl_definition()
+    single_result = not isinstance(op_def.results[0][1], VarResultDef)
+    if (single_result and len(result_types) != 1) or not all(
+            isinstance(v, SSAValue) for v in operands) or len(groups) != 2 or \
+            (isinstance(op_def.operands[0][1], OptOperandDef) and len(groups[0]) > 1):
+        IRDLOperation.__init__(op, operands=groups, properties=properties,
+                               result_types=result_types if single_result else [result_types])
+        return
+    properties = {k: v for k, v in properties.items() if v is not None}
+    properties["operandSegmentSizes"] = _segment_sizes(tuple(len(g) for g in groups))
+    Operation.__init__(op, operands=operands, result_types=result_types,
+                       properties=properties)
+
+
 class ArkOp(IRDLOperation, ABC):
     """An ARK operator. Subclasses set TYPE (the ARK type name), ARITY and ARGS.
 
@@ -734,8 +773,7 @@ class ArkOp(IRDLOperation, ABC):
             "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,
         }
         properties.update({k: v for k, v in optional.items() if v is not None})
-        super().__init__(operands=[list(reads), list(writes)], result_types=[list(result_types)],
-                         properties=properties)
+        build_fast(self, [list(reads), list(writes)], list(result_types), properties)
 
     # -- what passes and backends ask ----------------------------------------------------------
 
@@ -1190,8 +1228,7 @@ class ViewOp(IRDLOperation):
 
     def __init__(self, tensor: TensorType, source: SSAValue | None = None,
                  after: Sequence[SSAValue] = ()):
-        super().__init__(operands=[[source] if source is not None else [], list(after)],
-                         result_types=[tensor])
+        build_fast(self, [[source] if source is not None else [], list(after)], [tensor], {})
 
 
 @irdl_op_definition
