@@ -88,13 +88,34 @@ def verify_first(ops: Iterable[Operation]) -> None:
     For a container whose document-wide rules only make sense once some children's own rules
     hold (the container's verifier runs before theirs).
     """
+    done = _VERIFIED.get()
     for child in ops:
+        if done is not None and id(child) in done:
+            continue
         try:
             verify_op(child)
         except VerifyAt:
             raise
         except VerifyException as e:
             raise VerifyAt(str(e), child) from None
+        if done is not None:
+            done.add(id(child))
+
+
+_VERIFIED: ContextVar[set[int] | None] = ContextVar("planc_verified", default=None)
+"""Ids of the ops verified so far by the running `verifying_once` walk."""
+
+
+@contextmanager
+def verifying_once() -> Iterator[set[int]]:
+    """While a module is verified op by op (nothing changes it meanwhile), the ops a parent
+    verified early (`verify_first`) are collected in the yielded set, for the walk to skip."""
+    done: set[int] = set()
+    token = _VERIFIED.set(done)
+    try:
+        yield done
+    finally:
+        _VERIFIED.reset(token)
 
 
 def body_block(region: Region) -> Block:
