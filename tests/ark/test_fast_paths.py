@@ -146,3 +146,27 @@ def test_fast_builder_keeps_the_generic_builders_errors():
     # Two values for the optional source: xDSL's generic builder refuses, as before.
     with pytest.raises(ValueError, match="source"):
         ark.build_fast(ark.ViewOp.__new__(ark.ViewOp), [[source, source], []], [tensor], {})
+
+
+def test_json_values_from_attributes_match_the_pattern_path():
+    from xdsl.dialects.builtin import (
+        FloatAttr,
+        IndexType,
+        IntAttr,
+        IntegerAttr,
+        IntegerType,
+        f64,
+        i1,
+        i64,
+    )
+
+    from dialects.json_value import _from_attr_matched, from_attr, to_attr
+
+    values = [IntegerAttr(1, i1), IntegerAttr(0, i1), IntegerAttr(5, i64),
+              IntegerAttr(3, IntegerType(32)), IntegerAttr(7, IndexType()), IntAttr(4),
+              NoneAttr(), FloatAttr(1.5, f64), StringAttr("x"),
+              to_attr({"a": [1, True, "s", None, 2.5, {"b": []}]})]
+    for attr in values:
+        fast, matched = from_attr(attr), _from_attr_matched(attr)
+        assert fast == matched and type(fast) is type(matched), attr
+        assert repr(fast) == repr(matched)
