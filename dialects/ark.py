@@ -78,7 +78,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import body_block, built
+from dialects.utils import body_block, built, i64_attr
 
 # ---------------------------------------------------------------------------------------------
 # Data types
@@ -766,8 +766,8 @@ class ArkOp(IRDLOperation, ABC):
     ):
         properties: dict[str, Attribute] = {"label": StringAttr(label), **(args or {})}
         optional = {
-            "node": None if node is None else IntegerAttr(node, i64),
-            "task": None if task is None else IntegerAttr(task, i64),
+            "node": None if node is None else i64_attr(node),
+            "task": None if task is None else i64_attr(task),
             "virtual": None if virtual is None or virtual == self.IS_VIRTUAL
             else IntegerAttr(int(virtual), i1),
             "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,

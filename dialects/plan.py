@@ -54,7 +54,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
-from dialects.utils import VerifyAt, body_block, verify_first
+from dialects.utils import VerifyAt, body_block, i64_attr, verify_first
 
 if TYPE_CHECKING:
     import numpy as np
@@ -160,8 +160,8 @@ class TaskOp(IRDLOperation):
     def __init__(self, task_id: int, num_warps: int, sram_bytes: int,
                  extra: DictionaryAttr | None = None):
         properties: dict[str, Attribute] = {
-            "id": IntegerAttr(task_id, i64), "num_warps": IntegerAttr(num_warps, i64),
-            "sram_bytes": IntegerAttr(sram_bytes, i64)}
+            "id": i64_attr(task_id), "num_warps": i64_attr(num_warps),
+            "sram_bytes": i64_attr(sram_bytes)}
         if extra is not None:
             properties["extra"] = extra
         super().__init__(properties=properties)
@@ -202,8 +202,8 @@ class TaskGroupOp(IRDLOperation):
     def __init__(self, task_id: int, task_range: RangeAttr, granularity: int = 1,
                  extra: DictionaryAttr | None = None):
         properties: dict[str, Attribute] = {
-            "task_id": IntegerAttr(task_id, i64), "task_range": task_range,
-            "granularity": IntegerAttr(granularity, i64)}
+            "task_id": i64_attr(task_id), "task_range": task_range,
+            "granularity": i64_attr(granularity)}
         if extra is not None:
             properties["extra"] = extra
         super().__init__(properties=properties)
@@ -372,9 +372,9 @@ class PlanOp(IRDLOperation):
                  num_warps_per_processor: int, body: Region, *,
                  architecture: str | None = None, extra: DictionaryAttr | None = None):
         properties: dict[str, Attribute] = {
-            "rank": IntegerAttr(rank, i64), "world_size": IntegerAttr(world_size, i64),
-            "num_processors": IntegerAttr(num_processors, i64),
-            "num_warps_per_processor": IntegerAttr(num_warps_per_processor, i64)}
+            "rank": i64_attr(rank), "world_size": i64_attr(world_size),
+            "num_processors": i64_attr(num_processors),
+            "num_warps_per_processor": i64_attr(num_warps_per_processor)}
         if architecture is not None:
             properties["architecture"] = StringAttr(architecture)
         if extra is not None:

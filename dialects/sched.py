@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.plan import Range, RangeAttr, range_attr
-from dialects.utils import VerifyAt, body_block
+from dialects.utils import VerifyAt, body_block, i64_attr
 
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
@@ -54,7 +54,7 @@ KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 @functools.lru_cache(maxsize=4096)
 def int_attr(value: int) -> IntegerAttr:
     """An i64 integer attribute (shared: attributes are immutable, and passes make many)."""
-    return IntegerAttr(value, i64)
+    return i64_attr(value)
 
 
 _int = int_attr

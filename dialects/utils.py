@@ -8,7 +8,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region
 from xdsl.utils.exceptions import VerifyException
 
@@ -17,6 +17,14 @@ from dialects.fast_verify import verify_op
 
 RootT = TypeVar("RootT", bound=Operation)
 AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)
+
+
+def i64_attr(value: int) -> IntegerAttr:
+    """`IntegerAttr(value, i64)`; in the signed range (where that constructor changes
+    nothing) without its normalization and generic checks (the range check still runs)."""
+    if type(value) is int and -(1 << 63) <= value < (1 << 63):
+        return built(IntegerAttr, IntAttr(value), i64)
+    return IntegerAttr(value, i64)
 
 
 def built(cls: type[AttrT], *parameters: Attribute) -> AttrT:

@@ -170,3 +170,16 @@ def test_json_values_from_attributes_match_the_pattern_path():
         fast, matched = from_attr(attr), _from_attr_matched(attr)
         assert fast == matched and type(fast) is type(matched), attr
         assert repr(fast) == repr(matched)
+
+
+def test_i64_attributes_equal_the_constructors():
+    from xdsl.dialects.builtin import IntegerAttr, i64
+    from xdsl.utils.exceptions import VerifyException
+
+    from dialects.utils import i64_attr
+
+    for value in (0, 5, -1, 2 ** 63 - 1, -(2 ** 63), 2 ** 63, 2 ** 64 - 1):
+        assert i64_attr(value) == IntegerAttr(value, i64), value
+    for value in (2 ** 64, -(2 ** 63) - 1):
+        with pytest.raises(VerifyException):
+            i64_attr(value)
