@@ -107,7 +107,7 @@ def compile_parser() -> argparse.ArgumentParser:
                              "'ark-compress{renumber=false}'")
     parser.add_argument("--print-ir-after-all", action="store_true",
                         help="print the IR to stderr after every pass")
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     _add_input_options(parser)
     _add_flags(parser)
     return parser
@@ -208,6 +208,19 @@ def command_parser(command: str) -> argparse.ArgumentParser:
     _add_input_options(parser)
     _add_flags(parser)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """`--version`, reading the package metadata only when asked (importing
+    `importlib.metadata` costs every compile ~20 ms otherwise)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"{PROG} {_version()}\n")
+        parser.exit()
 
 
 def _version() -> str:
