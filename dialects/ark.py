@@ -840,10 +840,11 @@ class ArkOp(IRDLOperation, ABC):
         return VerifyException(f"{self.TYPE} '{self.label.data}': {message}")
 
     def verify_(self) -> None:
+        reads, writes = self.operand_groups()  # the generic rules (segment sizes) held
         for operands, bounds, noun in (
-            (self.read_tensors, self.ARITY.reads, "read tensor"),
-            (self.write_tensors, self.ARITY.writes, "write tensor"),
-            (self.result_tensors, self.ARITY.results, "result tensor"),
+            (reads, self.ARITY.reads, "read tensor"),
+            (writes, self.ARITY.writes, "write tensor"),
+            (self.results, self.ARITY.results, "result tensor"),
         ):
             if not _count(len(operands), bounds):
                 raise self.fail(f"expected {_phrase(bounds, noun)}, got {len(operands)}")
@@ -857,7 +858,8 @@ class ArkOp(IRDLOperation, ABC):
             return
         sources = self.outputs if self.RESULT_ALIASES == "write" else self.inputs
         for result, source in zip(self.results_types, sources, strict=False):
-            if result.buffer_id != source.buffer_id or result.shape_list != source.shape_list:
+            if result.buffer_id != source.buffer_id or \
+                    result.shape_tuple != source.shape_tuple:
                 raise self.fail(
                     f"result tensor {result.tensor_id} must alias {self.RESULT_ALIASES} tensor "
                     f"{source.tensor_id} (buffer {source.buffer_id}, shape {source.shape_list}), "
