@@ -54,7 +54,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
-from dialects.utils import VerifyAt, body_block, i64_attr, verify_first
+from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr, verify_first
 
 if TYPE_CHECKING:
     import numpy as np
@@ -164,7 +164,7 @@ class TaskOp(IRDLOperation):
             "sram_bytes": i64_attr(sram_bytes)}
         if extra is not None:
             properties["extra"] = extra
-        super().__init__(properties=properties)
+        build_with_properties(self, properties)
 
     @property
     def task_id(self) -> int:
@@ -206,7 +206,7 @@ class TaskGroupOp(IRDLOperation):
             "granularity": i64_attr(granularity)}
         if extra is not None:
             properties["extra"] = extra
-        super().__init__(properties=properties)
+        build_with_properties(self, properties)
 
     @property
     def task(self) -> int:

@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.plan import Range, RangeAttr, range_attr
-from dialects.utils import VerifyAt, body_block, i64_attr
+from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr
 
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
@@ -82,7 +82,7 @@ class KernelOp(IRDLOperation):
                        "attr-dict")
 
     def __init__(self, kernel_id: int, kind: str):
-        super().__init__(properties={"id": _int(kernel_id), "kind": StringAttr(kind)})
+        build_with_properties(self, {"id": _int(kernel_id), "kind": StringAttr(kind)})
 
     @property
     def kernel_id(self) -> int:
@@ -143,7 +143,7 @@ class LaunchOp(IRDLOperation):
         def attr(r: Range) -> RangeAttr:
             return range_attr(r.begin, r.end, None if r.step == 1 else r.step)
 
-        super().__init__(properties={
+        build_with_properties(self, {
             "kernel": _int(kernel), "tiles": attr(tiles), "units": attr(units),
             "warps": attr(warps), "sram": attr(sram), "granularity": _int(granularity)})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -10,6 +11,8 @@ from typing import TypeVar
 
 from xdsl.dialects.builtin import IntAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region
+from xdsl.irdl import IRDLOperation
+from xdsl.irdl.operations import AttrSizedSegments
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.diagnostics import PlancError
@@ -17,6 +20,23 @@ from dialects.fast_verify import verify_op
 
 RootT = TypeVar("RootT", bound=Operation)
 AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)
+
+
+def build_with_properties(op: IRDLOperation, properties: dict[str, Attribute | None]) -> None:
+    """`IRDLOperation.__init__(op, properties=properties)` for an op class that declares no
+    operands, results, regions or successors: the generic builder's bookkeeping for those
+    is skipped (passes build thousands of such ops: kernels, launches, task infos)."""
+    if not _only_properties(type(op)):
+        IRDLOperation.__init__(op, properties=properties)
+        return
+    Operation.__init__(op, properties={k: v for k, v in properties.items() if v is not None})
+
+
+@functools.cache
+def _only_properties(cls: type) -> bool:
+    op_def = cls.get_irdl_definition()
+    return not (op_def.operands or op_def.results or op_def.regions or op_def.successors) \
+        and not any(isinstance(o, AttrSizedSegments) for o in op_def.options)
 
 
 def i64_attr(value: int) -> IntegerAttr:

@@ -183,3 +183,18 @@ def test_i64_attributes_equal_the_constructors():
     for value in (2 ** 64, -(2 ** 63) - 1):
         with pytest.raises(VerifyException):
             i64_attr(value)
+
+
+def test_property_only_ops_equal_generic_built_ones():
+    from dialects import plan, sched
+    from dialects.plan import Range, range_attr
+
+    r = Range(0, 4)
+    built_ops = [sched.KernelOp(3, "matmul"), sched.LaunchOp(1, r, r, r, r, 2),
+                 plan.TaskOp(2, 4, 1024), plan.TaskGroupOp(1, range_attr(0, 8), 1)]
+    for op in built_ops:
+        twin = type(op).__new__(type(op))
+        IRDLOperation.__init__(twin, properties=dict(op.properties))
+        assert list(twin.properties.items()) == list(op.properties.items())
+        assert not op.operands and not op.results and not op.regions
+        op.verify_()
