@@ -506,14 +506,11 @@ def single_threaded_blas() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one planc command; as the `planc` program (`argv` None), a compile ends the process
     without freeing its IR (`exit_without_teardown`)."""
+    command = (sys.argv[1:] if argv is None else argv)[:1]
     code = _main(argv)
-    if argv is None and _compiled:
+    if argv is None and not (command and command[0] in SUBCOMMANDS):
         exit_without_teardown(code)
     return code
-
-
-_compiled: list[bool] = []
-"""Set once a compile built IR: at exit, only then is freeing worth skipping."""
 
 
 def exit_without_teardown(code: int) -> None:
@@ -542,7 +539,6 @@ def _main(argv: Sequence[str] | None) -> int:
             args.inputs = args.input
             args.input = args.inputs[0] if args.inputs else None
             handler = compile_command
-            _compiled.append(True)
         return handler(args)
     except PlancError as e:
         sys.stderr.write(f"{PROG}: error: {e}\n")
