@@ -169,8 +169,9 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
              "compute a stated sample of tiles", type=int, metavar="N"),
         *_SIMULATE_FLAGS.values(),
     ),
+    "schema": (),
 }
-"""The options of `planc check` and `planc simulate` (the flags of the commands)."""
+"""The options of `planc check`, `simulate`, `plot` and `schema` (the flags of the commands)."""
 
 
 def target_named(name: str) -> TargetInfo | None:

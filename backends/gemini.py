@@ -21,8 +21,9 @@ from dialects.gemini import Kind
 from dialects.json_value import dict_value
 
 
-def schedule_pipeline(options: argparse.Namespace) -> str:
-    """The passes that schedule a `dnn` graph onto the mesh and lower it to `gemini`."""
+def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
+    """The passes that schedule a `dnn` graph onto the mesh and lower it to `gemini`
+    (`rebatch`: set the batch with dnn-rebatch; ARK models get it from dnn-from-ark)."""
     xlen, ylen = parse_mesh(getattr(options, "mesh", None) or "1x1")
     buffer = _option(options, "buffer_size", DEFAULT_BUFFER)
     bandwidth = _option(options, "dram_bw", DEFAULT_DRAM_BW)
@@ -34,7 +35,7 @@ def schedule_pipeline(options: argparse.Namespace) -> str:
     if batch is not None and batch <= 0:
         raise UsageError(f"--batch: expected a positive batch size, got {batch}")
     hw = f"buffer-size={buffer} dram-bw={float(bandwidth)!r}"
-    passes = [f"dnn-rebatch{{batch={batch}}}"] if batch else []
+    passes = [f"dnn-rebatch{{batch={batch}}}"] if batch and rebatch else []
     return ",".join([
         *passes,
         f"gemini-group-layers{{{hw} mesh={xlen}x{ylen}}}",
@@ -72,7 +73,8 @@ def pipeline(source_format: str, options: argparse.Namespace) -> str:
     if source_format == "gemini-layers":
         return schedule_pipeline(options)
     if source_format == "ark-model":
-        return "dnn-from-ark," + schedule_pipeline(options)
+        batch = getattr(options, "batch", None) or 1
+        return f"dnn-from-ark{{batch={batch}}}," + schedule_pipeline(options, rebatch=False)
     raise PlancError(f"--target gemini cannot start from a {source_format or 'synthesized'} "
                      f"document (it takes Gemini scheduler IR, Gemini layer descriptions and "
                      f"ARK models)")

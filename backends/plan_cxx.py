@@ -36,7 +36,9 @@ from xdsl.utils.base_printer import BasePrinter
 
 from compiler.diagnostics import PlancError
 from compiler.locations import source_path
+from compiler.model_interpreter import final_outputs
 from dialects import ark, plan
+from passes.byte_regions import ByteRegion, covered_by_union
 
 RUNTIME_DIR = "runtime"
 RUNTIME_HEADERS = ("planc_types.h", "planc_kernels.h", "planc_host.h")
@@ -235,17 +237,33 @@ class PlanPrinter(BasePrinter):
         qualifier = "const " if const else ""
         return f"planc::at<{qualifier}{CTYPES[tensor.data_type]}>(arena, {self.offset(tensor)})"
 
+    def model_order(self) -> list[ark.ArkOp]:
+        """The scheduled operators in the order of the model (the plan's graph)."""
+        scheduled = set(self.scheduled_operators())
+        return [op for op in self.plan.graph.ops if op in scheduled]
+
     def input_files(self) -> list[TensorFile]:
-        """Tensors read before any operator wrote them: the data the program is given.
+        """The model's tensors whose data the program is given: those the plan reads (through
+        any view, e.g. split-K halves of a weight: the file is the weight itself) where no
+        earlier operator wrote every byte read (a KV cache updated by one row is input; a
+        tensor written whole through slices is not).
 
         When one of them spans its whole buffer, the others on that buffer (slices of it)
         are read from it rather than from files of their own.
         """
         found: dict[int, ark.TensorType] = {}
-        for op in self.scheduled_operators():
-            for value in op.read_tensors:
-                if isinstance(root_view(value), ark.ViewOp):
-                    found.setdefault(value.type.tensor_id, value.type)
+        written: dict[int, list[ByteRegion]] = {}
+        for op in self.model_order():
+            reads, writes = op.operand_groups()
+            for value in reads:
+                root = root_view(value)
+                region = ByteRegion.of(value.type)
+                if isinstance(root, ark.ViewOp) and not covered_by_union(
+                        region, written.get(region.buffer, ())):
+                    found.setdefault(root.result.type.tensor_id, root.result.type)
+            for value in writes:
+                region = ByteRegion.of(value.type)
+                written.setdefault(region.buffer, []).append(region)
         whole: dict[int, int] = {}
         for t in found.values():
             if spans_buffer(t):
@@ -254,10 +272,10 @@ class PlanPrinter(BasePrinter):
                 if whole.get(t.buffer_id, t.tensor_id) == t.tensor_id]
 
     def output_files(self) -> list[TensorFile]:
-        """Results no operator uses: what the plan computes for its user."""
+        """Results no operator uses and no later operator overwrites through another view
+        (`compiler.model_interpreter.final_outputs`): what the plan computes for its user."""
         return [TensorFile(value.type, self.offset(value.type))
-                for op in self.scheduled_operators() for value in op.result_tensors
-                if not value.uses]
+                for value in final_outputs(self.model_order())]
 
     def manifest(self) -> str:
         doc = {"arena_bytes": self.layout.total_bytes,

@@ -1,12 +1,13 @@
 """GFLOP/s of planc's CPU program on the FFN example, against numpy doing the same model.
 
     python bench/cpu_ffn.py [--plan PLAN.json] [--model examples/ffn.json] [--iterations 10]
-                            [--rounds 3] [--processors N]
+                            [--rounds 3]
 
-The plan is `--plan`, else what `planc MODEL --target ark` makes of the model (the ARK planner),
-else, while planc cannot plan models yet, one written here the way ARK's default planner would
-(one task per operator, ARK's default tiles) on `--processors` processors. The plan is emitted
-with `--target cpu`, built with the one-line command of the emitted README, checked against the
+Without `--plan`, the program is emitted from the model (`planc MODEL --target cpu`: planc's
+ARK planner for its default device, the A100, then the CPU program), so its inputs and outputs
+are the model's own tensors; with `--plan`, from that plan (whose inputs may be views of the
+model's tensors, e.g. split-K halves of a weight: they are cut from the model's inputs here).
+The program is built with the one-line command of the emitted README, checked against the
 numpy model interpreter, and timed. numpy runs the same model in the same rounds, interleaved
 with the program (the machine may be shared): directly (every operator as numpy computes it,
 float32 BLAS matmuls, inputs converted to float32 beforehand, outputs rounded to their stored
@@ -17,8 +18,6 @@ reports its best round.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import math
 import os
@@ -34,12 +33,14 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from backends.ark_plan import single_plan  # noqa: E402
 from backends.cpu import BUILD  # noqa: E402
 from compiler import dtypes  # noqa: E402
 from compiler.driver import main as planc  # noqa: E402
 from compiler.model_interpreter import evaluate, run_model  # noqa: E402
 from dialects import ark  # noqa: E402
 from tests.codegen import plans, programs  # noqa: E402
+from tests.sched.test_cpu_programs import program_inputs as cut_inputs  # noqa: E402
 
 
 def flops(model: ark.ModelOp) -> int:
@@ -56,34 +57,28 @@ def flops(model: ark.ModelOp) -> int:
     return total
 
 
-def ark_default_tiles(model_doc: dict) -> dict[str, list[int]]:
-    """ARK's default tiles (ark.md 1.4): matmul (256,128) if M > N else (128,256), K 64 for
-    16-bit types and 32 for FP32; element-wise [64,1] if the last-but-one dim is larger, else
-    [1,64]."""
-    tiles = {}
-    for node in model_doc["Nodes"]:
-        op = node["Op"]
-        out = [1] * 4 + op["ResultTensors"][0]["Shape"]
-        if op["Type"] == "Matmul":
-            m, n = out[-2], out[-1]
-            tk = 32 if op["ResultTensors"][0]["DataType"] == "FP32" else 64
-            tiles[op["Name"]] = [256, 128, tk] if m > n else [128, 256, tk]
-        elif op["Type"] not in ("Embedding", "Noop") and not op["Type"].startswith("Reduce"):
-            tiles[op["Name"]] = [64, 1] if out[-2] > out[-1] else [1, 64]
-    return tiles
+def emit(args: argparse.Namespace, work: Path) -> tuple[Path, Path, str]:
+    """(plan file, program directory, where the plan comes from)."""
+    program_dir = work / "program"
+    if args.plan:
+        source, plan_path = args.plan, args.plan
+        how = "--plan"
+    else:
+        source, plan_path = args.model, work / "plan.json"
+        how = "planc --target ark (a100), emitted from the model"
+        if planc([str(source), "--target", "ark", "-o", str(plan_path)]) != 0:
+            sys.exit("planc could not plan the model")
+    if planc([str(source), "--target", "cpu", "-o", str(program_dir)]) != 0:
+        sys.exit("planc could not emit the program")
+    return plan_path, program_dir, how
 
 
-def make_plan(model_path: Path, work: Path, processors: int) -> tuple[Path, str]:
-    target = work / "plan.json"
-    with contextlib.redirect_stderr(io.StringIO()) as why:
-        code = planc([str(model_path), "--target", "ark", "-o", str(target)])
-    if code == 0:
-        return target, "planc --target ark"
-    doc = json.loads(model_path.read_text())
-    target.write_text(json.dumps(plans.plan_doc(doc, processors=processors, warps=8,
-                                                tiles=ark_default_tiles(doc))))
-    reason = why.getvalue().strip().removeprefix("planc: error: ")
-    return target, (f"one task per operator with ARK's default tiles, written here ({reason})")
+def program_inputs(plan_path: Path, listing: dict, reference) -> dict[int, np.ndarray]:
+    """The model run's inputs as the program's input tensors see them (views of a plan)."""
+    if all(t["id"] in reference.inputs for t in listing["inputs"]):
+        return reference.inputs
+    plan_module = plans.import_plan_doc(json.loads(plan_path.read_text()))
+    return cut_inputs(listing, reference, single_plan(plan_module))
 
 
 def numpy_direct(model: ark.ModelOp, inputs: dict[int, np.ndarray]):
@@ -120,26 +115,23 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=ROOT / "examples" / "ffn.json")
     parser.add_argument("--iterations", type=int, default=10, help="runs per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--processors", type=int, default=os.cpu_count() or 1,
-                        help="processors of the plan written here (when planc cannot plan)")
     args = parser.parse_args()
 
     model = plans.import_model_doc(json.loads(args.model.read_text()))
     model_op = next(op for op in model.ops if isinstance(op, ark.ModelOp))
     work = Path(tempfile.mkdtemp(prefix="planc-bench-"))
-    plan_path, plan_source = (args.plan, "--plan") if args.plan else \
-        make_plan(args.model, work, args.processors)
-    program_dir = work / "program"
-    if planc([str(plan_path), "--target", "cpu", "-o", str(program_dir)]) != 0:
-        sys.exit("planc could not emit the plan")
+    plan_path, program_dir, plan_source = emit(args, work)
     subprocess.run(BUILD.split(), cwd=program_dir, check=True)
 
     reference = run_model(model, seed=0)
-    outputs = programs.run_program(program_dir / "plan", reference, work / "check")
+    listing = programs.manifest(program_dir)
+    programs.write_inputs(work / "check" / "in", listing["inputs"],
+                          program_inputs(plan_path, listing, reference))
+    programs.run_checked([program_dir / "plan", work / "check" / "in", work / "check" / "out"])
+    outputs = programs.read_outputs(work / "check" / "out", listing["outputs"])
     programs.compare(outputs, reference)
     error = max(float(np.max(np.abs(outputs[t] - reference.tensors[t]))) for t in outputs)
 
-    listing = programs.manifest(program_dir)
     direct = numpy_direct(model_op, reference.inputs)
     program, numpy_time, interpreter = math.inf, math.inf, math.inf
     for _ in range(args.rounds):

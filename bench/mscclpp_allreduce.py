@@ -1,7 +1,8 @@
 """Modeled time of planc's generated allreduce, against the alpha-beta lower bound and the
 upstream corpus algorithms (run: python bench/mscclpp_allreduce.py [--hw h100] [--json]).
 
-For 8 ranks and every power of two from 1 KB to 1 GB it reports the algorithm planc picks
+For 8 ranks and every power of two from 1 KB to 1 GB (or the `--sizes` given: any byte
+counts, which run padded to what the picked plan's chunks take) it reports the algorithm planc picks
 (`--algorithm auto`: the least modeled time over ring, allpairs, oneshot and nvls, Simple and
 LL, 1-8 instances), the best one without the NVLink switch, and their ratio to the alpha-beta
 lower bound of an allreduce over point-to-point links (launch + one hop +
@@ -23,7 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.collectives.cost import hardware_named, lower_bound, model_time  # noqa: E402
+from compiler.collectives.cost import (  # noqa: E402
+    hardware_named,
+    lower_bound,
+    model_time,
+    padded_message,
+)
 from compiler.collectives.selection import candidates, fastest, modeled  # noqa: E402
 from compiler.collectives.synthesis import Spec  # noqa: E402
 from compiler.json_reader import load_json_file  # noqa: E402
@@ -56,11 +62,13 @@ def main() -> None:
     parser.add_argument("--hw", default="h100", choices=("h100", "a100"))
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--sizes", help="comma-separated byte counts (default: 1KB..1GB)")
     args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else SIZES
     hardware = hardware_named(args.hw)
     started = time.perf_counter()
     rows = []
-    for size in SIZES:
+    for size in sizes:
         spec = Spec("allreduce", args.ranks, "auto")
         best = fastest(spec, None, size, args.hw)
         timed = [(modeled(c, hardware, size), c) for c in candidates(spec)
@@ -68,7 +76,8 @@ def main() -> None:
         point_time, point = min(((t, c) for t, c in timed if t is not None),
                                 key=lambda pair: pair[0].seconds)
         bound = lower_bound("allreduce", args.ranks, size, hardware)
-        rows.append({"size": size, "pick": best.spec.name, "pick_s": best.timing.seconds,
+        rows.append({"size": size, "padded": padded_message(best.algorithm, size),
+                     "pick": best.spec.name, "pick_s": best.timing.seconds,
                      "pick_vs_bound": best.timing.seconds / bound,
                      "point_to_point": point.name, "point_to_point_s": point_time.seconds,
                      "point_to_point_vs_bound": point_time.seconds / bound,
@@ -76,7 +85,7 @@ def main() -> None:
     corpus = []
     for name, plan in corpus_plans():
         ranks = plan.num_ranks
-        for size in SIZES:
+        for size in sizes:
             try:
                 theirs = model_time(plan, hardware, size)
             except Exception:  # noqa: BLE001 -- the plan cannot take this size
@@ -94,17 +103,17 @@ def main() -> None:
                           "corpus": corpus, "seconds": elapsed}, indent=1))
         return
     print(f"# allreduce, {args.ranks} ranks, {args.hw} cost model (modeled, not measured)\n")
-    print("| size | planc pick | time | / bound | best without NVLS | time | / bound |")
-    print("|---|---|---|---|---|---|---|")
+    print("| size | padded | planc pick | time | / bound | best without NVLS | time | / bound |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {human(r['size'])} | {r['pick']} | {r['pick_s'] * 1e6:.1f} us | "
+        print(f"| {human(r['size'])} | {r['padded']} | {r['pick']} | {r['pick_s'] * 1e6:.1f} us | "
               f"{r['pick_vs_bound']:.2f} | {r['point_to_point']} | "
               f"{r['point_to_point_s'] * 1e6:.1f} us | {r['point_to_point_vs_bound']:.2f} |")
     print("\n# planc's pick / corpus plan (same ranks and size; < 1: planc faster)\n")
     names = sorted({c["plan"] for c in corpus})
     print("| size | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
-    for size in SIZES:
+    for size in sizes:
         cells = []
         for name in names:
             match = [c for c in corpus if c["plan"] == name and c["size"] == size]

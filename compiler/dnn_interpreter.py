@@ -2,8 +2,9 @@
 
 Values are float64 arrays of each feature map's shape. Inputs are drawn in [0.5, 1.5) and
 constants (weights) in [-1, 1) / sqrt(fan-in), so that square roots, logarithms of sums and
-exponentials stay finite. Quantisation is not modelled (quantize/dequantize pass values
-through): the point is to check where data goes, not int8 arithmetic.
+exponentials stay finite; filled constants (ARK's ScalarAssign) hold their value.
+Quantisation is not modelled (quantize/dequantize pass values through): the point is to
+check where data goes, not int8 arithmetic.
 
 `LAYER_FUNCTIONS` maps each layer class to its function of (layer, inputs) -> output, usable on
 full inputs whose unknown parts are NaN: a result that depends on missing data comes out NaN.
@@ -146,11 +147,29 @@ def reshape(layer: dnn.ReshapeOp, inputs: list[Array]) -> Array:
     return inputs[0]
 
 
+def slice_(layer: dnn.SliceOp, inputs: list[Array]) -> Array:
+    box = tuple(slice(o, o + d) for o, d in zip(layer.start, layer.out_type.nchw, strict=True))
+    return _nchw(inputs[0])[box]
+
+
+def strided_slice(layer: dnn.StridedSliceOp, inputs: list[Array]) -> Array:
+    rows = to_rows(inputs[0]).reshape(dnn.ints(layer.from_shape))
+    box = tuple(slice(o, o + d) for o, d in zip(dnn.ints(layer.offsets), dnn.ints(layer.shape),
+                                                strict=True))
+    return from_rows(rows[box], layer.out_type)
+
+
+def broadcast(layer: dnn.BroadcastOp, inputs: list[Array]) -> Array:
+    rows = to_rows(inputs[0]).reshape(dnn.ints(layer.from_shape))
+    return from_rows(np.broadcast_to(rows, dnn.ints(layer.to_shape)), layer.out_type)
+
+
 LAYER_FUNCTIONS: dict[type, Callable[[Any, list[Array]], Array]] = {
     dnn.Conv2dOp: conv2d, dnn.PoolOp: pool, dnn.EltwiseOp: eltwise,
     dnn.QuantizeOp: lambda layer, inputs: inputs[0], dnn.DenseOp: dense,
     dnn.ReshapeOp: reshape, dnn.MatmulOp: matmul,
     dnn.UnaryOp: unary, dnn.ReduceOp: reduce, dnn.TransposeOp: transpose,
+    dnn.SliceOp: slice_, dnn.BroadcastOp: broadcast, dnn.StridedSliceOp: strided_slice,
 }
 
 
@@ -165,6 +184,8 @@ def evaluate(layer: dnn.LayerOp, inputs: list[Array]) -> Array:
 
 def random_value(op: dnn.InputOp, rng: np.random.Generator) -> Array:
     shape = op.output.type.shape_list
+    if op.fill_value is not None:
+        return np.full(shape, op.fill_value)
     if op.is_constant:
         fan_in = max(1, math.prod(shape[1:]))
         return rng.uniform(-1, 1, shape) / math.sqrt(fan_in)

@@ -3,6 +3,7 @@
     planc INPUT... --target NAME [-o OUTPUT] [--pipeline SPEC] [--print-ir-after-all] [flags]
     planc check INPUT [--json]
     planc simulate INPUT [--json]
+    planc schema [NAME [FILE...]]
 
 The input format is detected from the document (or named with --from); `.mlir` inputs are IR
 printed by planc or planc-opt. The target's default pipeline (or --pipeline) transforms the IR,
@@ -22,6 +23,7 @@ import argparse
 import gc
 import io
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 PROG = "planc"
-SUBCOMMANDS = ("check", "simulate", "plot", "tune")
+LOG = logging.getLogger("planc.pipeline")
+SUBCOMMANDS = ("check", "simulate", "plot", "tune", "schema")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,13 +56,50 @@ def _listing() -> str:
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
             f"  {PROG} simulate INPUT [--json]   functional check and modeled time\n"
             f"  {PROG} plot INPUT -o OUT.png     timeline, core map and memory pictures\n"
-            f"  {PROG} tune MODEL... -t T -o DIR  explore the target's decisions (--help)")
+            f"  {PROG} tune MODEL... -t T -o DIR  explore the target's decisions (--help)\n"
+            f"  {PROG} schema [NAME [FILE...]]  a format's JSON Schema, or check files "
+            "against it")
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="source_format", metavar="FORMAT",
                         choices=[f.name for f in FORMATS],
                         help="the input's format, when detection should not decide")
+
+
+def _add_common_options(parser: argparse.ArgumentParser, json_help: str | None) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line on stderr")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log each step's time on stderr (the `planc` logger at INFO; "
+                             "-vv: DEBUG)")
+    if json_help:
+        parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def configure_output(args: argparse.Namespace) -> None:
+    """-q silences progress lines; -v sends the `planc` loggers to stderr. Library users
+    configure the `planc` logger themselves; planc adds its handler only when asked."""
+    from compiler import progress
+
+    progress.QUIET = bool(getattr(args, "quiet", False))
+    logger = logging.getLogger("planc")
+    logger.removeHandler(_STDERR_LOG)
+    verbose = getattr(args, "verbose", 0)
+    if verbose:
+        _STDERR_LOG.setStream(sys.stderr)     # the current stderr (tests replace it)
+        logger.addHandler(_STDERR_LOG)
+        logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+
+
+_STDERR_LOG = logging.StreamHandler()
+_STDERR_LOG.setFormatter(logging.Formatter(f"{PROG}: %(message)s"))
+
+
+def error_json(e: PlancError) -> dict[str, Any]:
+    """An error as `--json` prints it."""
+    return {"ok": False, "errors": [{"file": e.file, "path": e.path, "rule": e.rule,
+                                     "message": " ".join(e.message.split())}]}
 
 
 def _add_flags(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +148,8 @@ def compile_parser() -> argparse.ArgumentParser:
     parser.add_argument("--print-ir-after-all", action="store_true",
                         help="print the IR to stderr after every pass")
     parser.add_argument("--version", action=_VersionAction)
+    _add_common_options(parser, "with -o: print a JSON summary on stdout (output, size, the "
+                                "time of each step and pass)")
     _add_input_options(parser)
     _add_flags(parser)
     return parser
@@ -146,7 +188,7 @@ def tune_parser() -> argparse.ArgumentParser:
                         "the results in DIR instead of tuning")
     parser.add_argument("--plot", metavar="IMAGE", help="with --report: draw every candidate "
                         "and the time/memory front (needs planc[plot])")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    _add_common_options(parser, None)
     _add_input_options(parser)
     group = parser.add_argument_group("fixed target options (not explored)")
     for flag in all_flags():
@@ -187,8 +229,45 @@ def tune_command(args: argparse.Namespace) -> int:
 
 
 def parser_for(command: str) -> argparse.ArgumentParser:
-    """The parser of a subcommand (`planc check`, `simulate`, `plot`, `tune`)."""
+    """The parser of a subcommand (`planc check`, `simulate`, `plot`, `tune`, `schema`)."""
+    if command == "schema":
+        return schema_parser()
     return tune_parser() if command == "tune" else command_parser(command)
+
+
+def schema_parser() -> argparse.ArgumentParser:
+    from frontends.schemas import SCHEMAS
+
+    names = "\n".join(f"  {name:<17} {summary}" for name, summary in SCHEMAS.items())
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} schema", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the JSON Schema (draft 2020-12) of a document format planc reads "
+        "and writes, or check files against it (structure only: `planc check` runs every "
+        "rule). Without NAME, list the schemas.", epilog=f"schemas:\n{names}")
+    parser.add_argument("name", nargs="?", metavar="NAME", choices=list(SCHEMAS),
+                        help="the schema: a format name (see below)")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="JSON files to check against the schema instead of printing it")
+    return parser
+
+
+def schema_command(args: argparse.Namespace) -> int:
+    from compiler.json_reader import load_json_file
+    from frontends import schemas
+
+    if args.name is None:
+        print("\n".join(f"{name:<17} {summary}" for name, summary in schemas.SCHEMAS.items()))
+        return 0
+    if not args.files:
+        sys.stdout.write(schemas.text(args.name))
+        return 0
+    for path in args.files:
+        try:
+            schemas.validate(args.name, load_json_file(path).value)
+        except PlancError as e:
+            raise e.in_file(path) from None
+        print(f"{path}: ok: {args.name}")
+    return 0
 
 
 def command_parser(command: str) -> argparse.ArgumentParser:
@@ -202,9 +281,8 @@ def command_parser(command: str) -> argparse.ArgumentParser:
     if command == "plot":
         parser.add_argument("-o", "--output", required=True, metavar="IMAGE",
                             help="image file to write (.png, .svg or .pdf)")
-    else:
-        parser.add_argument("--json", action="store_true",
-                            help="print one JSON object on stdout")
+    _add_common_options(parser, "print one JSON object on stdout (errors too, as {file, path, "
+                                "rule, message})")
     _add_input_options(parser)
     _add_flags(parser)
     return parser
@@ -264,6 +342,7 @@ def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, Modu
         raise PlancError(f"cannot tell the format of this document (known formats: "
                          f"{known}); name it with --from", path="$", file=path)
     try:
+        fmt.check_schema(doc)
         return fmt, fmt.import_document(doc)
     except PlancError as e:
         raise e.in_file(path) from None
@@ -305,24 +384,41 @@ def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False) -> None:
-    """Apply the pass pipeline `spec` to `module`, verifying after every pass."""
+def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
+                 ) -> list[tuple[str, float]]:
+    """Apply the pass pipeline `spec` to `module`, verifying after every pass. Each pass's
+    time (and its verification's) is logged at INFO on the `planc.pipeline` logger (`planc
+    -v`); on a terminal a progress line names the pass that runs. Returns (pass, seconds)
+    per pass, verification included."""
     if not spec:
-        return
+        return []
+    from time import perf_counter
+
     from xdsl.passes import PassPipeline
 
     from backends.mlir import print_module
     from compiler.context import planc_context
     from compiler.locations import verify_module
+    from compiler.progress import Stages
     from passes import get_all_passes
 
-    def after_each(previous, module: ModuleOp, _next) -> None:
-        if previous is None:
-            return
-        verify_module(module)
-        if print_ir:
-            sys.stderr.write(f"// -----// IR Dump After {previous.name} //----- //\n")
-            sys.stderr.write(print_module(module))
+    clock = [perf_counter()]
+    timings: list[tuple[str, float]] = []
+
+    def after_each(previous, module: ModuleOp, following) -> None:
+        if previous is not None:
+            ran = perf_counter()
+            verify_module(module)
+            LOG.info("pass %s: %.3f s (verify %.3f s)", previous.name, ran - clock[0],
+                     perf_counter() - ran)
+            timings.append((previous.name, perf_counter() - clock[0]))
+            stages.done()
+            if print_ir:
+                sys.stderr.write(f"// -----// IR Dump After {previous.name} //----- //\n")
+                sys.stderr.write(print_module(module))
+        if following is not None:
+            stages.start(following.name)
+        clock[0] = perf_counter()
 
     available = get_all_passes()
     try:
@@ -330,7 +426,9 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False) -> None
     except Exception as e:  # noqa: BLE001 -- xDSL reports spec errors as assorted exceptions
         raise UsageError(f"--pipeline: {e} (known passes: {', '.join(sorted(available))})"
                          ) from None
-    pipeline.apply(planc_context(), module)
+    with Stages(len(pipeline.passes), "pipeline") as stages:
+        pipeline.apply(planc_context(), module)
+    return timings
 
 
 @contextmanager
@@ -393,6 +491,8 @@ def refuse_overwriting_inputs(output: str | None, inputs: Sequence[str]) -> None
 
 
 def compile_command(args: argparse.Namespace) -> int:
+    from time import perf_counter
+
     from compiler.output import write_product
 
     target = target_named(args.target)
@@ -401,27 +501,47 @@ def compile_command(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown target '{args.target}' (known targets: {known})")
     if target.writes_directory and not args.output:
         raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
+    if args.json and (not args.output or args.output == "-"):
+        raise UsageError("--json prints a summary on stdout; give the output with -o")
     refuse_overwriting_inputs(args.output, args.inputs)
     options = scoped_options(args, target.name, f"--target {target.name}")
     # The collector stays off for the whole command: importing builds the IR graph too, and
     # collections during it cost a third of the import at 10k operators.
     with without_garbage_collection():
+        steps = {"load": perf_counter()}
         source, module = _synthesize_or_load(args, target, options)
         backend = target.load()
         spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, options)
+        steps["pipeline"] = perf_counter()
         try:
-            run_pipeline(module, spec, print_ir=args.print_ir_after_all)
+            passes = run_pipeline(module, spec, print_ir=args.print_ir_after_all)
+            steps["emit"] = perf_counter()
             product = backend.emit(module, options)
         except PlancError as e:
             # With several inputs, only the error itself knows which file it is about.
             raise e.in_file(args.input) if len(args.inputs) == 1 else e from None
+    steps["write"] = perf_counter()
     if args.output and args.output != "-":
         write_product(args.output, product)
     elif isinstance(product, str):
         sys.stdout.write(product)
     else:
         raise UsageError(f"--target {target.name} writes several files; give -o DIR")
+    seconds = _step_seconds(steps, perf_counter())
+    LOG.info("%s", ", ".join(f"{step} {t:.3f} s" for step, t in seconds.items()))
+    if args.json:
+        files = product if isinstance(product, dict) else {"": product}
+        print(json.dumps({"ok": True, "target": target.name, "output": args.output,
+                          "files": len(files), "bytes": sum(len(t) for t in files.values()),
+                          "seconds": seconds,
+                          "passes": [{"name": n, "seconds": round(t, 6)} for n, t in passes]}))
     return 0
+
+
+def _step_seconds(starts: dict[str, float], end: float) -> dict[str, float]:
+    """{step: seconds} from the start time of each step, in order, and the end time."""
+    times = [*starts.values(), end]
+    return {step: round(b - a, 6) for step, a, b in zip(starts, times, times[1:], strict=False)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,7 +605,10 @@ def plot_command(args: argparse.Namespace) -> int:
     image = io.BytesIO()
     draw(drawn, image, os.path.splitext(args.output)[1].lstrip(".") or "png")
     write_product(args.output, image.getvalue())
-    print(f"{args.output}: {len(drawn)} picture{'s' * (len(drawn) != 1)}")
+    if args.json:
+        print(json.dumps({"ok": True, "output": args.output, "pictures": len(drawn)}))
+    else:
+        print(f"{args.output}: {len(drawn)} picture{'s' * (len(drawn) != 1)}")
     return 0
 
 
@@ -528,20 +651,25 @@ def exit_without_teardown(code: int) -> None:
 def _main(argv: Sequence[str] | None) -> int:
     single_threaded_blas()
     argv = list(sys.argv[1:] if argv is None else argv)
+    args = None
     try:
         if argv and argv[0] in SUBCOMMANDS:
             command = argv[0]
             args = parser_for(command).parse_args(argv[1:])
             handler = {"check": check_command, "simulate": simulate_command,
-                       "plot": plot_command, "tune": tune_command}[command]
+                       "plot": plot_command, "tune": tune_command,
+                       "schema": schema_command}[command]
         else:
             args = compile_parser().parse_args(argv)
             args.inputs = args.input
             args.input = args.inputs[0] if args.inputs else None
             handler = compile_command
+        configure_output(args)
         return handler(args)
     except PlancError as e:
         sys.stderr.write(f"{PROG}: error: {e}\n")
+        if getattr(args, "json", False):
+            print(json.dumps(error_json(e)))
         return 1
     except BrokenPipeError:
         # The reader of stdout went away (`planc simulate p.json | head`): end quietly, and

@@ -20,6 +20,8 @@ descending) at the lowest address where they fit.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -73,14 +75,16 @@ class CoreTimeline:
     workloads: list[gemini.WorkloadOp]
 
     def __post_init__(self) -> None:
-        self.steps = [workload_step(wl) for wl in self.workloads]
+        steps = [workload_step(wl) for wl in self.workloads]
+        # Positions run in step order; the running maximum keeps a binary search exact for
+        # the first position at or after a step even if an imported IR breaks that order.
+        self.steps = steps
+        self._reach = list(itertools.accumulate(steps, max))
 
     def position_at(self, step: int) -> int | None:
-        """The first position whose workload runs at or after `step`."""
-        for position, s in enumerate(self.steps):
-            if s >= step:
-                return position
-        return None
+        """The first position whose workload runs at or after `step` (a binary search)."""
+        position = bisect.bisect_left(self._reach, step)
+        return position if position < len(self.steps) else None
 
 
 def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],

@@ -151,7 +151,9 @@ def _window_range(lo: int, hi: int, kernel: int, stride: int, pad_lo: int, size:
 def is_local(layer: dnn.LayerOp) -> bool:
     """Can part of the output be computed from part of the input? (Layout changes and
     unknown layers need all of it.)"""
-    return not isinstance(layer, dnn.TransposeOp | dnn.ReshapeOp | dnn.GenericLayerOp)
+    return not isinstance(layer, (dnn.TransposeOp, dnn.BroadcastOp, dnn.StridedSliceOp,
+                                  dnn.GenericLayerOp,
+                                  *dnn.VIEW_CLASSES))
 
 
 def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]:

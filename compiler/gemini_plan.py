@@ -86,10 +86,26 @@ def schedule_of(module: ModuleOp, who: str) -> gemini.ScheduleOp:
 
 
 def source(value: SSAValue) -> SSAValue:
-    """The value that holds the data of `value`, looking through reshape views."""
-    while isinstance(value.owner, dnn.ReshapeOp):
+    """The value that holds the data of `value`, looking through views (reshapes, slices)."""
+    while isinstance(value.owner, dnn.VIEW_CLASSES):
         value = value.owner.inputs[0]
     return value
+
+
+def box_in_source(value: SSAValue, box: Box) -> tuple[Box, bool]:
+    """The box of `source(value)` that holds `box` of `value`, and whether it is exact:
+    slices shift it by their offsets; a reshape on the way changes coordinates, so then it is
+    all of the source (not exact)."""
+    while isinstance(value.owner, dnn.VIEW_CLASSES):
+        view = value.owner
+        if not isinstance(view, dnn.SliceOp):
+            shape = dnn.fmap(source(value)).nchw
+            return ([0] * len(shape), [d - 1 for d in shape]), False
+        start = view.start
+        box = ([lo + o for lo, o in zip(box[0], start, strict=True)],
+               [hi + o for hi, o in zip(box[1], start, strict=True)])
+        value = view.inputs[0]
+    return box, True
 
 
 def through_view(value: SSAValue) -> bool:
@@ -100,7 +116,7 @@ def scheduled_layers(graph: dnn.GraphOp) -> list[dnn.LayerOp]:
     """The layers that run on the accelerator, in topological order (views excluded)."""
     layers = []
     for layer in graph.layers:
-        if isinstance(layer, dnn.ReshapeOp):
+        if isinstance(layer, dnn.VIEW_CLASSES):
             continue
         if layer.LAYER_TYPE is None:
             raise error_at(layer, f"layer '{layer.name_}': operation '{layer.op_name}' cannot "
@@ -123,7 +139,7 @@ def consumers(layer: dnn.LayerOp) -> Iterator[tuple[dnn.LayerOp, int]]:
         value = pending.pop()
         for use in value.uses:
             user = use.operation
-            if isinstance(user, dnn.ReshapeOp):
+            if isinstance(user, dnn.VIEW_CLASSES):
                 pending.append(user.output)
             elif isinstance(user, dnn.LayerOp):
                 yield user, use.index
@@ -136,7 +152,7 @@ def is_network_output(layer: dnn.LayerOp) -> bool:
         for use in value.uses:
             if isinstance(use.operation, dnn.OutputOp):
                 return True
-            if isinstance(use.operation, dnn.ReshapeOp):
+            if isinstance(use.operation, dnn.VIEW_CLASSES):
                 pending.append(use.operation.output)
     return False
 

@@ -5,8 +5,11 @@ has it: every buffer is one flat byte array and every tensor a strided window of
 `Strides`, window at `Offsets` of size `Shape`), so aliasing, in-place writes and views behave
 as on the device. Values are computed in float32 and rounded to each output's element type.
 
-Inputs (tensors read before anything wrote their buffer) get reproducible random values unless
-the caller supplies them; embedding indices are drawn inside the embedding table.
+Inputs get reproducible random values unless the caller supplies them; embedding indices are
+drawn inside the embedding table. The run tracks which bytes of each buffer hold a value (given,
+drawn or written), so a tensor is an input exactly when it is read with bytes nothing has
+filled: the old rows of a KV cache that an operator updated through a slice are input, and two
+views of one input (a tensor and its reshape) see the same values.
 
 A table-driven evaluator is used rather than xDSL's `Interpreter`: results live in buffers, not
 in SSA values, and errors must surface as planc diagnostics rather than interpreter traces.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import math
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +31,7 @@ from compiler import dtypes
 from compiler.diagnostics import PlancError
 from compiler.locations import source_path
 from dialects import ark
+from passes.byte_regions import ByteRegion, overlaps
 
 # ---------------------------------------------------------------------------------------------
 # Memory
@@ -66,6 +70,10 @@ class Memory:
                                                          strict=True))
         return raw.view(storage).reshape(strides)[window]
 
+    def bytes_of(self, tensor: ark.TensorType) -> np.ndarray:
+        """The bytes of `tensor`'s elements, shape + [element bytes] (writable)."""
+        return byte_view(self.buffers[tensor.buffer_id], tensor)
+
     def read(self, tensor: ark.TensorType) -> np.ndarray:
         return dtypes.to_compute(self.view(tensor), tensor.data_type)
 
@@ -76,6 +84,16 @@ class Memory:
             values = np.broadcast_to(values.reshape(_squeeze_to(values.shape, len(shape))),
                                      shape)
         self.view(tensor)[...] = dtypes.to_storage(values, tensor.data_type)
+
+
+def byte_view(raw: np.ndarray, tensor: ark.TensorType) -> np.ndarray:
+    """The bytes of `tensor` in the byte array `raw` of its buffer, as shape + [element bytes]
+    (used on the buffers themselves, and on masks of them)."""
+    strides = tensor.strides_list
+    size = tensor.element_bytes
+    window = tuple(slice(o, o + s) for o, s in zip(tensor.offsets_list, tensor.shape_list,
+                                                     strict=True))
+    return raw[: math.prod(strides) * size].reshape([*strides, size])[window]
 
 
 def _squeeze_to(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
@@ -256,10 +274,12 @@ def run_model(
         model = single_model(model)
     given = inputs or {}
     rng = np.random.default_rng(seed)
-    memory = Memory(buffer_sizes(_all_tensor_types(model)))
+    sizes = buffer_sizes(_all_tensor_types(model))
+    memory = Memory(sizes)
+    held = {b: np.zeros(n, dtype=bool) for b, n in sizes.items()}
+    """Which bytes hold a value (given, drawn or written); np.zeros maps pages lazily."""
     bounds = _index_bounds(model)
     scales = _input_scales(model)
-    written: set[int] = set()
     run = ModelRun()
     # Given tensors are in memory from the start, so views of them (a reshape of an input)
     # read the given values too.
@@ -268,17 +288,19 @@ def run_model(
         tensor = types.get(tensor_id)
         if tensor is not None:
             memory.write(tensor, data)
-            written.add(tensor.buffer_id)
+            byte_view(held[tensor.buffer_id], tensor)[...] = True
             run.inputs[tensor_id] = run.tensors[tensor_id] = memory.read(tensor)
             run.types[tensor_id] = tensor
 
     def read(value: SSAValue) -> np.ndarray:
         tensor = value.type
-        if tensor.buffer_id not in written and tensor.tensor_id not in run.inputs:
+        mask = byte_view(held[tensor.buffer_id], tensor)
+        if not mask.all():
             data = given.get(tensor.tensor_id)
             if data is None:
                 data = _random_input(tensor, rng, bounds.get(value), scales.get(value, 1.0))
-            memory.write(tensor, data)
+            _fill_unheld(memory, tensor, data, ~mask.all(axis=-1))
+            mask[...] = True
             run.inputs[tensor.tensor_id] = memory.read(tensor)
             run.tensors[tensor.tensor_id] = run.inputs[tensor.tensor_id]
             run.types[tensor.tensor_id] = tensor
@@ -291,14 +313,44 @@ def run_model(
             for out in op.outputs[:1]:
                 memory.write(out, result)
         for tensor in op.outputs:
-            written.add(tensor.buffer_id)
+            byte_view(held[tensor.buffer_id], tensor)[...] = True
         for value in op.result_tensors:
             run.tensors[value.type.tensor_id] = memory.read(value.type).copy()
             run.types[value.type.tensor_id] = value.type
-    run.outputs = [v.type.tensor_id for op in model.operators() for v in op.result_tensors
-                   if not v.uses]
+    run.outputs = [v.type.tensor_id for v in final_outputs(model.operators())]
     run.memory = memory
     return run
+
+
+def _fill_unheld(memory: Memory, tensor: ark.TensorType, data: np.ndarray,
+                 unheld: np.ndarray) -> None:
+    """Store `data` into the elements of `tensor` marked in `unheld`, keeping the others."""
+    values = np.asarray(data)
+    shape = tensor.shape_list
+    if list(values.shape) != shape:
+        values = np.broadcast_to(values.reshape(_squeeze_to(values.shape, len(shape))), shape)
+    view = memory.view(tensor)
+    view[unheld] = dtypes.to_storage(values, tensor.data_type)[unheld]
+
+
+def final_outputs(ops: Iterable[ark.ArkOp]) -> list[SSAValue]:
+    """Results no operator uses and no later operator overwrites (through any view of the
+    same bytes): what a model computes for its user, in operator order. A result that a later
+    write may overlap (decided on byte regions, `passes.byte_regions`) is no longer in memory
+    at the end, so it is not an output."""
+    ops = list(ops)
+    later: dict[int, set[ByteRegion]] = {}
+    found: list[SSAValue] = []
+    for op in reversed(ops):
+        for value in reversed(op.result_tensors):
+            region = ByteRegion.of(value.type)
+            if not value.uses and not any(overlaps(w, region)
+                                          for w in later.get(region.buffer, ())):
+                found.append(value)
+        for tensor in op.outputs:
+            region = ByteRegion.of(tensor)
+            later.setdefault(region.buffer, set()).add(region)
+    return found[::-1]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ from compiler.hardware import GpuDevice, gpu_device, gpu_for_architecture
 from compiler.locations import source_path
 from compiler.model_interpreter import Memory, ModelRun, buffer_sizes, evaluate, run_model
 from dialects import ark, plan
+from passes.byte_regions import ByteRegion, overlaps
 
 MAX_ERRORS = 20
 INPUT = -1
@@ -131,6 +132,28 @@ def derive_model(p: plan.PlanOp) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str
     while heap:
         place(heapq.heappop(heap)[2])
     return _clone_as_model(p, ordered), ordered, problems
+
+
+def data_root(value: SSAValue) -> SSAValue:
+    """The tensor `value` is a view of: through views, up to a plain tensor or an operator's
+    result. Reads of an operator's result want that operator's data (another operator writing
+    the result's bytes through an unrelated tensor clobbers it); only writes through views of
+    the same tensor (or result) are updates of it."""
+    owner = value.owner
+    while isinstance(owner, ark.ViewOp) and owner.source is not None:
+        value = owner.source
+        owner = value.owner
+    return value
+
+
+def updates(write: SSAValue, root: SSAValue) -> bool:
+    """Does writing `write` (a view of `root`) update the tensor `root`? Always for a plain
+    tensor (a concat's output written by slices, a cache written by rows). An operator's result
+    is updated in place through itself or through a window of it; a tensor of the result's own
+    layout that another operator writes is memory the plan reuses while the result is live."""
+    if write is root or not isinstance(root.owner, ark.ArkOp):
+        return True
+    return not write.type.same_layout(root.type)
 
 
 def _data_owner(value: SSAValue) -> list[ark.ArkOp]:
@@ -397,6 +420,8 @@ class PlanRunner:
         self.counts: dict[str, int] = {}
         self.provenance_cache: dict[SSAValue, frozenset[int]] = {}
         self.in_place_checked: set[ark.ArkOp] = set()
+        self.view_writes: dict[SSAValue, set[tuple[int, ByteRegion]]] | None = None
+        self.view_writer_cache: dict[tuple[ark.ArkOp, SSAValue], frozenset[int]] = {}
         for tid, values in reference.inputs.items():
             tensor = reference.types[tid]
             self.view(tensor)[...] = dtypes.to_storage(values, tensor.data_type)
@@ -431,6 +456,30 @@ class PlanRunner:
             self.provenance_cache[value] = found
         return found
 
+    def other_view_writers(self, op: ark.ArkOp, value: SSAValue) -> frozenset[int]:
+        """Operators (original indices) the model runs before `op` that write bytes `value`
+        reads through another view of the same data (a slice of a concat's output, a row of
+        a KV cache, a tensor updated in place and read through an earlier reshape): their
+        data is what `value` must hold there, not a clobber."""
+        key = (op, value)
+        cached = self.view_writer_cache.get(key)
+        if cached is not None:
+            return cached
+        if self.view_writes is None:
+            self.view_writes = {}
+            for other, original in self.copies.items():
+                for tensor in other.write_tensors:
+                    root = data_root(tensor)
+                    if updates(tensor, root):
+                        self.view_writes.setdefault(root, set()).add(
+                            (self.index[original], ByteRegion.of(tensor.type)))
+        before = self.index[self.copies.get(op, op)]
+        region = ByteRegion.of(value.type)
+        found = frozenset(i for i, written in self.view_writes.get(data_root(value), ())
+                          if i < before and overlaps(written, region))
+        self.view_writer_cache[key] = found
+        return found
+
     # -- checks -----------------------------------------------------------------------------
 
     def check_read(self, op: ark.ArkOp, value: SSAValue, region: tuple[slice, ...],
@@ -454,7 +503,7 @@ class PlanRunner:
                             f"{self.events.task[other]} on processor "
                             f"{self.events.processor[other]} writes with no barrier in between",
                             op)
-        expected = self.provenance(value)
+        expected = self.provenance(value) | self.other_view_writers(op, value)
         found = shadow.get(shadow.data_op[buf], spot)
         if len(expected) == 1:
             wrong = found != next(iter(expected))

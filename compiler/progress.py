@@ -1,8 +1,9 @@
 """Progress bars on stderr for work that takes more than a moment.
 
 `progress(items, label)` iterates like `items`; when stderr is a terminal (and `PLANC_QUIET`
-is not set) it draws a tqdm bar that appears after a second, so short runs stay silent and
-logs and pipes never see control characters.
+is not set: `planc -q`) it draws a tqdm bar that appears after a second, so short runs stay
+silent and logs and pipes never see control characters. `Stages` does the same over named
+stages whose lengths are unknown (a pass pipeline).
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+QUIET = False
+"""Set by `planc -q`."""
+
+
 def enabled() -> bool:
-    return sys.stderr.isatty() and not os.environ.get("PLANC_QUIET")
+    return sys.stderr.isatty() and not QUIET and not os.environ.get("PLANC_QUIET")
 
 
 def progress(items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:
@@ -27,3 +32,54 @@ def progress(items: Iterable[T], label: str, total: int | None = None) -> Iterat
 
     yield from tqdm(items, desc=f"planc: {label}", total=total, delay=1.0, leave=False,
                     file=sys.stderr, unit="")
+
+
+class Stages:
+    """A bar over named stages (the passes of a pipeline) that also moves while one long stage
+    runs: a ticker thread redraws it twice a second, so a pass that takes a minute shows its
+    name and the elapsed time instead of a frozen screen."""
+
+    def __init__(self, total: int, label: str, delay: float = 1.0):
+        self.bar = None
+        if not enabled() or total <= 0:
+            return
+        import threading
+
+        from tqdm import tqdm
+
+        self.delay = delay
+        self.bar = tqdm(total=total, desc=f"planc: {label}", delay=delay, leave=False,
+                        file=sys.stderr, unit="pass", bar_format="{desc} [{n}/{total}] "
+                        "{elapsed}")
+        self.label = f"planc: {label}"
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+        self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            if self.bar.format_dict["elapsed"] >= self.delay:
+                self.bar.refresh()
+
+    def start(self, name: str) -> None:
+        """Stage `name` begins."""
+        if self.bar is not None:
+            shown = self.bar.format_dict["elapsed"] >= self.delay
+            self.bar.set_description_str(f"{self.label}: {name}", refresh=shown)
+
+    def done(self) -> None:
+        """The current stage ended."""
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self._stop.set()
+            self._ticker.join()
+            self.bar.close()
+
+    def __enter__(self) -> Stages:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

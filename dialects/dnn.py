@@ -12,8 +12,9 @@ reshape, ...) imports into it one layer op per layer, and ARK models convert int
 * every layer op has a `layer_name`, the frontend's `operation` string, its inputs (operands,
   activations first, then weights) and one result. The ops are grouped by what the hardware runs
   them on (`LAYER_TYPE`): the PE array (conv2d, dense, matmul), the vector processor (pooling,
-  element-wise, quantize, unary, reduce) or the data-transfer engine (transpose); a reshape is a
-  view.
+  element-wise, quantize, unary, reduce) or the data-transfer engine (transpose, broadcast,
+  strided slice);
+  a reshape or a slice is a view.
 
 Frontend fields the dialect does not model are kept in `extra`, with the file's member order in
 `keys`, so that a layer description exports back unchanged. Scheduling passes record their
@@ -181,16 +182,25 @@ class InputOp(IRDLOperation):
     name = "dnn.input"
     input_name = prop_def(StringAttr)
     constant = opt_prop_def(IntegerAttr)
+    fill = opt_prop_def(FloatAttr)
+    """A constant every element of which is this value (what ARK's ScalarAssign writes)."""
     output = result_def(FmapType)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input_name attr-dict `:` type($output)"
 
     @staticmethod
-    def new(name: str, type_: FmapType, constant: bool = False) -> InputOp:
+    def new(name: str, type_: FmapType, constant: bool = False,
+            fill: float | None = None) -> InputOp:
         props: dict[str, Attribute] = {"input_name": StringAttr(name)}
-        if constant:
+        if constant or fill is not None:
             props["constant"] = IntegerAttr(1, 1)
+        if fill is not None:
+            props["fill"] = FloatAttr(float(fill), f64)
         return InputOp.create(properties=props, result_types=[type_])
+
+    @property
+    def fill_value(self) -> float | None:
+        return None if self.fill is None else self.fill.value.data
 
     @property
     def is_constant(self) -> bool:
@@ -472,6 +482,83 @@ class ReshapeOp(LayerOp):
 
 
 @irdl_op_definition
+class SliceOp(LayerOp):
+    """A box of the input: the output's shape, starting at `offsets` [n, c, h, w] of the
+    input's NCHW dims. A view, no work: the consumers read that box of the input (ARK slices
+    of rows, columns and whole leading dims, e.g. Q, K and V out of a fused projection)."""
+
+    name = "dnn.slice"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("slice",)
+    offsets = prop_def(DenseArrayBase)
+
+    @property
+    def start(self) -> list[int]:
+        return ints(self.offsets)
+
+    def verify_(self) -> None:
+        super().verify_()
+        start, inner, outer = self.start, self.out_type.nchw, fmap(self.inputs[0]).nchw
+        if len(start) != 4 or min(start) < 0 or any(
+                o + i > e for o, i, e in zip(start, inner, outer, strict=False)):
+            raise self.fail(f"offsets {start} with shape {inner} leave the input {outer}")
+
+
+VIEW_CLASSES: tuple[type[LayerOp], ...] = (ReshapeOp, SliceOp)
+"""Layers that only view their input's data (no work on the accelerator)."""
+
+
+@irdl_op_definition
+class BroadcastOp(LayerOp):
+    """A copy on the data-transfer engine that repeats the input over leading dims: the input,
+    as the row-major ARK array of shape `from_shape`, broadcast to `to_shape` (same rank;
+    dims of size 1 repeat), is the output's row-major array. What a batch-broadcast matmul
+    or element-wise operand needs when the repeat is not over all of N."""
+
+    name = "dnn.broadcast"
+    LAYER_TYPE: ClassVar[str | None] = "dt"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("broadcast",)
+    from_shape = prop_def(DenseArrayBase)
+    to_shape = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        super().verify_()
+        source, target = ints(self.from_shape), ints(self.to_shape)
+        if len(source) != len(target) or any(a not in (1, b) for a, b in
+                                             zip(source, target, strict=True)):
+            raise self.fail(f"{source} does not broadcast to {target}")
+        if math.prod(source) != fmap(self.inputs[0]).elements or \
+                math.prod(target) != self.out_type.elements:
+            raise self.fail(f"from_shape {source} and to_shape {target} do not hold the input "
+                            f"and the output")
+
+
+@irdl_op_definition
+class StridedSliceOp(LayerOp):
+    """A copy on the data-transfer engine of a window that is no box of the feature map: the
+    input, as the row-major ARK array of shape `from_shape`, cut to the output's row-major
+    `shape` from `offsets` (same rank), e.g. one head of every sample, [2, 1, rows, cols] out
+    of [2, 4, rows, cols], which is not contiguous in N."""
+
+    name = "dnn.strided_slice"
+    LAYER_TYPE: ClassVar[str | None] = "dt"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("strided_slice",)
+    from_shape = prop_def(DenseArrayBase)
+    offsets = prop_def(DenseArrayBase)
+    shape = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        super().verify_()
+        outer, start, inner = ints(self.from_shape), ints(self.offsets), ints(self.shape)
+        if not len(outer) == len(start) == len(inner) or min(start, default=0) < 0 or any(
+                o + i > e for o, i, e in zip(start, inner, outer, strict=True)):
+            raise self.fail(f"offsets {start} with shape {inner} leave {outer}")
+        if math.prod(outer) != fmap(self.inputs[0]).elements or \
+                math.prod(inner) != self.out_type.elements:
+            raise self.fail(f"from_shape {outer} and shape {inner} do not hold the input and "
+                            f"the output")
+
+
+@irdl_op_definition
 class MatmulOp(LayerOp):
     """A product of two feature maps on the PE array, per sample n: with a = [N, K, M, 1] and
     b = [N, J, K, 1] (or [N, K, J, 1] with `transpose_b`), out[n, j, m] = sum_k a[n, k, m] *
@@ -568,8 +655,8 @@ class GenericLayerOp(LayerOp):
 
 
 LAYER_CLASSES: tuple[type[LayerOp], ...] = (
-    Conv2dOp, PoolOp, EltwiseOp, QuantizeOp, DenseOp, ReshapeOp, MatmulOp, UnaryOp, ReduceOp,
-    TransposeOp)
+    Conv2dOp, PoolOp, EltwiseOp, QuantizeOp, DenseOp, ReshapeOp, SliceOp, MatmulOp, UnaryOp,
+    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp)
 
 
 # Typed members of layers that planc makes from ARK models (Gemini's frontend writes none of
@@ -605,6 +692,9 @@ LAYER_MEMBERS.update({
     UnaryOp: {"factor": "float"},
     ReshapeOp: {"row_major": "bool"},
     TransposeOp: {"perm": "ints", "from_shape": "ints"},
+    SliceOp: {"offsets": "ints"},
+    BroadcastOp: {"from_shape": "ints", "to_shape": "ints"},
+    StridedSliceOp: {"from_shape": "ints", "offsets": "ints", "shape": "ints"},
 })
 
 

@@ -9,15 +9,23 @@ two worlds:
     1.5  -> 1.5 : f64     "s" -> "s"                       [..] -> [..]    {..} -> {..}
 
 Integers outside the 64-bit range fall back to `#builtin.int<...>`, which is unbounded.
+Long arrays of only integers or only floats (a vendor's lookup table, a weight dump: a 28M-element
+member must not become 28M attribute objects) are dense arrays, packed at C speed:
+
+    [0, 1, ..., 99] -> array<i64: 0, 1, ..., 99>      [0.5, ...] -> array<f64: 0.5, ...>
 """
 
 from __future__ import annotations
 
+import sys
+from array import array
 from typing import Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    BytesAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IntAttr,
@@ -49,7 +57,7 @@ def to_attr(value: Any) -> Attribute:
         case str():
             return StringAttr(value)
         case list():
-            return ArrayAttr([to_attr(v) for v in value])
+            return _dense(value) or ArrayAttr([to_attr(v) for v in value])
         case dict():
             return DictionaryAttr({k: to_attr(v) for k, v in value.items()})
     raise TypeError(f"not a JSON value: {value!r}")
@@ -87,9 +95,32 @@ def _from_attr_matched(attr: Attribute) -> Any:
             return attr.data
         case ArrayAttr():
             return [from_attr(a) for a in attr.data]
+        case DenseArrayBase():
+            return list(attr.get_values())
         case DictionaryAttr():
             return {k: from_attr(v) for k, v in attr.data.items()}
     raise TypeError(f"attribute {attr} does not represent a JSON value")
+
+
+DENSE_FROM = 64
+"""Arrays of at least this many numbers of one kind are stored as dense arrays."""
+
+
+def _dense(values: list) -> DenseArrayBase | None:
+    if len(values) < DENSE_FROM:
+        return None
+    kinds = set(map(type, values))         # C speed; bool is its own type, so never packed
+    code, element = ("q", i64) if kinds == {int} else ("d", f64) if kinds == {float} else \
+        (None, None)
+    if code is None:
+        return None
+    try:
+        packed = array(code, values)
+    except OverflowError:                  # an integer beyond int64 keeps its exact value
+        return None
+    if sys.byteorder == "big":             # xDSL's dense arrays are little-endian
+        packed.byteswap()
+    return DenseArrayBase(element, BytesAttr(packed.tobytes()))
 
 
 def dict_attr(members: dict[str, Any]) -> DictionaryAttr | None:

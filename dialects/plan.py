@@ -512,6 +512,11 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
     """Check an operator's Config against its type and task; return its NumTasks."""
     if op.config is None:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
+    try:
+        # The operator's own rules first: the plan's rules below use its shapes and operands.
+        op.verify()
+    except VerifyException as e:
+        raise VerifyAt(str(e), op) from None
     config = op.config_value()
     for key in required_config(op):
         if key not in config:

@@ -3,6 +3,8 @@
 The table is plain data (nothing is imported until a format is used), so the CLI starts fast.
 Each importer module provides `import_document(doc: JsonNode) -> ModuleOp`; `simulate` and
 `describe` name optional hooks ("module:function") used by `planc simulate` / `planc check`.
+`schema` names the format's JSON Schema (`frontends/schemas/NAME.schema.json`), which every
+document passes before its importer sees it.
 
 To add a format: write `frontends/<name>.py` and add one `InputFormat` below. Order matters
 where sniffers overlap: the first format whose sniffer accepts a document wins.
@@ -42,6 +44,16 @@ class InputFormat:
     check: str | None = None
     """'module:function' `(module, options) -> Iterable[Finding]`: the format's whole-document
     rules that `planc check` runs after the verifiers (see `compiler.checking`)."""
+    schema: str | None = None
+    """Name of the format's JSON Schema (see `frontends.schemas`)."""
+
+    def check_schema(self, doc: JsonNode) -> None:
+        """The document's structure against the format's schema: the first violation is a
+        `PlancError` at its JSON path."""
+        if self.schema is not None:
+            from frontends.schemas import validate
+
+            validate(self.schema, doc.value)
 
     def import_document(self, doc: JsonNode) -> ModuleOp:
         return importlib.import_module(self.importer).import_document(doc)
@@ -71,31 +83,31 @@ FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
                 simulate="compiler.model_interpreter:simulate_model",
-                describe="frontends.ark_model:describe"),
+                describe="frontends.ark_model:describe", schema="ark-model"),
     InputFormat("ark-plan", "ARK plan file (tasks on processors, warps and SRAM)",
                 "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
                 simulate="compiler.plan_simulator:simulate_plan",
                 describe="frontends.ark_plan:describe",
-                check="compiler.arkplan.check:check"),
+                check="compiler.arkplan.check:check", schema="ark-plan"),
     InputFormat("tt", "Tenstorrent runtime plan (tt.plan.json, TileLang-TT)",
                 "frontends.tt_plan", _tt_plan, "tt.plans",
                 simulate="compiler.tt_simulator:simulate_plans",
-                describe="frontends.tt_plan:describe"),
+                describe="frontends.tt_plan:describe", schema="tt"),
     InputFormat("gemini-ir", "Gemini scheduler IR (*_stschedule.json)", "frontends.gemini_ir",
                 _has("buffersize", "xlen", "ylen"), "gemini.schedule",
                 simulate="compiler.gemini_simulator:simulate_schedule",
-                describe="frontends.gemini_ir:describe"),
+                describe="frontends.gemini_ir:describe", schema="gemini-ir"),
     InputFormat("gemini-layers", "Gemini frontend layer description (DNN layers)",
                 "frontends.gemini_layers", _is_layer_description, "dnn.graph",
                 simulate="compiler.dnn_interpreter:simulate_graph",
-                describe="frontends.gemini_layers:describe"),
+                describe="frontends.gemini_layers:describe", schema="gemini-layers"),
     InputFormat("mscclpp", "MSCCL++ execution plan (collective algorithm; seed or executor "
                 "schema)", "frontends.mscclpp",
                 lambda doc: isinstance(doc, dict) and "gpus" in doc
                 and ("collective" in doc or "protocol" in doc), "mscclpp.algorithm",
                 simulate="compiler.collectives.simulator:simulate_plan",
                 describe="frontends.mscclpp:describe",
-                check="compiler.collectives.check:check"),
+                check="compiler.collectives.check:check", schema="mscclpp"),
 )
 
 

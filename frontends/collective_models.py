@@ -194,3 +194,82 @@ def ring_shift_models(ranks: int, shape: Sequence[int] = (256,), dtype: str = "F
             m.copy(received, output=out)
         modules.append(m.finish())
     return modules
+
+
+def exchange_in_place_models(ranks: int, shape: Sequence[int] = (64,), dtype: str = "FP32"
+                             ) -> list[ModuleOp]:
+    """Every rank sends its tensor to the next rank and receives the previous rank's into
+    the same tensor (the receiver uses the landing place, to send from it, before the
+    receive)."""
+    modules = []
+    for rank in range(ranks):
+        m = CommunicationBuilder(rank, ranks)
+        tag, = m.first_tag(1)
+        nxt, prev = (rank + 1) % ranks, (rank - 1) % ranks
+        x = m.tensor(shape, dtype, buffer=m.buffer(recv=[(prev, tag)]))
+        m.send_into(x, nxt, tag)
+        m.recv_into(x, prev, tag)
+        modules.append(m.finish())
+    return modules
+
+
+def send_recv_matmul_models(m_rows: int = 64, k: int = 32, n: int = 16, dtype: str = "FP32"
+                            ) -> list[ModuleOp]:
+    """Rank 0 computes y = x @ w and sends it; rank 1 receives it and computes y @ w2."""
+    modules = []
+    for rank in range(2):
+        m = CommunicationBuilder(rank, 2)
+        tag, = m.first_tag(1)
+        if rank == 0:
+            y = m.matmul(m.tensor([m_rows, k], dtype), m.tensor([k, n], dtype))
+            m.send_into(y, 1, tag)
+        else:
+            received = m.recv_into(m.receiving([m_rows, n], dtype, [(0, tag)]), 0, tag)
+            m.matmul(received, m.tensor([n, 8], dtype))
+        modules.append(m.finish())
+    return modules
+
+
+def random_transfer_models(seed: int, max_ranks: int = 5, width: int = 16,
+                           dtype: str = "FP32") -> tuple[list[ModuleOp], list[tuple]]:
+    """A random set of point-to-point transfers of `width` elements (a fixed seed gives the
+    same models): each rank has a `data` tensor of slots; each transfer sends one slot of the
+    sender's data either into a fresh tensor of the receiver or into a slot of the
+    receiver's data (in place, where the receiver may itself have sent from). Every rank
+    sends first, in a random order, then receives, in another. Returns the models and the
+    transfers as (sender, receiver, tag, source slot, target slot or None)."""
+    import random
+
+    rng = random.Random(seed)
+    ranks = rng.randint(2, max_ranks)
+    slots = 4
+    transfers = []
+    free = {r: list(range(slots)) for r in range(ranks)}
+    for tag in range(rng.randint(1, 2 * ranks)):
+        src = rng.randrange(ranks)
+        dst = rng.choice([r for r in range(ranks) if r != src])
+        target = free[dst].pop(rng.randrange(len(free[dst]))) \
+            if free[dst] and rng.random() < 0.6 else None
+        transfers.append((src, dst, tag, rng.randrange(slots), target))
+    modules = []
+    for rank in range(ranks):
+        m = CommunicationBuilder(rank, ranks)
+        tags = m.first_tag(len(transfers))
+        into = [(s, tags[t]) for s, d, t, _, slot in transfers if d == rank and slot is not None]
+        data = m.tensor([slots * width], dtype, buffer=m.buffer(recv=into))
+        mine = [t for t in transfers if t[0] == rank]
+        for _, dst, tag, slot, target in rng.sample(mine, len(mine)):
+            part = m.slice(data, [slot * width], [width])
+            if target is None:
+                m.send_into(part, dst, tags[tag])
+            else:
+                m.send_into(part, dst, tags[tag], whole=[slots * width],
+                            offsets=[target * width])
+        theirs = [t for t in transfers if t[1] == rank]
+        for src, _, tag, _, target in rng.sample(theirs, len(theirs)):
+            if target is None:
+                m.recv_into(m.receiving([width], dtype, [(src, tags[tag])]), src, tags[tag])
+            else:
+                m.recv_into(m.slice(data, [target * width], [width]), src, tags[tag])
+        modules.append(m.finish())
+    return modules, transfers

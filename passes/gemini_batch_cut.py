@@ -59,7 +59,7 @@ class GeminiBatchCutPass(HardwarePass):
                 set_int(layers[i], SUB_BATCH, sub_batch)
                 set_int(layers[i], GROUPS, batch // sub_batch)
         for layer in graph.layers:
-            if isinstance(layer, dnn.ReshapeOp):
+            if isinstance(layer, dnn.VIEW_CLASSES):
                 producer = source(layer.output).owner
                 set_int(layer, SUB_BATCH, get_int(producer, SUB_BATCH, batch))
                 set_int(layer, GROUPS, get_int(producer, GROUPS, 1))

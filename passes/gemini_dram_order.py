@@ -8,6 +8,11 @@ every destination core has room for it until its last reader (L2 for feature map
 weights, WL0 for weights read straight into WL0). A load that cannot fit even at its first
 reader is an error naming the workload. Stores enter the queue when their workload finishes.
 
+The searches are bounded: a load's issue step is found by binary search (a later step leaves
+it fewer positions to occupy, so fitting is monotone), room over a span of positions is a
+segment-tree range maximum, and the walk back to hide a transfer stops after
+`MAX_HIDING_STEPS`; the workload count itself is capped by gemini-partition.
+
 Records `gemini.issue` (the step before which a load lands) on every DRAM load and
 `gemini.order` (its position in the queue, the IR's tensor_order) on every DRAM load and
 store.
@@ -15,6 +20,7 @@ store.
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -41,25 +47,56 @@ from dialects import dnn, gemini
 from passes.gemini_cycles import plan_workload
 
 
-@dataclass
 class Occupancy:
-    """Bytes (L2) or units (WL0) in use at each position of one core."""
+    """Bytes (L2) or units (WL0) in use at each position of one core: a segment tree with
+    range additions and range maxima, so that asking whether a span of workloads has room
+    costs O(log positions), not O(span)."""
 
-    capacity: float
-    used: list[float]
+    def __init__(self, capacity: float, positions: int):
+        self.capacity = capacity
+        self.size = max(1, positions)
+        self._max = [0.0] * (4 * self.size)
+        self._add = [0.0] * (4 * self.size)
+
+    def _update(self, node: int, lo: int, hi: int, first: int, last: int, size: float) -> None:
+        if last < lo or hi < first:
+            return
+        if first <= lo and hi <= last:
+            self._max[node] += size
+            self._add[node] += size
+            return
+        mid = (lo + hi) // 2
+        self._update(2 * node, lo, mid, first, last, size)
+        self._update(2 * node + 1, mid + 1, hi, first, last, size)
+        self._max[node] = self._add[node] + max(self._max[2 * node], self._max[2 * node + 1])
+
+    def _query(self, node: int, lo: int, hi: int, first: int, last: int) -> float:
+        if last < lo or hi < first:
+            return float("-inf")
+        if first <= lo and hi <= last:
+            return self._max[node]
+        mid = (lo + hi) // 2
+        return self._add[node] + max(self._query(2 * node, lo, mid, first, last),
+                                     self._query(2 * node + 1, mid + 1, hi, first, last))
+
+    def peak(self, first: int, last: int) -> float:
+        """The most in use at any position first..last."""
+        return self._query(1, 0, self.size - 1, first, last)
 
     def fits(self, first: int, last: int, size: float) -> bool:
-        return all(self.used[p] + size <= self.capacity for p in range(first, last + 1))
+        return self.peak(first, last) + size <= self.capacity
 
     def add(self, first: int, last: int, size: float) -> None:
-        for p in range(first, last + 1):
-            self.used[p] += size
+        self._update(1, 0, self.size - 1, first, last, size)
 
 
 def wl0_units(load: gemini.DramLoadOp, layer: dnn.LayerOp) -> int:
     k_range = load.ints_of("upper")[1] - load.ints_of("lower")[1] + 1
     return model.wl0_direct_units(layer, k_range)
 
+
+MAX_HIDING_STEPS = 4096
+"""How many steps back a load may be issued to hide its transfer (bounds that walk)."""
 
 FILLS = (GeminiHardware.l2_fill, 0.8, 0.7, 0.6, 0.5)
 """Shares of L2 and WL0 the DRAM queue may fill, tried in turn."""
@@ -118,9 +155,9 @@ class GeminiDramOrderPass(HardwarePass):
             load.attributes.pop(ISSUE, None)
         timelines = {c.id: CoreTimeline(c.id, c.workloads) for c in schedule.cores}
         tensors = plan_tensors(schedule, layers, hw)
-        l2 = {core: Occupancy(hw.buffer_bytes * fill, [0.0] * len(tl.workloads))
+        l2 = {core: Occupancy(hw.buffer_bytes * fill, len(tl.workloads))
               for core, tl in timelines.items()}
-        wl0 = {core: Occupancy(hw.wl0_capacity_units * fill, [0.0] * len(tl.workloads))
+        wl0 = {core: Occupancy(hw.wl0_capacity_units * fill, len(tl.workloads))
                for core, tl in timelines.items()}
         loaded: dict[int, list[L2Tensor]] = defaultdict(list)
         for core, found in tensors.items():
@@ -133,9 +170,10 @@ class GeminiDramOrderPass(HardwarePass):
         self._check_fmaps(schedule, timelines, l2, hw)
         previous = 0
         issues = []
+        steps = sorted(start)
         for load in queue:
-            previous = self._issue(load, layers, loaded, timelines, step_of, start, previous,
-                                   l2, wl0, hw)
+            previous = self._issue(load, layers, loaded, timelines, step_of, start, steps,
+                                   previous, l2, wl0, hw)
             issues.append(previous)
         return issues
 
@@ -159,7 +197,8 @@ class GeminiDramOrderPass(HardwarePass):
     def _check_fmaps(self, schedule, timelines, l2: dict[int, Occupancy],
                      hw: GeminiHardware) -> None:
         for core, occupancy in l2.items():
-            for position, used in enumerate(occupancy.used):
+            for position in range(len(timelines[core].workloads)):
+                used = occupancy.peak(position, position)
                 if used > hw.buffer_bytes * hw.l2_fill:
                     wl = timelines[core].workloads[position]
                     raise error_at(wl, f"L2 overflow: the feature maps live at workload "
@@ -169,26 +208,36 @@ class GeminiDramOrderPass(HardwarePass):
                                        f"--batch or more cores")
 
     def _issue(self, load: gemini.DramLoadOp, layers, loaded, timelines, step_of, start,
-               previous: int, l2, wl0, hw: GeminiHardware) -> int:
+               steps: list[int], previous: int, l2, wl0, hw: GeminiHardware) -> int:
+        """The earliest step, no earlier than the load ahead in the queue nor than needed to
+        hide the transfer, at which the load fits. A later step leaves it fewer positions to
+        occupy, so fitting is monotone in the step and a binary search finds it."""
         dests = [d.target for d in load.destinations]
         first_use = min(step_of[t] for t in dests)
         layer = layers[_layer_of(timelines, dests[0])]
         tensors = loaded.get(load.value("transfer_id"), [])
         direct = load.value("kind") == "weight" and not tensors
         transfer = load.value("size") / hw.dram_bytes_per_cycle
-        steps = sorted(s for s in start if s <= first_use)
+        end = bisect.bisect_right(steps, first_use)
         wanted = first_use
-        for step in reversed(steps):
-            wanted = step
-            if start[first_use] - start[step] >= transfer:
+        for index in range(end - 1, max(-1, end - 1 - MAX_HIDING_STEPS), -1):
+            wanted = steps[index]
+            if start[first_use] - start[wanted] >= transfer:
                 break
-        candidates = [s for s in steps if s >= max(wanted, previous)] or [first_use]
-        for step in candidates:
-            if self._fits(step, load, tensors, direct, layer, timelines, dests, l2, wl0,
-                          commit=False):
-                self._fits(step, load, tensors, direct, layer, timelines, dests, l2, wl0,
-                           commit=True)
-                return step
+        low = bisect.bisect_left(steps, max(wanted, previous), 0, end)
+        candidates = steps[low:end] or [first_use]
+
+        def fits(step: int) -> bool:
+            return self._fits(step, load, tensors, direct, layer, timelines, dests, l2, wl0,
+                              commit=False)
+
+        index = bisect.bisect_left(range(len(candidates)), True,
+                                   key=lambda i: fits(candidates[i]))
+        if index < len(candidates):
+            step = candidates[index]
+            self._fits(step, load, tensors, direct, layer, timelines, dests, l2, wl0,
+                       commit=True)
+            return step
         target = dests[0]
         raise PlancError(f"{'WL0' if direct else 'L2'} overflow: DRAM load "
                          f"{load.value('transfer_id')} ({load.value('size')} bytes) for "

@@ -221,7 +221,7 @@ class GeminiGroupLayersPass(HardwarePass):
             for fact in facts[start:end]:
                 set_int(fact.layer, SEGMENT, segment)
         for layer in graph.layers:
-            if isinstance(layer, dnn.ReshapeOp):
+            if isinstance(layer, dnn.VIEW_CLASSES):
                 producer = source(layer.output).owner
                 set_int(layer, SEGMENT, producer.attributes[SEGMENT].value.data
                         if SEGMENT in producer.attributes else 0)

@@ -12,11 +12,17 @@ placed on the cores along a snake through the mesh, in the same order for every 
 consecutive layers cut the same way keep their data on the same core. A part whose inputs,
 output and staged weights would take more than 40% of L2 is cut further (`refine`); the extra
 parts run one after another on the same cores. Records `gemini.split` and `gemini.cores`.
+
+Before anything is scheduled the pass refuses budgets that cannot work: a layer whose smallest
+part still needs more L2 than the buffer holds (its inputs and output must all be in L2 while
+it runs), and a network that would be cut into more than `MAX_WORKLOADS` workloads. Both
+errors name the layer and say what to change, instead of a search over every workload.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -29,8 +35,11 @@ from compiler.gemini_plan import (
     MESH,
     SPLIT,
     cut,
+    error_at,
+    get_ints,
     graph_of,
     group_size,
+    groups_of,
     mesh_of,
     parse_mesh,
     scheduled_layers,
@@ -120,6 +129,45 @@ def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
 WORKING_SET_SHARE = 0.4
 """Largest share of L2 one part may take (the rest holds neighbours and prefetches)."""
 
+MAX_WORKLOADS = 20000
+"""The most workloads planc schedules for one network: the later passes place every DRAM
+transfer and L2 tensor workload by workload, and a budget that cuts a network finer than
+this (tens of thousands of tiles of a few bytes) is a budget that does not suit it."""
+
+
+def refuse_unfit(parts: list[tuple[dnn.LayerOp, tuple[int, ...], int]],
+                 hw: model.GeminiHardware) -> None:
+    """The lower bound: while a part runs, its inputs and output are all in L2, so a layer
+    whose smallest part needs more than the planned L2 can never be scheduled. Reports the
+    layer that needs the most, so that the suggested buffer size is the real minimum."""
+    budget = int(hw.buffer_bytes * hw.l2_fill)
+    needs = [(working_set(layer, split, group, hw), i) for i, (layer, split, group)
+             in enumerate(parts)]
+    need, index = max(needs, default=(0, -1))
+    if need <= budget:
+        return
+    layer, split, _ = parts[index]
+    unfit = sum(1 for n, _ in needs if n > budget)
+    smallest = int(-(-need // hw.l2_fill))
+    raise error_at(layer, f"layer '{layer.name_}' ({layer.op_name}) does not fit the L2 "
+                          f"buffer: its smallest part {list(split)} needs {need} bytes (inputs, "
+                          f"output and staged weights, all in L2 while it runs), more than the "
+                          f"{budget} planned of the {hw.buffer_bytes}-byte buffer ({unfit} of "
+                          f"{len(parts)} layers do not fit); use --buffer-size {smallest} or "
+                          f"more, a smaller --batch or more cores")
+
+
+def refuse_too_many(graph_layers: list[dnn.LayerOp], hw: model.GeminiHardware) -> None:
+    counts = [(math.prod(get_ints(layer, SPLIT)) * groups_of(layer), layer)
+              for layer in graph_layers]
+    total = sum(count for count, _ in counts)
+    if total > MAX_WORKLOADS:
+        count, layer = max(counts, key=lambda c: c[0])
+        raise error_at(layer, f"the {hw.buffer_bytes}-byte L2 buffer cuts the network into "
+                              f"{total} workloads ({count} of them for layer '{layer.name_}' "
+                              f"({layer.op_name})), more than the {MAX_WORKLOADS} planc "
+                              f"schedules; use a larger --buffer-size")
+
 
 @dataclass(frozen=True)
 class GeminiPartitionPass(ModulePass):
@@ -137,11 +185,15 @@ class GeminiPartitionPass(ModulePass):
         set_ints(graph, MESH, [xlen, ylen])
         order = snake_cores(xlen, ylen)
         hw = model.GeminiHardware(buffer_bytes=self.buffer_size)
+        decided = []
         for layer in scheduled_layers(graph):
             sub_batch = group_size(layer)
             options = candidates(layer, sub_batch, xlen * ylen)
             split = min(options, key=lambda s: (part_cost(layer, s, sub_batch), -s[0], -s[2]))
             cores = split[0] * split[1] * split[2] * split[3]
             split = refine(layer, split, sub_batch, hw)
+            decided.append((layer, split, sub_batch))
             set_ints(layer, SPLIT, split)
             set_ints(layer, CORES, order[:cores])
+        refuse_unfit(decided, hw)
+        refuse_too_many([layer for layer, _, _ in decided], hw)

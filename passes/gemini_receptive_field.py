@@ -33,6 +33,7 @@ from compiler import gemini_model as model
 from compiler.gemini_model import Box
 from compiler.gemini_plan import (
     SEGMENT,
+    box_in_source,
     consumers,
     error_at,
     get_int,
@@ -152,10 +153,10 @@ class GeminiReceptiveFieldPass(ModulePass):
         group = workload_group(wl, layer)
         for index, value in enumerate(layer.activations):
             src = source(value)
-            if src is value:
-                box, pad = model.input_box(layer, index, wl.box)
-            else:   # through a reshape view: the consumer sees other coordinates
-                box, pad = model.whole(dnn.fmap(src).nchw), [0, 0, 0, 0]
+            box, pad = model.input_box(layer, index, wl.box)
+            if src is not value:    # through views: the box in the source's coordinates
+                box, exact = box_in_source(value, box)
+                pad = pad if exact else [0, 0, 0, 0]
             if index == 0:
                 padding = pad
             needs[(src, wl.core.id, segment, group)].append(Need(wl, index, box))
@@ -228,7 +229,7 @@ class GeminiReceptiveFieldPass(ModulePass):
     def _stores(self, wiring: Wiring, graph: dnn.GraphOp, by_layer_group: dict) -> None:
         """Layers read by a later segment, and network outputs, store every part to DRAM."""
         for layer in wiring.layers.values():
-            if isinstance(layer, dnn.ReshapeOp) or layer.LAYER_TYPE is None:
+            if isinstance(layer, dnn.VIEW_CLASSES) or layer.LAYER_TYPE is None:
                 continue
             segment = get_int(layer, SEGMENT)
             later = any(get_int(c, SEGMENT) != segment for c, _ in consumers(layer))

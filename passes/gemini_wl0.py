@@ -96,10 +96,13 @@ class GeminiWl0Pass(HardwarePass):
             entries = wl0_entries(core, timeline, layers, loads, hw)
             allocate(core, [e.tensor for e in entries], hw.wl0_capacity_units, "WL0",
                      "units")
+            live: dict[int, list[Wl0Entry]] = defaultdict(list)
+            for entry in entries:     # each entry is listed at every position it spans
+                for position in range(entry.tensor.first, entry.tensor.last + 1):
+                    live[position].append(entry)
             for position, wl in enumerate(core.workloads):
-                for entry in entries:
-                    if entry.tensor.first <= position <= entry.tensor.last:
-                        wl.append(_wl0_op(entry))
+                for entry in live.get(position, ()):
+                    wl.append(_wl0_op(entry))
                 wl.wl0_key = StringAttr("wl0_buffer")
 
 def wl0_entries(core, timeline, layers, loads, hw) -> list[Wl0Entry]:

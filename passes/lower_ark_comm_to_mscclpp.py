@@ -7,6 +7,11 @@ all-reduce when the models compute one, otherwise their sends and receives op by
 `algorithm` (ring, allpairs, oneshot, nvls or auto), `protocol` (Simple or LL), `instances`
 (0: let the cost model choose), `hardware` (the cost model's GPU); `recognise=false` lowers
 even an all-reduce op by op.
+
+Either way no put reaches a peer before the peer's kernel has started (the op-by-op plan
+opens with a signal/wait handshake with each peer it exchanges plain data with), and tensors
+of any size are taken: buffers are padded (recorded in `planc_buffers`) to what the executor's
+aligned chunks need.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Dependencies between operators and kernels of a schedule, shared by the `sched` passes.
 
 An operator depends on the operators whose results it reads (SSA use-def, through views), and,
-because tensors are windows of buffers, on earlier operators that read or wrote a buffer it
-writes (an in-place write must wait for the readers of what it overwrites). Kernels depend on
+because tensors are windows of buffers, on every earlier operator whose access to a buffer
+conflicts with its own: a read after a write of overlapping bytes (a concat written by slices,
+then read whole; a KV-cache row written, then the whole cache read; a tensor updated in place,
+then read through an earlier reshape), a write after a read and a write after a write. Overlap
+is decided on byte regions (`passes.byte_regions`), never element by element. Kernels depend on
 the kernels of the operators their operators depend on.
 """
 
@@ -13,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from xdsl.ir import SSAValue
 
 from dialects import ark
+from passes.byte_regions import ByteRegion, covers, overlaps
 
 
 def shape4(shape: Sequence[int]) -> tuple[int, ...]:
@@ -36,20 +40,59 @@ def is_fresh_write(value: SSAValue) -> bool:
 def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.ArkOp]]:
     """For each operator (in block order), the operators it must run after."""
     deps: dict[ark.ArkOp, set[ark.ArkOp]] = {}
-    readers: dict[int, set[ark.ArkOp]] = {}
-    writers: dict[int, set[ark.ArkOp]] = {}
+    accesses: dict[int, BufferAccesses] = {}
     for op in ops:
         found = {p for value in op.operands for p in data_producers(value)}
         reads, writes = op.operand_groups()
-        for value in writes:
-            buffer = value.type.buffer_id
-            found |= readers.pop(buffer, set()) | writers.get(buffer, set())
-            writers[buffer] = {op}
-        for value in reads:
-            readers.setdefault(value.type.buffer_id, set()).add(op)
+        read_regions = [ByteRegion.of(v.type) for v in reads]
+        write_regions = [ByteRegion.of(v.type) for v in writes]
+        for region in read_regions:
+            found |= accesses.get(region.buffer, NO_ACCESSES).conflicts(region, write=False)
+        for region in write_regions:
+            found |= accesses.get(region.buffer, NO_ACCESSES).conflicts(region, write=True)
+        for region in write_regions:
+            accesses.setdefault(region.buffer, BufferAccesses()).overwrite(region)
+        for region, write in [*((r, False) for r in read_regions),
+                              *((r, True) for r in write_regions)]:
+            accesses.setdefault(region.buffer, BufferAccesses()).add(region, op, write)
         found.discard(op)
         deps[op] = found
     return deps
+
+
+class BufferAccesses:
+    """The earlier reads and writes of one buffer that later accesses may conflict with.
+
+    Accesses are grouped by region (many readers of one weight are one entry). An access whose
+    region a later write fully covers is dropped: whatever conflicts with it conflicts with
+    that write, which is ordered after it, so the ordering holds transitively. This keeps the
+    list to the regions still exposed.
+    """
+
+    def __init__(self) -> None:
+        self.reads: dict[ByteRegion, set[ark.ArkOp]] = {}
+        self.writes: dict[ByteRegion, set[ark.ArkOp]] = {}
+
+    def conflicts(self, region: ByteRegion, write: bool) -> set[ark.ArkOp]:
+        """Earlier operators an access of `region` must follow."""
+        found: set[ark.ArkOp] = set()
+        for table in (self.writes, self.reads) if write else (self.writes,):
+            for other, ops in table.items():
+                if overlaps(other, region):
+                    found |= ops
+        return found
+
+    def overwrite(self, region: ByteRegion) -> None:
+        """Forget the accesses a write of `region` covers."""
+        for table in (self.reads, self.writes):
+            for other in [r for r in table if covers(region, r)]:
+                del table[other]
+
+    def add(self, region: ByteRegion, op: ark.ArkOp, write: bool) -> None:
+        (self.writes if write else self.reads).setdefault(region, set()).add(op)
+
+
+NO_ACCESSES = BufferAccesses()
 
 
 def kernel_dependencies(kernel_of: dict[ark.ArkOp, int],

@@ -133,10 +133,18 @@ def elementwise_candidates(ops: Sequence[ark.ArkOp], space: tuple[int, ...],
         for th in heights:
             tiles = space[0] * space[1] * math.ceil(height / th) * math.ceil(width / tw)
             for warps in WARPS:
-                if warps > device.plan_warps_per_processor or th * tw < warps * 32 // 4:
+                if warps > device.plan_warps_per_processor or (
+                        th * tw < warps * 32 // 4 and not _whole_plane(warps, th, tw, space)):
                     continue
                 configs = [_elementwise(warps, [th, tw], tiles) for _ in ops]
                 yield configs, tiles, warps, 0
+
+
+def _whole_plane(warps: int, th: int, tw: int, space: tuple[int, ...]) -> bool:
+    """Is this one warp over a whole plane? Always a candidate, however few elements the plane
+    has (a scalar, `[1]` or `[1, 1, 1, 1]`, has no other tiling); planes of 8 or more elements
+    already pass the size rule, so their candidates are unchanged."""
+    return warps == 1 and (th, tw) == (space[2], space[3])
 
 
 CANDIDATES = {"matmul": matmul_candidates, "rows": rows_candidates,

@@ -176,3 +176,35 @@ def test_empty_documents_survive_ir_text(planc, tmp_path):
         out = tmp_path / "d.out.json"
         assert planc(ir, "-t", target, "-o", out).code == 0
         assert json.loads(out.read_text()) == doc
+
+
+def test_verbose_logs_every_pass_and_step(planc, model, tmp_path):
+    result = planc(model, "--target", "tt", "-o", tmp_path / "p.json", "-v")
+    assert result.code == 0, result.err
+    passes = [line.split()[2].rstrip(":") for line in result.err.splitlines()
+              if line.startswith("planc: pass ")]
+    from backends import make_options, target_named
+
+    spec = target_named("tt").load().pipeline("ark-model", make_options("tt"))
+    assert passes == [p.split("{")[0] for p in spec.split(",")]
+    assert "planc: load " in result.err and " emit " in result.err
+    quiet = planc(model, "--target", "tt", "-o", tmp_path / "q.json")
+    assert quiet.code == 0 and quiet.err == "" and quiet.out == ""
+
+
+def test_compile_json_summary(planc, model, tmp_path):
+    result = planc(model, "--target", "ark", "-o", tmp_path / "p.json", "--json", "-q")
+    summary = json.loads(result.out)
+    assert summary["ok"] and summary["bytes"] == (tmp_path / "p.json").stat().st_size
+    assert [p["name"] for p in summary["passes"]] and set(summary["seconds"]) == {
+        "load", "pipeline", "emit", "write"}
+    refused = planc(model, "--target", "ark", "--json")
+    assert refused.code == 1 and "give the output with -o" in refused.err
+
+
+def test_json_errors_are_objects(planc, bad_model):
+    result = planc("simulate", bad_model, "--json")
+    assert result.code == 1 and result.err.count("\n") == 1
+    (error,) = json.loads(result.out)["errors"]
+    assert error["file"] == str(bad_model) and error["path"].startswith("$.")
+    assert error["message"] in result.err

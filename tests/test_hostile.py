@@ -51,7 +51,11 @@ def test_wrong_types_where_keys_are_expected(planc, tmp_path, key, value, path):
 def test_integers_outside_int64(planc, tmp_path):
     doc = model_doc()
     doc["Nodes"][0]["Op"]["ReadTensors"][0]["Strides"][0] = -2 ** 63 - 1
-    one_error(planc("check", write_json(tmp_path / "m.json", doc)), "Strides[0]")
+    one_error(planc("check", write_json(tmp_path / "m.json", doc)),
+              "is outside the 64-bit range")
+    for stride in (2 ** 42, 2 ** 64 - 1):      # in the range JSON readers accept, but wrong
+        doc["Nodes"][0]["Op"]["ReadTensors"][0]["Strides"][0] = stride
+        one_error(planc("check", write_json(tmp_path / "m.json", doc)), "ReadTensors[0]")
 
 
 def huge_model(tmp_path, shape):
@@ -146,3 +150,39 @@ def test_outputs_get_the_umasks_modes(planc, tmp_path):
         os.umask(old)
     assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "prog").stat().st_mode & 0o777 == 0o755
+
+
+def test_large_unknown_members_are_kept_packed(planc, tmp_path):
+    """A big vendor member is kept exactly, as one dense array rather than an attribute per
+    element (a 28M-integer member took minutes and gigabytes that way)."""
+    from dialects.json_value import from_attr, to_attr
+
+    doc = model_doc()
+    doc["Table"] = list(range(-5, 200_000))
+    doc["Floats"] = [i / 7 for i in range(100)] + [-0.0]
+    doc["Mixed"] = [1, 2.5] * 50 + [True]
+    doc["Huge"] = [2 ** 63] * 70              # beyond int64: kept exactly, not packed
+    path = write_json(tmp_path / "m.json", doc)
+    result = planc(path, "-t", "ark-model", "-o", tmp_path / "out.json")
+    assert result.code == 0, result.err
+    back = json.loads((tmp_path / "out.json").read_text())
+    for key in ("Table", "Floats", "Mixed", "Huge"):
+        assert back[key] == doc[key] and list(map(type, back[key])) == list(map(type, doc[key]))
+    assert type(to_attr(doc["Table"])).__name__ == "DenseArrayBase"
+    assert type(to_attr(doc["Mixed"])).__name__ == "ArrayAttr"
+    assert from_attr(to_attr(doc["Floats"]))[-1] == 0.0 and \
+        str(from_attr(to_attr(doc["Floats"]))[-1]) == "-0.0"
+
+
+@pytest.mark.parametrize("member, change", [("ReadTensors", lambda ts: ts[:1]),
+                                            ("ReadTensors", lambda ts: ts + ts[:1]),
+                                            ("WriteTensors", lambda ts: [])])
+def test_malformed_operators_in_plans(planc, tmp_path, member, change):
+    """Found by bench/fuzz.py: a plan's rules read an operator's shapes before the operator's
+    own rules had run (IndexError, ValueError)."""
+    plan_path = tmp_path / "p.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan_path).code == 0
+    doc = json.loads(plan_path.read_text())
+    op = next(o for info in doc["TaskInfos"] for o in info["Ops"] if o["Type"] == "Matmul")
+    op[member] = change(op[member])
+    one_error(planc("check", write_json(tmp_path / "bad.json", doc)), "Matmul")

@@ -11,6 +11,15 @@ an order the plan's synchronisation allows. What it finds is what the executor w
   thread-block group, which it synchronises pairwise only. The executor's own test plans
   (`reduce_tbg`) do this and pass on real GPUs, where the group's blocks run in lockstep, but
   nothing in the plan guarantees it.
+* `mscclpp.peer-start` (error): an access to a peer's input, output or (Simple protocol)
+  scratch that nothing orders after the peer's kernel start. Each GPU's kernel starts when its
+  own stream reaches it; before that the peer's caller may still be writing its input (a
+  write-after-write, or a read of data not there yet), reading the previous output, or a
+  previous launch may still be using its scratch. The DSL's Simple plans open with a
+  signal/wait on every channel for this reason. LL packets are exempt (the flag changes with
+  every launch), and so is scratch under `use_double_scratch_buffer`. A warning when only the
+  block's first threads have waited (no `nop` between the wait and the access; draft-era DSL
+  plans do this).
 * `mscclpp.in-flight-at-end` (error): a remote write that no signal orders before the target
   GPU finishes (a put whose signal can overtake it, or no signal at all): the caller may read
   the output, or start the next collective, while the data is still in flight.
@@ -39,13 +48,14 @@ from compiler.locations import source_path
 from dialects import mscclpp as ms
 
 RULES = {"deadlocks": "mscclpp.deadlock", "races": "mscclpp.race",
+         "before_start": "mscclpp.peer-start",
          "out_of_range": "mscclpp.out-of-range", "unbalanced": "mscclpp.unbalanced",
          "postcondition_failures": "mscclpp.postcondition"}
 OP_REFERENCE = re.compile(r"gpu (\d+) tb (\d+) op (\d+)")
 
 
 def check(module: ModuleOp, options: Any = None) -> list[Finding]:
-    from compiler.collectives.simulator import check_plan
+    from compiler.collectives.simulator import UNFENCED, check_plan
 
     algorithm = next(op for op in module.ops if isinstance(op, ms.AlgorithmOp))
     report = check_plan(algorithm)
@@ -69,7 +79,12 @@ def check(module: ModuleOp, options: Any = None) -> list[Finding]:
             path = source_path(first) if first is not None else source_path(algorithm)
             findings.append(Finding(rule, severity, message, path))
     for message in report.warnings:
-        findings.append(Finding("mscclpp.replay", WARNING, message, source_path(algorithm)))
+        rule, path = "mscclpp.replay", source_path(algorithm)
+        if UNFENCED in message:
+            rule = "mscclpp.peer-start"
+            named = [ops.get(tuple(map(int, m))) for m in OP_REFERENCE.findall(message)]
+            path = source_path(named[0]) if named and named[0] is not None else path
+        findings.append(Finding(rule, WARNING, message, path))
     return findings
 
 

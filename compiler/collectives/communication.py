@@ -250,6 +250,45 @@ class Communication:
     def comm_events(self, rank: int) -> list[Event]:
         return [e for e in self.events[rank] if isinstance(e, Event)]
 
+    def matched_transfers(self) -> list[tuple[Event, Event]]:
+        """Each plain send with the receive that waits for it: the n-th transfer from A to B
+        with tag t (a send, or a RecvReduceSend's result) pairs with B's n-th receive from A
+        with tag t."""
+        sends: dict[tuple[int, int, int], list[Event]] = defaultdict(list)
+        for rank in range(self.ranks):
+            for event in self.comm_events(rank):
+                if event.kind == "send":
+                    sends[(rank, event.peer, event.tag)].append(event)
+                elif event.kind == "reduce_send":  # counts in the order, never staged
+                    for peer, tag, _ in event.fanout:
+                        sends[(rank, peer, tag)].append(event)
+        pairs = []
+        for rank in range(self.ranks):
+            taken: dict[tuple[int, int, int], int] = defaultdict(int)
+            for event in self.comm_events(rank):
+                if event.kind != "recv":
+                    continue
+                key = (event.peer, rank, event.tag)
+                if taken[key] < len(sends[key]) and sends[key][taken[key]].kind == "send":
+                    pairs.append((sends[key][taken[key]], event))
+                taken[key] += 1
+        return pairs
+
+    def staged_transfers(self) -> set[int]:
+        """The sends (by `id`) whose landing place its receiver touches before the matching
+        receive (it sends from there, adds from there, or writes there). The data may
+        arrive at any time between the send and the receive, so writing it into place
+        directly would race with the receiver's own use: such a transfer lands in the
+        receiver's scratch and is copied into place at the receive."""
+        staged = set()
+        for send, recv in self.matched_transfers():
+            events = self.events[recv.rank]
+            before = events[:next(i for i, e in enumerate(events) if e is recv)]
+            if any(_overlap(span, send.target) for event in before
+                   for span, _ in _spans(event)):
+                staged.add(id(send))
+        return staged
+
     def has_communication(self) -> bool:
         return any(self.comm_events(r) for r in range(self.ranks))
 
@@ -259,10 +298,17 @@ class Communication:
 # ---------------------------------------------------------------------------------------------
 
 
+PAD = 16
+"""Buffers are padded to multiples of this (the executor's default `buffer_alignment`)."""
+
+
 @dataclass
 class Layout:
     """Where each ARK buffer of a rank lives in chunks: plain buffers in `i` (in this order),
-    packet buffers in `s` (at their data offset: half their packet bytes)."""
+    packet buffers in `s` (at their data offset: half their packet bytes). Every buffer is
+    padded to a multiple of `PAD` bytes of data, and spans that end where their buffer ends
+    (and whose operator's other spans do too) reach to the padded end: a 2-byte tensor
+    moves as 16 bytes, the last 14 of them padding that no tensor uses."""
 
     chunk: int
     places: dict[tuple[int, int], tuple[str, int]]
@@ -270,48 +316,107 @@ class Layout:
     chunks: dict[tuple[int, str], int]
     """(rank, letter) -> number of chunks."""
     alignment: int
+    padded: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(rank, ARK buffer) -> its data bytes, padded."""
+    extended: set[tuple[Span, bool]] = field(default_factory=set)
+    """The spans that reach to their buffer's padded end."""
 
     def ref(self, span: Span, packets: bool = False) -> tuple[str, int, int]:
         """(letter, chunk index, chunk count) of a span (packet spans: of its data)."""
         letter, first = self.places[(span.rank, span.buffer)]
-        start, size = (span.start // 2, span.size // 2) if packets else (span.start, span.size)
+        start, size = _data(span, packets)
+        if (span, packets) in self.extended:
+            size = self.padded[(span.rank, span.buffer)] - start
         return letter, first + start // self.chunk, size // self.chunk
+
+    def buffer_chunks(self, key: tuple[int, int]) -> int:
+        return self.padded[key] // self.chunk
+
+
+def _data(span: Span, packets: bool) -> tuple[int, int]:
+    return (span.start // 2, span.size // 2) if packets else (span.start, span.size)
 
 
 def layout(comm: Communication, with_arithmetic: bool = False) -> Layout:
     """A layout of every buffer the communication touches (and the adds and copies, if
-    `with_arithmetic`), with the largest chunk that divides every span, buffer and
+    `with_arithmetic`), with the largest chunk that divides every (padded) span, buffer and
     placement."""
     used: set[tuple[int, int]] = set()
-    spans: list[tuple[Span, bool]] = []
+    groups: list[tuple[bool, list[tuple[Span, bool]]]] = []
     for rank in range(comm.ranks):
         for event in comm.events[rank]:
             if isinstance(event, Arith) and not with_arithmetic:
                 continue
-            for span, packets in _spans(event):
-                used.add((span.rank, span.buffer))
-                spans.append((span, packets))
-    sizes = {key: comm.buffers[key] for key in used}
-    numbers = [s for span, packets in spans
-               for s in ((span.start // 2, span.size // 2) if packets else
-                         (span.start, span.size))]
-    numbers += [size // 2 if key in comm.packet_buffers else size for key, size in sizes.items()]
+            spans = _spans(event)
+            used.update((span.rank, span.buffer) for span, _ in spans)
+            # A reduction's scratch holds one slice per peer at ARK's own offsets: its spans
+            # keep their sizes.
+            fixed = isinstance(event, Event) and event.kind.startswith("reduce_send")
+            groups.append((fixed, spans))
+    data = {key: comm.buffers[key] // 2 if key in comm.packet_buffers else comm.buffers[key]
+            for key in used}
+    padded = {key: -(-size // PAD) * PAD for key, size in data.items()}
+    extended = _extended_spans(groups, data)
+    numbers = list(padded.values())
+    for _, spans in groups:
+        for span, packets in spans:
+            start, size = _data(span, packets)
+            if (span, packets) in extended:
+                size = padded[(span.rank, span.buffer)] - start
+            numbers += [start, size]
     chunk = reduce(math.gcd, (n for n in numbers if n), 0)
     if chunk == 0:
         raise PlancError("the communication moves no data")
-    alignment = math.gcd(chunk, 16)
+    alignment = math.gcd(chunk, PAD)
     if alignment < 4:
-        raise PlancError(f"communicated tensors must start and end at multiples of 4 bytes "
-                         f"(the largest common unit here is {chunk} bytes)")
+        raise PlancError(_misaligned(groups, extended, padded))
     places: dict[tuple[int, int], tuple[str, int]] = {}
     chunks: dict[tuple[int, str], int] = defaultdict(int)
     for key in sorted(used):
         rank, _ = key
         letter = "s" if key in comm.packet_buffers else "i"
-        size = sizes[key] // 2 if letter == "s" else sizes[key]
         places[key] = (letter, chunks[(rank, letter)])
-        chunks[(rank, letter)] += size // chunk
-    return Layout(chunk, places, dict(chunks), alignment)
+        chunks[(rank, letter)] += padded[key] // chunk
+    return Layout(chunk, places, dict(chunks), alignment, padded, extended)
+
+
+def _extended_spans(groups: list[tuple[bool, list[tuple[Span, bool]]]],
+                    data: dict[tuple[int, int], int]) -> set[tuple[Span, bool]]:
+    """The spans that may reach into their buffer's padding: those ending at their buffer's
+    end, used only by operators all of whose spans do (a send's source and target move the
+    same bytes). Shrinks to a fixed point: at most one pass per span."""
+    extended = {(span, packets) for _, spans in groups for span, packets in spans
+                if sum(_data(span, packets)) == data[(span.rank, span.buffer)]}
+    changed = True
+    while changed:
+        changed = False
+        for fixed, spans in groups:
+            if any(s in extended for s in spans) and (
+                    fixed or not all(s in extended for s in spans)):
+                extended.difference_update(spans)
+                changed = True
+    return extended
+
+
+def _misaligned(groups, extended, padded) -> str:
+    for _, spans in groups:
+        for span, packets in spans:
+            start, size = _data(span, packets)
+            if (span, packets) in extended:
+                size = padded[(span.rank, span.buffer)] - start
+            if start % 4 or size % 4:
+                return (f"rank {span.rank} communicates bytes [{span.start}, "
+                        f"{span.start + span.size}) of buffer {span.buffer}, which neither "
+                        "start and end at multiples of 4 bytes nor end where the buffer ends "
+                        "(where planc pads it): the executor moves data in aligned units; "
+                        "give the tensor a buffer of its own or a size of a multiple of 4 "
+                        "bytes")
+    return "communicated tensors must start and end at multiples of 4 bytes"
+
+
+def _overlap(a: Span, b: Span) -> bool:
+    return a.rank == b.rank and a.buffer == b.buffer and a.start < b.start + b.size and \
+        b.start < a.start + a.size
 
 
 def _spans(event: Event | Arith) -> list[tuple[Span, bool]]:
@@ -350,6 +455,12 @@ class ReferenceRun:
         self.consumed: dict[tuple[int, int, int], int] = defaultdict(int)
         self.synced: dict[int, int] = defaultdict(int)
         self.position = {r: 0 for r in range(comm.ranks)}
+        self.staged = comm.staged_transfers()
+        self.landings = {id(recv): send.target for send, recv in comm.matched_transfers()
+                         if id(send) in self.staged}
+        """Receives of staged transfers -> where they put the data."""
+        self.in_flight: dict[tuple[int, int, int], list[list[Value]]] = defaultdict(list)
+        """Staged transfers' data, sent and not yet received, per (sender, receiver, tag)."""
 
     def _cells(self, span: Span, packets: bool = False) -> tuple[list[Value], int, int]:
         letter, first, count = self.layout.ref(span, packets)
@@ -393,10 +504,17 @@ class ReferenceRun:
             return
         kind = event.kind
         if kind in ("send", "send_packets"):
-            self.write(event.target, self.read(event.source), kind == "send_packets")
-            self.arrived[(event.rank, event.peer, event.tag)] += 1
+            key = (event.rank, event.peer, event.tag)
+            if id(event) in self.staged:  # lands at the receive (see staged_transfers)
+                self.in_flight[key].append(self.read(event.source))
+            else:
+                self.write(event.target, self.read(event.source), kind == "send_packets")
+            self.arrived[key] += 1
         elif kind in ("recv", "recv_packets"):
-            self.consumed[(event.peer, event.rank, event.tag)] += 1
+            key = (event.peer, event.rank, event.tag)
+            self.consumed[key] += 1
+            if kind == "recv" and id(event) in self.landings:
+                self.write(self.landings[id(event)], self.in_flight[key].pop(0))
             if kind == "recv_packets":
                 self.write(event.target, self.read(event.scratch, True))
         elif kind in ("reduce_send", "reduce_send_packets"):

@@ -126,6 +126,31 @@ def fitting_message(algorithm: ms.AlgorithmOp, wanted: int | None = None) -> int
     return max(unit, size // unit * unit)
 
 
+def padded_message(algorithm: ms.AlgorithmOp, size: int) -> int:
+    """The least size of at least `size` bytes the plan takes: the executor cuts the message
+    into `message_chunks` chunks of a multiple of `buffer_alignment` bytes each, so real
+    tensors of any other size run on buffers padded to this (see `padding_note`)."""
+    unit = algorithm.alignment * message_chunks(algorithm)
+    return max(unit, -(-size // unit) * unit)
+
+
+def padding_note(algorithm: ms.AlgorithmOp, size: int) -> dict | None:
+    """What a caller with a `size`-byte message must do to run the plan (None: nothing).
+
+    The message (the input; the output for allgather) is padded to `padded_bytes`, cut into
+    chunks of `chunk_bytes`. Elementwise collectives (allreduce, broadcast) keep the data as
+    the first `bytes` bytes; collectives of per-rank blocks (allgather, reducescatter,
+    alltoall) pad each rank's block to `padded_bytes / ranks` bytes."""
+    padded = padded_message(algorithm, size)
+    if padded == size:
+        return None
+    chunks = message_chunks(algorithm)
+    return {"bytes": size, "padded_bytes": padded, "chunk_bytes": padded // chunks,
+            "block_bytes": padded // algorithm.num_ranks
+            if algorithm.collective_name in ("allgather", "reducescatter", "alltoall")
+            else padded}
+
+
 @dataclass
 class Timing:
     message_bytes: int
@@ -271,7 +296,8 @@ def model_time(algorithm: ms.AlgorithmOp, hardware: Hardware,
     chunks = message_chunks(algorithm)
     if size % (chunks * algorithm.alignment):
         raise PlancError(f"message size {size} is not a multiple of {chunks} chunks x "
-                         f"buffer_alignment {algorithm.alignment}")
+                         f"buffer_alignment {algorithm.alignment}: run it on buffers padded "
+                         f"to {padded_message(algorithm, size)} bytes")
     program = expand(algorithm, size // chunks)
     if hardware.switch_Bps == 0 and any(
             step.name in ("glres", "gstore", "gstorepkt")

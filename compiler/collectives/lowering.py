@@ -9,7 +9,9 @@ Two routes, decided by what the model computes (see `communication.ReferenceRun`
   size (or the one `--algorithm`/`--protocol`/`--instances` name), in place when the sum
   overwrites the input. The adds disappear into the algorithm.
 * **Point to point.** Otherwise each rank's communication is translated op by op into one
-  thread block, in model order: `Send` is a put into the peer's buffer and a signal;
+  thread block, in model order, after a handshake (signal and wait) with every peer it
+  exchanges plain data with, so that no put lands before the peer's kernel has started (as
+  the MSCCL++ DSL opens its plans): `Send` is a put into the peer's buffer and a signal;
   `Recv` waits until the matching send's signal (counting signals per channel, so receives
   may come in any order of tags); `SendDone` needs nothing (memory-channel puts are done
   when they return); packet sends and receives are `ppkt`/`upkt` through scratch (no
@@ -18,7 +20,10 @@ Two routes, decided by what the model computes (see `communication.ReferenceRun`
   its group. The plan is in place: each rank's buffers that take part are laid out one
   after the other in its input (= output) buffer, packet buffers in scratch. The
   collective's name is `custom`; the result must equal the reference run of the model, which
-  the tests check with the simulator.
+  the tests check with the simulator. A transfer whose landing place the receiver itself
+  uses before the receive (it sends from there, say: an exchange in place) would race with
+  that use if put straight there; it lands in the receiver's scratch and is copied into place
+  at the receive (`Communication.staged_transfers`).
 
 Both record where each ARK buffer went in a top-level `planc_buffers` member (the executor
 ignores keys it does not know).
@@ -42,9 +47,12 @@ from compiler.collectives.communication import (
     layout,
     reference_state,
 )
+from compiler.collectives.cost import padded_message
+from compiler.collectives.selection import note_padding
 from compiler.collectives.simulator import Expectation
 from compiler.collectives.synthesis import Spec, synthesize
 from compiler.diagnostics import PlancError
+from compiler.locations import source_path
 from dialects import ark
 from dialects import mscclpp as ms
 from dialects.json_value import dict_attr, dict_value
@@ -105,9 +113,9 @@ def lower_models(models: list[ark.ModelOp], files: list[str | None],
     if choice.recognise:
         pattern = recognise_allreduce(comm, full, run) or \
             recognise_inplace_allreduce(comm, full, run)
-    if pattern is not None:
-        return Lowered(_allreduce(pattern, comm, choice), "allreduce", full.chunk, run, full,
-                       comm)
+    algorithm = _allreduce(pattern, comm, choice) if pattern is not None else None
+    if algorithm is not None:
+        return Lowered(algorithm, "allreduce", full.chunk, run, full, comm)
     plan_layout = layout(comm)
     reference = reference_state(comm, plan_layout)
     return Lowered(point_to_point(comm, plan_layout), "point-to-point", plan_layout.chunk,
@@ -126,12 +134,15 @@ class AllReducePattern:
     bytes: int
 
 
-def _span_at(comm: Communication, lay: Layout, rank: int, first: int, count: int) -> Span | None:
-    """The ARK span placed at chunks [first, first + count) of rank's input, if in one buffer."""
+def _span_at(comm: Communication, lay: Layout, rank: int, first: int, like: Span
+             ) -> Span | None:
+    """The ARK span of `like`'s bytes placed from chunk `first` of rank's input (as many
+    chunks as `like` takes in the layout), if in one buffer."""
+    count = lay.ref(like)[2]
     for (owner, buffer), (letter, start) in lay.places.items():
-        size = comm.buffers[(owner, buffer)] // lay.chunk
+        size = lay.buffer_chunks((owner, buffer))
         if owner == rank and letter == "i" and start <= first and first + count <= start + size:
-            return Span(rank, buffer, (first - start) * lay.chunk, count * lay.chunk)
+            return Span(rank, buffer, (first - start) * lay.chunk, like.size)
     return None
 
 
@@ -147,7 +158,7 @@ def recognise_allreduce(comm: Communication, lay: Layout, run: ReferenceRun
                 continue
             bases = _full_sum(run.read(event.target), comm.ranks)
             if bases is not None and bases[rank] is not None:
-                source = _span_at(comm, lay, rank, bases[rank], event.target.size // lay.chunk)
+                source = _span_at(comm, lay, rank, bases[rank], event.target)
                 if source is not None:
                     found = (source, event.target)
         if found is None:
@@ -226,7 +237,10 @@ def _full_sum(values: list, ranks: int) -> list[int | None] | None:
 
 
 def _allreduce(pattern: AllReducePattern, comm: Communication, choice: Choice
-               ) -> ms.AlgorithmOp:
+               ) -> ms.AlgorithmOp | None:
+    """The standard all-reduce for the pattern; None (lower op by op) when it would need
+    padding that other data of the tensors' buffers leaves no room for, unless the choice
+    names the algorithm (then that is an error)."""
     inplace = pattern.inputs == pattern.outputs
     spec = Spec("allreduce", comm.ranks, choice.algorithm, choice.protocol or "Simple",
                 choice.instances or 1, inplace)
@@ -236,20 +250,42 @@ def _allreduce(pattern: AllReducePattern, comm: Communication, choice: Choice
         algorithm = fastest(spec, choice.protocol, pattern.bytes, choice.hardware,
                             fixed_instances=choice.instances).algorithm
     else:
-        algorithm = synthesize(spec)
-        unit = algorithm.alignment * algorithm.gpus()[0].chunks("i")
-        if pattern.bytes % unit:
-            raise PlancError(f"the all-reduce moves {pattern.bytes} bytes, which "
-                             f"{spec.name} cannot cut into its {unit // algorithm.alignment} "
-                             f"chunks of a multiple of {algorithm.alignment} bytes")
-    buffers = [{"input": _span_json(pattern.inputs[r]), "output": _span_json(pattern.outputs[r])}
-               for r in range(comm.ranks)]
+        algorithm = note_padding(synthesize(spec), pattern.bytes)
+    padded = padded_message(algorithm, pattern.bytes)
+    blocked = _unpaddable(comm, pattern) if padded != pattern.bytes else None
+    if blocked is not None:
+        if choice.algorithm == "auto":
+            return None
+        model = comm.models[blocked.rank]
+        raise PlancError(
+            f"the all-reduce of {pattern.bytes} bytes runs on buffers padded to {padded} "
+            f"bytes, but on rank {blocked.rank} its tensor (bytes [{blocked.start}, "
+            f"{blocked.start + blocked.size}) of buffer {blocked.buffer}) is followed by other "
+            f"data: give the all-reduced tensor a buffer of its own, make it {padded} bytes, "
+            "or let planc choose (--algorithm auto lowers it op by op)",
+            path=source_path(model), file=comm.files[blocked.rank])
+    buffers = [{"input": _span_json(pattern.inputs[r], padded),
+                "output": _span_json(pattern.outputs[r], padded)} for r in range(comm.ranks)]
     algorithm.extra = dict_attr({**dict_value(algorithm.extra), "planc_buffers": buffers})
     return algorithm
 
 
-def _span_json(span: Span) -> dict:
-    return {"ark_buffer": span.buffer, "offset": span.start, "bytes": span.size}
+def _unpaddable(comm: Communication, pattern: AllReducePattern) -> Span | None:
+    """A tensor of the all-reduce that cannot grow into padding: the executor takes the
+    message only as a multiple of the plan's chunks x alignment, so the bytes past each
+    tensor must be its buffer's own slack, which no other tensor uses (the buffer plan then
+    grows the buffer)."""
+    for span in pattern.inputs + pattern.outputs:
+        if span.start + span.size != comm.buffers[(span.rank, span.buffer)]:
+            return span
+    return None
+
+
+def _span_json(span: Span, padded: int) -> dict:
+    found = {"ark_buffer": span.buffer, "offset": span.start, "bytes": span.size}
+    if padded != span.size:
+        found["padded_bytes"] = padded  # the executor is called with this size
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,11 +293,35 @@ def _span_json(span: Span) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
+def handshake_peers(comm: Communication) -> dict[int, list[int]]:
+    """Per rank, the peers it must handshake with before anything else: those it puts plain
+    data into or that put plain data into it. A GPU's kernel starts when its own stream gets
+    there: a put before the peer has shown it started could overwrite its input while its
+    caller still writes it (or its output while the caller still reads it). LL packets need
+    no handshake (their flag changes with every launch)."""
+    peers: dict[int, set[int]] = defaultdict(set)
+    for rank in range(comm.ranks):
+        for event in comm.comm_events(rank):
+            targets = [event.peer] if event.kind == "send" else []
+            if event.kind == "reduce_send":
+                targets += [p for p, _, _ in event.fanout]
+            for peer in targets:
+                if peer != rank:
+                    peers[rank].add(peer)
+                    peers[peer].add(rank)
+    return {rank: sorted(found) for rank, found in peers.items()}
+
+
 class _Signals:
-    """Which signal (1-based, per sending rank and peer) announces each transfer and sync."""
+    """Which signal (1-based, per sending rank and peer) announces each transfer and sync
+    (the opening handshake's signal, where there is one, is number 1)."""
 
     def __init__(self, comm: Communication):
         self.count: dict[tuple[int, int], int] = defaultdict(int)
+        self.handshakes = handshake_peers(comm)
+        for rank, peers in self.handshakes.items():
+            for peer in peers:
+                self.count[(rank, peer)] = 1
         self.transfers: dict[tuple[int, int, int], list[int]] = defaultdict(list)
         self.syncs: dict[tuple[int, int], list[int]] = defaultdict(list)
         for rank in range(comm.ranks):
@@ -304,10 +364,12 @@ def point_to_point(comm: Communication, lay: Layout) -> ms.AlgorithmOp:
     packets = any(e.kind.endswith("packets") for r in range(comm.ranks)
                   for e in comm.comm_events(r))
     inputs = max((lay.chunks.get((r, "i"), 0) for r in range(comm.ranks)), default=0)
-    scratch = max((lay.chunks.get((r, "s"), 0) for r in range(comm.ranks)), default=0)
+    staging = _staging(comm, lay)
+    scratch = max([lay.chunks.get((r, "s"), 0) for r in range(comm.ranks)]
+                  + [first + count for _, first, count in staging.values()], default=0)
     buffers = [[{"ark_buffer": buffer, "buffer": letter, "index": first,
-                 "size": comm.buffers[(owner, buffer)] // (2 if letter == "s" else 1)
-                 // lay.chunk}
+                 "size": lay.buffer_chunks((owner, buffer)),
+                 "bytes": comm.buffers[(owner, buffer)]}
                 for (owner, buffer), (letter, first) in sorted(lay.places.items())
                 if owner == rank] for rank in range(comm.ranks)]
     plan = PlanBuilder("ark_communication", "custom", comm.ranks, "LL" if packets else "Simple",
@@ -316,8 +378,24 @@ def point_to_point(comm: Communication, lay: Layout) -> ms.AlgorithmOp:
     links = _links(comm, plan)
     signals = _Signals(comm)
     for rank in range(comm.ranks):
-        _Translator(comm, lay, plan, links, signals, rank).run()
+        _Translator(comm, lay, plan, links, signals, rank, staging).run()
     return plan.build()
+
+
+def _staging(comm: Communication, lay: Layout) -> dict[int, tuple[int, int, int]]:
+    """Scratch slots of the staged transfers (`Communication.staged_transfers`): the send's
+    and the receive's `id` -> (receiving rank, first scratch chunk, chunks). Slots follow
+    the packet buffers, whose packets take twice their data chunks."""
+    staged = comm.staged_transfers()
+    used = {r: 2 * lay.chunks.get((r, "s"), 0) for r in range(comm.ranks)}
+    slots: dict[int, tuple[int, int, int]] = {}
+    for send, recv in comm.matched_transfers():
+        if id(send) not in staged:
+            continue
+        count = lay.ref(send.target)[2]
+        slots[id(send)] = slots[id(recv)] = (recv.rank, used[recv.rank], count)
+        used[recv.rank] += count
+    return slots
 
 
 def _links(comm: Communication, plan: PlanBuilder) -> dict[tuple[int, int], Link]:
@@ -335,8 +413,9 @@ def _links(comm: Communication, plan: PlanBuilder) -> dict[tuple[int, int], Link
 
 class _Translator:
     def __init__(self, comm: Communication, lay: Layout, plan: PlanBuilder,
-                 links: dict[tuple[int, int], Link], signals: _Signals, rank: int):
-        self.comm, self.lay, self.plan = comm, lay, plan
+                 links: dict[tuple[int, int], Link], signals: _Signals, rank: int,
+                 staging: dict[int, tuple[int, int, int]]):
+        self.comm, self.lay, self.plan, self.staging = comm, lay, plan, staging
         self.links, self.signals, self.rank = links, signals, rank
         self.tb: BlockBuilder = plan.block(rank, 0)
         self.waited: dict[int, int] = defaultdict(int)
@@ -357,6 +436,10 @@ class _Translator:
             self.waited[peer] += 1
 
     def run(self) -> None:
+        peers = self.signals.handshakes.get(self.rank, [])
+        self.tb.handshake([self.links[(self.rank, p)] for p in peers])
+        for peer in peers:
+            self.waited[peer] = 1
         for event in self.comm.events[self.rank]:
             if isinstance(event, Arith):
                 if self.received_data:
@@ -378,7 +461,11 @@ class _Translator:
                 "that needs two communication phases (two plans), not one", send)
 
     def _send(self, event: Event) -> None:
-        self.tb.put([(self.local(event.source), self.remote(event.target))])
+        target = self.remote(event.target)
+        if id(event) in self.staging:
+            peer, first, count = self.staging[id(event)]
+            target = self.tb.remote_ref(peer, "s", first, count)
+        self.tb.put([(self.local(event.source), target)])
         self.tb.signal([self.links[(self.rank, event.peer)]])
 
     def _send_packets(self, event: Event) -> None:
@@ -386,6 +473,9 @@ class _Translator:
 
     def _recv(self, event: Event) -> None:
         self.wait_for(event.peer, self.signals.next_transfer(event.peer, self.rank, event.tag))
+        if id(event) in self.staging:
+            _, first, count = self.staging[id(event)]
+            self.tb.copy(self.tb.local("s", first, count), self.local(event.target))
         self.received_data = True
 
     def _recv_packets(self, event: Event) -> None:

@@ -10,6 +10,8 @@ from compiler.collectives.cost import (
     Timing,
     hardware_named,
     model_time,
+    padded_message,
+    padding_note,
     parse_size,
 )
 from compiler.collectives.synthesis import Spec, synthesize, variants
@@ -44,15 +46,31 @@ def _timing_plan(spec: Spec) -> ms.AlgorithmOp:
     return synthesize(spec)
 
 
-@lru_cache(maxsize=4096)
 def modeled(spec: Spec, hardware: Hardware, size: int) -> Timing | None:
-    """The modeled time of a generated variant (None if it cannot take `size` bytes)."""
+    """The modeled time of a generated variant for `size` bytes, padded to what its chunks
+    take (None if it cannot run on this hardware)."""
     if spec.algorithm == "nvls" and hardware.switch_Bps == 0:
         return None
+    return _modeled(spec, hardware, padded_message(_timing_plan(spec), size))
+
+
+@lru_cache(maxsize=4096)
+def _modeled(spec: Spec, hardware: Hardware, size: int) -> Timing | None:
     try:
         return model_time(_timing_plan(spec), hardware, size)
     except PlancError:
-        return None  # the message cannot be cut into this variant's chunks
+        return None
+
+
+def note_padding(algorithm: ms.AlgorithmOp, size: int | None) -> ms.AlgorithmOp:
+    """Record in the plan (top-level `planc_message`, which the executor ignores) how a
+    `size`-byte message is padded to run on it, when it must be."""
+    from dialects.json_value import dict_attr, dict_value
+
+    note = padding_note(algorithm, size) if size else None
+    if note is not None:
+        algorithm.extra = dict_attr({**dict_value(algorithm.extra), "planc_message": note})
+    return algorithm
 
 
 def fastest(spec: Spec, protocol: str | None, message: str | int | None, hardware: str,
@@ -69,4 +87,4 @@ def fastest(spec: Spec, protocol: str | None, message: str | int | None, hardwar
         raise UsageError(f"no {spec.collective} algorithm for {spec.ranks} ranks accepts a "
                          f"{size}-byte message")
     timing, best = min(timed, key=lambda pair: pair[0].seconds)
-    return Choice(best, synthesize(best), timing)
+    return Choice(best, note_padding(synthesize(best), size), timing)

@@ -19,7 +19,12 @@ third kind of thread: its puts become visible through the next signal on that ch
 or a flush. Two accesses to a cell conflict when one writes; they race when neither happens
 before the other. A rank's kernel ends when its blocks end: every access other ranks make to
 its input and output must happen before that, or the caller would see (or overwrite) data
-still in flight.
+still in flight. Symmetrically, a rank's kernel *starts* when its own stream reaches it,
+unrelated to its peers: each rank has a start component that all its blocks know from their
+first step, and an access to a peer's memory whose knowledge lacks the peer's start (no
+signal, packet or token from the peer leads to it) races with the peer's caller, which may
+still be writing the input or reading the previous output (`before_start`; LL packets and
+double-buffered scratch are exempt, see `_check_started`).
 """
 
 from __future__ import annotations
@@ -89,6 +94,8 @@ class SymbolicReplay(Replay):
     def __init__(self, program: Program, cell_bytes: int):
         self.cell = cell_bytes
         self.components: dict[Any, int] = {}
+        for rank in range(program.ranks):
+            self.components[("start", rank)] = len(self.components)
         for block in program.blocks:
             self.components[("lead", block)] = len(self.components)
             self.components[("data", block)] = len(self.components)
@@ -100,17 +107,29 @@ class SymbolicReplay(Replay):
         self.width = len(self.components)
         super().__init__(program)
         self.memory: dict[tuple[int, str], dict[int, Cell]] = defaultdict(dict)
-        self.lead = {b: self._zero() for b in program.blocks}
-        self.all = {b: self._zero() for b in program.blocks}
-        self.epoch = {b: self._zero() for b in program.blocks}
+        self.lead = {b: self._started(b) for b in program.blocks}
+        self.all = {b: self._started(b) for b in program.blocks}
+        self.epoch = {b: self._started(b) for b in program.blocks}
         self.proxy_clock: dict[Any, list[int]] = defaultdict(self._zero)
         self.counter: dict[int, int] = defaultdict(int)
         self.races: dict[tuple[str, str, str], list[tuple[int, str, int]]] = {}
         self.misreads: list[str] = []
+        self.early: dict[tuple[str, str, int, bool], list[tuple[int, str, int]]] = {}
+        """(op label, verb, peer rank, fenced by the first threads only) -> cells it touched
+        before knowing the peer started."""
+        self.lead_now: list[int] = self._zero()
+        """The first threads' knowledge while a data step runs."""
+        self.exempt_scratch = program.algorithm.uses_double_scratch
         self._initialise_inputs()
 
     def _zero(self) -> list[int]:
         return [0] * self.width
+
+    def _started(self, block: Block) -> list[int]:
+        """A block's clock at its start: it knows its own rank's kernel has started."""
+        clock = self._zero()
+        clock[self.components[("start", block[0])]] = 1
+        return clock
 
     def initial_payload(self) -> list[int]:
         return self._zero()
@@ -143,6 +162,7 @@ class SymbolicReplay(Replay):
             knowledge[lead_comp] = stamp
             self.lead[block] = knowledge
             if step.proxy is not None:
+                self.lead_now = knowledge
                 self._proxy_moves(step, joined([knowledge, *self._packet_knowledge(step)],
                                                self.width))
             for proxy in step.flushes:  # after this op's own put (pwsf)
@@ -152,6 +172,7 @@ class SymbolicReplay(Replay):
         stamp = self._tick(data_comp)
         knowledge = joined([self.all[block], *self._packet_knowledge(step)], self.width)
         event = Event(data_comp, stamp, step.origin, step.label)
+        self.lead_now = self.lead[block]
         self._moves(step, event, knowledge)
         knowledge[data_comp] = stamp
         self.epoch[block] = joined([self.epoch[block], knowledge], self.width)
@@ -207,6 +228,7 @@ class SymbolicReplay(Replay):
         return None
 
     def _read(self, region: Region, event: Event, knowledge: list[int]) -> list[Value]:
+        self._check_started(region, event, knowledge, "reads")
         space = self.memory[(region.rank, region.space)]
         values: list[Value] = []
         cells = list(self._cells(region))
@@ -224,6 +246,7 @@ class SymbolicReplay(Replay):
 
     def _write(self, region: Region, values: list[Value], event: Event,
                knowledge: list[int]) -> None:
+        self._check_started(region, event, knowledge, "writes")
         space = self.memory[(region.rank, region.space)]
         cells = list(self._cells(region))
         step = 2 if region.packets else 1
@@ -248,6 +271,26 @@ class SymbolicReplay(Replay):
                 if sources else []
             for target in move.targets:
                 self._write(target, values, event, knowledge)
+
+    def _check_started(self, region: Region, event: Event, knowledge: list[int],
+                       verb: str) -> None:
+        """A GPU's kernel starts when its stream reaches it, unrelated to its peers' starts:
+        until then the peer's caller may still be writing its input, reading its previous
+        output, or (a previous launch) using its scratch. Any access to a peer's memory must
+        follow something the peer did in this launch (a signal, a packet, ...). LL packets
+        are exempt: their flags change with every launch, and the scratch they land in is
+        one the peer's previous launch is done with once it sent this rank anything. So is
+        scratch under `use_double_scratch_buffer` (launches alternate halves)."""
+        if region.packets or (region.space == "s" and self.exempt_scratch):
+            return
+        start = self.components[("start", region.rank)]
+        if knowledge[start] >= 1:
+            return
+        # Known to the block's first threads (a wait with no nop after it): the other threads
+        # may run ahead of it. The draft DSL wrote such plans; a warning.
+        unfenced = self.lead_now[start] >= 1
+        cells = [(region.rank, region.space, i) for i in self._cells(region)]
+        self.early.setdefault((event.label, verb, region.rank, unfenced), []).extend(cells)
 
     def _check(self, region: Region, index: int, earlier: Event | None, event: Event,
                knowledge: list[int], verb: str, past: str) -> None:
@@ -455,11 +498,12 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
     replay.run_round_robin()
     describe = _Describer(program, cell)
     errors: dict[str, list[str]] = {"out_of_range": list(program.problems), "deadlocks": [],
-                                    "races": [], "unbalanced": [],
+                                    "races": [], "before_start": [], "unbalanced": [],
                                     "postcondition_failures": []}
     deadlocks = replay.deadlocks()
     errors["deadlocks"] = deadlocks
     errors["races"] = _race_messages(replay, describe) + replay.misreads[:MAX_REPORTS]
+    errors["before_start"] = _early_messages(replay, describe, unfenced=False)
     postcondition = "not checked: the plan deadlocks"
     if not deadlocks:
         errors["unbalanced"] = replay.leftovers()
@@ -474,7 +518,8 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
     for kind in errors:
         errors[kind] = _limited(errors[kind])
     return Report(algorithm.collective_name, program.ranks, chunk, postcondition, errors,
-                  program.warnings + _input_overwrites(program))
+                  program.warnings + _input_overwrites(program)
+                  + _early_messages(replay, describe, unfenced=True))
 
 
 def _input_overwrites(program: Program) -> list[str]:
@@ -522,6 +567,33 @@ def _race_messages(replay: SymbolicReplay, describe: _Describer) -> list[str]:
                             f"synchronisation before gpu {rank} finishes: the caller may see "
                             "(or overwrite) data still in flight")
     return messages
+
+
+UNFENCED = "only the thread block's first threads have waited for gpu"
+
+
+def _early_messages(replay: SymbolicReplay, describe: _Describer, unfenced: bool) -> list[str]:
+    """Accesses to a peer's memory not ordered after its kernel start (`unfenced`: ordered
+    for the block's first threads only, with no nop between their wait and the access)."""
+    messages = []
+    for (label, verb, peer, weak), cells in replay.early.items():
+        if weak != unfenced:
+            continue
+        by_space: dict[tuple[int, str], list[int]] = defaultdict(list)
+        for rank, space, index in cells:
+            by_space[(rank, space)].append(index)
+        where = "; ".join(describe.bytes_of(r, s, c) for (r, s), c in by_space.items())
+        if weak:
+            messages.append(f"{label} {verb} {where}, but {UNFENCED} {peer} to start: with no "
+                            "nop (__syncthreads) after the wait, the other threads may get "
+                            f"there before gpu {peer}'s kernel starts")
+            continue
+        messages.append(
+            f"{label} {verb} {where} before anything shows that gpu {peer} has started: no "
+            f"signal, packet or other access orders it after gpu {peer}'s kernel start, while "
+            f"gpu {peer}'s caller may still be writing its input, reading its previous output "
+            "or (a previous launch) using its scratch; signal and wait with it first")
+    return _limited(messages)
 
 
 def _compare(program: Program, replay: SymbolicReplay, expected: Expectation,

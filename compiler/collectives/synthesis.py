@@ -603,4 +603,15 @@ def synthesize_from_options(options: Namespace) -> ms.AlgorithmOp:
         return fastest(spec, protocol, getattr(options, "message_size", None),
                        getattr(options, "mscclpp_hw", None) or "h100",
                        fixed_instances=getattr(options, "instances", None)).algorithm
-    return synthesize(spec)
+    algorithm = synthesize(spec)
+    size_text = getattr(options, "message_size", None)
+    if size_text:
+        from compiler.collectives.cost import parse_size
+        from compiler.collectives.selection import note_padding
+
+        try:
+            size = parse_size(size_text)
+        except ValueError as e:
+            raise UsageError(f"--message-size: {e}") from None
+        note_padding(algorithm, size)
+    return algorithm

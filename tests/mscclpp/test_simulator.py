@@ -134,27 +134,33 @@ def test_unbalanced_signals_are_reported():
 
 
 def test_barrier_and_semaphores_order_thread_blocks():
-    """Two blocks on each rank: block 1 puts, block 0 signals after a semaphore handshake.
-    Without the semaphore, block 0's signal does not cover block 1's put."""
+    """Two blocks on each rank: block 0 handshakes with the peer, block 1 puts after it
+    (semaphore 1), block 0 signals after the put (semaphore 0). Without the semaphores,
+    block 0's signal does not cover block 1's put."""
     def split(p, with_semaphore: bool):
         for rank in range(2):
             gpu = p["gpus"][rank]
             tb0 = gpu["threadblocks"][0]
             put = tb0["ops"].pop(3)
             tb0["ops"].pop(3)  # its nop
-            sync = [{"name": "nop"}, {"name": "sem_release", "semaphore_ids": [0]}]
-            tb1 = {"id": 1, "ops": [put] + (sync if with_semaphore else []), "channels": [],
-                   "remote_buffer_refs": tb0["remote_buffer_refs"]}
+            before = [{"name": "sem_acquire", "semaphore_ids": [1]}, {"name": "nop"}]
+            after = [{"name": "nop"}, {"name": "sem_release", "semaphore_ids": [0]}]
+            tb1 = {"id": 1, "ops": (before + [put] + after) if with_semaphore else [put],
+                   "channels": [], "remote_buffer_refs": tb0["remote_buffer_refs"]}
             gpu["threadblocks"].append(tb1)
             if with_semaphore:
-                tb0["ops"].insert(3, {"name": "sem_acquire", "semaphore_ids": [0]})
-                gpu["semaphores"] = [{"init_value": 0}]
+                tb0["ops"][3:3] = [{"name": "sem_release", "semaphore_ids": [1]},
+                                   {"name": "sem_acquire", "semaphore_ids": [0]}]
+                gpu["semaphores"] = [{"init_value": 0}, {"init_value": 0}]
         for rank in range(2):
-            p["gpus"][rank]["threadblocks"][1]["ops"][0]["channel_type"] = "memory"
+            tb1 = p["gpus"][rank]["threadblocks"][1]
+            next(op for op in tb1["ops"] if op["name"] == "put")["channel_type"] = "memory"
     good = _check(mutated(allgather_plan(), lambda p: split(p, True)))
     assert good.ok, good.errors
     bad = _check(mutated(allgather_plan(), lambda p: split(p, False)))
     assert [m.split(" writes")[0] for m in bad.errors["races"]] == [
+        "gpu 0 tb 1 op 0 (put)", "gpu 1 tb 1 op 0 (put)"]
+    assert [m.split(" writes")[0] for m in bad.errors["before_start"]] == [
         "gpu 0 tb 1 op 0 (put)", "gpu 1 tb 1 op 0 (put)"]
 
 
@@ -216,7 +222,8 @@ def test_simulate_cli_reports_and_exits(planc, tmp_path):
     result = planc("simulate", good, "--message-size", "1000")
     assert result.code == 1
     assert result.err == (f"planc: error: {good}: message size 1000 is not a multiple of 2 "
-                          "chunks x buffer_alignment 16\n")
+                          "chunks x buffer_alignment 16: run it on buffers padded to 1024 "
+                          "bytes\n")
 
 
 def test_port_channels_publish_puts_through_the_proxy():

@@ -1,0 +1,64 @@
+"""Every benchmark in `bench/` runs at HEAD: each on its smallest setting, as a subprocess of
+this checkout. A benchmark added without a smallest setting here fails the listing test, so
+none can silently rot (issue 11 found `bench/cpu_ffn.py` broken)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.codegen import programs
+from tests.conftest import ROOT, corpus_root
+
+BENCH = ROOT / "bench"
+
+SMALLEST: dict[str, list[str]] = {
+    "aliasing_models.py": ["--seeds", "2", "--cpu", "1"],
+    "check_simulate.py": ["--smoke"],
+    "compile_speed.py": ["--ops", "100"],
+    "cpu_ffn.py": ["--iterations", "1", "--rounds", "1"],
+    "fuzz.py": ["--mutants", "5", "--fork"],
+    "gemini_schedule.py": [],           # the corpus pair only: its default is its smallest
+    "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
+    "onnx_gemini.py": ["--smoke"],
+    "plan_quality.py": ["--arch", "a100", "--seq", "64"],
+    "tt_plans.py": ["--grid", "2x2"],
+    "tune.py": ["--smoke"],
+}
+"""The smallest setting of each benchmark: its arguments."""
+
+MODULES = {"roofline.py": "a model plan_quality.py imports, not a benchmark of its own"}
+"""Files of `bench/` that are not benchmarks, and why."""
+
+NEEDS = {
+    "aliasing_models.py": "compiler", "cpu_ffn.py": "compiler",
+    "gemini_schedule.py": "corpus",
+}
+
+
+def benchmarks() -> list[str]:
+    return sorted(p.name for p in BENCH.glob("*.py"))
+
+
+def test_every_benchmark_has_a_smallest_setting():
+    missing = [name for name in benchmarks() if name not in SMALLEST and name not in MODULES]
+    assert not missing, f"benchmarks without a smallest setting in {__file__}: {missing}"
+    assert not (set(SMALLEST) | set(MODULES)) - set(benchmarks()), "entries for files gone"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALLEST))
+def test_benchmark_runs_on_its_smallest_setting(name, tmp_path):
+    need = NEEDS.get(name)
+    if need == "compiler" and programs.CXX is None:
+        pytest.skip("no C++ compiler (g++ or clang++) on PATH")
+    if need == "corpus" and not (corpus_root() / "gemini").is_dir():
+        pytest.skip(f"upstream corpus not found at {corpus_root()}")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(BENCH / name), *SMALLEST[name]], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, f"{name} {SMALLEST[name]} failed:\n{done.stderr[-3000:]}"
+    assert done.stdout.strip(), f"{name} printed nothing"

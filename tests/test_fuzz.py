@@ -1,0 +1,45 @@
+"""A fixed-seed slice of bench/fuzz.py: mutants of real and shipped documents of every format
+never end in an internal error, a time-out or a memory failure (bench/README.md has the large
+runs)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("fuzz", ROOT / "bench" / "fuzz.py")
+fuzz = importlib.util.module_from_spec(spec)
+sys.modules["fuzz"] = fuzz      # its dataclasses look their module up while being defined
+spec.loader.exec_module(fuzz)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(4))
+def test_mutants_end_cleanly(seed):
+    failures = fuzz.fuzz(mutants=40, seed=100 + seed, lower=seed % 2 == 1, timeout=60,
+                         memory_gb=3, report=lambda _: None, fork=hasattr(fuzz.os, "fork"))
+    assert not failures, [(f.args[0], f.code, f.stderr) for f in failures[:3]]
+
+
+def test_mutations_change_the_document():
+    import json
+    import random
+
+    doc = json.loads((ROOT / "examples" / "ffn.json").read_text())
+    text = json.dumps(doc)
+    rng = random.Random(0)
+    assert sum(fuzz.mutate(doc, text, rng) != text for _ in range(20)) >= 18
+
+
+@pytest.mark.skipif(not hasattr(fuzz.os, "fork"), reason="the forked runner needs POSIX fork")
+def test_forked_runner_reports_codes_and_messages(tmp_path):
+    ok = fuzz.run_forked(["check", str(ROOT / "examples" / "ffn.json")], 60, 3 << 30)
+    assert ok[0] == 0 and "ok: ark-model" in ok[1]
+    missing = fuzz.run_forked(["check", str(tmp_path / "none.json")], 60, 3 << 30)
+    assert missing[0] == 1 and "no such file" in missing[1]
+    starved = fuzz.run_forked(["check", str(ROOT / "examples" / "ffn.json")], 60, 1 << 20)
+    assert starved[0] not in (0, 1)         # 1 MB of address space: a memory failure counts

@@ -1,0 +1,474 @@
+"""The JSON Schemas of `frontends/schemas`: every real file and every document planc writes
+passes them, generated mutants are refused at the right JSON path, the compiled validator
+(fastjsonschema, what planc runs) agrees with the reference one (jsonschema, the draft 2020-12
+specification), and nothing the schemas refuse is something the importers accept."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.diagnostics import PlancError, extend_path
+from compiler.json_reader import JsonNode
+from frontends import FORMATS, detect_format, format_named
+from frontends import schemas as S
+from tests.conftest import EXAMPLES, corpus_root
+
+NOT_DOCUMENTS = {"TT_RUNTIME_PLAN.schema.json"}
+"""JSON files of the corpus that are not documents of a format (TileLang-TT's own schema)."""
+
+
+def corpus_files() -> list:
+    root = corpus_root()
+    files = sorted(p for p in root.rglob("*.json") if p.name not in NOT_DOCUMENTS) \
+        if root.is_dir() else []
+    if not files:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no corpus at {root}"))]
+    return [pytest.param(f, id=str(f.relative_to(root))) for f in files]
+
+
+def refusal(name: str, value: Any) -> str | None:
+    """'PATH: message' of the compiled validator's refusal, or None if it accepts."""
+    try:
+        S.validate(name, value)
+    except PlancError as e:
+        return f"{e.path}: {e.message}"
+    return None
+
+
+def reference_refusal(name: str, value: Any) -> str | None:
+    error = S.first_error(name, value)
+    return None if error is None else f"{S.json_path(error)}: {S.message(error)}"
+
+
+def assert_valid(name: str, value: Any) -> None:
+    assert refusal(name, value) is None, refusal(name, value)
+    assert reference_refusal(name, value) is None, reference_refusal(name, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The schemas themselves
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(S.SCHEMAS))
+def test_every_schema_is_valid_draft_2020_12(name):
+    from jsonschema import Draft202012Validator
+
+    schema = S.load(name)
+    Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"] == S.BASE_URI + S.file_name(name)
+
+
+def test_every_input_format_has_a_schema():
+    assert all(f.schema in S.SCHEMAS for f in FORMATS)
+
+
+def test_schemas_are_loaded_lazily():
+    """Importing the driver reads no schema; the first validation reads the ones it needs."""
+    import subprocess
+    import sys
+
+    code = ("import sys, compiler.driver, frontends.schemas as S; "
+            "assert S.load.cache_info().currsize == 0; assert 'fastjsonschema' not in "
+            "sys.modules and 'jsonschema' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unknown_members_are_allowed_everywhere():
+    """No schema closes an object: `additionalProperties: false` and `unevaluated*` would
+    refuse the newer fields planc keeps."""
+    def walk(value):
+        if isinstance(value, dict):
+            assert value.get("additionalProperties") is not False
+            assert "unevaluatedProperties" not in value
+            for member in value.values():
+                walk(member)
+        elif isinstance(value, list):
+            for member in value:
+                walk(member)
+
+    for name in S.SCHEMAS:
+        walk(S.load(name))
+
+
+def test_gemini_ir_schema_follows_the_field_tables():
+    """The Gemini schema names every field of `dialects.gemini`'s tables, with the same
+    required ones (a second reading of the format, from the dialect)."""
+    from dialects import gemini as g
+
+    defs = S.load("gemini-ir")["$defs"]
+    for key, cls in {"destination": g.DestinationAttr, "source": g.SourceAttr,
+                     "dramStore": g.DramStoreOp, "dramLoad": g.DramLoadOp,
+                     "ifmap": g.IfmapOp, "ofmap": g.OfmapOp, "weight": g.WeightOp,
+                     "l2Tensor": g.L2TensorOp, "wl0Tensor": g.Wl0TensorOp, "tile": g.TileOp,
+                     "workload": g.WorkloadOp}.items():
+        assert {f.key for f in cls.FIELDS} <= set(defs[key]["properties"]), key
+        assert set(defs[key].get("required", ())) == {f.key for f in cls.FIELDS if f.required}
+
+
+def test_mscclpp_schemas_name_every_key_in_its_spelling():
+    """Every canonical key of `frontends.mscclpp_schema.KEYS` that planc types appears in
+    each schema under that schema's spelling."""
+    from frontends.mscclpp_schema import SEED_KEYS
+
+    for schema in ("seed", "executor"):
+        defs = S.load(f"mscclpp-{schema}")["$defs"]
+        channel = json.dumps(defs["channel"])
+        for canonical, seed_key in SEED_KEYS["channel"].items():
+            assert f'"{seed_key if schema == "seed" else canonical}"' in channel
+        assert ("inputChunks" in defs["gpu"]["required"]) == (schema == "seed")
+
+
+# ---------------------------------------------------------------------------------------------
+# Real files and planc's own documents
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", corpus_files())
+def test_every_corpus_file_validates(path: Path):
+    value = json.loads(path.read_text())
+    fmt = detect_format(value)
+    assert fmt is not None, path
+    assert_valid(fmt.schema, value)
+    if fmt.name == "ark-plan":
+        version = "current" if "Architecture" in value else "legacy"
+        assert_valid(f"ark-plan-{version}", value)
+    if fmt.name == "mscclpp":
+        assert_valid("mscclpp-executor", value)
+
+
+def _outputs(tmp_path: Path) -> Iterator[tuple[str, str, Any]]:
+    """(what, schema, document) for what planc writes from the examples and the corpus."""
+    from compiler import api
+    from compiler.driver import load_inputs
+
+    models = ["ffn.json", "attention.json", "attention_nodes.json"]
+    for name in models:
+        model = api.load(EXAMPLES / name)
+        yield f"{name} -t ark-model", "ark-model", api.compile(model, "ark-model")
+        for version in ("current", "legacy", "torch"):
+            yield (f"{name} -t ark --ark-format {version}", f"ark-plan-{version}",
+                   api.compile(model, "ark", ark_format=version))
+        if name == "ffn.json":      # ARK's default tiles do not divide the others
+            yield f"{name} -t ark --planner ark-default", "ark-plan", api.compile(
+                model, "ark", planner="ark-default")
+        yield f"{name} -t gemini-layers", "gemini-layers", api.compile(model, "gemini-layers")
+    ffn = api.load(EXAMPLES / "ffn.json")
+    yield "ffn.json -t tt", "tt", api.compile(ffn, "tt")
+    yield "ffn.json -t gemini --mesh 2x2", "gemini-ir", api.compile(ffn, "gemini", mesh="2x2")
+    for pair in ("allreduce", "sendrecv"):
+        _, module = load_inputs([str(EXAMPLES / f"{pair}_rank{r}.json") for r in (0, 1)])
+        for schema in ("seed", "executor"):
+            yield (f"{pair}_rank*.json -t mscclpp --mscclpp-schema {schema}",
+                   f"mscclpp-{schema}", api.compile(module, "mscclpp", mscclpp_schema=schema))
+    corpus = corpus_root()
+    for path in sorted(corpus.glob("mscclpp/*.json")) + sorted(corpus.glob("mscclpp/*/*.json")):
+        try:
+            module = api.load(path)
+        except PlancError:
+            continue            # the two plans the current executor would get wrong
+        for schema in ("seed", "executor"):
+            yield (f"{path.name} -t mscclpp --mscclpp-schema {schema}", f"mscclpp-{schema}",
+                   api.compile(module, "mscclpp", mscclpp_schema=schema))
+    for path in sorted(corpus.glob("gemini/*.json")):
+        fmt = detect_format(json.loads(path.read_text()))
+        target = "gemini" if fmt.name == "gemini-ir" else "gemini-layers"
+        yield f"{path.name} -t {target}", fmt.schema, api.compile(api.load(path), target)
+    for path in sorted(corpus.glob("tt/tilelang*.json")):
+        yield f"{path.name} -t tt", "tt", api.compile(api.load(path), "tt")
+
+
+@pytest.mark.slow
+def test_every_document_planc_writes_validates(tmp_path):
+    seen = set()
+    for what, schema, text in _outputs(tmp_path):
+        value = json.loads(text)
+        assert refusal(schema, value) is None, (what, refusal(schema, value))
+        assert reference_refusal(schema, value) is None, (what, reference_refusal(schema, value))
+        general = {"ark-plan-current": "ark-plan", "ark-plan-legacy": "ark-plan",
+                   "ark-plan-torch": "ark-plan", "mscclpp-seed": "mscclpp",
+                   "mscclpp-executor": "mscclpp"}.get(schema)
+        if general:
+            assert refusal(general, value) is None, (what, refusal(general, value))
+        seen.add(schema)
+    assert seen == set(S.SCHEMAS) - {"ark-plan", "mscclpp"} | {"ark-plan"}
+
+
+@pytest.mark.parametrize("args", [
+    ("-t", "mscclpp", "--collective", "allreduce", "--ranks", "4", "--algorithm", "ring"),
+    ("-t", "mscclpp", "--collective", "allreduce", "--ranks", "4", "--algorithm", "nvls"),
+    ("-t", "mscclpp", "--collective", "allgather", "--ranks", "2", "--protocol", "LL",
+     "--message-size", "64K"),
+    ("-t", "mscclpp", "--collective", "reducescatter", "--ranks", "2", "--instances", "2"),
+    ("-t", "mscclpp", "--collective", "broadcast", "--ranks", "3", "--root", "1"),
+    ("-t", "mscclpp", "--collective", "alltoall", "--ranks", "2", "--out-of-place"),
+])
+@pytest.mark.parametrize("schema", ["seed", "executor"])
+def test_generated_collectives_validate(planc, tmp_path, args, schema):
+    out = tmp_path / "plan.json"
+    result = planc(*args, "--mscclpp-schema", schema, "-o", out)
+    assert result.code == 0, result.err
+    value = json.loads(out.read_text())
+    assert_valid(f"mscclpp-{schema}", value)
+    assert_valid("mscclpp", value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mutants
+# ---------------------------------------------------------------------------------------------
+
+
+def seed_documents() -> dict[str, Any]:
+    """One small document of each schema (from the examples, a two-operator model and the
+    corpus)."""
+    from compiler import api
+    from frontends.model_builder import ModelBuilder
+
+    ffn = api.load(EXAMPLES / "ffn.json")
+    m = ModelBuilder()
+    m.relu(m.matmul(m.tensor([1, 64, 64]), m.tensor([64, 64]), transpose_other=True))
+    small = m.finish()
+    corpus = corpus_root()
+    docs = {
+        "ark-model": json.loads((EXAMPLES / "ffn.json").read_text()),
+        "ark-plan": json.loads(api.compile(ffn, "ark")),
+        "tt": _first(json.loads(api.compile(small, "tt"))),
+        "gemini-layers": json.loads(api.compile(ffn, "gemini-layers")),
+        "gemini-ir": json.loads(api.compile(small, "gemini")),
+    }
+    plan = corpus / "mscclpp" / "executor-tests__execution-plans__reduce_pack_tbg.json"
+    if plan.is_file():
+        docs["mscclpp-executor"] = json.loads(plan.read_text())
+        docs["mscclpp-seed"] = json.loads(api.compile(api.load(plan), "mscclpp",
+                                                      mscclpp_schema="seed"))
+    return docs
+
+
+def _first(plans: Any) -> Any:
+    return plans[0] if isinstance(plans, list) else plans
+
+
+def sites(value: Any, steps: tuple = ()) -> Iterator[tuple]:
+    """The path of every value in a document."""
+    yield steps
+    children = value.items() if isinstance(value, dict) else \
+        enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        yield from sites(child, (*steps, key))
+
+
+def at(value: Any, steps: tuple) -> Any:
+    for step in steps:
+        value = value[step]
+    return value
+
+
+OTHER_TYPES = ["x", 1.5, None, True, [], {}, 7]
+EDGE_INTEGERS = [-1, 0, 2 ** 31, 2 ** 32, 2 ** 63, 2 ** 64, -2 ** 63 - 1]
+
+
+def mutants(doc: Any, rng: random.Random, count: int) -> Iterator[tuple[str, tuple, Any]]:
+    """`count` single-site mutants: a member deleted, an integer replaced by an edge value
+    (negative, zero, beyond 32 and 64 bits), or a value replaced by one of another JSON type
+    (kind, site, mutated document)."""
+    everything = [s for s in sites(doc) if s]
+    for steps in rng.sample(everything, min(count, len(everything))):
+        parent, key = at(doc, steps[:-1]), steps[-1]
+        mutant = copy.deepcopy(doc)
+        target = at(mutant, steps[:-1])
+        if isinstance(parent, dict) and rng.random() < 0.4:
+            del target[key]
+            yield "delete", steps, mutant
+            continue
+        old = parent[key]
+        if type(old) is int and rng.random() < 0.5:
+            target[key] = rng.choice([v for v in EDGE_INTEGERS if v != old])
+            yield "edge", steps, mutant
+            continue
+        choices = [v for v in OTHER_TYPES if type(v) is not type(old)
+                   or (type(old) is int and v == 7)]
+        target[key] = rng.choice(choices)
+        if target[key] == old and type(target[key]) is type(old):
+            target[key] = "x"
+        yield "retype", steps, mutant
+
+
+def importer_accepts(schema: str, value: Any) -> bool:
+    """Does the format's importer, then its verifiers, accept `value` (without the schema)?"""
+    from compiler.locations import verify_module
+
+    fmt = format_named({"ark-plan": "ark-plan", "mscclpp-seed": "mscclpp",
+                        "mscclpp-executor": "mscclpp"}.get(schema, schema))
+    try:
+        verify_module(fmt.import_document(JsonNode(value)))
+    except Exception:  # noqa: BLE001 -- any refusal counts; crashes are what schemas prevent
+        return False
+    return True
+
+
+STRICTER_THAN_IMPORTERS: list[tuple[str, str]] = [
+    (r"expected an integer in \[-9223372036854775808, 9223372036854775807\], got -?\d+$",
+     "integers beyond int64: issue 12 has them refused at import, and the schemas are that "
+     "check; some importer paths keep them in unbounded IntAttrs (tensor and buffer ids, "
+     "Gemini sizes)"),
+    (r"\.Buffer\.(SendTags|RecvTags): expected an array, got an object$",
+     "an empty object for an ARK buffer's tags: the importer's buffer cache reads `{}` as the "
+     "empty list it looks like (frontends/ark_model.py:_buffer_key)"),
+    (r"\.(PaddedShape|Pads): expected an array, got null$",
+     "a null PaddedShape or Pads: the importer's fast path for tensors reads null as absent "
+     "(frontends/ark_model.py:_plain_tensor) and exports the tensor without it"),
+]
+"""Mutants the schemas refuse though the importers accept them ('PATH: message' pattern,
+why). Each is an importer leniency the schema closes, none a document planc should read."""
+
+
+def documented(refused: str) -> bool:
+    import re
+
+    return any(re.search(pattern, refused) for pattern, _ in STRICTER_THAN_IMPORTERS)
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    return seed_documents()
+
+
+@pytest.mark.parametrize("schema", ["ark-model", "ark-plan", "tt", "gemini-layers",
+                                    "gemini-ir", "mscclpp-executor", "mscclpp-seed"])
+def test_mutants_are_refused_where_they_are_wrong(seeds, schema):
+    """Generated single-site mutants: the compiled validator and the reference validator
+    agree on every verdict; a refusal names the mutated site or one of its ancestors (a
+    deleted member is missing from its object; a choice between forms fails as a whole)."""
+    if schema not in seeds:
+        pytest.skip("no corpus")
+    doc = seeds[schema]
+    rng = random.Random(f"{schema}-12")
+    refused = 0
+    for kind, steps, mutant in mutants(doc, rng, 150):
+        fast, reference = refusal(schema, mutant), reference_refusal(schema, mutant)
+        assert (fast is None) == (reference is None), (kind, steps, fast, reference)
+        if fast is None:
+            continue
+        refused += 1
+        site = extend_path("$", *steps)
+        path = fast.split(": ", 1)[0]
+        assert site.startswith(path) or path.startswith(site), (kind, site, fast)
+    assert refused > 20, refused
+
+
+@pytest.mark.parametrize("schema", ["ark-model", "ark-plan", "tt", "gemini-layers",
+                                    "gemini-ir", "mscclpp-executor", "mscclpp-seed"])
+def test_schema_refuses_nothing_the_importer_accepts(seeds, schema):
+    """Brute-force cross-check on mutants: whatever the schema refuses, the importer and
+    verifiers (run without the schema) refuse too, but for the documented cases."""
+    if schema not in seeds:
+        pytest.skip("no corpus")
+    doc = seeds[schema]
+    rng = random.Random(f"{schema}-cross")
+    stricter = []
+    checked = 0
+    for kind, steps, mutant in mutants(doc, rng, 120):
+        if refusal(schema, mutant) is None:
+            continue
+        checked += 1
+        site = f"{schema}: {extend_path('$', *steps)}"
+        refused = refusal(schema, mutant)
+        if not documented(refused) and importer_accepts(schema, mutant):
+            stricter.append((kind, site, refused))
+    assert not stricter, stricter
+    assert checked > 10, checked
+
+
+def test_the_cross_check_can_tell_acceptance():
+    """`importer_accepts` is not always False: a member planc does not know is accepted."""
+    doc = json.loads((EXAMPLES / "ffn.json").read_text())
+    doc["Nodes"][0]["Op"]["Newer"] = {"field": [1, 2]}
+    assert importer_accepts("ark-model", doc)
+    doc["Nodes"][0]["Op"]["IsVirtual"] = 0
+    assert not importer_accepts("ark-model", doc)
+
+
+@pytest.mark.parametrize("schema, edit, expected", [
+    ("ark-model", lambda d: d["Nodes"][1]["Op"].update(IsVirtual="no"),
+     "$.Nodes[1].Op.IsVirtual: expected a boolean, got a string (\"no\")"),
+    ("ark-model", lambda d: d["Nodes"][0]["Op"]["ReadTensors"][1]["Buffer"].pop("SendTags"),
+     "$.Nodes[0].Op.ReadTensors[1].Buffer: missing required key 'SendTags'"),
+    ("ark-model", lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(Shape=[1, 2, 3, 4, 5]),
+     "$.Nodes[0].Op.ReadTensors[0].Shape: expected 1 to 4 integers, got 5"),
+    ("ark-model", lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(Strides=[0, 1, 1]),
+     "$.Nodes[0].Op.ReadTensors[0].Strides[0]: expected an integer in [1, 9223372036854775807], "
+     "got 0"),
+    ("ark-model", lambda d: d["Nodes"][0].update(Ops=[]),
+     "$.Nodes[0]: has both 'Op' and 'Ops'; expected one of them"),
+    ("ark-model", lambda d: d["Nodes"][0].pop("Op"),
+     "$.Nodes[0]: missing required key 'Op'"),
+    ("ark-model", lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"INT": 1, "BOOL": True}),
+     "$.Nodes[0].Op.Args.X: expected an object with exactly one key, got 2"),
+    ("ark-model", lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"INT": 2 ** 31}),
+     "$.Nodes[0].Op.Args.X.INT: expected an integer in [-2147483648, 2147483647], got "
+     "2147483648"),
+    ("ark-model", lambda d: d.update(WorldSize="1"),
+     "$.WorldSize: expected an integer, got a string (\"1\")"),
+    ("ark-plan", lambda d: d["ProcessorGroups"][0].update(ProcessorRange=[0]),
+     "$.ProcessorGroups[0].ProcessorRange: expected 2 to 3 integers, got 1"),
+    ("ark-plan", lambda d: d["TaskInfos"][0]["Ops"][0].pop("Config"),
+     "$.TaskInfos[0].Ops[0]: missing required key 'Config'"),
+    ("tt", lambda d: d["work_partition"]["(0,0)"][0].update(io="0"),
+     "$.work_partition['(0,0)'][0].io: expected an integer, got a string (\"0\")"),
+    ("tt", lambda d: d.pop("layouts"), "$: missing required key 'layouts'"),
+    ("gemini-layers", lambda d: next(iter(d.values())).update(output_shape=[[1, 2, 3, 4, 5]]),
+     None),
+    ("mscclpp-executor", lambda d: d["gpus"][0]["channels"][0].update(channel_type="nvls"),
+     "$.gpus[0].channels[0].channel_type: expected memory, port or switch, got \"nvls\""),
+    ("mscclpp-executor", lambda d: d["gpus"][1]["threadblocks"][0]["ops"][0].pop("name"),
+     "$.gpus[1].threadblocks[0].ops[0]: missing required key 'name'"),
+    ("mscclpp-seed", lambda d: d["gpus"][0].pop("inputChunks"), None),
+])
+def test_hand_made_mutants(seeds, schema, edit, expected):
+    """Hand-made mutants: the exact one-line message, phrased like the importers'."""
+    if schema not in seeds:
+        pytest.skip("no corpus")
+    doc = copy.deepcopy(seeds[schema])
+    edit(doc)
+    found = refusal(schema, doc)
+    assert found is not None
+    if expected is not None:
+        assert found == expected
+    assert reference_refusal(schema, doc) is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+
+
+def test_schema_errors_come_before_the_importer(planc, tmp_path):
+    doc = json.loads((EXAMPLES / "ffn.json").read_text())
+    doc["Nodes"][2]["Op"]["ReadTensors"][0]["Buffer"]["Rank"] = [0]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    result = planc(path, "-t", "ark-model")
+    assert result.code == 1 and result.out == ""
+    assert result.err == (f"planc: error: {path}: $.Nodes[2].Op.ReadTensors[0].Buffer.Rank: "
+                          "expected an integer, got an array of 1\n")
+
+
+def test_planc_schema_prints_lists_and_checks(planc, tmp_path):
+    listing = planc("schema")
+    assert listing.code == 0 and all(name in listing.out for name in S.SCHEMAS)
+    for name in S.SCHEMAS:
+        printed = planc("schema", name)
+        assert printed.code == 0 and json.loads(printed.out) == S.load(name)
+    ok = planc("schema", "ark-model", EXAMPLES / "ffn.json")
+    assert ok.code == 0 and ok.out.strip() == f"{EXAMPLES / 'ffn.json'}: ok: ark-model"
+    bad = planc("schema", "ark-plan", EXAMPLES / "ffn.json")
+    assert bad.code == 1 and bad.err == (f"planc: error: {EXAMPLES / 'ffn.json'}: $: missing "
+                                         "required key 'NumProcessors'\n")
