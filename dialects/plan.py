@@ -54,7 +54,14 @@ from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
-from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr, verify_first
+from dialects.utils import (
+    VerifyAt,
+    body_block,
+    build_with_properties,
+    i64_attr,
+    verify_first,
+    verify_operation,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -514,7 +521,7 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
         # The operator's own rules first: the plan's rules below use its shapes and operands.
-        op.verify()
+        verify_operation(op)
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
     config = op.config_value()

@@ -10,9 +10,17 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from xdsl.dialects.builtin import IntAttr, IntegerAttr, ModuleOp, i64
-from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region
+from xdsl.ir import (
+    Attribute,
+    Block,
+    ErasedSSAValue,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+)
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import AttrSizedSegments
+from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.diagnostics import PlancError
@@ -128,6 +136,32 @@ def verify_first(ops: Iterable[Operation]) -> None:
             raise VerifyAt(str(e), child) from None
         if done is not None:
             done.add(id(child))
+
+
+def verify_operation(op: Operation) -> None:
+    """`op.verify()` (xDSL's checks of the op's place in its block, then its verifiers, a
+    failure reported through `emit_error`), with the verifiers run by `verify_op`. Ops with
+    regions or successors take `op.verify()` itself. Within `verifying_once`, the op is
+    remembered as verified."""
+    if op.regions or op.successors:
+        op.verify()
+        return
+    if any(isinstance(operand, ErasedSSAValue) for operand in op.operands):
+        raise ValueError("Erased SSA value is used by the operation")
+    block = op.parent
+    region = None if block is None else block.parent
+    if block is not None and region is not None and block.last_op is op:
+        parent = region.parent
+        if len(region.blocks) > 1 or (parent is not None and not parent.has_trait(NoTerminator)):
+            op.verify()  # the terminator rules: xDSL's own words
+            return
+    try:
+        verify_op(op)
+    except VerifyException as err:
+        op.emit_error(f"Operation does not verify: {err}", err)
+    done = _VERIFIED.get()
+    if done is not None:
+        done.add(id(op))
 
 
 _VERIFIED: ContextVar[set[int] | None] = ContextVar("planc_verified", default=None)

@@ -1,4 +1,5 @@
-"""`dialects.fast_verify.verify_op` decides as xDSL's `op.verify_()` does, with its message.
+"""`dialects.fast_verify.verify_op` decides as xDSL's `op.verify_()` does, with its message (and
+`dialects.utils.verify_operation` as `op.verify()`).
 
 Ops come from real modules (imported examples, planned ARK, TT and MLIR inputs of the lit
 suite) and from random mutations of them that break the generic rules: a property removed or
@@ -16,6 +17,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from compiler.driver import import_file, run_pipeline
 from dialects.fast_verify import verify_op
+from dialects.utils import verify_operation
 from frontends.model_zoo import generated
 from tests.conftest import EXAMPLES
 
@@ -74,12 +76,14 @@ def test_real_and_mutated_ops_are_judged_alike():
         ops = list(module.walk())
         for op in ops:
             assert outcome(verify_op, op) == outcome(lambda o: o.verify_(), op), op.name
+            assert outcome(verify_operation, op) == outcome(lambda o: o.verify(), op)
             checked += 1
         for op in rng.sample(ops, min(len(ops), 60)):
             for _, break_it, restore in mutations(op, rng):
                 saved = break_it()
                 expected = outcome(lambda o: o.verify_(), op)
                 assert outcome(verify_op, op) == expected, op.name
+                assert outcome(verify_operation, op) == outcome(lambda o: o.verify(), op)
                 broken += expected is not None
                 restore(saved)
     assert checked > 400 and broken > 300
