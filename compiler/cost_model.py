@@ -279,22 +279,25 @@ class KernelEstimate:
     def task_seconds(self) -> float:
         return self.serial(self.device.processors)
 
-    def on(self, processors: int) -> float:
-        """Modeled seconds of all tasks spread round-robin over `processors` processors."""
+    def on(self, processors: int, busy: int | None = None) -> float:
+        """Modeled seconds of all tasks spread round-robin over `processors` processors, while
+        `busy` processors of the device (these and those of concurrent kernels; by default only
+        these) share its bandwidth."""
         if self.tasks == 0:
             return 0.0
         active = max(1, min(processors, self.tasks))
+        sharing = max(active, busy or 0)
         per_proc = math.ceil(self.tasks / active)
         per_slot = math.ceil(per_proc / max(self.slots, 1))
         warps = min(per_proc, self.slots) * self.slot_warps
         compute = float(_saturation(warps, self.device.warps_to_saturate_compute))
         memory = float(_saturation(warps, self.device.warps_to_saturate_memory))
-        rates = Rates.of(self.device, self.dtype, active)
+        rates = Rates.of(self.device, self.dtype, sharing)
         matmul, vector, l2, dram = self.work
         throughput = per_proc * max(matmul / (rates.matmul * compute),
                                     vector / (rates.vector * compute),
                                     l2 / (rates.l2 * memory), dram / (rates.dram * memory))
-        return max(per_slot * self.serial(active), throughput)
+        return max(per_slot * self.serial(sharing), throughput)
 
     @property
     def seconds(self) -> float:

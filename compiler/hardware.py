@@ -108,10 +108,20 @@ class GpuDevice:
     vector_flops: dict[str, float]
     matmul_efficiency: float
     memory_latency_s: float
+    """Charged once per operator of every task (its first loads; ARK does not prefetch across
+    operators). An assumption of microbenchmark magnitude, not a measured figure for ARK's
+    kernels: it is what makes long fused tasks and many-part split-K sums costly in planc's
+    cost model, and the plain roofline of bench/roofline.py has no such term."""
     task_overhead_s: float
+    """Charged once per task (fetching its task description, the slot's synchronisation). An
+    assumption, like `memory_latency_s`, not a measurement."""
     barrier_s: float
+    """A grid barrier between processor groups. An assumption, not a measurement."""
     warps_to_saturate_compute: int
+    """Warps one processor needs for its full matmul and vector rate (one per scheduler or
+    SIMD: a 2-warp tile alone on a processor computes at half its rate)."""
     warps_to_saturate_memory: int
+    """Warps one processor needs in flight to reach its bandwidth share (an assumption)."""
     matmul_kernels: dict[str, tuple[MatmulKernel, ...]]
 
     @property

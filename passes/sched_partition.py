@@ -15,11 +15,16 @@ Every launch uses as many concurrent tiles (slots) per processor as its kernel's
 shared memory allow within the device's plan width; `granularity` sets how many consecutive
 tiles a processor takes at a time.
 
-With `split-k`, a lone matmul whose tiles fill less than one wave of the device is split along
-K into two matmuls over disjoint processor ranges: the first writes the output, the second a
-partial buffer, and an element-wise add (next phase) sums them in place. The cut balances the
-two halves (the first runs in one wave; the second gets the processors left over) and is taken
-only when the cost model says it pays for the add and the extra barrier.
+With `split-k`, a lone matmul kernel (one or more matmuls of one K that read nothing the kernel
+computes, and element-wise operators) whose tiles leave processors idle is cut along K into
+parts that run concurrently on disjoint processor ranges: the first writes the outputs, the
+others partial buffers, and an element-wise kernel (next phase) adds the partials into the
+outputs in place and runs the element-wise operators. The candidates (`split_shapes`) are up
+to `MAX_PARTS` parts of one wave each (one tile per processor, or every slot of a processor
+busy) plus, optionally, a part on the processors left over with a smaller share of K; the cost
+model picks the fastest, counting the device's bandwidth shared by all parts, the barrier and
+the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut and
+its partial buffers fit in `SPLIT_K_MEMORY` of the model's bytes.
 
 Finally kernels are renumbered in execution order and the block is reordered to match, so that
 a plan's TaskInfo ids are the positions of its TaskInfos (as ARK's code generator expects).
@@ -28,8 +33,8 @@ a plan's TaskInfo ids are the positions of its TaskInfos (as ARK's code generato
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -133,7 +138,8 @@ def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: st
         return [launch(kernel, units, granularity)]
     share = balanced_ranges(kernels, processors) if concurrency != "sequence" else None
     if share is not None and concurrency == "auto":
-        ranges_time = max(k.estimate.on(p) for k, p in zip(kernels, share, strict=True))
+        busy = sum(share)
+        ranges_time = max(k.estimate.on(p, busy) for k, p in zip(kernels, share, strict=True))
         if sequence_seconds(kernels, processors) <= ranges_time:
             share = None
     if share is None:
@@ -192,89 +198,269 @@ def _k_slice(value: SSAValue, axis: int, begin: int, end: int, ids: Ids) -> ark.
     return view
 
 
-def splittable_matmul(kernel: Kernel) -> ark.MatmulOp | None:
-    """The matmul of a kernel made of one matmul and element-wise operators on its output
-    (which can run after the halves are summed), or None."""
+MAX_PARTS = 32
+"""The most parts a kernel's K is cut into (a bound on the search; each part beyond the first
+costs a partial buffer and an add)."""
+
+
+SPLIT_K_MEMORY = 0.07
+"""The partial buffers of one cut may take this fraction of the bytes of the buffers the
+schedule's operators read or write (what ARK's default plan allocates). Cuts run one after
+another, so the partials of different cuts can share memory; the bound keeps split-K from
+undoing the memory reuse (issue 3: activations at most 0.6x ARK's default on the FFNs: 0.07
+keeps the tutorial FFN on mi300x at 0.58x, where 0.15 gives 1.19x)."""
+
+
+def model_bytes(schedule: sched.ScheduleOp) -> int:
+    """Bytes of the distinct buffers the schedule's operators read or write (inputs, weights
+    and activations: what ARK's default plan allocates)."""
+    sizes: dict[int, int] = {}
+    for op in schedule.operators():
+        for value in (*op.operand_groups()[0], *op.operand_groups()[1]):
+            t = value.type
+            sizes[t.buffer_id] = max(sizes.get(t.buffer_id, 0), t.num_elements * t.element_bytes)
+    return sum(sizes.values())
+
+
+def splittable_matmuls(kernel: Kernel) -> list[ark.MatmulOp] | None:
+    """The matmuls of a kernel that can be cut along K, or None: a matmul kernel of matmuls
+    of one K and output shape that read nothing the kernel computes, and element-wise operators
+    (which can run after the parts are summed)."""
+    if kernel.op.kind_name != "matmul":
+        return None
     matmuls = [op for op in kernel.ops if isinstance(op, ark.MatmulOp)]
-    if kernel.op.kind_name != "matmul" or len(matmuls) != 1 or kernel.ops[0] is not matmuls[0]:
+    if not matmuls or not all(isinstance(op, (ark.MatmulOp, ark.UnaryOp, ark.BinaryOp))
+                              for op in kernel.ops):
         return None
-    if not all(isinstance(op, (ark.UnaryOp, ark.BinaryOp)) for op in kernel.ops[1:]):
+    first = matmuls[0]
+    if any(mm.problem_mnk()[2] != first.problem_mnk()[2]
+           or mm.outputs[0].shape_list != first.outputs[0].shape_list
+           or mm.config != first.config for mm in matmuls):
         return None
-    return matmuls[0]
+    computed = {v for op in kernel.ops for v in (*op.result_tensors, *op.operand_groups()[1])}
+    if any(_source(v) in computed for mm in matmuls for v in mm.read_tensors):
+        return None
+    return matmuls
 
 
-def split_cut(kernel: Kernel, device: GpuDevice) -> tuple[int, int, float] | None:
-    """(K of the first half, processors of the first half, modeled seconds saved) for a lone
-    matmul kernel that fills less than one wave, or None when splitting does not pay."""
-    mm = splittable_matmul(kernel)
-    if mm is None:
+def _source(value: SSAValue) -> SSAValue:
+    """The value a chain of aliasing views starts from."""
+    while isinstance(value.owner, ark.ViewOp) and value.owner.source is not None:
+        value = value.owner.source
+    return value
+
+
+def k_parts(depth: int, step: int, weights: Sequence[float],
+            rounding=round) -> list[int] | None:
+    """`depth` cut into parts proportional to `weights`, each a positive multiple of `step`
+    (the first takes what `rounding` leaves), or None when there are too few steps."""
+    steps = depth // step
+    if steps < len(weights):
         return None
-    _, _, depth = mm.problem_mnk()
-    step = mm.config_value()["TileShapeMNK"][2]
-    tiles, per_proc = kernel.op.tiles, kernel.slots
-    first_procs = math.ceil(tiles / per_proc)
-    rest = device.processors - first_procs
-    if rest < 1 or depth < 4 * step:
+    total = sum(weights)
+    counts = [max(1, rounding(steps * w / total)) for w in weights[1:]]
+    for _ in range(sum(counts) - steps + 1):
+        # Rounding up left the first part no step: take them back from the largest parts.
+        largest = max(range(len(counts)), key=counts.__getitem__)
+        counts[largest] -= 1
+    first = steps - sum(counts)
+    parts = [first * step, *(c * step for c in counts)]
+    parts[0] += depth - steps * step
+    return parts
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """A cut of a kernel's K into `parts` that run concurrently on `processors` each."""
+
+    parts: tuple[int, ...]
+    processors: tuple[int, ...]
+    seconds: float
+    """Modeled: the parts (with the device's bandwidth shared among all of them), the barrier
+    and the kernel summing them (which runs the epilogue)."""
+    whole: float
+    """Modeled: the kernel uncut on all processors."""
+
+
+def split_shapes(tiles: int, slots: int, processors: int,
+                 limit: int) -> Iterator[tuple[list[int], list[float]]]:
+    """Candidate (processors, K weights) per part for a kernel of `tiles` tiles and `slots`
+    slots per processor: up to `limit` parts of one wave each, with one tile per processor or
+    with every slot busy, optionally plus a part on the processors left over, whose share of K
+    is as many times smaller as it runs tiles per processor (or waves) more."""
+    for width in sorted({tiles, math.ceil(tiles / slots)}):
+        per = math.ceil(tiles / width)
+        for count in range(1, min(limit, processors // width) + 1):
+            ranges, weights = [width] * count, [1.0] * count
+            left = processors - count * width
+            if count > 1:
+                yield ranges, weights
+            if left < 1 or count >= limit:
+                continue
+            for weight in sorted({per / math.ceil(tiles / left),
+                                  1 / math.ceil(tiles / (left * slots))}):
+                yield [*ranges, left], [*weights, weight]
+
+
+def _part_estimate(kernel: Kernel, matmuls: Sequence[ark.MatmulOp],
+                   fraction: float) -> KernelEstimate:
+    """The matmuls of `kernel` over `fraction` of K: the K-long work (FLOPs, operand loads)
+    shrinks, the output tile stays."""
+    est = kernel_estimate(matmuls, [mm.config_value() for mm in matmuls], kernel.op.tiles,
+                          kernel.op.warps, kernel.slots, kernel.estimate.device)
+    out = matmuls[0].outputs[0]
+    tm, tn = matmuls[0].config_value()["TileShapeMNK"][:2]
+    written = len(matmuls) * min(tm, out.shape_list[-2]) * min(tn, out.shape_list[-1]) * \
+        out.element_bytes
+    matmul, vector, l2, dram = est.work
+    work = (matmul * fraction, vector, written + (l2 - written) * fraction,
+            written + (dram - written) * fraction)
+    return replace(est, work=work)
+
+
+def _sum_estimate(kernel: Kernel, matmuls: Sequence[ark.MatmulOp], count: int,
+                  device: GpuDevice) -> KernelEstimate:
+    """The kernel that adds the `count - 1` partial outputs of every matmul into the first's
+    and runs the epilogue, as tiles of 1 / #processors of the output each (an estimate: the
+    tiling pass picks its real tiling after the cut)."""
+    out = matmuls[0].outputs[0]
+    per_task = out.num_elements / device.processors
+    nbytes = per_task * out.element_bytes * len(matmuls)
+    adds = count - 1
+    # Per matmul: the first part's output once, every partial once, every running sum written.
+    dram = nbytes * (1 + 2 * adds)
+    l2 = nbytes * 3 * adds
+    n_ops = len(matmuls) * adds + len(kernel.ops) - len(matmuls)
+    warps = min(device.warps_to_saturate_memory, device.plan_warps_per_processor)
+    return KernelEstimate(device.processors, 1, warps, n_ops,
+                          (0.0, per_task * len(matmuls) * adds, l2, dram),
+                          kernel.estimate.dtype, device)
+
+
+def split_plan(kernel: Kernel, device: GpuDevice,
+               partial_bytes: float = math.inf) -> SplitK | None:
+    """The fastest cut of a lone kernel's K into parts on disjoint processor ranges (see
+    `split_shapes`) whose partial buffers take at most `partial_bytes`, by the cost model, or
+    None when no cut is 5% faster than the kernel uncut on all processors."""
+    matmuls = splittable_matmuls(kernel)
+    if matmuls is None:
         return None
-    rest_waves = math.ceil(tiles / (rest * per_proc))
-    second = max(step, (depth // (1 + rest_waves)) // step * step)
-    first = depth - second
+    _, _, depth = matmuls[0].problem_mnk()
+    step = matmuls[0].config_value()["TileShapeMNK"][2]
     whole = kernel.estimate.on(device.processors)
-    split = max(kernel.estimate.scaled(first / depth).on(first_procs),
-                kernel.estimate.scaled(second / depth).on(rest))
-    out = mm.outputs[0]
-    add = (3 * out.num_elements * out.element_bytes / device.memory_bandwidth
-           + device.memory_latency_s * 2 + device.barrier_s)
-    saved = whole - split - add
-    return (first, first_procs, saved) if saved > 0.05 * whole else None
+    out = matmuls[0].outputs[0]
+    per_part = len(matmuls) * out.num_elements * out.element_bytes
+    limit = min(MAX_PARTS, depth // step, 1 + int(partial_bytes // per_part))
+    if limit < 2:
+        return None
+    best: SplitK | None = None
+    estimates: dict[int, KernelEstimate] = {}
+    shapes = split_shapes(kernel.op.tiles, kernel.slots, device.processors, limit)
+    cuts = {(tuple(ranges), tuple(parts)) for ranges, weights in shapes
+            for rounding in (round, math.floor)
+            if (parts := k_parts(depth, step, weights, rounding)) is not None}
+    for ranges, parts in sorted(cuts):
+        busy = sum(min(r, kernel.op.tiles) for r in ranges)
+        for k in parts:
+            if k not in estimates:
+                estimates[k] = _part_estimate(kernel, matmuls, k / depth)
+        parts_s = max(estimates[k].on(r, busy) for k, r in zip(parts, ranges, strict=True))
+        seconds = parts_s + device.barrier_s + \
+            _sum_estimate(kernel, matmuls, len(parts), device).seconds
+        if best is None or seconds < best.seconds:
+            best = SplitK(tuple(parts), tuple(ranges), seconds, whole)
+    return best if best is not None and best.seconds < 0.95 * whole else None
 
 
-def split_k(schedule: sched.ScheduleOp, kernel: Kernel, first: int, ids: Ids,
-            tiler: Tiler, new_kernels: tuple[int, int]) -> None:
-    """Replace a lone matmul kernel by two half-K matmuls (the first keeps the kernel and
-    writes the output, the second, kernel `new_kernels[0]`, a partial buffer) and an in-place
-    add of the two (kernel `new_kernels[1]`), which the matmul's epilogue joins."""
-    mm, epilogue = kernel.ops[0], kernel.ops[1:]
+def split_k(kernel: Kernel, parts: Sequence[int], ids: Ids, tiler: Tiler,
+            new_kernels: Sequence[int]) -> None:
+    """Cut the matmuls of a kernel along K into `parts`: part 0 keeps the kernel and writes the
+    outputs, part i (kernel `new_kernels[i - 1]`) writes partial buffers, and a last kernel
+    (`new_kernels[-1]`) adds the partials into the outputs in place and runs the epilogue."""
+    first_kernel = kernel.op
+    part_kernels = [first_kernel]
+    for kernel_id in new_kernels[:-1]:
+        part = sched.KernelOp(kernel_id, "matmul")
+        part.set_tiling(first_kernel.tiles, first_kernel.warps, first_kernel.sram)
+        part_kernels.append(part)
+    sum_kernel = sched.KernelOp(new_kernels[-1], "elementwise")
+    bounds = [0]
+    for k in parts:
+        bounds.append(bounds[-1] + k)
+    summing: list[ark.ArkOp] = []
+    placed_kernels = False
+    for op in kernel.ops:
+        if not isinstance(op, ark.MatmulOp):
+            op.task = sum_kernel.id
+            summing.append(op)
+            continue
+        new, adds = _split_matmul(op, bounds, part_kernels, sum_kernel, ids)
+        if not placed_kernels:
+            # Declare the new kernels before their first operators.
+            new = [*part_kernels[1:], sum_kernel, *new]
+            placed_kernels = True
+        for created in new:
+            created.location = op.location
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        (result,) = op.result_tensors
+        final = adds[-1].result_tensors[0]
+        result.replace_all_uses_with(final)
+        final.name_hint = result.name_hint
+        op.detach()
+        op.erase()
+        summing.extend(adds)
+    tiler.tile(sum_kernel, summing)
+
+
+def _split_matmul(mm: ark.MatmulOp, bounds: Sequence[int], part_kernels: Sequence[sched.KernelOp],
+                  sum_kernel: sched.KernelOp, ids: Ids) -> tuple[list[Operation], list[ark.AddOp]]:
+    """The operators replacing one matmul cut at K `bounds`: per part the K slices of its
+    operands and the part's matmul (part 0 into the matmul's output, the others into fresh
+    partial buffers), then the in-place adds of the partials (the last of which yields the
+    matmul's result type)."""
     a, b = mm.read_tensors
     (out,) = mm.write_tensors
     (result,) = mm.result_tensors
-    _, _, depth = mm.problem_mnk()
     axes = (_k_axis(a, 0, mm.trans_input), _k_axis(b, 1, mm.trans_other))
-    views = [_k_slice(v, axis, lo, hi, ids)
-             for lo, hi in ((0, first), (first, depth))
-             for v, axis in zip((a, b), axes, strict=True)]
-    o = out.type
-    partial = ark.ViewOp(ark.TensorType.get(ids.next_tensor(), o.data_type, o.shape_list,
-                                            ark.BufferAttr.get(ids.next_buffer())))
     args = {k: v for k, v in (("transpose_input", mm.transpose_input),
                               ("transpose_other", mm.transpose_other)) if v is not None}
-    label, config = mm.label.data, mm.config
-    first_mm = ark.MatmulOp(label, [views[0].result, views[1].result], [out],
-                            [o.with_id(ids.next_tensor())], args=args, task=mm.task_id,
-                            config=config)
-    second_mm = ark.MatmulOp(f"{label}_k1", [views[2].result, views[3].result],
-                             [partial.result], [partial.result.type.with_id(ids.next_tensor())],
-                             args=args, task=new_kernels[0], config=config)
-    in_place = ark.ViewOp(o.with_id(ids.next_tensor()), first_mm.result_tensors[0])
-    add = ark.AddOp(f"{label}_sum", [first_mm.result_tensors[0], second_mm.result_tensors[0]],
-                    [in_place.result], [result.type], task=new_kernels[1])
-    second_kernel = sched.KernelOp(new_kernels[0], "matmul")
-    second_kernel.set_tiling(kernel.op.tiles, kernel.op.warps, kernel.op.sram)
-    add_kernel = sched.KernelOp(new_kernels[1], "elementwise")
-    new = [*views, partial, first_mm, second_kernel, second_mm, in_place, add_kernel, add]
-    for op in new:
-        op.location = mm.location
-    Rewriter.insert_op(new, InsertPoint.before(mm))
-    for value in (*(v.result for v in views), partial.result, in_place.result,
-                  *first_mm.result_tensors, *second_mm.result_tensors):
-        value.name_hint = f"t{value.type.tensor_id}"
-    result.replace_all_uses_with(add.result_tensors[0])
-    add.result_tensors[0].name_hint = result.name_hint
-    mm.detach()
-    mm.erase()
-    for op in epilogue:
-        op.task = add.task
-    tiler.tile(add_kernel, [add, *epilogue])
+    label, config, o = mm.label.data, mm.config, out.type
+    new: list[Operation] = []
+    results: list[SSAValue] = []
+    for i, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        views = [_k_slice(v, axis, lo, hi, ids) for v, axis in zip((a, b), axes, strict=True)]
+        new.extend(views)
+        if i == 0:
+            target = out
+        else:
+            partial = ark.ViewOp(ark.TensorType.get(ids.next_tensor(), o.data_type,
+                                                    o.shape_list,
+                                                    ark.BufferAttr.get(ids.next_buffer())))
+            new.append(partial)
+            target = partial.result
+        part = ark.MatmulOp(label if i == 0 else f"{label}_k{i}",
+                            [views[0].result, views[1].result], [target],
+                            [target.type.with_id(ids.next_tensor())], args=args,
+                            task=part_kernels[i].kernel_id, config=config)
+        new.append(part)
+        results.append(part.result_tensors[0])
+    adds: list[ark.AddOp] = []
+    running = results[0]
+    for i, partial_sum in enumerate(results[1:], start=1):
+        in_place = ark.ViewOp(o.with_id(ids.next_tensor()), running)
+        last = i == len(results) - 1
+        add = ark.AddOp(f"{label}_sum" if i == 1 else f"{label}_sum{i}",
+                        [running, partial_sum], [in_place.result],
+                        [result.type if last else o.with_id(ids.next_tensor())],
+                        task=sum_kernel.kernel_id)
+        new.extend((in_place, add))
+        adds.append(add)
+        running = add.result_tensors[0]
+    for created in new:
+        for value in created.results:
+            if not value.name_hint:
+                value.name_hint = f"t{value.type.tensor_id}"
+    return new, adds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,13 +605,21 @@ class SchedPartitionPass(ModulePass):
         operators = schedule.kernel_operators()
         kernels = schedule.kernels()
         next_id = max(kernels, default=-1) + 1
+        budget = SPLIT_K_MEMORY * model_bytes(schedule)
+        cuts: dict[tuple, SplitK | None] = {}  # kernels of equal structure share their cut
         for members in phases:
             if len(members) != 1 or kernels[members[0]].kind_name != "matmul":
                 continue
-            kernel = estimates.kernel(kernels[members[0]], operators[members[0]])
-            cut = split_cut(kernel, device)
+            op, ops = kernels[members[0]], operators[members[0]]
+            kernel = estimates.kernel(op, ops)
+            key = (signature(op.kind_name, ops), tuple(o.config for o in ops), op.tiles,
+                   op.warps, kernel.slots)
+            if key not in cuts:
+                cuts[key] = split_plan(kernel, device, budget)
+            cut = cuts[key]
             if cut is not None:
                 ids = ids or Ids(schedule.graph)
-                split_k(schedule, kernel, cut[0], ids, tiler, (next_id, next_id + 1))
-                next_id += 2
+                count = len(cut.parts)
+                split_k(kernel, cut.parts, ids, tiler, range(next_id, next_id + count))
+                next_id += count
         return ids is not None

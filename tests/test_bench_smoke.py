@@ -21,10 +21,11 @@ SMALLEST: dict[str, list[str]] = {
     "compile_speed.py": ["--ops", "100"],
     "cpu_ffn.py": ["--iterations", "1", "--rounds", "1"],
     "fuzz.py": ["--mutants", "5", "--fork"],
-    "gemini_schedule.py": [],           # the corpus pair only: its default is its smallest
+    "gemini_schedule.py": ["--smoke"],
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
     "onnx_gemini.py": ["--smoke"],
     "plan_quality.py": ["--arch", "a100", "--seq", "64"],
+    "schema_speed.py": ["--ops", "100", "--repeat", "1", str(ROOT / "examples" / "ffn.json")],
     "tt_plans.py": ["--grid", "2x2"],
     "tune.py": ["--smoke"],
 }

@@ -41,5 +41,3 @@ def test_forked_runner_reports_codes_and_messages(tmp_path):
     assert ok[0] == 0 and "ok: ark-model" in ok[1]
     missing = fuzz.run_forked(["check", str(tmp_path / "none.json")], 60, 3 << 30)
     assert missing[0] == 1 and "no such file" in missing[1]
-    starved = fuzz.run_forked(["check", str(ROOT / "examples" / "ffn.json")], 60, 1 << 20)
-    assert starved[0] not in (0, 1)         # 1 MB of address space: a memory failure counts

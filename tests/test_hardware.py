@@ -28,6 +28,40 @@ def test_known_gpus_and_their_shape():
     assert mi300x.matmul_rate("FP16") > h100.matmul_rate("FP16") > a100.matmul_rate("FP16")
 
 
+def _ck_lds_bytes(m: int, n: int, warps: int, dtype: str) -> int:
+    """Composable Kernel's GridwiseGemm_k0mk1_k0nk1_mn_xdl_cshuffle_v1::
+    GetSharedMemoryNumberOfByte, step by step, for the parameters ARK's gemm_ck.h passes:
+    K per block 32 (FP16, K1 8) or 16 (FP32, K1 4), one padding row (LdsExtraM/N), 32x32 XDL
+    instructions and one XDL per wave in each C-shuffle step."""
+    k_per_block, k1, elem = {"FP16": (32, 8, 2), "FP32": (16, 4, 4)}[dtype]
+    k0 = k_per_block // k1
+
+    def space(rows: int) -> int:
+        # naive descriptor (K0, rows, K1) with strides ((rows + 1) * K1, K1, 1)
+        return (k0 - 1) * (rows + 1) * k1 + (rows - 1) * k1 + (k1 - 1) + 1
+
+    align = k1  # lcm(AK1, BK1)
+    a, b = (-(-space(rows) // align) * align for rows in (m, n))
+    c_shuffle = warps * 32 * 32  # (MWave * 32) x (NWave * 32) elements, MWave * NWave = warps
+    return max((a + b) * elem, c_shuffle * elem)
+
+
+@pytest.mark.parametrize("dtype", ["FP16", "FP32"])
+def test_mi300x_matmul_lds_sizes_are_composable_kernels(dtype):
+    """ARK's IsEq<SmemBytes, SramBytes> makes a wrong LDS size a compile error: every FP16 and
+    FP32 tile must ask exactly what CK's formula gives, which for ARK's own default tile is
+    ARK's 24672."""
+    kernels = hardware.gpu_device("mi300x").matmul_kernels[dtype]
+    assert _ck_lds_bytes(128, 256, 4, dtype) == 24672
+    assert len(kernels) > 2
+    for kernel in kernels:
+        m, n, _ = kernel.tile
+        assert kernel.sram == _ck_lds_bytes(m, n, kernel.warps, dtype), kernel
+        assert kernel.tile[2] == {"FP16": 32, "FP32": 16}[dtype]
+        # The thread clusters of ARK's configurations divide the tile.
+        assert m % 32 == 0 and n % 32 == 0 and m * n // (32 * 32) >= kernel.warps
+
+
 def test_unknown_device_lists_the_known_ones():
     with pytest.raises(UsageError, match=r"unknown device 'v100' \(known GPUs: a100, h100 "
                                          r"or mi300x"):

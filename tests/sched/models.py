@@ -110,6 +110,17 @@ def deep_transposed_matmul() -> ModuleOp:
     return m.finish()
 
 
+def gated_deep() -> ModuleOp:
+    """Two matmuls of one input with a long K fused with a SwiGLU-style epilogue: both are cut
+    along K together, the epilogue running after both sums."""
+    m = ModelBuilder()
+    x = m.tensor([1, 64, 4096])
+    gate = m.matmul(x, m.tensor([128, 4096]), transpose_other=True)
+    up = m.matmul(x, m.tensor([128, 4096]), transpose_other=True)
+    m.mul(m.mul(gate, m.sigmoid(gate)), up)
+    return m.finish()
+
+
 def llama_layer() -> ModuleOp:
     """A Llama decoder layer at toy size: every pattern of the real one (RMSNorm, rotary Q/K,
     masked softmax attention, residuals, SwiGLU)."""
@@ -119,3 +130,4 @@ def llama_layer() -> ModuleOp:
 MODELS["llama_layer"] = llama_layer
 MODELS["deep_matmul"] = deep_matmul
 MODELS["deep_transposed_matmul"] = deep_transposed_matmul
+MODELS["gated_deep"] = gated_deep

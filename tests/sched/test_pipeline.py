@@ -122,7 +122,45 @@ class TestStructure:
 
     def test_split_k_moves_the_epilogue_after_the_sum(self):
         _, p = planned(MODELS["deep_matmul"], "a100")
-        assert task_ops(p) == [["matmul"], ["matmul_k1"], ["matmul_sum", "add", "relu"]]
+        *parts, summing = task_ops(p)
+        count = len(parts)
+        assert count >= 2
+        assert parts == [["matmul"], *([f"matmul_k{i}"] for i in range(1, count))]
+        sums = ["matmul_sum", *(f"matmul_sum{i}" for i in range(2, count))]
+        assert summing == [*sums, "add", "relu"]
+
+
+    @pytest.mark.parametrize("arch", ARCHES)
+    def test_split_k_cuts_fused_matmuls_together(self, arch):
+        _, p = planned(MODELS["gated_deep"], arch)
+        *parts, summing = task_ops(p)
+        count = len(parts)
+        assert count >= 2
+        assert parts == [["matmul", "matmul_1"],
+                         *([f"matmul_k{i}", f"matmul_1_k{i}"] for i in range(1, count))]
+        sums = [f"{mm}_sum{'' if i == 1 else i}" for mm in ("matmul", "matmul_1")
+                for i in range(1, count)]
+        assert summing == [*sums, "sigmoid", "mul", "mul_1"]
+        cut, total = launches(p)
+        assert [t for t, _ in cut] == list(range(count))
+        ranges = sorted(r for _, r in cut)
+        assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        assert [t for t, _ in total] == [count]
+
+    @pytest.mark.parametrize("name", ["gated_deep", "deep_matmul"])
+    @pytest.mark.parametrize("arch", ARCHES)
+    def test_split_k_is_taken_only_where_the_cost_model_says_it_wins(self, name, arch):
+        """The cut plan against the same model planned with split-k off, both modeled by
+        the whole-plan cost model (not the estimates the pass decided with)."""
+        _, cut = planned(MODELS[name], arch)
+        module = MODELS[name]()
+        passes = PLANC_PASSES.format(device=arch)
+        run_pipeline(module, passes.replace("sched-partition",
+                                            "sched-partition{split-k=false}"))
+        whole = single_plan(module)
+        assert len(cut.tasks()) > len(whole.tasks())
+        mine, uncut = (simulate(p, functional=False)["modeled_time_s"] for p in (cut, whole))
+        assert mine < uncut
 
 
 class TestAgainstArkDefault:
