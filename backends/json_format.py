@@ -15,8 +15,15 @@ MODEL_DEPTH = 5
 PLAN_DEPTH = 6
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""One encoder for every compact fragment: `json.dumps` builds a new one per call (a
+plan file has a fragment per tensor, argument and task group)."""
+
+_quoted = json.encoder.encode_basestring  # what ensure_ascii=False writes for a string
+
+
 def compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT(value)
 
 
 def _is_number_array(value: Any) -> bool:
@@ -30,12 +37,13 @@ def denser_json(value: Any, depth_limit: int = MODEL_DEPTH) -> str:
 
 
 def _dense(value: Any, depth: int, limit: int) -> str:
-    expandable = isinstance(value, dict | list) and value and not _is_number_array(value)
-    if not expandable or depth >= limit:
-        return compact(value)
+    if depth >= limit or not value or not isinstance(value, dict | list) \
+            or _is_number_array(value):
+        return _COMPACT(value)
     inner = "  " * (depth + 1)
     if isinstance(value, dict):
-        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_dense(v, depth + 1, limit)}"
+        items = [f"{inner}{_quoted(k) if type(k) is str else _COMPACT(k)}: "
+                 f"{_dense(v, depth + 1, limit)}"
                  for k, v in value.items()]
         return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
     items = [f"{inner}{_dense(v, depth + 1, limit)}" for v in value]

@@ -1,63 +1,109 @@
-"""Compile speed: how fast planc turns an ARK model into an ARK plan.
+"""Compile speed: the whole `planc MODEL --target ark -o PLAN` command, as a user runs it.
 
-    python bench/compile_speed.py [--ops 1000,10000] [--arch a100]
+    python bench/compile_speed.py [--ops 1000,2000,5000,10000] [--arch a100] [--repeat 1]
+                                  [--baseline TREE]
 
 Generated models (`frontends.model_zoo.generated`: stacks of pre-norm MLP blocks, 10
-operators each) are built in memory, then compiled as `planc MODEL --target ark` does: the
-planning pipeline (the `ark-plan` pass and the verification of its result) and the emission of
-the plan file. Printed: seconds per stage, total, and operators per second (the issue's target
-is 10k operators in under 3 s; cost should grow linearly with size, i.e. ops/s stay flat).
+operators each) are written to ARK model files, then compiled by a subprocess
+`python -m compiler.driver MODEL --target ark --arch ARCH -o PLAN` (what the `planc` script
+runs): interpreter start-up, imports, reading and verifying the model, the planning pipeline,
+verification of its result and writing the plan all count. Printed per size: wall and CPU
+seconds (user + system of the subprocess; the best of `--repeat` runs) and operators per CPU
+second; then the least-squares line `CPU s = a + b * (operators / 1000)`, whose slope b is the
+cost per 1000 operators and whose intercept a is the fixed cost (start-up and imports).
+
+`--baseline TREE` runs the same commands with another checkout's code (`PYTHONPATH=TREE`, e.g.
+a `git worktree` of main) in the same run, interleaved with this tree's, and prints both and
+their ratio: on a shared machine only same-run comparisons mean anything. Each pair of plans is
+compared byte for byte.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from xdsl.passes import PassPipeline  # noqa: E402
-
-from backends.ark_plan import emit_plan, model_pipeline  # noqa: E402
-from compiler.context import planc_context  # noqa: E402
-from compiler.driver import without_garbage_collection  # noqa: E402
-from compiler.locations import verify_module  # noqa: E402
+from backends.ark_model import emit_model  # noqa: E402
 from frontends.model_zoo import generated  # noqa: E402
-from passes import get_all_passes  # noqa: E402
 
 
-def compile_once(ops: int, arch: str) -> dict[str, float]:
-    module = generated(ops)
-    (plan_pass,) = PassPipeline.parse_spec(get_all_passes(), model_pipeline(arch)).passes
-    times = {}
-    with without_garbage_collection():
-        start = time.perf_counter()
-        plan_pass.apply(planc_context(), module)
-        times["passes"] = time.perf_counter() - start
-        start = time.perf_counter()
-        verify_module(module)
-        times["verify"] = time.perf_counter() - start
-        start = time.perf_counter()
-        text = emit_plan(module)
-        times["emit"] = time.perf_counter() - start
-    times["total"] = sum(times.values())
-    times["megabytes"] = len(text) / 2**20
-    return times
+def run_planc(tree: Path, model: Path, plan: Path, arch: str) -> tuple[float, float]:
+    """(wall s, CPU s) of one `planc MODEL --target ark -o PLAN` with `tree`'s code."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "compiler.driver", str(model), "--target",
+                             "ark", "--arch", arch, "-o", str(plan)], env=env, cwd=tree)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"planc failed ({proc.returncode}) on {model} with {tree}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def best_of(repeat: int, tree: Path, model: Path, plan: Path, arch: str) -> tuple[float, float]:
+    runs = [run_planc(tree, model, plan, arch) for _ in range(repeat)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least-squares (intercept, slope) of ys against xs."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    return my - slope * mx, slope
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="1000,10000")
+    parser.add_argument("--ops", default="1000,2000,5000,10000")
     parser.add_argument("--arch", default="a100")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--baseline", type=Path, metavar="TREE",
+                        help="another checkout to time in the same run")
     args = parser.parse_args()
-    print(f"{'ops':>7}{'passes s':>10}{'verify s':>10}{'emit s':>9}{'total s':>9}{'ops/s':>9}"
-          f"{'plan MB':>9}")
-    for ops in map(int, args.ops.split(",")):
-        t = compile_once(ops, args.arch)
-        print(f"{ops:>7}{t['passes']:>10.2f}{t['verify']:>10.2f}{t['emit']:>9.2f}"
-              f"{t['total']:>9.2f}{ops / t['total']:>9.0f}{t['megabytes']:>9.1f}")
+    sizes = [int(s) for s in args.ops.split(",")]
+    trees = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
+    rows: dict[str, list[tuple[int, float, float]]] = {name: [] for name in trees}
+    header = f"{'ops':>7}" + "".join(f"{name + ' wall s':>17}{name + ' CPU s':>16}"
+                                     for name in trees)
+    header += f"{'ops/CPU s':>11}" + (f"{'CPU ratio':>11}" if args.baseline else "")
+    print(header, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for ops in sizes:
+            model = Path(tmp, f"model{ops}.json")
+            model.write_text(emit_model(generated(ops)))
+            line = f"{ops:>7}"
+            plans = []
+            for name, tree in trees.items():
+                plan = Path(tmp, f"plan{ops}.{name}.json")
+                wall, cpu = best_of(args.repeat, tree, model, plan, args.arch)
+                rows[name].append((ops, wall, cpu))
+                plans.append(plan.read_bytes())
+                line += f"{wall:>17.2f}{cpu:>16.2f}"
+            line += f"{ops / rows['this'][-1][2]:>11.0f}"
+            if args.baseline:
+                line += f"{rows['this'][-1][2] / rows['baseline'][-1][2]:>11.2f}"
+                if plans[0] != plans[1]:
+                    line += "  PLANS DIFFER"
+            print(line, flush=True)
+    for name, data in rows.items():
+        if len(data) < 2:
+            continue
+        xs = [ops / 1000 for ops, _, _ in data]
+        a, b = linear_fit(xs, [cpu for _, _, cpu in data])
+        aw, bw = linear_fit(xs, [wall for _, wall, _ in data])
+        print(f"{name}: CPU s = {a:.2f} + {b:.3f} per 1000 operators; "
+              f"wall s = {aw:.2f} + {bw:.3f} per 1000 operators")
 
 
 if __name__ == "__main__":

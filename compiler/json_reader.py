@@ -179,12 +179,15 @@ def _count_phrase(min_len: int, max_len: int | None, noun: str) -> str:
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    members: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in members:
-            # A silent "last one wins" would hide real mistakes in hand-written plans.
-            raise _DuplicateKey(key)
-        members[key] = value
+    # A silent "last one wins" would hide real mistakes in hand-written plans. The dict is
+    # built in C; only an object that lost members to a repeated key is searched for it.
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return members
 
 

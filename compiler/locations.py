@@ -12,11 +12,15 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from compiler.diagnostics import PlancError, extend_path
-from dialects.utils import VerifyAt
+from dialects.fast_verify import verify_op
+from dialects.utils import VerifyAt, built, verifying_once
 
 
 def json_location(path: str) -> NameLoc:
-    return NameLoc(StringAttr(path), NoneAttr())
+    return built(NameLoc, StringAttr(path), _NONE)
+
+
+_NONE = NoneAttr()
 
 
 def source_path(op: Operation) -> str | None:
@@ -39,11 +43,14 @@ def verify_module(module: ModuleOp) -> None:
     the parts that depend on it. A container whose document-wide rules rely on its children's
     own rules checks those first (see `plan.plan`).
     """
-    for op in module.walk():
-        try:
-            op.verify_()
-        except (VerifyException, DiagnosticException) as e:
-            raise verifier_error(op, e) from None
+    with verifying_once() as done:
+        for op in module.walk():
+            if id(op) in done:
+                continue  # verified by its parent, which checks it first
+            try:
+                verify_op(op)
+            except (VerifyException, DiagnosticException) as e:
+                raise verifier_error(op, e) from None
 
 
 def verify_all(module: ModuleOp, limit: int = 100) -> list[PlancError]:

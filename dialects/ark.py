@@ -44,13 +44,24 @@ from xdsl.dialects.builtin import (
     StringAttr,
     f64,
     i1,
+    i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    OptOperandDef,
     ParsePropInAttrDict,
+    VarResultDef,
     irdl_attr_definition,
     irdl_op_definition,
     opt_operand_def,
@@ -67,7 +78,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import body_block
+from dialects.utils import body_block, built, i64_attr
 
 # ---------------------------------------------------------------------------------------------
 # Data types
@@ -81,6 +92,11 @@ DATA_TYPE_BYTES: dict[str, int] = {
 INTEGER_DATA_TYPES = frozenset({"INT32", "UINT32", "INT8", "UINT8"})
 FLOAT_DATA_TYPES = frozenset({"FP32", "FP16", "BF16"})
 MAX_DIMS = 4
+
+
+_NONE = NoneAttr()
+_EMPTY = DictionaryAttr({})
+"""Shared immutable parameters: building a new one for every tensor costs 5-6 us."""
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
@@ -166,22 +182,24 @@ class BufferAttr(ParametrizedAttribute):
         is_external: bool | None = None,
         extra: DictionaryAttr | None = None,
     ) -> BufferAttr:
-        return BufferAttr(
+        # Every parameter is made here with its declared kind: `built` skips re-checking.
+        return built(
+            BufferAttr,
             IntAttr(buffer_id),
             IntAttr(rank),
             _ints([v for pair in send_tags for v in pair]),
             _ints([v for pair in recv_tags for v in pair]),
-            NoneAttr() if is_external is None else IntegerAttr(int(is_external), i1),
-            extra or DictionaryAttr({}),
+            _NONE if is_external is None else IntegerAttr(int(is_external), i1),
+            extra or _EMPTY,
         )
 
     @property
     def send_tag_pairs(self) -> list[tuple[int, int]]:
-        return _pairs(self.send_tags.get_values())
+        return _pairs(int_values(self.send_tags))
 
     @property
     def recv_tag_pairs(self) -> list[tuple[int, int]]:
-        return _pairs(self.recv_tags.get_values())
+        return _pairs(int_values(self.recv_tags))
 
     @property
     def is_local(self) -> bool:
@@ -195,7 +213,7 @@ class BufferAttr(ParametrizedAttribute):
 
     def verify(self) -> None:
         for tags in (self.send_tags, self.recv_tags):
-            if len(tags.get_values()) % 2:
+            if len(int_values(tags)) % 2:
                 raise VerifyException("buffer tags must be (remote rank, tag) pairs")
 
     @classmethod
@@ -314,16 +332,21 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         """A tensor. Its PaddedShape is recorded equal to its shape unless `padded_shape`
         gives one, or is None (the file has no PaddedShape key)."""
         padded = shape if padded_shape == "shape" else padded_shape
-        return TensorType(
+        if not isinstance(buffer, BufferAttr):
+            raise VerifyException(f"tensor {tensor_id}: expected a buffer, got {buffer}")
+        # Every other parameter is made here with its declared kind: `built` skips
+        # re-checking them (the tensor's own rules still run).
+        return built(
+            TensorType,
             IntAttr(tensor_id),
             StringAttr(dtype),
             _ints(shape),
             _ints(strides if strides is not None else (padded or shape)),
             _ints(offsets if offsets is not None else [0] * len(shape)),
-            NoneAttr() if padded is None else _ints(padded),
-            NoneAttr() if pads is None else _ints(pads),
+            _NONE if padded is None else _ints(padded),
+            _NONE if pads is None else _ints(pads),
             buffer,
-            extra or DictionaryAttr({}),
+            extra or _EMPTY,
         )
 
     # -- convenient views of the parameters ------------------------------------------------
@@ -339,6 +362,19 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     @property
     def shape_list(self) -> list[int]:
         return list(int_values(self.shape))
+
+    @property
+    def shape_tuple(self) -> tuple[int, ...]:
+        """The shape as an (unpacked once, shared) tuple: for keys and comparisons."""
+        return int_values(self.shape)
+
+    @property
+    def strides_tuple(self) -> tuple[int, ...]:
+        return int_values(self.strides)
+
+    @property
+    def offsets_tuple(self) -> tuple[int, ...]:
+        return int_values(self.offsets)
 
     @property
     def strides_list(self) -> list[int]:
@@ -646,6 +682,34 @@ def _phrase(bounds: tuple[int, int], noun: str) -> str:
     return f"{lo} to {hi} {noun}s"
 
 
+@functools.lru_cache(maxsize=256)
+def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, list(sizes))
+
+
+def build_fast(op: IRDLOperation, groups: list[list[SSAValue]], result_types: list[Attribute],
+               properties: dict[str, Attribute]) -> None:
+    """What `IRDLOperation.__init__(operands=groups, result_types=..., properties=...)`
+    builds for an op whose operand segments are sized by a property and whose results are
+    `result_types` (one variadic or single definition), at a third of the cost: the segment
+    sizes attribute is shared by all ops of equal sizes (attributes are immutable) and the
+    generic builder's per-definition bookkeeping is skipped. Anything but plain SSA values,
+    or a count its definitions do not allow, takes the generic builder (and its errors)."""
+    operands = [v for group in groups for v in group]
+    op_def = type(op).get_irdl_definition()
+    single_result = not isinstance(op_def.results[0][1], VarResultDef)
+    if (single_result and len(result_types) != 1) or not all(
+            isinstance(v, SSAValue) for v in operands) or len(groups) != 2 or \
+            (isinstance(op_def.operands[0][1], OptOperandDef) and len(groups[0]) > 1):
+        IRDLOperation.__init__(op, operands=groups, properties=properties,
+                               result_types=result_types if single_result else [result_types])
+        return
+    properties = {k: v for k, v in properties.items() if v is not None}
+    properties["operandSegmentSizes"] = _segment_sizes(tuple(len(g) for g in groups))
+    Operation.__init__(op, operands=operands, result_types=result_types,
+                       properties=properties)
+
+
 class ArkOp(IRDLOperation, ABC):
     """An ARK operator. Subclasses set TYPE (the ARK type name), ARITY and ARGS.
 
@@ -702,15 +766,14 @@ class ArkOp(IRDLOperation, ABC):
     ):
         properties: dict[str, Attribute] = {"label": StringAttr(label), **(args or {})}
         optional = {
-            "node": None if node is None else IntegerAttr(node, i64),
-            "task": None if task is None else IntegerAttr(task, i64),
+            "node": None if node is None else i64_attr(node),
+            "task": None if task is None else i64_attr(task),
             "virtual": None if virtual is None or virtual == self.IS_VIRTUAL
             else IntegerAttr(int(virtual), i1),
             "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,
         }
         properties.update({k: v for k, v in optional.items() if v is not None})
-        super().__init__(operands=[list(reads), list(writes)], result_types=[list(result_types)],
-                         properties=properties)
+        build_fast(self, [list(reads), list(writes)], list(result_types), properties)
 
     # -- what passes and backends ask ----------------------------------------------------------
 
@@ -777,10 +840,11 @@ class ArkOp(IRDLOperation, ABC):
         return VerifyException(f"{self.TYPE} '{self.label.data}': {message}")
 
     def verify_(self) -> None:
+        reads, writes = self.operand_groups()  # the generic rules (segment sizes) held
         for operands, bounds, noun in (
-            (self.read_tensors, self.ARITY.reads, "read tensor"),
-            (self.write_tensors, self.ARITY.writes, "write tensor"),
-            (self.result_tensors, self.ARITY.results, "result tensor"),
+            (reads, self.ARITY.reads, "read tensor"),
+            (writes, self.ARITY.writes, "write tensor"),
+            (self.results, self.ARITY.results, "result tensor"),
         ):
             if not _count(len(operands), bounds):
                 raise self.fail(f"expected {_phrase(bounds, noun)}, got {len(operands)}")
@@ -794,7 +858,8 @@ class ArkOp(IRDLOperation, ABC):
             return
         sources = self.outputs if self.RESULT_ALIASES == "write" else self.inputs
         for result, source in zip(self.results_types, sources, strict=False):
-            if result.buffer_id != source.buffer_id or result.shape_list != source.shape_list:
+            if result.buffer_id != source.buffer_id or \
+                    result.shape_tuple != source.shape_tuple:
                 raise self.fail(
                     f"result tensor {result.tensor_id} must alias {self.RESULT_ALIASES} tensor "
                     f"{source.tensor_id} (buffer {source.buffer_id}, shape {source.shape_list}), "
@@ -1165,8 +1230,7 @@ class ViewOp(IRDLOperation):
 
     def __init__(self, tensor: TensorType, source: SSAValue | None = None,
                  after: Sequence[SSAValue] = ()):
-        super().__init__(operands=[[source] if source is not None else [], list(after)],
-                         result_types=[tensor])
+        build_fast(self, [[source] if source is not None else [], list(after)], [tensor], {})
 
 
 @irdl_op_definition

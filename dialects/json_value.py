@@ -64,6 +64,22 @@ def to_attr(value: Any) -> Attribute:
 
 
 def from_attr(attr: Attribute) -> Any:
+    # The common exact types first (emission converts every Config and extra member); the
+    # patterns below decide everything else, subclasses included.
+    kind = type(attr)
+    if kind is StringAttr or kind is IntAttr:
+        return attr.data
+    if kind is DictionaryAttr:
+        return {k: from_attr(v) for k, v in attr.data.items()}
+    if kind is ArrayAttr:
+        return [from_attr(a) for a in attr.data]
+    if kind is IntegerAttr and type(attr.type) is IntegerType:
+        value = attr.value.data
+        return bool(value) if attr.type.width.data == 1 else value
+    return _from_attr_matched(attr)
+
+
+def _from_attr_matched(attr: Attribute) -> Any:
     match attr:
         case NoneAttr():
             return None
@@ -113,7 +129,9 @@ def dict_attr(members: dict[str, Any]) -> DictionaryAttr | None:
 
 
 def dict_value(attr: DictionaryAttr | None) -> dict[str, Any]:
-    return {} if attr is None else {k: from_attr(v) for k, v in attr.data.items()}
+    if attr is None or not attr.data:
+        return {}
+    return {k: from_attr(v) for k, v in attr.data.items()}
 
 
 def bool_attr(value: bool) -> BoolAttr:

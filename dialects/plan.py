@@ -54,7 +54,14 @@ from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
-from dialects.utils import VerifyAt, body_block, verify_first
+from dialects.utils import (
+    VerifyAt,
+    body_block,
+    build_with_properties,
+    i64_attr,
+    verify_first,
+    verify_operation,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -160,11 +167,11 @@ class TaskOp(IRDLOperation):
     def __init__(self, task_id: int, num_warps: int, sram_bytes: int,
                  extra: DictionaryAttr | None = None):
         properties: dict[str, Attribute] = {
-            "id": IntegerAttr(task_id, i64), "num_warps": IntegerAttr(num_warps, i64),
-            "sram_bytes": IntegerAttr(sram_bytes, i64)}
+            "id": i64_attr(task_id), "num_warps": i64_attr(num_warps),
+            "sram_bytes": i64_attr(sram_bytes)}
         if extra is not None:
             properties["extra"] = extra
-        super().__init__(properties=properties)
+        build_with_properties(self, properties)
 
     @property
     def task_id(self) -> int:
@@ -202,11 +209,11 @@ class TaskGroupOp(IRDLOperation):
     def __init__(self, task_id: int, task_range: RangeAttr, granularity: int = 1,
                  extra: DictionaryAttr | None = None):
         properties: dict[str, Attribute] = {
-            "task_id": IntegerAttr(task_id, i64), "task_range": task_range,
-            "granularity": IntegerAttr(granularity, i64)}
+            "task_id": i64_attr(task_id), "task_range": task_range,
+            "granularity": i64_attr(granularity)}
         if extra is not None:
             properties["extra"] = extra
-        super().__init__(properties=properties)
+        build_with_properties(self, properties)
 
     @property
     def task(self) -> int:
@@ -372,9 +379,9 @@ class PlanOp(IRDLOperation):
                  num_warps_per_processor: int, body: Region, *,
                  architecture: str | None = None, extra: DictionaryAttr | None = None):
         properties: dict[str, Attribute] = {
-            "rank": IntegerAttr(rank, i64), "world_size": IntegerAttr(world_size, i64),
-            "num_processors": IntegerAttr(num_processors, i64),
-            "num_warps_per_processor": IntegerAttr(num_warps_per_processor, i64)}
+            "rank": i64_attr(rank), "world_size": i64_attr(world_size),
+            "num_processors": i64_attr(num_processors),
+            "num_warps_per_processor": i64_attr(num_warps_per_processor)}
         if architecture is not None:
             properties["architecture"] = StringAttr(architecture)
         if extra is not None:
@@ -514,7 +521,7 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
         # The operator's own rules first: the plan's rules below use its shapes and operands.
-        op.verify()
+        verify_operation(op)
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
     config = op.config_value()

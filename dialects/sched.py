@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.plan import Range, RangeAttr, range_attr
-from dialects.utils import VerifyAt, body_block
+from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr
 
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
@@ -54,7 +54,7 @@ KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 @functools.lru_cache(maxsize=4096)
 def int_attr(value: int) -> IntegerAttr:
     """An i64 integer attribute (shared: attributes are immutable, and passes make many)."""
-    return IntegerAttr(value, i64)
+    return i64_attr(value)
 
 
 _int = int_attr
@@ -82,7 +82,7 @@ class KernelOp(IRDLOperation):
                        "attr-dict")
 
     def __init__(self, kernel_id: int, kind: str):
-        super().__init__(properties={"id": _int(kernel_id), "kind": StringAttr(kind)})
+        build_with_properties(self, {"id": _int(kernel_id), "kind": StringAttr(kind)})
 
     @property
     def kernel_id(self) -> int:
@@ -143,7 +143,7 @@ class LaunchOp(IRDLOperation):
         def attr(r: Range) -> RangeAttr:
             return range_attr(r.begin, r.end, None if r.step == 1 else r.step)
 
-        super().__init__(properties={
+        build_with_properties(self, {
             "kernel": _int(kernel), "tiles": attr(tiles), "units": attr(units),
             "warps": attr(warps), "sram": attr(sram), "granularity": _int(granularity)})
 
@@ -244,24 +244,37 @@ class ScheduleOp(IRDLOperation):
     def device_name(self) -> str:
         return self.device.data
 
+    def _of_kind(self, kind: type) -> list:
+        """The ops of the graph that are `kind`s, in block order. Passes ask for them on
+        graphs of tens of thousands of ops: the class test is decided once per op class
+        (`isinstance` on xDSL's abstract classes costs more than the walk itself)."""
+        return [op for op in self.graph.ops if _is_a(type(op), kind)]
+
     def operators(self) -> list[ark.ArkOp]:
-        return [op for op in self.graph.ops if isinstance(op, ark.ArkOp)]
+        return self._of_kind(ark.ArkOp)
 
     def kernels(self) -> dict[int, KernelOp]:
-        return {op.kernel_id: op for op in self.graph.ops if isinstance(op, KernelOp)}
+        return {op.kernel_id: op for op in self._of_kind(KernelOp)}
 
     def kernel_operators(self) -> dict[int, list[ark.ArkOp]]:
-        grouped: dict[int, list[ark.ArkOp]] = {k: [] for k in self.kernels()}
-        for op in self.operators():
+        grouped: dict[int, list[ark.ArkOp]] = {}
+        operators: list[ark.ArkOp] = []
+        for op in self.graph.ops:  # one walk for both kinds
+            cls = type(op)
+            if _is_a(cls, KernelOp):
+                grouped[op.kernel_id] = []
+            elif _is_a(cls, ark.ArkOp):
+                operators.append(op)
+        for op in operators:
             if op.task_id is not None:
                 grouped.setdefault(op.task_id, []).append(op)
         return grouped
 
     def phases(self) -> list[PhaseOp]:
-        return [op for op in self.graph.ops if isinstance(op, PhaseOp)]
+        return self._of_kind(PhaseOp)
 
     def memory_regions(self) -> list[RegionOp]:
-        return [op for op in self.graph.ops if isinstance(op, RegionOp)]
+        return self._of_kind(RegionOp)
 
     def verify_(self) -> None:
         kernels: dict[int, KernelOp] = {}
@@ -289,8 +302,26 @@ class ScheduleOp(IRDLOperation):
                                         launch)
 
 
+@functools.cache
+def _is_a(cls: type, kind: type) -> bool:
+    return issubclass(cls, kind)
+
+
 def schedules(module: Operation) -> list[ScheduleOp]:
-    return [op for op in module.walk() if isinstance(op, ScheduleOp)]
+    """The schedules in `module`, in walk order (pre-order). Only ops with regions are
+    descended into: the thousands of region-less ops of a graph are passed over in one loop
+    instead of one generator each, as `Operation.walk` makes."""
+    found: list[ScheduleOp] = []
+    stack = [module]
+    while stack:
+        op = stack.pop()
+        if _is_a(type(op), ScheduleOp):
+            found.append(op)
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                stack.extend(child for child in reversed(block.ops) if child.regions
+                             or _is_a(type(child), ScheduleOp))
+    return found
 
 
 Sched = Dialect(

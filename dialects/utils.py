@@ -2,19 +2,70 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects.builtin import IntAttr, IntegerAttr, ModuleOp, i64
+from xdsl.ir import (
+    Attribute,
+    Block,
+    ErasedSSAValue,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+)
+from xdsl.irdl import IRDLOperation
+from xdsl.irdl.operations import AttrSizedSegments
+from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.diagnostics import PlancError
+from dialects.fast_verify import verify_op
 
 RootT = TypeVar("RootT", bound=Operation)
+AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)
+
+
+def build_with_properties(op: IRDLOperation, properties: dict[str, Attribute | None]) -> None:
+    """`IRDLOperation.__init__(op, properties=properties)` for an op class that declares no
+    operands, results, regions or successors: the generic builder's bookkeeping for those
+    is skipped (passes build thousands of such ops: kernels, launches, task infos)."""
+    if not _only_properties(type(op)):
+        IRDLOperation.__init__(op, properties=properties)
+        return
+    Operation.__init__(op, properties={k: v for k, v in properties.items() if v is not None})
+
+
+@functools.cache
+def _only_properties(cls: type) -> bool:
+    op_def = cls.get_irdl_definition()
+    return not (op_def.operands or op_def.results or op_def.regions or op_def.successors) \
+        and not any(isinstance(o, AttrSizedSegments) for o in op_def.options)
+
+
+def i64_attr(value: int) -> IntegerAttr:
+    """`IntegerAttr(value, i64)`; in the signed range (where that constructor changes
+    nothing) without its normalization and generic checks (the range check still runs)."""
+    if type(value) is int and -(1 << 63) <= value < (1 << 63):
+        return built(IntegerAttr, IntAttr(value), i64)
+    return IntegerAttr(value, i64)
+
+
+def built(cls: type[AttrT], *parameters: Attribute) -> AttrT:
+    """`cls(*parameters)` for callers that pass parameters of the declared kinds: xDSL's
+    generic check of each parameter's kind (a third of an attribute's construction, done for
+    hundreds of thousands of shapes and locations on a large import) is skipped; the
+    attribute's own rules (`verify`) still run."""
+    attr = cls.__new__(cls)
+    for (name, _), value in zip(cls.get_irdl_definition().parameters, parameters,
+                                strict=True):
+        object.__setattr__(attr, name, value)
+    attr.verify()
+    return attr
 
 
 class VerifyAt(VerifyException):
@@ -73,13 +124,60 @@ def verify_first(ops: Iterable[Operation]) -> None:
     For a container whose document-wide rules only make sense once some children's own rules
     hold (the container's verifier runs before theirs).
     """
+    done = _VERIFIED.get()
     for child in ops:
+        if done is not None and id(child) in done:
+            continue
         try:
-            child.verify_()
+            verify_op(child)
         except VerifyAt:
             raise
         except VerifyException as e:
             raise VerifyAt(str(e), child) from None
+        if done is not None:
+            done.add(id(child))
+
+
+def verify_operation(op: Operation) -> None:
+    """`op.verify()` (xDSL's checks of the op's place in its block, then its verifiers, a
+    failure reported through `emit_error`), with the verifiers run by `verify_op`. Ops with
+    regions or successors take `op.verify()` itself. Within `verifying_once`, the op is
+    remembered as verified."""
+    if op.regions or op.successors:
+        op.verify()
+        return
+    if any(isinstance(operand, ErasedSSAValue) for operand in op.operands):
+        raise ValueError("Erased SSA value is used by the operation")
+    block = op.parent
+    region = None if block is None else block.parent
+    if block is not None and region is not None and block.last_op is op:
+        parent = region.parent
+        if len(region.blocks) > 1 or (parent is not None and not parent.has_trait(NoTerminator)):
+            op.verify()  # the terminator rules: xDSL's own words
+            return
+    try:
+        verify_op(op)
+    except VerifyException as err:
+        op.emit_error(f"Operation does not verify: {err}", err)
+    done = _VERIFIED.get()
+    if done is not None:
+        done.add(id(op))
+
+
+_VERIFIED: ContextVar[set[int] | None] = ContextVar("planc_verified", default=None)
+"""Ids of the ops verified so far by the running `verifying_once` walk."""
+
+
+@contextmanager
+def verifying_once() -> Iterator[set[int]]:
+    """While a module is verified op by op (nothing changes it meanwhile), the ops a parent
+    verified early (`verify_first`) are collected in the yielded set, for the walk to skip."""
+    done: set[int] = set()
+    token = _VERIFIED.set(done)
+    try:
+        yield done
+    finally:
+        _VERIFIED.reset(token)
 
 
 def body_block(region: Region) -> Block:

@@ -77,6 +77,29 @@ def _buffer_key(value) -> tuple | None:
         return None
 
 
+def _is_tag_pair(pair) -> bool:
+    return type(pair) is list and len(pair) == 2 and all(type(v) is int for v in pair)
+
+
+def _plain_buffer(raw: dict, key: tuple) -> ark.BufferAttr | None:
+    """The buffer of a well-formed, extra-free buffer object (`key` is its `_buffer_key`),
+    built and remembered without path bookkeeping; None for anything else, which takes the
+    checked path (`_read_buffer`)."""
+    external = raw.get("IsExternal", False)
+    send, recv = raw["SendTags"], raw["RecvTags"]
+    if (type(send) is not list or type(recv) is not list
+            or type(raw["Id"]) is not int or type(raw["Rank"]) is not int
+            or type(external) is not bool
+            or not all(_is_tag_pair(p) for p in send + recv)):
+        return None
+    try:
+        buffer = ark.BufferAttr.get(raw["Id"], raw["Rank"], send, recv, raw.get("IsExternal"))
+    except (VerifyException, ValueError):
+        return None
+    _BUFFERS[key] = buffer
+    return buffer
+
+
 def _read_buffer(node: JsonNode) -> ark.BufferAttr:
     def tags(key: str) -> list[tuple[int, int]]:
         pairs = []
@@ -118,16 +141,20 @@ def _plain_tensor(raw) -> ark.TensorType | None:
     lists = [shape, strides, offsets] + [v for v in (padded, pads) if v is not None]
     if (type(tensor_id) is not int or type(dtype) is not str or dtype not in ark.DATA_TYPE_BYTES
             or not all(type(v) is list and len(v) == len(shape) and 1 <= len(v) <= dims
-                       and all(type(x) is int for x in v) for v in lists)):
-        return None
+                       and all(type(x) is int for x in v) for v in lists)
+            or min(shape) < 1 or min(strides) < 1 or min(offsets) < 0
+            or (padded is not None and min(padded) < 1) or (pads is not None and min(pads) < 0)):
+        return None  # the checked path's bounds (`_read_tensor`), which says what is wrong
     key = _buffer_key(buffer)
-    buffer_attr = None if key is None else _BUFFERS.get(key)
+    if key is None:
+        return None
+    buffer_attr = _BUFFERS.get(key) or _plain_buffer(buffer, key)
     if buffer_attr is None:
         return None
     try:
         return ark.TensorType.get(tensor_id, dtype, shape, buffer_attr, strides=strides,
                                   offsets=offsets, padded_shape=padded, pads=pads)
-    except VerifyException:
+    except (VerifyException, ValueError):  # ValueError: beyond int64
         return None
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from compiler.locations import source_path
 from dialects import ark, sched
+from dialects.utils import i64_attr
 from passes.ark_compress import remove_virtual_operators
 from passes.sched_graph import op_kind
 
@@ -30,7 +31,7 @@ def schedule_model(model: ark.ModelOp, device: str) -> sched.ScheduleOp:
         if not isinstance(op, ark.ArkOp):
             continue
         block.insert_op_before(sched.KernelOp(kernel, op_kind(op)), op)
-        op.task = IntegerAttr(kernel, i64)
+        op.task = i64_attr(kernel)
         for prop in ("node", "node_info"):
             op.properties.pop(prop, None)
         kernel += 1

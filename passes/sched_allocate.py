@@ -65,13 +65,13 @@ class Life:
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
-    return (tuple(tensor.shape_list), tuple(tensor.strides_list), tuple(tensor.offsets_list),
-            tensor.element_bytes)
+    return tensor.shape_tuple, tensor.strides_tuple, tensor.offsets_tuple, tensor.element_bytes
 
 
 def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
     """Does the tile of `op` touch exactly the tile-shaped part of `value` (no broadcast)?"""
-    out = shape4(op.outputs[0].shape_list) if op.outputs else ()
+    outputs = op.outputs
+    out = shape4(outputs[0].shape_list) if outputs else ()
     have = shape4(value.type.shape_list)
     if kind == "rows":
         return not isinstance(op, ark.MatmulOp)

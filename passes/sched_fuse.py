@@ -25,11 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from dialects import ark, sched
+from dialects.utils import i64_attr
 from passes.sched_graph import (
     data_producers,
     is_fresh_write,
@@ -260,7 +261,7 @@ def write_kernels(schedule: sched.ScheduleOp, groups: list[Group]) -> None:
     block = schedule.graph
     for kernel_id, group in enumerate(groups):
         block.insert_op_before(sched.KernelOp(kernel_id, group.kind), group.ops[0])
-        attr = IntegerAttr(kernel_id, i64)
+        attr = i64_attr(kernel_id)
         for op in group.ops:
             op.task = attr
 

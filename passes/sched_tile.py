@@ -163,7 +163,7 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
-    return tuple(tensor.shape_list), tuple(tensor.strides_list), tensor.data_type
+    return tensor.shape_tuple, tensor.strides_tuple, tensor.data_type
 
 
 def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:

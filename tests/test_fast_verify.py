@@ -1,0 +1,102 @@
+"""`dialects.fast_verify.verify_op` decides as xDSL's `op.verify_()` does, with its message (and
+`dialects.utils.verify_operation` as `op.verify()`).
+
+Ops come from real modules (imported examples, planned ARK, TT and MLIR inputs of the lit
+suite) and from random mutations of them that break the generic rules: a property removed or
+added, an operand dropped or duplicated, a result type swapped, segment sizes rewritten.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, StringAttr, i32
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from compiler.driver import import_file, run_pipeline
+from dialects.fast_verify import verify_op
+from dialects.utils import verify_operation
+from frontends.model_zoo import generated
+from tests.conftest import EXAMPLES
+
+
+def outcome(check, op: Operation) -> str | None:
+    try:
+        check(op)
+    except (VerifyException, DiagnosticException) as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def modules():
+    for name in ("ffn.json", "attention.json", "allreduce_rank0.json"):
+        yield import_file(str(EXAMPLES / name))[1]
+    _, planned = import_file(str(EXAMPLES / "ffn.json"))
+    run_pipeline(planned, "ark-plan{device=a100}")
+    yield planned
+    _, scheduled = import_file(str(EXAMPLES / "attention.json"))
+    run_pipeline(scheduled, "ark-to-sched{device=h100},sched-fuse,sched-tile")
+    yield scheduled
+    stack = generated(60)
+    run_pipeline(stack, "ark-plan{device=mi300x}")
+    yield stack
+
+
+def mutations(op: Operation, rng: random.Random):
+    """Ways to break `op`, each applied to the op in place and undone after the check."""
+    if op.properties:
+        name = rng.choice(sorted(op.properties))
+        yield "drop property", lambda: op.properties.pop(name), \
+            lambda value: op.properties.__setitem__(name, value)
+        old = op.properties[name]
+        yield "retype property", lambda: op.properties.__setitem__(name, StringAttr("x")), \
+            lambda _: op.properties.__setitem__(name, old)
+        if isinstance(old, DenseArrayBase) and name.endswith("SegmentSizes"):
+            sizes = list(old.get_values())
+            sizes[rng.randrange(len(sizes))] += rng.choice([-1, 1, 2])
+            yield "resize segments", \
+                lambda: op.properties.__setitem__(name, DenseArrayBase.from_list(i32, sizes)), \
+                lambda _: op.properties.__setitem__(name, old)
+    yield "extra property", lambda: op.properties.__setitem__("zz_extra", IntAttr(1)), \
+        lambda _: op.properties.pop("zz_extra")
+    if op.operands:
+        operands = list(op.operands)
+        yield "drop operand", lambda: op.__setattr__("operands", operands[1:]), \
+            lambda _: op.__setattr__("operands", operands)
+        yield "repeat operand", lambda: op.__setattr__("operands", operands + operands[:1]), \
+            lambda _: op.__setattr__("operands", operands)
+
+
+def test_real_and_mutated_ops_are_judged_alike():
+    rng = random.Random(0)
+    checked = broken = whole = 0
+    for module in modules():
+        ops = list(module.walk())
+        for op in ops:
+            assert outcome(verify_op, op) == outcome(lambda o: o.verify_(), op), op.name
+            assert outcome(verify_operation, op) == outcome(lambda o: o.verify(), op)
+            checked += 1
+        for op in rng.sample(ops, min(len(ops), 60)):
+            for _, break_it, restore in mutations(op, rng):
+                saved = break_it()
+                expected = outcome(lambda o: o.verify_(), op)
+                assert outcome(verify_op, op) == expected, op.name
+                if whole < 120:  # a failing op.verify() prints the whole module: a sample
+                    assert outcome(verify_operation, op) == outcome(lambda o: o.verify(), op)
+                    whole += 1
+                broken += expected is not None
+                restore(saved)
+    assert checked > 400 and broken > 300
+
+
+@pytest.mark.parametrize("name", ["ffn.json", "attention.json"])
+def test_segment_sizes_cached_on_the_attribute_do_not_leak_between_ops(name):
+    # Two ops may share one segment-sizes attribute; the cached counts belong to its values.
+    _, module = import_file(str(EXAMPLES / name))
+    for op in module.walk():
+        sizes = op.properties.get("operandSegmentSizes")
+        if sizes is not None:
+            verify_op(op)
+            assert sizes.__dict__["_planc_counts"] == tuple(sizes.get_values())
