@@ -147,6 +147,9 @@ def compile_parser() -> argparse.ArgumentParser:
                              "'ark-compress{renumber=false}'")
     parser.add_argument("--print-ir-after-all", action="store_true",
                         help="print the IR to stderr after every pass")
+    parser.add_argument("--verify-each", action="store_true",
+                        help="verify the IR after every pass, not only the result (names the "
+                             "pass that broke it)")
     parser.add_argument("--version", action=_VersionAction)
     _add_common_options(parser, "with -o: print a JSON summary on stdout (output, size, the "
                                 "time of each step and pass)")
@@ -385,13 +388,19 @@ def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
 
 
 def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
-                 ) -> list[tuple[str, float]]:
-    """Apply the pass pipeline `spec` to `module`, verifying after every pass. Each pass's
-    time (and its verification's) is logged at INFO on the `planc.pipeline` logger (`planc
-    -v`); on a terminal a progress line names the pass that runs. Returns (pass, seconds)
-    per pass, verification included."""
+                 verify_each: bool | None = None) -> list[tuple[str, float]]:
+    """Apply the pass pipeline `spec` to `module` and verify the result. With `verify_each`
+    (`--verify-each`, `PLANC_VERIFY_EACH=1`, or printing the IR after every pass) the IR is
+    verified after every pass, which names the pass that broke it; by default only after the
+    last one, since whole-module verification of intermediate IR was half of a 4x4 Gemini
+    compile and every pass's result reaches the final verification anyway. Each pass's time
+    is logged at INFO on the `planc.pipeline` logger (`planc -v`); on a terminal a progress
+    line names the pass that runs. Returns (pass, seconds) per pass."""
     if not spec:
         return []
+    if verify_each is None:
+        verify_each = bool(os.environ.get("PLANC_VERIFY_EACH"))
+    verify_each = verify_each or print_ir
     from time import perf_counter
 
     from xdsl.passes import PassPipeline
@@ -408,7 +417,8 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
     def after_each(previous, module: ModuleOp, following) -> None:
         if previous is not None:
             ran = perf_counter()
-            verify_module(module)
+            if verify_each or following is None:
+                verify_module(module)
             LOG.info("pass %s: %.3f s (verify %.3f s)", previous.name, ran - clock[0],
                      perf_counter() - ran)
             timings.append((previous.name, perf_counter() - clock[0]))
@@ -514,7 +524,8 @@ def compile_command(args: argparse.Namespace) -> int:
         spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, options)
         steps["pipeline"] = perf_counter()
         try:
-            passes = run_pipeline(module, spec, print_ir=args.print_ir_after_all)
+            passes = run_pipeline(module, spec, print_ir=args.print_ir_after_all,
+                                  verify_each=args.verify_each or None)
             steps["emit"] = perf_counter()
             product = backend.emit(module, options)
         except PlancError as e:

@@ -208,3 +208,18 @@ def test_json_errors_are_objects(planc, bad_model):
     (error,) = json.loads(result.out)["errors"]
     assert error["file"] == str(bad_model) and error["path"].startswith("$.")
     assert error["message"] in result.err
+
+
+@pytest.mark.parametrize("flags, verified", [((), 1), (("--verify-each",), "all")])
+def test_verification_after_the_last_pass_or_each(planc, model, tmp_path, monkeypatch, flags,
+                                                   verified):
+    import compiler.locations as locations
+
+    calls = []
+    real = locations.verify_module
+    monkeypatch.setattr(locations, "verify_module", lambda m: calls.append(1) or real(m))
+    result = planc(model, "--target", "tt", "-o", tmp_path / "p.json", "--json", *flags)
+    passes = len(json.loads(result.out)["passes"])
+    assert passes > 1
+    # One more call: the input is verified when it is loaded.
+    assert len(calls) == 1 + (passes if verified == "all" else verified)
