@@ -183,6 +183,8 @@ def fuzz(mutants: int, seed: int, lower: bool, timeout: float, memory_gb: float,
     groups = {k: v for k, v in seeds().items() if not formats or k in formats}
     with tempfile.TemporaryDirectory() as scratch:
         for index in range(mutants):
+            if index and index % 1000 == 0:
+                report(f"{index} mutants so far, {len(failures)} failures")
             kind = rng.choice(sorted(groups))
             source = rng.choice(groups[kind])
             text = source.read_text()
