@@ -22,6 +22,9 @@ from tests.codegen.cases import CASES
 from tests.codegen.conftest import EMULATED
 from tests.conftest import corpus_root
 
+# One xdist worker builds the session's C++ programs (cpu_cases) and runs these tests.
+pytestmark = pytest.mark.xdist_group("cpu-builds")
+
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_program_matches_the_model(cpu_cases, case, tmp_path):

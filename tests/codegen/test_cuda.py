@@ -21,7 +21,10 @@ from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
 from tests.conftest import corpus_root
 
-pytestmark = pytest.mark.skipif(programs.NVCC is None, reason="nvcc is not installed")
+pytestmark = [pytest.mark.skipif(programs.NVCC is None, reason="nvcc is not installed"),
+              # One xdist worker runs them all: the nvcc builds are a session fixture, which
+              # every worker running one of these tests would otherwise build again.
+              pytest.mark.xdist_group("cuda-builds")]
 
 COMPILED_CASES = ["fp32_ops", "bf16_ops", "task_groups_chain", "fused_softmax"]
 """Every kernel family and data type (fused_softmax is the FP16 model), fused operators,
