@@ -39,19 +39,35 @@ def _scalar(value: Any) -> str:
     return json.dumps(value)
 
 
+_KEYS: dict[str, str] = {}
+"""`"key" : ` per key: a schedule repeats a few dozen keys hundreds of thousands of times."""
+
+
+def _key(key: str) -> str:
+    text = _KEYS.get(key)
+    if text is None:
+        text = _KEYS[key] = f"{json.dumps(key)} : "
+    return text
+
+
 def _write(value: Any, indent: str, out: list[str]) -> None:
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is int:                    # the common case first (exact types: bool is not int)
+        out.append(str(value))
+    elif kind is dict or (kind is not list and isinstance(value, dict)):
         if not value:
             out.append("{}")
             return
         inner = indent + INDENT
         out.append("{\n")
+        last = len(value) - 1
         for i, key in enumerate(sorted(value)):
-            out.append(f"{inner}{json.dumps(key)} : ")
+            out.append(inner)
+            out.append(_key(key))
             _write(value[key], inner, out)
-            out.append(",\n" if i + 1 < len(value) else "\n")
+            out.append(",\n" if i < last else "\n")
         out.append(indent + "}")
-    elif isinstance(value, list):
+    elif kind is list or isinstance(value, list):
         _write_array(value, indent, out)
     else:
         out.append(_scalar(value))
