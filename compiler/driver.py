@@ -564,7 +564,8 @@ def check_command(args: argparse.Namespace) -> int:
     from compiler.checking import check_file
 
     options = scoped_options(args, "check", "planc check")
-    report = check_file(args.input, options, args.source_format)
+    with without_garbage_collection():       # the import builds a large cyclic graph
+        report = check_file(args.input, options, args.source_format)
     if args.json:
         print(json.dumps(report.as_json()))
         return 0 if report.ok else 1
@@ -638,11 +639,12 @@ def single_threaded_blas() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one planc command; as the `planc` program (`argv` None), a compile ends the process
-    without freeing its IR (`exit_without_teardown`)."""
+    """Run one planc command; as the `planc` program (`argv` None), every command but `tune`
+    (whose worker pools and Ray shut down at exit) ends the process without freeing its IR
+    (`exit_without_teardown`)."""
     command = (sys.argv[1:] if argv is None else argv)[:1]
     code = _main(argv)
-    if argv is None and not (command and command[0] in SUBCOMMANDS):
+    if argv is None and command != ["tune"]:
         exit_without_teardown(code)
     return code
 
