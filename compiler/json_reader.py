@@ -257,22 +257,10 @@ _CONTAINERS = frozenset((dict, list))
 
 
 def _too_deep(value: Any) -> str | None:
-    """The path of a value nested deeper than `MAX_DEPTH`, found without recursion; only
-    containers are visited, and a list of scalars is dismissed at C speed. Paths are built
-    only for the offending value (building one per container costs seconds on big files)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return _deep_path(value)
-        if isinstance(node, dict):
-            children = node.values()
-        elif not isinstance(node, list) or _CONTAINERS.isdisjoint(map(type, node)):
-            continue
-        else:
-            children = node
-        stack.extend((child, depth + 1) for child in children if type(child) in _CONTAINERS)
-    return None
+    """The path of a value nested deeper than `MAX_DEPTH`, found without recursion. Paths are
+    built only for the offending value (building one per container costs seconds on big
+    files)."""
+    return _deep_path(value) if _depth_over(value, MAX_DEPTH) else None
 
 
 def _deep_path(value: Any) -> str:
@@ -288,13 +276,20 @@ def _deep_path(value: Any) -> str:
 
 
 def _depth_over(value: Any, limit: int) -> bool:
-    stack = [(value, 0)]
+    """Whether containers nest below `value` deeper than `limit`; only containers are
+    visited, and a list of scalars is dismissed at C speed."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > limit:
             return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if type(c) in _CONTAINERS)
+        if isinstance(node, dict):
+            children = node.values()
+        elif not isinstance(node, list) or _CONTAINERS.isdisjoint(map(type, node)):
+            continue
+        else:
+            children = node
+        stack.extend((child, depth + 1) for child in children if type(child) in _CONTAINERS)
     return False
 
 
