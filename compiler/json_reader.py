@@ -114,8 +114,11 @@ class JsonNode:
         """An array of integers, e.g. a shape. One message covers both length and type."""
         what = _count_phrase(min_len, max_len, "integer")
         value = self.value
-        if not isinstance(value, list) or not all(_is_int(v) for v in value):
+        if not isinstance(value, list):
             raise self.expected(what)
+        for i, v in enumerate(value):
+            if not _is_int(v):   # name the element: "got an array of 2" hides a boolean
+                raise JsonNode(v, f"{self.path}[{i}]").expected(f"an integer ({what} here)")
         if len(value) < min_len or (max_len is not None and len(value) > max_len):
             raise self.error(f"expected {what}, got {len(value)}")
         if min_value is not None:

@@ -67,6 +67,12 @@ def _buffer_key(value) -> tuple | None:
     """A hashable key for a well-formed, extra-free buffer object; None otherwise."""
     if not isinstance(value, dict) or not value.keys() <= BUFFER_KEYS:
         return None
+    send, recv = value.get("SendTags"), value.get("RecvTags")
+    # Only real tag lists make a key: `{}` or `[[true, 1]]` would otherwise hash like `[]` or
+    # `[[1, 1]]` and silently reuse a well-formed buffer remembered under that key.
+    if type(send) is not list or type(recv) is not list \
+            or not all(_is_tag_pair(p) for p in send + recv):
+        return None
     try:
         key = (value["Id"], value["Rank"], tuple(map(tuple, value["SendTags"])),
                tuple(map(tuple, value["RecvTags"])), value.get("IsExternal"),
@@ -84,13 +90,10 @@ def _is_tag_pair(pair) -> bool:
 def _plain_buffer(raw: dict, key: tuple) -> ark.BufferAttr | None:
     """The buffer of a well-formed, extra-free buffer object (`key` is its `_buffer_key`),
     built and remembered without path bookkeeping; None for anything else, which takes the
-    checked path (`_read_buffer`)."""
+    checked path (`_read_buffer`). The key already vouches for the tag lists."""
     external = raw.get("IsExternal", False)
     send, recv = raw["SendTags"], raw["RecvTags"]
-    if (type(send) is not list or type(recv) is not list
-            or type(raw["Id"]) is not int or type(raw["Rank"]) is not int
-            or type(external) is not bool
-            or not all(_is_tag_pair(p) for p in send + recv)):
+    if type(raw["Id"]) is not int or type(raw["Rank"]) is not int or type(external) is not bool:
         return None
     try:
         buffer = ark.BufferAttr.get(raw["Id"], raw["Rank"], send, recv, raw.get("IsExternal"))
@@ -138,6 +141,8 @@ def _plain_tensor(raw) -> ark.TensorType | None:
         buffer = raw["Buffer"]
     except KeyError:
         return None
+    if (padded is None and "PaddedShape" in raw) or (pads is None and "Pads" in raw):
+        return None  # an explicit null is not an absent member: the checked path refuses it
     lists = [shape, strides, offsets] + [v for v in (padded, pads) if v is not None]
     if (type(tensor_id) is not int or type(dtype) is not str or dtype not in ark.DATA_TYPE_BYTES
             or not all(type(v) is list and len(v) == len(shape) and 1 <= len(v) <= dims

@@ -3,8 +3,10 @@ an internal error, a hang or an allocation the machine cannot make."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -186,3 +188,33 @@ def test_malformed_operators_in_plans(planc, tmp_path, member, change):
     op = next(o for info in doc["TaskInfos"] for o in info["Ops"] if o["Type"] == "Matmul")
     op[member] = change(op[member])
     one_error(planc("check", write_json(tmp_path / "bad.json", doc)), "Matmul")
+
+
+def _first_tensor(doc):
+    return doc["Nodes"][0]["Op"]["ReadTensors"][0]
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda t: t.__setitem__("PaddedShape", None), "PaddedShape: expected"),
+    (lambda t: (t.pop("PaddedShape", None), t.__setitem__("Pads", None)), "Pads: expected"),
+    (lambda t: t["Buffer"].__setitem__("SendTags", {}), "SendTags: expected"),
+    (lambda t: t["Buffer"].__setitem__("SendTags", [[True, 1]]), "SendTags[0][0]: expected"),
+])
+def test_the_importer_is_strict_without_the_schema(change, words):
+    """The importer's fast path must not read `null` as an absent member, nor `{}` or a boolean
+    tag as a well-formed buffer remembered under the same key; the JSON Schema catches these at
+    the command line, but scripts call the importer directly. The control is the same document
+    unchanged, which imports."""
+    from compiler.diagnostics import PlancError
+    from compiler.json_reader import JsonNode
+    from frontends.ark_model import import_document
+
+    doc = json.loads((EXAMPLES / "ffn.json").read_text())
+    same_buffer = copy.deepcopy(_first_tensor(doc))
+    doc["Nodes"][0]["Op"]["ReadTensors"].insert(0, same_buffer)   # remembered first, well-formed
+    import_document(JsonNode(copy.deepcopy(doc)))
+    bad = copy.deepcopy(same_buffer)
+    change(bad)
+    doc["Nodes"][0]["Op"]["ReadTensors"].insert(1, bad)
+    with pytest.raises(PlancError, match=re.escape(words)):
+        import_document(JsonNode(doc))
