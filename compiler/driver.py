@@ -20,6 +20,7 @@ Only argparse and the data tables are imported at start-up, so `planc --help` is
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import io
 import json
@@ -661,6 +662,12 @@ def exit_without_teardown(code: int) -> None:
     os._exit(code)
 
 
+def _drop_unwritten_stdout() -> None:
+    """Point stdout at /dev/null so that flushing at exit does not fail a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def _main(argv: Sequence[str] | None) -> int:
     single_threaded_blas()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -678,7 +685,9 @@ def _main(argv: Sequence[str] | None) -> int:
             args.input = args.inputs[0] if args.inputs else None
             handler = compile_command
         configure_output(args)
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()      # a full disk under `planc ... > out` is an error, not exit 0
+        return code
     except PlancError as e:
         sys.stderr.write(f"{PROG}: error: {e}\n")
         if getattr(args, "json", False):
@@ -693,14 +702,30 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
+    except OSError as e:
+        if e.filename is None and e.errno in _FULL_OUTPUT:
+            # Standard output refused the text (`planc ... > out` on a full disk): the
+            # result did not reach the user, which exit 0 would hide.
+            sys.stderr.write(f"{PROG}: error: <stdout>: cannot write the output: "
+                             f"{e.strerror}\n")
+            _drop_unwritten_stdout()
+            return 1
+        return _internal_error(e)
     except Exception as e:  # noqa: BLE001 -- a bug in planc, not in the user's input
-        if os.environ.get("PLANC_DEBUG"):
-            raise
-        sys.stderr.write(f"{PROG}: internal error: {type(e).__name__}: "
-                         f"{' '.join(str(e).split())[:500]} (set PLANC_DEBUG=1 for a "
-                         "traceback)\n")
-        return 2
+        return _internal_error(e)
 
+
+_FULL_OUTPUT = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+"""What a stream says when the text written to it cannot be stored."""
+
+
+def _internal_error(e: BaseException) -> int:
+    if os.environ.get("PLANC_DEBUG"):
+        raise e
+    sys.stderr.write(f"{PROG}: internal error: {type(e).__name__}: "
+                     f"{' '.join(str(e).split())[:500]} (set PLANC_DEBUG=1 for a "
+                     "traceback)\n")
+    return 2
 
 if __name__ == "__main__":
     sys.exit(main())

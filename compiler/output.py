@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from compiler.diagnostics import PlancError
@@ -28,23 +30,51 @@ def _umask_mode(mode: int) -> int:
 
 
 def write_file_atomic(path: str | Path, text: str | bytes) -> None:
-    """Write `text` (UTF-8) or raw bytes (an image) to `path` atomically."""
+    """Write `text` (UTF-8) or raw bytes (an image) to `path` atomically. An existing
+    device, pipe or socket (`-o /dev/null`, `-o /dev/stdout`, a FIFO) is written into
+    instead: renaming a file over it would replace the node itself (as root, `/dev/null`
+    became a regular file holding the plan). A write the system refuses (a full disk,
+    `/dev/full`, a directory planc may not create files in) is one clean error."""
     path = Path(path)
+    data = text.encode("utf-8") if isinstance(text, str) else text
     if path.is_dir():
         raise PlancError("is a directory; this target writes a single file", file=str(path))
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise PlancError(f"output directory '{parent}' does not exist", file=str(path))
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    with _refused_writes(path):
+        if _is_special(path):
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+        parent = path.parent if str(path.parent) else Path(".")
+        if not parent.is_dir():
+            raise PlancError(f"output directory '{parent}' does not exist", file=str(path))
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            # mkstemp makes the file private (0600); a written result gets the umask's mode.
+            os.chmod(tmp, _umask_mode(0o666))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _is_special(path: Path) -> bool:
+    """Whether `path` exists and is neither a regular file nor a directory (through links)."""
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8") if isinstance(text, str) else text)
-        # mkstemp makes the file private (0600); a written result gets the umask's mode.
-        os.chmod(tmp, _umask_mode(0o666))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+@contextmanager
+def _refused_writes(path: Path) -> Iterator[None]:
+    """Turn an OSError while writing `path` into planc's one-line error."""
+    try:
+        yield
+    except OSError as e:
+        raise PlancError(f"cannot write the output: {e.strerror or e}", file=str(path)) from None
 
 
 def write_directory_atomic(path: str | Path, files: Mapping[str, str]) -> None:
@@ -56,6 +86,11 @@ def write_directory_atomic(path: str | Path, files: Mapping[str, str]) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise PlancError(f"output directory '{parent}' does not exist", file=str(path))
+    with _refused_writes(path):
+        _write_directory(path, parent, files)
+
+
+def _write_directory(path: Path, parent: Path, files: Mapping[str, str]) -> None:
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp"))
     os.chmod(staging, _umask_mode(0o777))   # mkdtemp's 0700 would be the directory's mode
     try:

@@ -218,3 +218,48 @@ def test_the_importer_is_strict_without_the_schema(change, words):
     doc["Nodes"][0]["Op"]["ReadTensors"].insert(1, bad)
     with pytest.raises(PlancError, match=re.escape(words)):
         import_document(JsonNode(doc))
+
+
+def test_output_into_a_fifo_writes_through_it(planc, tmp_path):
+    """`-o` naming an existing pipe or device (`/dev/null`, `/dev/stdout`) writes into it:
+    renaming the temporary file over it replaced the node itself (as root, `-o /dev/null`
+    turned the machine's /dev/null into a regular file holding the plan)."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", fifo)
+    if reader.is_alive():                       # nobody opened the pipe: unblock the reader
+        with open(fifo, "wb"):
+            pass
+    reader.join(10)
+    assert result.code == 0, result.err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert json.loads(received[0])["TaskInfos"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_stdout_is_an_error():
+    """`planc m.json > out` on a full disk lost the result and still exited 0 (the flush at
+    exit swallowed ENOSPC)."""
+    code = ("import sys; from compiler.driver import main; sys.exit(main(["
+            f"{str(EXAMPLES / 'ffn.json')!r}, '-t', 'ark']))")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, stdout=full,
+                                stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ("planc: error: <stdout>: cannot write the output: No space left "
+                             "on device\n")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+@pytest.mark.parametrize("target, name", [("ark", "p.json"), ("cpu", "prog")])
+def test_an_output_the_system_refuses_is_one_error(planc, target, name):
+    """A directory planc cannot create files in (here /proc) was an internal error
+    (FileNotFoundError from mkstemp)."""
+    plan = EXAMPLES / "ffn.json"
+    one_error(planc(plan, "-t", target, "-o", f"/proc/{name}"), "cannot write the output")
