@@ -9,6 +9,7 @@ StyledWriter layout, which Gemini's own tools write.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
@@ -30,11 +31,13 @@ def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
     batch = getattr(options, "batch", None)
     if buffer <= 0:
         raise UsageError(f"--buffer-size: expected a positive number of bytes, got {buffer}")
-    if bandwidth <= 0:
-        raise UsageError(f"--dram-bw: expected a positive bandwidth in GB/s, got {bandwidth}")
+    check_bandwidth(bandwidth)
     if batch is not None and batch <= 0:
         raise UsageError(f"--batch: expected a positive batch size, got {batch}")
-    hw = f"buffer-size={buffer} dram-bw={float(bandwidth)!r}"
+    for flag, value in (("--buffer-size", buffer), ("--batch", batch or 1)):
+        if value > INT64_MAX:
+            raise UsageError(f"{flag} {value} is more than the 2^63-1 the IR records")
+    hw = f"buffer-size={buffer} dram-bw={pass_float(bandwidth)}"
     passes = [f"dnn-rebatch{{batch={batch}}}"] if batch and rebatch else []
     return ",".join([
         *passes,
@@ -58,13 +61,39 @@ def _option(options: argparse.Namespace, name: str, default):
 
 DEFAULT_BUFFER = 8 * 1024 * 1024
 DEFAULT_DRAM_BW = 16.0
+INT64_MAX = 2**63 - 1
+"""The IR records sizes and batches as i64: a larger option was an internal error."""
+
+
+def check_bandwidth(bandwidth: float) -> None:
+    """`--dram-bw` is a finite positive number of GB/s: NaN passed `<= 0` and then failed
+    turning cycles into integers (an internal error)."""
+    if not (math.isfinite(bandwidth) and bandwidth > 0):
+        raise UsageError(f"--dram-bw: expected a positive bandwidth in GB/s, got {bandwidth}")
+
+
+def pass_float(value: float) -> str:
+    """`value` as xDSL's pass-option parser reads it back: a float needs a decimal point
+    before its exponent (`1e+300` is a syntax error there and `1e-05` a string)."""
+    text = repr(float(value))
+    mantissa, e, exponent = text.partition("e")
+    return text if not e or "." in mantissa else f"{mantissa}.0e{exponent}"
+
+
+MAX_MESH_CORES = 4096
+"""The largest mesh planc schedules (64x64). The scheduling passes keep state per core (the
+snake order, every layer's list of cores), so `--mesh 100000x100000` filled memory."""
 
 
 def parse_mesh(text: str) -> tuple[int, int]:
     parts = text.lower().split("x")
-    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
         raise UsageError(f"--mesh: expected XxY with positive integers (e.g. 2x2), got '{text}'")
-    return int(parts[0]), int(parts[1])
+    xlen, ylen = int(parts[0]), int(parts[1])
+    if xlen * ylen > MAX_MESH_CORES:
+        raise UsageError(f"--mesh {xlen}x{ylen} has {xlen * ylen} cores, more than the "
+                         f"{MAX_MESH_CORES} planc schedules")
+    return xlen, ylen
 
 
 def pipeline(source_format: str, options: argparse.Namespace) -> str:

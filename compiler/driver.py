@@ -431,12 +431,17 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
             stages.start(following.name)
         clock[0] = perf_counter()
 
+    from xdsl.utils.exceptions import ArgSpecParseError
+
     available = get_all_passes()
     try:
         pipeline = PassPipeline.parse_spec(available, spec, after_each)
-    except Exception as e:  # noqa: BLE001 -- xDSL reports spec errors as assorted exceptions
-        raise UsageError(f"--pipeline: {e} (known passes: {', '.join(sorted(available))})"
-                         ) from None
+    # xDSL reports spec errors as assorted exceptions; a syntax error's class derives from
+    # BaseException alone (`--pipeline 'ark-compress{'` was a traceback), and its text spans
+    # several lines (the spec and a caret under the fault).
+    except (Exception, ArgSpecParseError) as e:  # noqa: BLE001
+        raise UsageError(f"--pipeline: {' '.join(str(e).split())} (known passes: "
+                         f"{', '.join(sorted(available))})") from None
     with Stages(len(pipeline.passes), "pipeline") as stages:
         pipeline.apply(planc_context(), module)
     return timings

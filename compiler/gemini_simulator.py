@@ -301,7 +301,13 @@ def simulate_schedule(module: ModuleOp, options: argparse.Namespace | None = Non
     """`planc simulate` on a Gemini schedule: metrics, and the functional check when the
     network is known (schedules planc just produced)."""
     schedule = next(op for op in module.ops if isinstance(op, gemini.ScheduleOp))
-    bandwidth = getattr(options, "dram_bw", None) or model.GeminiHardware.dram_bytes_per_cycle
+    bandwidth = getattr(options, "dram_bw", None)
+    if bandwidth is None:
+        bandwidth = model.GeminiHardware.dram_bytes_per_cycle
+    else:
+        from backends.gemini import check_bandwidth
+
+        check_bandwidth(bandwidth)
     report: dict[str, Any] = {"ok": True}
     report.update(schedule_metrics(schedule, bandwidth).as_dict(
         model.GeminiHardware.clock_hz))

@@ -263,3 +263,36 @@ def test_an_output_the_system_refuses_is_one_error(planc, target, name):
     (FileNotFoundError from mkstemp)."""
     plan = EXAMPLES / "ffn.json"
     one_error(planc(plan, "-t", target, "-o", f"/proc/{name}"), "cannot write the output")
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--pipeline", "ark-compress{"), "--pipeline: Error parsing pass pipeline specification"),
+    (("-t", "gemini", "--dram-bw", "1e300"), None),
+    (("-t", "gemini", "--dram-bw", "1e-5"), None),
+    (("-t", "gemini", "--dram-bw", "inf"), "--dram-bw: expected a positive bandwidth"),
+    (("-t", "gemini", "--dram-bw", "nan"), "--dram-bw: expected a positive bandwidth"),
+    (("-t", "gemini", "--mesh", "100000x100000"), "more than the 4096 planc schedules"),
+    (("-t", "gemini", "--mesh", "99999999999999999999x1"), "more than the 4096 planc schedules"),
+    (("-t", "gemini", "--buffer-size", str(2 ** 63)), "--buffer-size 9223372036854775808 is more than"),
+    (("-t", "gemini", "--batch", str(2 ** 63)), "--batch 9223372036854775808 is more than"),
+])
+def test_options_at_their_edges(planc, tmp_path, args, words):
+    """Found by hand: a pipeline syntax error's exception class is not an Exception (a
+    traceback); a float option the driver wrote into the pass pipeline as `1e+300` or `1e-05`
+    (a syntax error there, a traceback; or a string); NaN passing `<= 0`; a huge mesh filling
+    memory (MemoryError after 30 s); sizes beyond i64 reaching the IR (internal errors). The
+    controls are bandwidths that now reach the passes intact."""
+    result = planc(EXAMPLES / "ffn.json", *args, "-o", tmp_path / "out.json")
+    if words is None:
+        assert result.code == 0, result.err
+    else:
+        one_error(result, words)
+
+
+@pytest.mark.parametrize("bandwidth", ["nan", "inf", "0"])
+def test_simulate_refuses_a_bandwidth_that_is_no_number(planc, tmp_path, bandwidth):
+    """NaN reached the cycle count (ValueError: cannot convert float NaN to integer); 0 was
+    silently the default."""
+    schedule = tmp_path / "s.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "gemini", "-o", schedule).code == 0
+    one_error(planc("simulate", schedule, "--dram-bw", bandwidth), "--dram-bw: expected")
