@@ -296,3 +296,24 @@ def test_simulate_refuses_a_bandwidth_that_is_no_number(planc, tmp_path, bandwid
     schedule = tmp_path / "s.json"
     assert planc(EXAMPLES / "ffn.json", "-t", "gemini", "-o", schedule).code == 0
     one_error(planc("simulate", schedule, "--dram-bw", bandwidth), "--dram-bw: expected")
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--ranks", str(2 ** 31)), "more than the 4096 planc generates"),
+    (("--ranks", "65", "--algorithm", "ring"), "more than the 4096 planc generates"),
+    (("--ranks", "8", "--instances", "100000"), "more than the 4096 planc generates"),
+    (("--ranks", "8", "--instances", "0"), "--instances must be at least 1, got 0"),
+])
+def test_generated_collectives_are_bounded(planc, tmp_path, args, words):
+    """`--ranks 2147483648` (or 100000, or 100000 instances) generated for ever: the size is
+    refused before any operation is built; `--instances 0` was silently `auto`'s choice."""
+    one_error(planc("-t", "mscclpp", "--collective", "allreduce", *args, "-o",
+                    tmp_path / "c.json"), words)
+
+
+def test_the_largest_generated_collective_is_accepted():
+    """The control of the bound: 64 GPUs of one ring instance is still generated."""
+    from compiler.collectives.synthesis import Spec, synthesize
+
+    algorithm = synthesize(Spec("allreduce", 64, "ring"))
+    assert len(algorithm.gpus()) == 64

@@ -14,7 +14,7 @@ from compiler.collectives.cost import (
     padding_note,
     parse_size,
 )
-from compiler.collectives.synthesis import Spec, synthesize, variants
+from compiler.collectives.synthesis import MAX_SIZE, Spec, synthesize, variants
 from compiler.diagnostics import PlancError, UsageError
 from dialects import mscclpp as ms
 
@@ -36,7 +36,8 @@ def candidates(spec: Spec, protocol: str | None = None,
         if protocol is not None and proto != protocol:
             continue
         for instances in ((fixed_instances,) if fixed_instances else INSTANCES):
-            found.append(replace(spec, algorithm=name, protocol=proto, instances=instances))
+            if spec.ranks * spec.ranks * instances <= MAX_SIZE:
+                found.append(replace(spec, algorithm=name, protocol=proto, instances=instances))
     return found
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from argparse import Namespace
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler.collectives.builder import BlockBuilder, Link, PlanBuilder
 from compiler.diagnostics import UsageError
@@ -548,6 +548,19 @@ ALGORITHMS: dict[str, dict[str, Callable[[Spec], PlanBuilder]]] = {
 SIMPLE_ONLY = frozenset({"nvls"})
 MAX_FANOUT_RANKS = ms.MAX_CHANNELS_PER_OP + 1
 """All-pairs ops reach every peer in one op: at most 8 remote buffers."""
+MAX_SIZE = 4096
+"""The largest collective planc generates, in ranks x ranks x instances (64 GPUs of one
+instance, 8 GPUs of 64): a ring's operations grow so (each of `ranks` GPUs takes about
+2 x ranks steps per instance), and building, replaying and timing them is Python work per
+operation; `--ranks 2147483648` ran for ever."""
+
+
+def refuse_too_large(spec: Spec) -> None:
+    size = spec.ranks * spec.ranks * spec.instances
+    if size > MAX_SIZE:
+        raise UsageError(f"--ranks {spec.ranks} with --instances {spec.instances} is a "
+                         f"collective of {size} rank x rank x instance steps, more than the "
+                         f"{MAX_SIZE} planc generates")
 
 
 def variants(collective: str, ranks: int) -> list[tuple[str, str]]:
@@ -577,6 +590,7 @@ def synthesize(spec: Spec) -> ms.AlgorithmOp:
         raise UsageError(f"--instances must be at least 1, got {spec.instances}")
     if not 0 <= spec.root < spec.ranks:
         raise UsageError(f"--root {spec.root} is not a rank of {spec.ranks}")
+    refuse_too_large(spec)
     return table[spec.algorithm](spec).build()
 
 
@@ -596,6 +610,11 @@ def spec_from_options(options: Namespace) -> Spec:
 
 def synthesize_from_options(options: Namespace) -> ms.AlgorithmOp:
     spec = spec_from_options(options)
+    if spec.instances < 1:      # before `auto`, which reads a 0 as "not given"
+        raise UsageError(f"--instances must be at least 1, got {spec.instances}")
+    if spec.ranks < 2:
+        raise UsageError(f"--ranks must be at least 2, got {spec.ranks}")
+    refuse_too_large(replace(spec, instances=getattr(options, "instances", None) or 1))
     if spec.algorithm == "auto":
         from compiler.collectives.selection import fastest
 
