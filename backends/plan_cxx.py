@@ -34,6 +34,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.base_printer import BasePrinter
 
+from compiler.cost_model import refuse_impossible_grid
 from compiler.diagnostics import PlancError
 from compiler.locations import source_path
 from compiler.model_interpreter import final_outputs
@@ -167,6 +168,7 @@ class PlanPrinter(BasePrinter):
 
     def __init__(self, p: plan.PlanOp):
         plan.refuse_too_many_tasks(p, "a generated program")
+        refuse_impossible_grid(p)      # `constexpr int kProcessors = 2^40` would not compile
         super().__init__(stream=io.StringIO())
         self.plan = p
         self.layout = plan.buffer_layout(p)

@@ -377,8 +377,24 @@ class PlanCost:
         }
 
 
+def refuse_impossible_grid(p: plan.PlanOp) -> None:
+    """A plan of more processors than any GPU has cannot run (ARK's persistent kernel needs
+    every block resident, see `PlanOp._too_many_processors`), and the models keep arrays
+    per processor (NumProcessors 2^40 was a MemoryError). The verifier says so for a known
+    Architecture; this covers plans naming none."""
+    from compiler.diagnostics import PlancError
+    from compiler.hardware import most_processors
+
+    most = most_processors()
+    if p.processor_count > most:
+        raise PlancError(f"NumProcessors {p.processor_count} exceeds the {most} processors of "
+                         "the largest GPU planc models; ARK's persistent kernel needs all of "
+                         "its blocks resident at once", path="$.NumProcessors")
+
+
 def plan_cost(p: plan.PlanOp, device: GpuDevice) -> PlanCost:
     """The modeled execution of plan `p` on `device` (see the module docstring)."""
+    refuse_impossible_grid(p)
     plan.refuse_too_many_tasks(p, "the cost model")
     nproc = p.processor_count
     clock = np.zeros(nproc)

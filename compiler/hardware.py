@@ -230,6 +230,8 @@ class ArchitectureLimits:
 
     max_warps: int
     max_sram: int
+    max_processors: int
+    """The most processors (SMs, CUs) of a device with this architecture."""
 
 
 @cache
@@ -240,7 +242,13 @@ def architecture_limits(architecture: str) -> ArchitectureLimits | None:
     if not matching:
         return None
     return ArchitectureLimits(max(d.max_warps_per_processor for d in matching),
-                              max(d.sram_per_processor for d in matching))
+                              max(d.sram_per_processor for d in matching),
+                              max(d.processors for d in matching))
+
+
+def most_processors() -> int:
+    """The most processors of any GPU planc knows."""
+    return max(d.processors for d in _loadable_gpus())
 
 
 def resolve_gpu(name: str | None, default: str = "a100") -> GpuDevice:

@@ -47,7 +47,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from compiler import dtypes
-from compiler.cost_model import plan_cost
+from compiler.cost_model import plan_cost, refuse_impossible_grid
 from compiler.diagnostics import PlancError
 from compiler.hardware import GpuDevice, gpu_device, gpu_for_architecture
 from compiler.locations import source_path
@@ -858,6 +858,7 @@ def simulate(p: plan.PlanOp, *, seed: int = 0, arch: str | None = None,
     TaskInfo, computed from the model's own values of their inputs.
     """
     device, why = plan_device(p, arch)
+    refuse_impossible_grid(p)
     report: dict[str, Any] = {"ok": True, "device": device.name, "device_source": why}
     executions = plan.task_executions(p)
     report["task_executions"] = executions

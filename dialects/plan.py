@@ -439,12 +439,23 @@ class PlanOp(IRDLOperation):
             raise VerifyException(
                 f"NumWarpsPerProcessor {self.warps_per_processor} exceeds the {limits.max_warps} "
                 f"warps one processor of {self.arch_name} can hold")
+        if limits is not None and self.processor_count > limits.max_processors:
+            raise VerifyException(self._too_many_processors(limits.max_processors))
         ark.check_buffers_consistent(self.graph)
         tasks = self._verify_tasks()
         for pg in self.processor_groups():
             self._verify_processor_group(pg, tasks)
             if limits is not None:
                 _verify_sram_limit(pg, limits.max_sram, self.arch_name)
+
+    def _too_many_processors(self, most: int) -> str:
+        """ARK's loop kernel is persistent: all NumProcessors blocks grid-sync with each other,
+        and each takes a whole processor (`__launch_bounds__(threads, 1)` and all of its
+        shared memory). With more blocks than the device has processors, the resident ones
+        wait at the first barrier for blocks that can never start: the plan hangs."""
+        return (f"NumProcessors {self.processor_count} exceeds the {most} processors of the "
+                f"largest {self.arch_name} device; ARK's persistent kernel would wait for "
+                "ever at its first grid barrier")
 
     def _architecture_limits(self):
         """What one processor of the plan's Architecture offers (None when unknown)."""

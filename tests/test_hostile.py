@@ -317,3 +317,38 @@ def test_the_largest_generated_collective_is_accepted():
 
     algorithm = synthesize(Spec("allreduce", 64, "ring"))
     assert len(algorithm.gpus()) == 64
+
+
+@pytest.mark.parametrize("architecture, processors, words", [
+    ("CUDA_80", 2 ** 40, "exceeds the 108 processors of the largest CUDA_80 device"),
+    ("CUDA_80", 109, "exceeds the 108 processors of the largest CUDA_80 device"),
+    ("ANY", 2 ** 40, "exceeds the 304 processors of the largest GPU planc models"),
+    (None, 2 ** 40, "exceeds the 304 processors of the largest GPU planc models"),
+])
+@pytest.mark.parametrize("command", [("simulate",), ("plot", "-o", "p.png"),
+                                     ("-t", "cpu", "-o", "prog"), ("-t", "cuda", "-o", "prog")])
+def test_more_processors_than_any_gpu(planc, tmp_path, architecture, processors, words,
+                                      command):
+    """NumProcessors 2^40 passed `check`, then simulate and plot allocated arrays per
+    processor (ValueError, MemoryError: internal errors) and the programs declared
+    `constexpr int kProcessors = 1099511627776`. ARK's persistent kernel needs every block
+    resident, so more blocks than the device's processors hang; the control is a plan of
+    exactly 108 processors (an A100's), which every command accepts."""
+    plan_path = tmp_path / "p.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan_path).code == 0
+    doc = json.loads(plan_path.read_text())
+    assert doc["NumProcessors"] == 108
+    doc["NumProcessors"] = processors
+    if architecture is None:
+        del doc["Architecture"]
+    else:
+        doc["Architecture"] = architecture
+    bad = write_json(tmp_path / "bad.json", doc)
+    args = [str(tmp_path / a) if a in ("p.png", "prog") else a for a in command]
+    if command[0] in ("simulate", "plot"):
+        one_error(planc(args[0], bad, *args[1:]), words)
+    else:
+        one_error(planc(bad, *args), words)
+    if architecture == "CUDA_80" and processors == 109:
+        assert planc(*( [args[0], plan_path, *args[1:]] if command[0] in ("simulate", "plot")
+                        else [plan_path, *args])).code == 0
