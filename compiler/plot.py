@@ -159,6 +159,10 @@ def gemini_pictures(module: ModuleOp) -> list[Picture]:
     return [timeline, occupancy]
 
 
+MAX_HEATMAP_CORES = 1 << 20
+"""The most cells of a core map (a picture has far fewer pixels)."""
+
+
 def tt_pictures(module: ModuleOp) -> list[Picture]:
     from dialects import tt
 
@@ -168,6 +172,10 @@ def tt_pictures(module: ModuleOp) -> list[Picture]:
         grid = plan.grid
         if partition is None or grid is None:
             continue
+        if grid[0] * grid[1] > MAX_HEATMAP_CORES:
+            raise PlancError(f"a {grid[0]}x{grid[1]} core grid is more than the "
+                             f"{MAX_HEATMAP_CORES} cores planc draws (2^31 x 2^31 was an "
+                             "allocation error)", path="$.core_grid")
         values = np.zeros((grid[1], grid[0]))
         for core in partition.cores():
             xy = core.coordinates

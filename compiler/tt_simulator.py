@@ -28,7 +28,14 @@ from xdsl.ir import Block, Region, SSAValue
 
 from compiler import dtypes
 from compiler.diagnostics import PlancError
-from compiler.model_interpreter import Memory, ModelRun, buffer_sizes, evaluate, run_model
+from compiler.model_interpreter import (
+    MAX_MEMORY_BYTES,
+    Memory,
+    ModelRun,
+    buffer_sizes,
+    evaluate,
+    run_model,
+)
 from compiler.tt_device import device_named
 from compiler.tt_kernels import (
     TILE,
@@ -369,6 +376,11 @@ def simulate_implied_gemm(plan: tt.PlanOp, seed: int = 0) -> dict[str, Any]:
     mt, nt = (max(t[0] for t in tiles) + 1, max(t[1] for t in tiles) + 1)
     len_k = next((item.len_k_value for core in plan.work_partition.cores()
                   for item in core.items() if item.len_k is not None), 1) or 1
+    need = 4 * TILE * TILE * (mt * len_k + len_k * nt + mt * nt)
+    if need > MAX_MEMORY_BYTES:
+        raise PlancError(f"the GEMM the work items imply ({mt}x{nt} output tiles, {len_k} K "
+                         f"tiles) needs {need / 1e9:.3g} GB, more than the "
+                         f"{MAX_MEMORY_BYTES / 1e9:.3g} GB planc's numpy interpreter runs")
     rng = np.random.default_rng(seed)
     a = rng.uniform(-1, 1, (mt * TILE, len_k * TILE)).astype(np.float32)
     b = rng.uniform(-1, 1, (len_k * TILE, nt * TILE)).astype(np.float32)

@@ -70,7 +70,13 @@ SHARDS = ("DRAM", "L1")
 TILE_ORDERS = ("row_major", "column_major", "match_shard", "z_order")
 """How a core walks its tiles (work items) or how a buffer numbers its tiles (layouts)."""
 
-_CORE_KEY = re.compile(r"\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)")
+_CORE_KEY = re.compile(r"\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)", re.ASCII)
+"""A core key "(x,y)" in ASCII digits: `\\d` alone took "(٠,٠)" (Arabic-Indic digits), which
+only Python reads as a number."""
+
+MAX_LEN_K = (2**63 - 1) // 32
+"""The most K tiles a work item may reduce over: K = len_k x 32 elements is a 64-bit size
+(the lowering to TT-Metalium sizes its buffers so; 2^62 was an internal error there)."""
 
 
 def _int(value: int) -> IntegerAttr:
@@ -259,6 +265,10 @@ class WorkOp(JsonObjectOp):
                                None, field)
         if self.len_k is not None and self.len_k.value.data < 0:
             raise VerifyAt(f"len_k must be >= 0, got {self.len_k.value.data}", None, "len_k")
+        if self.len_k is not None and self.len_k.value.data > MAX_LEN_K:
+            raise VerifyAt(f"len_k {self.len_k.value.data} K tiles are more than 2^63-1 "
+                           "elements of K (32 per tile): no buffer holds such a K", None,
+                           "len_k")
         if self.tile_order is not None and self.tile_order.data not in TILE_ORDERS:
             raise VerifyAt(f"tile_order must be one of {', '.join(TILE_ORDERS)}, got "
                            f"{_quoted(self.tile_order.data)}", None, "tile_order")

@@ -352,3 +352,43 @@ def test_more_processors_than_any_gpu(planc, tmp_path, architecture, processors,
     if architecture == "CUDA_80" and processors == 109:
         assert planc(*( [args[0], plan_path, *args[1:]] if command[0] in ("simulate", "plot")
                         else [plan_path, *args])).code == 0
+
+
+def tt_doc(len_k: int = 4, grid=(2, 2), key: str | None = None) -> dict:
+    """A TileLang-TT plan without a kernel: 2x2 cores, one output tile each."""
+    partition = {f"({x},{y})": [{"io": x, "jo": y, "len_k": len_k, "tile_order": "row_major"}]
+                 for x in range(2) for y in range(2)}
+    if key is not None:
+        partition[key] = partition.pop("(0,0)")
+    return {"core_grid": list(grid), "core_ranges": [{"start": [0, 0], "extent": [2, 2]}],
+            "work_partition": partition,
+            "layouts": {"A": {"shard": "DRAM", "interleave": False,
+                              "tile_id_order": "row_major"}}}
+
+
+@pytest.mark.parametrize("doc, command, words", [
+    (tt_doc(len_k=2 ** 62), ("check",), "len_k 4611686018427387904 K tiles are more than"),
+    (tt_doc(len_k=2 ** 62), ("-t", "tt-metal"), "len_k 4611686018427387904 K tiles are more"),
+    (tt_doc(len_k=2 ** 20), ("simulate",), "more than the 8.59 GB planc's numpy interpreter"),
+    (tt_doc(grid=(2 ** 31, 2 ** 31)), ("plot",), "$.core_grid: a 2147483648x2147483648 core"),
+    (tt_doc(key="(\u0660,\u0660)"), ("check",), 'core key "(\u0660,\u0660)" is not of the form'),
+    (tt_doc(), ("check",), None),
+    (tt_doc(), ("simulate",), None),
+    (tt_doc(), ("-t", "tt-metal"), None),
+    (tt_doc(), ("plot",), None),
+])
+def test_tt_plans_at_their_edges(planc, tmp_path, doc, command, words):
+    """Found by hand: len_k 2^62 passed the verifier and overflowed i64 in the lowering to
+    TT-Metalium (and numpy's dimensions in simulate); len_k 2^20 made simulate allocate
+    34 GB for the implied GEMM; a 2^31 x 2^31 core_grid made plot allocate its core map;
+    Arabic-Indic digits in a core key were read as core (0,0) although no runtime but
+    Python's int() reads them. The controls: the same small plan passes every command."""
+    path = write_json(tmp_path / "tt.plan.json", doc)
+    out = {"plot": ["-o", str(tmp_path / "m.png")], "-t": ["-o", str(tmp_path / "prog")]}
+    args = ([command[0], path, *command[1:]] if command[0] in ("check", "simulate", "plot")
+            else [path, *command])
+    result = planc(*args, *out.get(command[0], []))
+    if words is None:
+        assert result.code == 0, result.err
+    else:
+        one_error(result, words)
