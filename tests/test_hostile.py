@@ -392,3 +392,21 @@ def test_tt_plans_at_their_edges(planc, tmp_path, doc, command, words):
         assert result.code == 0, result.err
     else:
         one_error(result, words)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda", "tt-metal"])
+def test_names_cannot_inject_code_in_any_program(planc, tmp_path, target):
+    """The `cpu` programs escaped operator names, but the header comment of every TT-Metalium
+    kernel file (`// reader kernel of Matmul '...'`) took the name raw: a newline in it
+    started a line `#error` (or any code) in reader.cpp, compute.cpp and writer.cpp."""
+    doc = model_doc()
+    for index, node in enumerate(doc["Nodes"]):
+        node["Op"]["Name"] = f"x{index}\"\n#error injected\n\x00\\"
+    out = tmp_path / "prog"
+    result = planc(write_json(tmp_path / "m.json", doc), "-t", target, "-o", out)
+    assert result.code == 0, result.err
+    sources = [f for f in out.rglob("*") if f.suffix in (".cpp", ".cu", ".h", ".hpp", ".txt")]
+    assert len(sources) >= 2
+    for source in sources:
+        for line in source.read_text().splitlines():
+            assert not line.lstrip().startswith("#error") and "\x00" not in line, (source, line)
