@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import io
 import os
 import sys
@@ -158,6 +159,8 @@ def user_error(e: BaseException) -> str | None:
         return parse_error_message(e)
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: cannot read: {e.strerror}"
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        return f"cannot write the output: {e.strerror}"     # `-o /dev/full`, a full disk
     if isinstance(e, VerifyException | DiagnosticException):
         return "verification failed: " + " ".join(str(e).split("\n\n", 1)[0].split())[:500]
     if isinstance(e, ArgSpecParseError):

@@ -442,8 +442,8 @@ class DnnFromArkPass(ModulePass):
         models = [m for m in op.ops if isinstance(m, ark.ModelOp)]
         if not models:
             raise PlancError("dnn-from-ark needs an ARK model")
-        if self.batch < 1:
-            raise PlancError(f"dnn-from-ark: batch must be >= 1, got {self.batch}")
+        if not 1 <= self.batch <= 2**63 - 1:    # the graph records it as i64
+            raise PlancError(f"dnn-from-ark: batch must be >= 1 and < 2^63, got {self.batch}")
         for model in models:
             graph = self.convert(model)
             op.body.block.insert_op_before(graph, model)

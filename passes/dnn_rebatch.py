@@ -33,8 +33,8 @@ class DnnRebatchPass(ModulePass):
     batch: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.batch < 1:
-            raise PlancError(f"dnn-rebatch: batch must be >= 1, got {self.batch}")
+        if not 1 <= self.batch <= 2**63 - 1:    # the graph records it as i64
+            raise PlancError(f"dnn-rebatch: batch must be >= 1 and < 2^63, got {self.batch}")
         graph = graph_of(op, self.name)
         rewriter = Rewriter()
         for node in graph.body.block.ops:

@@ -410,3 +410,21 @@ def test_names_cannot_inject_code_in_any_program(planc, tmp_path, target):
     for source in sources:
         for line in source.read_text().splitlines():
             assert not line.lstrip().startswith("#error") and "\x00" not in line, (source, line)
+
+
+@pytest.mark.parametrize("args, words", [
+    (("-p", "dnn-from-ark{batch=99999999999999999999999}"), "batch must be >= 1 and < 2^63"),
+    (("-p", "dnn-from-ark,dnn-rebatch{batch=9223372036854775808}"), "batch must be >= 1 and"),
+    (("-o", "/dev/full"), "cannot write the output: No space left on device"),
+])
+def test_planc_opt_at_its_edges(capsys, args, words):
+    """planc-opt: a batch beyond i64 reached the IR (ValueError), and a write the system
+    refuses was an internal error (OSError)."""
+    from compiler.opt import run
+
+    if "/dev/full" in args and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    code = run([str(EXAMPLES / "ffn.json"), *args])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and err.startswith("planc-opt: error: "), err
+    assert words in err, err
