@@ -428,3 +428,29 @@ def test_planc_opt_at_its_edges(capsys, args, words):
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and err.startswith("planc-opt: error: "), err
     assert words in err, err
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--verify=-1",), "--verify must be at least 1, got -1"),
+    (("--workers", "0"), "--workers must be at least 1, got 0"),
+    (("OUT_IS_A_FILE",), "exists and is not a directory"),
+    (("NO_MODEL",), "planc tune --target ark needs a MODEL"),
+])
+def test_tune_requests_at_their_edges(planc, tmp_path, args, words):
+    """Found by hand: `--verify -1` ended in exit 1 with no message, `-o` naming a file was
+    FileExistsError and no MODEL for `-t ark` an AttributeError (internal errors)."""
+    out = tmp_path / "results"
+    if "OUT_IS_A_FILE" in args:
+        out = write_json(tmp_path / "m.json", model_doc())
+    model = [] if "NO_MODEL" in args else [EXAMPLES / "ffn.json"]
+    rest = [a for a in args if a not in ("OUT_IS_A_FILE", "NO_MODEL")]
+    one_error(planc("tune", *model, "-t", "ark", "-o", out, "--budget", "1", *rest), words)
+
+
+def test_tune_summary_when_the_default_is_refused(planc, tmp_path):
+    """A --space whose first value (the study's default) the planner refuses made the summary
+    divide by the default's missing time (TypeError, an internal error after the search)."""
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark", "-o", tmp_path / "r",
+                   "--budget", "2", "--space", "sched-tile.tile_m=1,64")
+    assert result.code == 0, result.err
+    assert "planc's default: not scored (refused)" in result.out

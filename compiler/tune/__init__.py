@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import UsageError
+from compiler.diagnostics import PlancError, UsageError
 from compiler.tune.search import (
     OBJECTIVES,
     LocalExecutor,
@@ -47,6 +47,7 @@ def tune(options: TuneOptions) -> list[StudyResult]:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}")
     if options.budget < 1:
         raise UsageError("--budget must be at least 1")
+    _check_request(options)
     space = space_for(options.target, options.space, options.fixed)
     store = Store(options.out)
     store.set("study", {"target": options.target, "objective": options.objective,
@@ -74,6 +75,21 @@ def tune(options: TuneOptions) -> list[StudyResult]:
     return results
 
 
+def _check_request(options: TuneOptions) -> None:
+    """What the command line can get wrong before any work: found by hand, each of these was
+    an internal error (FileExistsError, AttributeError) or an exit 1 with no message."""
+    if options.verify < 1:
+        raise UsageError(f"--verify must be at least 1, got {options.verify}")
+    if options.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {options.workers}")
+    if options.out.exists() and not options.out.is_dir():
+        raise PlancError("exists and is not a directory; planc tune writes its results "
+                         "into a directory", file=str(options.out))
+    if not options.models and options.target != "mscclpp":
+        raise UsageError(f"planc tune --target {options.target} needs a MODEL (only "
+                         "--target mscclpp generates its input, with --collective)")
+
+
 def summary(results: list[StudyResult], objective: str) -> str:
     """What `planc tune` prints: per study, the best candidate against planc's default."""
     lines = []
@@ -89,7 +105,8 @@ def summary(results: list[StudyResult], objective: str) -> str:
             continue
         gain = (f" ({r.default['modeled_time_s'] / r.best['modeled_time_s']:.2f}x faster, "
                 f"{r.best['device_bytes'] / max(r.default['device_bytes'], 1):.2f}x memory)"
-                if r.default and r.best['modeled_time_s'] else "")
+                if r.default and r.default.get("modeled_time_s") is not None
+                and r.best['modeled_time_s'] else "")
         lines.append(f"  best ({objective}): {_figures(r.best)}{gain}")
         lines.append(f"    {_decisions(r.best['decisions'])}")
         lines.append(f"    verified: planc check --strict ok, planc simulate ok; written to "
@@ -100,6 +117,8 @@ def summary(results: list[StudyResult], objective: str) -> str:
 def _figures(row: dict[str, Any]) -> str:
     from compiler.report import seconds, size
 
+    if row.get("modeled_time_s") is None or row.get("device_bytes") is None:
+        return f"not scored ({row.get('status', 'failed')})"     # a candidate that failed
     return f"{seconds(row['modeled_time_s'])}, {size(row['device_bytes'])}"
 
 
