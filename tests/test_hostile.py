@@ -431,7 +431,7 @@ def test_planc_opt_at_its_edges(capsys, args, words):
 
 
 @pytest.mark.parametrize("args, words", [
-    (("--verify=-1",), "--verify must be at least 1, got -1"),
+    (("--verify=-1",), "--verify must be at least 0, got -1"),
     (("--workers", "0"), "--workers must be at least 1, got 0"),
     (("OUT_IS_A_FILE",), "exists and is not a directory"),
     (("NO_MODEL",), "planc tune --target ark needs a MODEL"),

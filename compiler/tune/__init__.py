@@ -78,8 +78,8 @@ def tune(options: TuneOptions) -> list[StudyResult]:
 def _check_request(options: TuneOptions) -> None:
     """What the command line can get wrong before any work: found by hand, each of these was
     an internal error (FileExistsError, AttributeError) or an exit 1 with no message."""
-    if options.verify < 1:
-        raise UsageError(f"--verify must be at least 1, got {options.verify}")
+    if options.verify < 0:
+        raise UsageError(f"--verify must be at least 0, got {options.verify}")
     if options.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {options.workers}")
     if options.out.exists() and not options.out.is_dir():
