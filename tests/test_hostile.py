@@ -454,3 +454,16 @@ def test_tune_summary_when_the_default_is_refused(planc, tmp_path):
                    "--budget", "2", "--space", "sched-tile.tile_m=1,64")
     assert result.code == 0, result.err
     assert "planc's default: not scored (refused)" in result.out
+
+
+def test_endless_inputs_are_refused(planc, monkeypatch):
+    """`planc check /dev/zero` (or `schema tt /dev/full`) read until memory ran out
+    (MemoryError after 11 s); reading stops one byte past the stated limit. The limit is
+    lowered here to keep the test small; the control is the example, under the limit."""
+    from compiler import json_reader
+
+    monkeypatch.setattr(json_reader, "MAX_INPUT_BYTES", 20_000)
+    assert planc("check", EXAMPLES / "ffn.json").code == 0          # 6,439 bytes
+    if os.path.exists("/dev/zero"):
+        one_error(planc("check", "/dev/zero"), "larger than the 20,000 bytes planc reads")
+        one_error(planc("schema", "tt", "/dev/zero"), "larger than the 20,000 bytes planc reads")
