@@ -18,6 +18,7 @@ matplotlib is an optional extra (`pip install planc[plot]`); the traces need not
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -212,10 +213,14 @@ def draw(pictures_: list[Picture], path: str | BinaryIO, image_format: str = "pn
         DRAWERS[type(picture)](picture, ax)
     for ax in list(axes.flat)[len(pictures_):]:
         ax.axis("off")
-    figure.tight_layout()
     if image_format not in ("png", "svg", "pdf"):
         raise PlancError(f"planc plot writes .png, .svg or .pdf images, not .{image_format}")
-    figure.savefig(path, dpi=110, format=image_format)
+    with warnings.catch_warnings():
+        # Names from the input may hold characters the font lacks (CJK, NUL): matplotlib
+        # draws a box and warned once per glyph on stderr, after a successful run.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
+        figure.tight_layout()
+        figure.savefig(path, dpi=110, format=image_format)
     plt.close(figure)
 
 

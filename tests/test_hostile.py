@@ -467,3 +467,20 @@ def test_endless_inputs_are_refused(planc, monkeypatch):
     if os.path.exists("/dev/zero"):
         one_error(planc("check", "/dev/zero"), "larger than the 20,000 bytes planc reads")
         one_error(planc("schema", "tt", "/dev/zero"), "larger than the 20,000 bytes planc reads")
+
+
+def test_plot_of_names_the_font_lacks_is_quiet(planc, tmp_path):
+    """An operator named in characters the font lacks (CJK, NUL) printed one matplotlib
+    warning per glyph on stderr after a successful plot."""
+    pytest.importorskip("matplotlib")
+    doc = model_doc()
+    doc["Nodes"][0]["Op"]["Name"] = "\u540d\u0000\u202e"
+    plan_path = tmp_path / "p.json"
+    assert planc(write_json(tmp_path / "m.json", doc), "-t", "ark", "-o", plan_path).code == 0
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = planc("plot", plan_path, "-o", tmp_path / "p.png")
+    assert result.code == 0 and result.err == "", result.err
+    assert not [w for w in caught if "Glyph" in str(w.message)], caught
