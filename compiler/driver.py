@@ -496,14 +496,16 @@ def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo, options: A
     return "", synthesize(options)
 
 
-def refuse_overwriting_inputs(output: str | None, inputs: Sequence[str]) -> None:
-    """`-o` naming an input would replace the user's document with the result."""
+def refuse_overwriting_inputs(output: str | None, inputs: Sequence[str],
+                              flag: str = "-o") -> None:
+    """`-o` (or `--trace`) naming an input would replace the user's document with the
+    result."""
     if not output or output == "-" or not os.path.exists(output):
         return
     for path in inputs:
         if os.path.exists(path) and os.path.samefile(output, path):
-            raise UsageError(f"-o {output} is the input {path}: planc does not write over its "
-                             "input; choose another output")
+            raise UsageError(f"{flag} {output} is the input {path}: planc does not write over "
+                             "its input; choose another output")
 
 
 def compile_command(args: argparse.Namespace) -> int:
@@ -587,6 +589,7 @@ def check_command(args: argparse.Namespace) -> int:
 
 def simulate_command(args: argparse.Namespace) -> int:
     options = scoped_options(args, "simulate", "planc simulate")
+    refuse_overwriting_inputs(getattr(options, "trace", None), [args.input], "--trace")
     fmt, module = load_input(args.input, args.source_format)
     if fmt.simulate is None:
         raise UsageError(f"planc simulate does not support {fmt.name} documents yet")

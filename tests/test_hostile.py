@@ -484,3 +484,14 @@ def test_plot_of_names_the_font_lacks_is_quiet(planc, tmp_path):
         result = planc("plot", plan_path, "-o", tmp_path / "p.png")
     assert result.code == 0 and result.err == "", result.err
     assert not [w for w in caught if "Glyph" in str(w.message)], caught
+
+
+def test_the_trace_does_not_replace_the_input(planc, tmp_path):
+    """`planc simulate p.json --trace p.json` replaced the plan with its Chrome trace (the
+    check `-o` has was missing for `--trace`)."""
+    plan_path = tmp_path / "p.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan_path).code == 0
+    before = plan_path.read_text()
+    one_error(planc("simulate", plan_path, "--trace", plan_path), "--trace",
+              "does not write over its input")
+    assert plan_path.read_text() == before
