@@ -247,8 +247,20 @@ def kernel_plan(index: int, plan: tt.PlanOp, device: TTDevice) -> KernelPlan:
     kernel.directory = f"kernels/{index:02d}_{_identifier(op.label.data)}"
     kernel.ranges = [(r.start[0], r.start[1], r.start[0] + r.extent[0] - 1,
                       r.start[1] + r.extent[1] - 1) for r in plan.core_ranges()]
+    _check_ranges_on_device(plan, kernel.ranges, device)
     _check_argument_count(kernel)
     return kernel
+
+
+def _check_ranges_on_device(plan: tt.PlanOp, ranges, device: TTDevice) -> None:
+    """The host program creates the kernels on each core range and sets every core's runtime
+    arguments: a range beyond the device's worker grid is one CreateKernel rejects, and its
+    cores would be enumerated one by one (a 2^31 x 2^31 range filled memory)."""
+    gx, gy = device.compute_grid
+    for x0, y0, x1, y1 in ranges:
+        if x1 >= gx or y1 >= gy:
+            raise _fail(plan, f"core range ({x0},{y0})-({x1},{y1}) reaches beyond the "
+                              f"{gx}x{gy} compute grid of {device.name}")
 
 
 def _identifier(text: str) -> str:

@@ -371,6 +371,9 @@ def tt_doc(len_k: int = 4, grid=(2, 2), key: str | None = None) -> dict:
     (tt_doc(len_k=2 ** 62), ("-t", "tt-metal"), "len_k 4611686018427387904 K tiles are more"),
     (tt_doc(len_k=2 ** 20), ("simulate",), "more than the 8.59 GB planc's numpy interpreter"),
     (tt_doc(grid=(2 ** 31, 2 ** 31)), ("plot",), "$.core_grid: a 2147483648x2147483648 core"),
+    ({**tt_doc(grid=(2 ** 31, 2 ** 31)),
+      "core_ranges": [{"start": [0, 0], "extent": [2 ** 31, 2 ** 31]}]}, ("-t", "tt-metal"),
+     "reaches beyond the 8x8 compute grid of wormhole_b0"),
     (tt_doc(key="(\u0660,\u0660)"), ("check",), 'core key "(\u0660,\u0660)" is not of the form'),
     (tt_doc(), ("check",), None),
     (tt_doc(), ("simulate",), None),
@@ -380,7 +383,8 @@ def tt_doc(len_k: int = 4, grid=(2, 2), key: str | None = None) -> dict:
 def test_tt_plans_at_their_edges(planc, tmp_path, doc, command, words):
     """Found by hand: len_k 2^62 passed the verifier and overflowed i64 in the lowering to
     TT-Metalium (and numpy's dimensions in simulate); len_k 2^20 made simulate allocate
-    34 GB for the implied GEMM; a 2^31 x 2^31 core_grid made plot allocate its core map;
+    34 GB for the implied GEMM; a 2^31 x 2^31 core_grid made plot allocate its core map, and
+    a core range that large made the TT-Metalium lowering list its cores (MemoryError);
     Arabic-Indic digits in a core key were read as core (0,0) although no runtime but
     Python's int() reads them. The controls: the same small plan passes every command."""
     path = write_json(tmp_path / "tt.plan.json", doc)
