@@ -82,6 +82,10 @@ MAX_BUFFER_REFS = 10
 MAX_BARRIERS = 16
 MAX_SEMAPHORES_PER_OP = 16
 UINT64_MAX = 2**64 - 1
+MAX_THREADBLOCKS = 2048
+"""The most thread blocks (over all GPUs) of a plan planc checks. The replay keeps a vector
+clock per thread block, so its work grows with their square (10,000 empty thread blocks on
+each of 2 GPUs ran for minutes); real plans have tens (the largest upstream file, 16)."""
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
@@ -568,6 +572,10 @@ class AlgorithmOp(PlanObjectOp):
             raise VerifyException("an algorithm holds only mscclpp.gpu ops")
         if not self.gpus():
             raise VerifyException("an algorithm needs at least one GPU")
+        blocks = sum(len(gpu.threadblocks()) for gpu in self.gpus())
+        if blocks > MAX_THREADBLOCKS:
+            raise VerifyException(f"the plan has {blocks} thread blocks, more than the "
+                                  f"{MAX_THREADBLOCKS} planc checks")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -612,8 +620,19 @@ class GpuOp(PlanObjectOp):
         attr = {"i": self.input_chunks, "o": self.output_chunks, "s": self.scratch_chunks}
         return attr[buffer].value.data
 
+    def declarations(self) -> list[Operation]:
+        """The channels, remote buffers and semaphores: the ops before the first thread
+        block, where the GPU's rules put them. Every thread block's rules look these up, so
+        scanning the thread blocks too made verification quadratic in them."""
+        found: list[Operation] = []
+        for op in (self.body.block.ops if self.body.blocks else ()):
+            if isinstance(op, ThreadblockOp):
+                break
+            found.append(op)
+        return found
+
     def channels(self) -> list[ChannelOp]:
-        return [op for op in block_ops(self.body) if isinstance(op, ChannelOp)]
+        return [op for op in self.declarations() if isinstance(op, ChannelOp)]
 
     def channel_ends(self, channel_type: str) -> list[int]:
         """The peer of each GPU-level channel of a memory/port type, by channel id."""
@@ -632,10 +651,10 @@ class GpuOp(PlanObjectOp):
         return groups
 
     def remote_buffers(self) -> list[RemoteBufferOp]:
-        return [op for op in block_ops(self.body) if isinstance(op, RemoteBufferOp)]
+        return [op for op in self.declarations() if isinstance(op, RemoteBufferOp)]
 
     def semaphores(self) -> list[SemaphoreOp]:
-        return [op for op in block_ops(self.body) if isinstance(op, SemaphoreOp)]
+        return [op for op in self.declarations() if isinstance(op, SemaphoreOp)]
 
     def threadblocks(self) -> list[ThreadblockOp]:
         return [op for op in block_ops(self.body) if isinstance(op, ThreadblockOp)]

@@ -499,3 +499,24 @@ def test_the_trace_does_not_replace_the_input(planc, tmp_path):
     one_error(planc("simulate", plan_path, "--trace", plan_path), "--trace",
               "does not write over its input")
     assert plan_path.read_text() == before
+
+
+@pytest.mark.parametrize("blocks, words", [(10_000, "more than the 2048 planc checks"),
+                                           (1_000, None)])
+def test_many_thread_blocks(planc, tmp_path, blocks, words):
+    """10,000 empty thread blocks on each GPU of a 2-GPU plan (a 2 MB file) ran for minutes:
+    every thread block's rules rescanned its GPU's ops, and the replay's vector clocks grow
+    with the square of the thread blocks. The plan size is bounded and the rules look only at
+    the declarations; the control (1,000 on each GPU) checks within the bound."""
+    plan_path = tmp_path / "ring.json"
+    assert planc("-t", "mscclpp", "--collective", "allreduce", "--ranks", "2", "--algorithm",
+                 "ring", "-o", plan_path).code == 0
+    doc = json.loads(plan_path.read_text())
+    for gpu in doc["gpus"]:
+        gpu["threadblocks"] += [{"id": i, "ops": [], "channels": [], "remoteBuffersIds": []}
+                                for i in range(len(gpu["threadblocks"]), blocks)]
+    result = planc("check", write_json(tmp_path / "many.json", doc))
+    if words is None:
+        assert result.code == 0, result.err
+    else:
+        one_error(result, words)
