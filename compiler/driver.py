@@ -496,6 +496,14 @@ def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo, options: A
     return "", synthesize(options)
 
 
+def refuse_stdout(output: str | None, flag: str, command: str) -> None:
+    """`-` means standard output to the compiling command; these outputs share stdout with
+    the command's report, so `-` would have been a file named `-` in the current directory."""
+    if output == "-":
+        raise UsageError(f"{flag} -: {command} writes this output to a file (its report goes to "
+                         "standard output); give a file name")
+
+
 def refuse_overwriting_inputs(output: str | None, inputs: Sequence[str],
                               flag: str = "-o") -> None:
     """`-o` (or `--trace`) naming an input would replace the user's document with the
@@ -589,6 +597,7 @@ def check_command(args: argparse.Namespace) -> int:
 
 def simulate_command(args: argparse.Namespace) -> int:
     options = scoped_options(args, "simulate", "planc simulate")
+    refuse_stdout(getattr(options, "trace", None), "--trace", "planc simulate")
     refuse_overwriting_inputs(getattr(options, "trace", None), [args.input], "--trace")
     fmt, module = load_input(args.input, args.source_format)
     if fmt.simulate is None:
@@ -617,6 +626,7 @@ def plot_command(args: argparse.Namespace) -> int:
     from compiler.plot import draw, pictures
 
     options = scoped_options(args, "plot", "planc plot")
+    refuse_stdout(args.output, "-o", "planc plot")
     refuse_overwriting_inputs(args.output, [args.input])
     _, module = load_input(args.input, args.source_format)
     try:

@@ -520,3 +520,16 @@ def test_many_thread_blocks(planc, tmp_path, blocks, words):
         assert result.code == 0, result.err
     else:
         one_error(result, words)
+
+
+@pytest.mark.parametrize("command", [("plot", "PLAN", "-o", "-"),
+                                     ("simulate", "PLAN", "--trace", "-")])
+def test_dash_is_not_a_file_name(planc, tmp_path, monkeypatch, command):
+    """`-o -` means stdout when compiling, but `planc plot -o -` and `simulate --trace -` wrote
+    a file named `-` into the current directory."""
+    monkeypatch.chdir(tmp_path)
+    plan_path = tmp_path / "p.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan_path).code == 0
+    args = [str(plan_path) if a == "PLAN" else a for a in command]
+    one_error(planc(*args), "give a file name")
+    assert not (tmp_path / "-").exists()
