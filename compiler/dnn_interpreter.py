@@ -196,6 +196,7 @@ def run_graph(graph: dnn.GraphOp, seed: int = 0, given: dict[str, Array] | None 
               ) -> dict[SSAValue, Array]:
     """Every value of the graph, computed layer by layer; inputs named in `given` take those
     values, the others are drawn at random."""
+    refuse_too_large(graph)
     rng = np.random.default_rng(seed)
     values: dict[SSAValue, Array] = {}
     for op in graph.body.block.ops:
@@ -206,6 +207,19 @@ def run_graph(graph: dnn.GraphOp, seed: int = 0, given: dict[str, Array] | None 
         elif isinstance(op, dnn.LayerOp):
             values[op.output] = evaluate(op, [values[v] for v in op.inputs])
     return values
+
+
+def refuse_too_large(graph: dnn.GraphOp) -> None:
+    """`run_graph` keeps every value (float64) until the end: a graph whose values exceed the
+    numpy interpreters' memory is refused from its shapes, before any allocation (20,000
+    layers of 5.5 MB each ended in a MemoryError)."""
+    from compiler.model_interpreter import MAX_MEMORY_BYTES
+
+    total = 8 * sum(math.prod(op.output.type.shape_list) for op in graph.body.block.ops
+                    if isinstance(op, dnn.InputOp | dnn.LayerOp))
+    if total > MAX_MEMORY_BYTES:
+        raise PlancError(f"the graph's values hold {total / 1e9:.3g} GB, more than the "
+                         f"{MAX_MEMORY_BYTES / 1e9:.3g} GB planc's numpy interpreter runs")
 
 
 def simulate_graph(module, options) -> dict[str, Any]:
