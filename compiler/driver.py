@@ -597,6 +597,8 @@ def check_command(args: argparse.Namespace) -> int:
 
 def simulate_command(args: argparse.Namespace) -> int:
     options = scoped_options(args, "simulate", "planc simulate")
+    if (getattr(options, "seed", 0) or 0) < 0:     # numpy's generators take seeds >= 0
+        raise UsageError(f"--seed: expected a non-negative integer, got {options.seed}")
     refuse_stdout(getattr(options, "trace", None), "--trace", "planc simulate")
     refuse_overwriting_inputs(getattr(options, "trace", None), [args.input], "--trace")
     fmt, module = load_input(args.input, args.source_format)

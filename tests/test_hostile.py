@@ -548,3 +548,14 @@ def test_layer_graphs_too_large_to_simulate(planc, tmp_path, monkeypatch):
     monkeypatch.setattr(model_interpreter, "MAX_MEMORY_BYTES", 1 << 20)
     one_error(planc("simulate", layers), "the graph's values hold",
               "planc's numpy interpreter runs")
+
+
+@pytest.mark.parametrize("source", ["ffn.json", "PLAN"])
+def test_a_negative_seed_is_an_error(planc, tmp_path, source):
+    """`planc simulate --seed -1` reached numpy's generator (ValueError, an internal error)."""
+    path = EXAMPLES / source
+    if source == "PLAN":
+        path = tmp_path / "p.json"
+        assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", path).code == 0
+    one_error(planc("simulate", path, "--seed=-1"), "--seed: expected a non-negative integer")
+    assert planc("simulate", path, "--seed", str(2 ** 70)).code == 0
