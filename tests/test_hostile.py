@@ -437,12 +437,14 @@ def test_planc_opt_at_its_edges(capsys, args, words):
 @pytest.mark.parametrize("args, words", [
     (("--verify=-1",), "--verify must be at least 0, got -1"),
     (("--workers", "0"), "--workers must be at least 1, got 0"),
+    (("--tune-seed=-1", "--strategy", "tpe"), "--tune-seed must be in [0, 2^32), got -1"),
     (("OUT_IS_A_FILE",), "exists and is not a directory"),
     (("NO_MODEL",), "planc tune --target ark needs a MODEL"),
 ])
 def test_tune_requests_at_their_edges(planc, tmp_path, args, words):
     """Found by hand: `--verify -1` ended in exit 1 with no message, `-o` naming a file was
-    FileExistsError and no MODEL for `-t ark` an AttributeError (internal errors)."""
+    FileExistsError, no MODEL for `-t ark` an AttributeError and a negative seed optuna's
+    ValueError (internal errors)."""
     out = tmp_path / "results"
     if "OUT_IS_A_FILE" in args:
         out = write_json(tmp_path / "m.json", model_doc())

@@ -80,6 +80,8 @@ def _check_request(options: TuneOptions) -> None:
     an internal error (FileExistsError, AttributeError) or an exit 1 with no message."""
     if options.verify < 0:
         raise UsageError(f"--verify must be at least 0, got {options.verify}")
+    if not 0 <= options.seed < 2**32:       # the tpe strategy's generator takes these only
+        raise UsageError(f"--tune-seed must be in [0, 2^32), got {options.seed}")
     if options.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {options.workers}")
     if options.out.exists() and not options.out.is_dir():
