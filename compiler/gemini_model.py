@@ -156,6 +156,22 @@ def is_local(layer: dnn.LayerOp) -> bool:
                                   *dnn.VIEW_CLASSES))
 
 
+def conv_channels(layer: dnn.Conv2dOp, k0: int, k1: int) -> tuple[int, int]:
+    """Input channels output channels k0..k1 read: all of them, or with g groups those of the
+    groups k0..k1 fall in (group k // (K/g) reads channels [group * C/g, (group+1) * C/g))."""
+    c = dnn.fmap(layer.inputs[0]).nchw[1]
+    g = layer.group_count
+    k_per, c_per = layer.out_type.nchw[1] // g, c // g
+    return (k0 // k_per) * c_per, (k1 // k_per + 1) * c_per - 1
+
+
+def lrn_channels(layer: dnn.LrnOp, c0: int, c1: int) -> tuple[int, int]:
+    """Input channels an LRN's output channels c0..c1 read: their channel windows, clipped."""
+    before, after = layer.channel_reach
+    channels = dnn.fmap(layer.inputs[0]).nchw[1]
+    return max(0, c0 - before), min(channels - 1, c1 + after)
+
+
 def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]:
     """The box of activation input `index` that output box `out` needs, and the padding
     [top, bottom, left, right] the layer applies around it."""
@@ -168,8 +184,11 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
         (r, s), (sh, sw), (pt, _, pl, _) = layer.window, layer.strides, layer.pads
         ha, hb, top, bottom = _window_range(h0, h1, r, sh, pt, shape[2])
         wa, wb, left, right = _window_range(w0, w1, s, sw, pl, shape[3])
-        cs = (0, shape[1] - 1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
+        cs = conv_channels(layer, c0, c1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
         return ([n0, cs[0], ha, wa], [n1, cs[1], hb, wb]), [top, bottom, left, right]
+    if isinstance(layer, dnn.LrnOp):
+        first, last = lrn_channels(layer, c0, c1)
+        return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
     if isinstance(layer, dnn.DenseOp):
         return ([n0, 0, 0, 0], [n1, shape[1] - 1, shape[2] - 1, shape[3] - 1]), no_pad
     if isinstance(layer, dnn.MatmulOp):
@@ -216,6 +235,9 @@ VP_COSTS: dict[str, tuple[str, int, int]] = {
     "element_wise_add": ("in", 32, 18),
     "max_pool2d": ("in", 32, 16),
     "avg_pool2d": ("in", 32, 21),
+    "lrn": ("in", 32, 16),
+    # ^ no public IR has one: priced like the other vector ops (one pass over the input, its
+    # channel-window sums kept in the vector unit), with the common 16-cycle start.
 }
 DEFAULT_VP_COST = ("in", 32, 18)
 
@@ -242,14 +264,22 @@ def pe_cycles(layer: dnn.LayerOp, out: Box, in_bytes: int, direct_weight_bytes: 
         depth, bits = dnn.fmap(layer.inputs[0]).nchw[1], dnn.fmap(layer.inputs[0]).bits
         reduction = -(-depth // channel_align(bits)) * channel_align(bits)
     else:
-        _, c, rs = weight_geometry(layer)
-        align = channel_align(weight_bits(layer))
-        reduction = -(-c // align) * align * rs
+        reduction = conv_reduction(layer)
     lanes = GeminiHardware.pe_k_lanes
     macs = n * -(-k // lanes) * lanes * h * w * reduction
     compute = macs / GeminiHardware.pe_macs_per_cycle * 1.01 + 200
     weights = 2 * direct_weight_bytes / 96 if h * w >= 8 else 0.0
     return max(compute, 2 * in_bytes / 88, weights)
+
+
+def conv_reduction(layer: dnn.LayerOp) -> int:
+    """MACs per output element on the PE array: the input channels padded to channel groups
+    times R*S, divided by the groups of a grouped convolution (each output channel reduces
+    over its own group only: cost scaled by 1/g, the padding taken over all channels)."""
+    _, c, rs = weight_geometry(layer)
+    groups = layer.group_count if isinstance(layer, dnn.Conv2dOp) else 1
+    align = channel_align(weight_bits(layer))
+    return -(-(-(-c * groups // align) * align * rs) // groups)
 
 
 def stream_time(tile_cycles: Sequence[float], tile_units: int) -> float:
