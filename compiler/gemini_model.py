@@ -135,6 +135,14 @@ def stream_tile_channels(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -
     return min(best, k_range)
 
 
+def stream_slices(layer: dnn.LayerOp, tile_k: int, hw: GeminiHardware) -> int:
+    """Input-channel slices each streamed tile's weights are cut into: 1, unless even the
+    smallest tile of output channels exceeds the WL0 slice (a dense layer over a large input,
+    e.g. ZFNet-512's 4096 x 18432); then the tile's reduction is split, its partial sums
+    accumulating in the output buffer, so that each slice's weights fit."""
+    return max(1, -(-wl0_stream_units(layer, tile_k, hw) // hw.stream_tile_max_units))
+
+
 # ---------------------------------------------------------------------------------------------
 # Receptive fields
 # ---------------------------------------------------------------------------------------------
