@@ -1,0 +1,260 @@
+"""LRN, grouped / depthwise convolution and average pooling that leaves padding out, from ONNX
+to Gemini schedules, each checked a second way:
+
+* the imported layer graph computes what ONNX's own reference evaluator computes;
+* the receptive field planc gives each workload (the input box its ifmap records) equals the
+  one found by brute force over the workload's output coordinates, from ONNX's definition of
+  the operator (not from planc's formulas);
+* the schedule runs tile by tile on only the data its transfers deliver (`check_tiles`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX frontend is the planc[onnx] extra")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from backends.gemini import schedule_pipeline  # noqa: E402
+from compiler import gemini_model as model  # noqa: E402
+from compiler.dnn_interpreter import run_graph  # noqa: E402
+from compiler.driver import run_pipeline  # noqa: E402
+from compiler.gemini_simulator import check_tiles  # noqa: E402
+from dialects import dnn, gemini  # noqa: E402
+from frontends.onnx_model import import_model  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def network(nodes, shape, out_shape, weights=()) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+        initializer=[numpy_helper.from_array(w.astype(np.float32), name)
+                     for name, w in weights])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def lrn_net(size: int, channels: int = 16) -> onnx.ModelProto:
+    w = RNG.uniform(-1, 1, (channels, 3, 3, 3))
+    return network([
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("LRN", ["c"], ["y"], size=size, alpha=0.5, beta=0.75, bias=2.0),
+    ], [1, 3, 10, 10], [1, channels, 10, 10], [("w", w)])
+
+
+def grouped_net(groups: int, channels: int = 16, k: int = 16, stride: int = 1,
+                ) -> onnx.ModelProto:
+    w = RNG.uniform(-1, 1, (k, channels // groups, 3, 3))
+    out = (10 + 2 - 3) // stride + 1
+    return network([
+        helper.make_node("Conv", ["x", "w"], ["y"], group=groups, pads=[1, 1, 1, 1],
+                         strides=[stride, stride]),
+    ], [1, channels, 10, 10], [1, k, out, out], [("w", w)])
+
+
+def avgpool_net(include_pad: int) -> onnx.ModelProto:
+    return network([
+        helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         strides=[1, 1], count_include_pad=include_pad),
+    ], [1, 8, 9, 9], [1, 8, 9, 9])
+
+
+NETWORKS = {
+    "lrn5": lambda: lrn_net(5), "lrn4": lambda: lrn_net(4), "lrn1": lambda: lrn_net(1),
+    "grouped2": lambda: grouped_net(2), "grouped4_k8": lambda: grouped_net(4, k=8),
+    "depthwise": lambda: grouped_net(16), "depthwise_x2_s2": lambda: grouped_net(8, 8, 16, 2),
+    "avgpool_exclude_pad": lambda: avgpool_net(0), "avgpool_include_pad": lambda: avgpool_net(1),
+}
+
+
+def imported(net: onnx.ModelProto):
+    imp = import_model(net)
+    return imp, dnn.find_graph(imp.module)
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_the_layer_graph_computes_what_onnx_computes(name):
+    net = NETWORKS[name]()
+    x = RNG.uniform(-1, 1, [d.dim_value for d in
+                            net.graph.input[0].type.tensor_type.shape.dim]).astype(np.float32)
+    expected = ReferenceEvaluator(net).run(None, {"x": x})[0]
+    imp, graph = imported(net)
+    given = dict(imp.values)
+    given[imp.inputs["x"]] = x
+    values = run_graph(graph, given=given)
+    out = graph.outputs[0].value
+    np.testing.assert_allclose(values[out], expected, rtol=1e-4, atol=1e-5)
+
+
+# -- receptive fields by brute force ---------------------------------------------------------
+
+
+def brute_force_box(layer: dnn.LayerOp, out_box) -> tuple[list[int], list[int]]:
+    """The bounding box of every input coordinate some output coordinate of `out_box` reads,
+    by ONNX's definition of the operator (an LRN window is [c - floor((size-1)/2),
+    c + ceil((size-1)/2)]; grouped output channel k reads the C/g channels of group
+    k // (K/g)), padding cut off."""
+    n_in, c_in, h_in, w_in = dnn.fmap(layer.inputs[0]).nchw
+    seen = [set() for _ in range(4)]
+    ranges = [range(lo, hi + 1) for lo, hi in zip(*out_box, strict=True)]
+    for n, k, h, w in itertools.product(*ranges):
+        if isinstance(layer, dnn.LrnOp):
+            size = layer.window_size
+            channels = range(max(0, k - (size - 1) // 2),
+                             min(c_in - 1, k + int(np.ceil((size - 1) / 2))) + 1)
+            rows, cols = [h], [w]
+        else:
+            (r, s), (sh, sw), (top, _, left, _) = layer.window, layer.strides, layer.pads
+            if isinstance(layer, dnn.Conv2dOp):
+                g = layer.group_count
+                k_per, c_per = layer.out_type.nchw[1] // g, c_in // g
+                channels = range(k // k_per * c_per, (k // k_per + 1) * c_per)
+            else:
+                channels = [k]
+            rows = [h * sh - top + i for i in range(r) if 0 <= h * sh - top + i < h_in]
+            cols = [w * sw - left + j for j in range(s) if 0 <= w * sw - left + j < w_in]
+        for dim, values in enumerate(([n], channels, rows, cols)):
+            seen[dim].update(values)
+    return [min(d) for d in seen], [max(d) for d in seen]
+
+
+@pytest.mark.parametrize("name", ["lrn5", "lrn4", "grouped2", "grouped4_k8", "depthwise",
+                                  "depthwise_x2_s2", "avgpool_exclude_pad"])
+def test_input_boxes_match_brute_force_for_every_output_range(name):
+    """planc's receptive field (`input_box`) of every channel range and a few spatial ones."""
+    _, graph = imported(NETWORKS[name]())
+    layer = graph.layers[-1] if not isinstance(graph.layers[-1], dnn.EltwiseOp) else \
+        graph.layers[0]
+    layer = next(op for op in graph.layers if isinstance(op, (dnn.LrnOp, dnn.PoolOp))) \
+        if name.startswith(("lrn", "avg")) else layer
+    _, k, h, w = layer.out_type.nchw
+    for c0, c1 in itertools.combinations_with_replacement(range(k), 2):
+        for h0, h1 in ((0, h - 1), (0, 0), (h - 1, h - 1), (1, h // 2)):
+            box = ([0, c0, h0, 0], [0, c1, h1, w - 1])
+            got, _ = model.input_box(layer, 0, box)
+            assert (list(got[0]), list(got[1])) == brute_force_box(layer, box), (box, got)
+
+
+def schedule(net: onnx.ModelProto, mesh: str, buffer_size: int | None = None):
+    imp, graph = imported(net)
+    options = argparse.Namespace(mesh=mesh, batch=None, buffer_size=buffer_size, dram_bw=None)
+    run_pipeline(imp.module, schedule_pipeline(options))
+    return imp.module, graph
+
+
+def delivered_boxes(schedule_op: gemini.ScheduleOp, ifmap: gemini.IfmapOp) -> list:
+    """The absolute boxes of the blocks and DRAM loads an ifmap lists."""
+    loads = {ld.value("transfer_id"): ld for ld in schedule_op.dram.loads}
+    blocks = {o.value("transfer_id"): (wl, o) for wl in schedule_op.workloads()
+              for o in wl.ofmaps}
+    boxes = []
+    for tid in ifmap.transfer_ids:
+        if tid in loads:
+            boxes.append((loads[tid].ints_of("lower"), loads[tid].ints_of("upper")))
+        else:
+            wl, block = blocks[tid]
+            boxes.append(([a + b for a, b in zip(wl.box[0], block.ints_of("lower"),
+                                                 strict=True)],
+                          [a + b for a, b in zip(wl.box[0], block.ints_of("upper"),
+                                                 strict=True)]))
+    return boxes
+
+
+def covered(box, pieces) -> bool:
+    """Is every coordinate of `box` in one of `pieces`? (Small boxes: checked point by point.)"""
+    ranges = [range(lo, hi + 1) for lo, hi in zip(*box, strict=True)]
+    return all(any(all(lo <= p <= hi for p, lo, hi in zip(point, *piece, strict=True))
+                   for piece in pieces) for point in itertools.product(*ranges))
+
+
+@pytest.mark.parametrize("mesh,buffer_size", [("1x1", None), ("2x2", None), ("1x1", 16384),
+                                              ("2x2", 8192)])
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_schedules_deliver_the_brute_force_receptive_field(name, mesh, buffer_size):
+    module, graph = schedule(NETWORKS[name](), mesh, buffer_size)
+    schedule_op = next(op for op in module.ops if isinstance(op, gemini.ScheduleOp))
+    layers = {layer.name_: layer for layer in graph.layers}
+    checked = 0
+    for wl in schedule_op.workloads():
+        layer = layers[wl.layer]
+        if not isinstance(layer, (dnn.LrnOp, dnn.Conv2dOp, dnn.PoolOp)):
+            continue
+        want = brute_force_box(layer, wl.box)
+        ifmap = wl.ifmaps[0]
+        extent = [hi - lo + 1 for lo, hi in zip(ifmap.ints_of("lower"), ifmap.ints_of("upper"),
+                                                strict=True)]
+        assert extent == [hi - lo + 1 for lo, hi in zip(*want, strict=True)], (wl.layer, wl.box)
+        assert covered(want, delivered_boxes(schedule_op, ifmap)), (wl.layer, wl.box)
+        checked += 1
+    assert checked
+    tiles = check_tiles(module)
+    assert tiles.ok, tiles.problem
+
+
+def test_a_lrn_split_over_channels_reads_the_neighbouring_channels():
+    """With 4 cores and channels cut, LRN parts read channels beyond their own (the halo)."""
+    module, graph = schedule(lrn_net(5, channels=64), "2x2", 8192)
+    schedule_op = next(op for op in module.ops if isinstance(op, gemini.ScheduleOp))
+    lrn = next(layer for layer in graph.layers if isinstance(layer, dnn.LrnOp))
+    parts = [wl for wl in schedule_op.workloads() if wl.layer == lrn.name_]
+    halos = [wl for wl in parts if wl.ifmaps[0].ints_of("upper")[1] -
+             wl.ifmaps[0].ints_of("lower")[1] > wl.box[1][1] - wl.box[0][1]]
+    assert halos, [wl.box for wl in parts]
+
+
+# -- the layer description keeps them ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["lrn5", "grouped2", "depthwise", "avgpool_exclude_pad"])
+def test_the_layer_description_round_trips(planc, tmp_path, name):
+    path = tmp_path / "net.onnx"
+    onnx.save(NETWORKS[name](), path)
+    first = planc(path, "-t", "gemini-layers", "-o", tmp_path / "layers.json")
+    assert first.code == 0, first.err
+    again = planc(tmp_path / "layers.json", "-t", "gemini-layers", "-o", tmp_path / "again.json")
+    assert again.code == 0, again.err
+    text = (tmp_path / "layers.json").read_text()
+    assert text == (tmp_path / "again.json").read_text()
+    key = {"lrn5": '"size": 5', "grouped2": '"groups": 2', "depthwise": '"groups": 16',
+           "avgpool_exclude_pad": '"count_include_pad": false'}[name]
+    assert key in text
+
+
+def test_lrn_coefficients_survive_the_round_trip(planc, tmp_path):
+    onnx.save(lrn_net(5), tmp_path / "net.onnx")
+    assert planc(tmp_path / "net.onnx", "-t", "gemini-layers", "-o",
+                 tmp_path / "a.json").code == 0
+    import json
+
+    layer = next(v for v in json.loads((tmp_path / "a.json").read_text()).values()
+                 if v["operation"] == "lrn")
+    assert (layer["size"], layer["alpha"], layer["beta"], layer["bias"]) == (5, 0.5, 0.75, 2.0)
+
+
+# -- what still cannot be expressed -------------------------------------------------------------
+
+
+def test_a_grouped_convolution_whose_groups_do_not_divide_is_named(planc, tmp_path):
+    net = grouped_net(2)
+    net.graph.node[0].attribute[0].i = 3      # group=3 over 16 channels
+    onnx.save(net, tmp_path / "bad.onnx")
+    result = planc(tmp_path / "bad.onnx", "-t", "gemini", "-o", tmp_path / "x.json")
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert "(Conv)" in result.err and "$.graph.node[0]" in result.err
+
+
+def test_max_pooling_cannot_carry_count_include_pad():
+    from dialects.dnn import PoolOp
+
+    x = dnn.InputOp.new("x", dnn.FmapType.get([1, 8, 4, 4], "int8"))
+    op = PoolOp.new("p", "max_pool2d", [x.output], dnn.FmapType.get([1, 8, 4, 4], "int8"),
+                    pool_size=dnn._ints([1, 1]), count_include_pad=dnn.IntegerAttr(0, 1))
+    with pytest.raises(Exception, match="average pooling only"):
+        op.verify_()
