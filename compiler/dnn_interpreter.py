@@ -187,13 +187,20 @@ def broadcast(layer: dnn.BroadcastOp, inputs: list[Array]) -> Array:
     return from_rows(np.broadcast_to(rows, dnn.ints(layer.to_shape)), layer.out_type)
 
 
+def channel_shuffle(layer: dnn.ChannelShuffleOp, inputs: list[Array]) -> Array:
+    x = _nchw(inputs[0])
+    n, c, h, w = x.shape
+    g = layer.group_count
+    return x.reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4).reshape(n, c, h, w)
+
+
 LAYER_FUNCTIONS: dict[type, Callable[[Any, list[Array]], Array]] = {
     dnn.Conv2dOp: conv2d, dnn.PoolOp: pool, dnn.EltwiseOp: eltwise,
     dnn.QuantizeOp: lambda layer, inputs: inputs[0], dnn.DenseOp: dense,
     dnn.ReshapeOp: reshape, dnn.MatmulOp: matmul,
     dnn.UnaryOp: unary, dnn.ReduceOp: reduce, dnn.TransposeOp: transpose,
     dnn.SliceOp: slice_, dnn.BroadcastOp: broadcast, dnn.StridedSliceOp: strided_slice,
-    dnn.LrnOp: lrn,
+    dnn.LrnOp: lrn, dnn.ChannelShuffleOp: channel_shuffle,
 }
 
 

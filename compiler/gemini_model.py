@@ -180,6 +180,22 @@ def lrn_channels(layer: dnn.LrnOp, c0: int, c1: int) -> tuple[int, int]:
     return max(0, c0 - before), min(channels - 1, c1 + after)
 
 
+def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[int, int]:
+    """The first and last input channel a channel shuffle's outputs c0..c1 come from. Output
+    c = j*g + i is input i*(C/g) + j: per residue i (at most g of them) the outputs with that
+    residue run from j_first to j_last, so the bounds are found without visiting channels."""
+    g = layer.group_count
+    per = dnn.fmap(layer.inputs[0]).nchw[1] // g
+    first, last = None, None
+    for c in range(c0, min(c1, c0 + g - 1) + 1):
+        i = c % g
+        top = c1 - (c1 - i) % g       # the last output channel <= c1 with residue i
+        low, high = i * per + c // g, i * per + top // g
+        first = low if first is None else min(first, low)
+        last = high if last is None else max(last, high)
+    return first, last
+
+
 def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]:
     """The box of activation input `index` that output box `out` needs, and the padding
     [top, bottom, left, right] the layer applies around it."""
@@ -194,6 +210,9 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
         wa, wb, left, right = _window_range(w0, w1, s, sw, pl, shape[3])
         cs = conv_channels(layer, c0, c1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
         return ([n0, cs[0], ha, wa], [n1, cs[1], hb, wb]), [top, bottom, left, right]
+    if isinstance(layer, dnn.ChannelShuffleOp):
+        first, last = shuffled_channels(layer, c0, c1)
+        return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
     if isinstance(layer, dnn.LrnOp):
         first, last = lrn_channels(layer, c0, c1)
         return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad

@@ -13,8 +13,8 @@ reshape, ...) imports into it one layer op per layer, and ARK models convert int
   activations first, then weights) and one result. The ops are grouped by what the hardware runs
   them on (`LAYER_TYPE`): the PE array (conv2d, grouped too, dense, matmul), the vector
   processor (pooling, element-wise, quantize, unary, reduce, local response normalisation) or
-  the data-transfer engine (transpose, broadcast, strided slice); a reshape or a slice is a
-  view.
+  the data-transfer engine (transpose, broadcast, strided slice, channel shuffle); a reshape
+  or a slice is a view.
 
 Frontend fields the dialect does not model are kept in `extra`, with the file's member order in
 `keys`, so that a layer description exports back unchanged. Scheduling passes record their
@@ -705,6 +705,30 @@ class TransposeOp(LayerOp):
 
 
 @irdl_op_definition
+class ChannelShuffleOp(LayerOp):
+    """ShuffleNet's channel shuffle on the data-transfer engine: the C channels, seen as
+    `groups` rows of C/groups, transposed: out[:, j * groups + i] = in[:, i * C/groups + j]
+    (ONNX: Reshape to [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4], Reshape back). Pixels stay
+    where they are."""
+
+    name = "dnn.channel_shuffle"
+    LAYER_TYPE: ClassVar[str | None] = "dt"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("channel_shuffle",)
+    groups = prop_def(IntegerAttr)
+
+    @property
+    def group_count(self) -> int:
+        return int(self.groups.value.data)
+
+    def verify_(self) -> None:
+        super().verify_()
+        channels = fmap(self.inputs[0]).nchw[1]
+        if self.group_count < 1 or channels % self.group_count:
+            raise self.fail(f"{self.group_count} groups do not divide {channels} channels")
+        self.expect_shape(fmap(self.inputs[0]).nchw, "same shape as the input")
+
+
+@irdl_op_definition
 class GenericLayerOp(LayerOp):
     """A layer of an operation planc does not know: kept as written, not schedulable."""
 
@@ -713,7 +737,7 @@ class GenericLayerOp(LayerOp):
 
 LAYER_CLASSES: tuple[type[LayerOp], ...] = (
     Conv2dOp, PoolOp, EltwiseOp, QuantizeOp, DenseOp, ReshapeOp, SliceOp, MatmulOp, UnaryOp,
-    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp, LrnOp)
+    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp, LrnOp, ChannelShuffleOp)
 
 
 # Typed members of layers that planc makes from ARK and ONNX models (Gemini's frontend writes
@@ -748,6 +772,7 @@ LAYER_MEMBERS.update({
     Conv2dOp: {"groups": "int"},
     PoolOp: {"count_include_pad": "bool"},
     LrnOp: {"size": "int", "alpha": "float", "beta": "float", "bias": "float"},
+    ChannelShuffleOp: {"groups": "int"},
     ReduceOp: {"axis": "int"},
     MatmulOp: {"transpose_b": "bool"},
     UnaryOp: {"factor": "float"},

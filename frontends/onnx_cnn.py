@@ -18,6 +18,7 @@ float) are those of the float network.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -124,6 +125,7 @@ class CnnImporter:
                                     f"{', '.join(sorted(HANDLERS))}, and shape computations); "
                                     "run it on the host and cut the network there")
             else:
+                _refuse_split_channels(self, inputs)
                 outputs = handler(self, inputs, attrs)
             for position, name in enumerate(node.output[len(outputs):], len(outputs)):
                 if name in self.uses:
@@ -135,6 +137,7 @@ class CnnImporter:
                         else value
         for value in self.graph.output:
             out = self.env[value.name]
+            _refuse_split_channels(self, [out], value.name)
             self.add(dnn.OutputOp.new(value.name, self.value(out, value.name)))
             self.result.outputs[value.name] = value.name
         graph = dnn.GraphOp.create(regions=[Region(self.block)])
@@ -423,16 +426,73 @@ def _flatten(imp: CnnImporter, inputs, attrs):
 def _reshape(imp: CnnImporter, inputs, attrs):
     x = inputs[0]
     target = [int(v) for v in imp.const(inputs[1], "the new shape")]
-    current = shape_of(x)
+    current = x.shape if isinstance(x, ChannelSplit) else shape_of(x)
     target = [current[i] if v == 0 else v for i, v in enumerate(target)]
     if -1 in target:
         target[target.index(-1)] = int(np.prod(current)) // int(
             np.prod([v for v in target if v != -1]))
     if isinstance(x, np.ndarray):
         return [x.reshape(target)]
+    if isinstance(x, ChannelSplit) or len(target) == 5:
+        return [_channel_shuffle_step(imp, x, target)]
     if target == current:
         return [x]
     return [imp.layer(dnn.ReshapeOp, "reshape", [x], target)]
+
+
+# -- ShuffleNet's channel shuffle: Reshape [N, C, H, W] -> [N, g, C/g, H, W], Transpose
+#    [0, 2, 1, 3, 4], Reshape -> [N, C, H, W]; the 5-D values in between are held as
+#    `ChannelSplit`s and the last reshape becomes one `dnn.channel_shuffle` layer.
+
+SHUFFLE = "Gemini holds 5-D values only as ShuffleNet's channel shuffle (Reshape to [N, g, " \
+    "C/g, H, W], Transpose [0, 2, 1, 3, 4], Reshape back to [N, C, H, W])"
+
+
+@dataclass
+class ChannelSplit:
+    """A feature map's channels seen as [N, g, C/g, H, W] (or, `swapped`, [N, C/g, g, H, W])."""
+
+    value: SSAValue
+    groups: int
+    swapped: bool = False
+
+    @property
+    def shape(self) -> list[int]:
+        n, c, h, w = shape_of(self.value)
+        g = self.groups
+        return [n, c // g, g, h, w] if self.swapped else [n, g, c // g, h, w]
+
+
+def _refuse_split_channels(imp: CnnImporter, values, output: str | None = None) -> None:
+    if any(isinstance(v, ChannelSplit) for v in values) and \
+            imp.node.op_type not in ("Reshape", "Transpose") or \
+            output is not None and isinstance(values[0], ChannelSplit):
+        raise imp.fail(f"{'network output ' + repr(output) + ': ' if output else ''}{SHUFFLE}; "
+                       "this is not expressible otherwise")
+
+
+def _channel_shuffle_step(imp: CnnImporter, x, target: list[int]):
+    if not isinstance(x, ChannelSplit):
+        n, c, h, w = shape_of(x) if len(shape_of(x)) == 4 else (0, 0, 0, 0)
+        if len(target) == 5 and target[0] == n and target[1] * target[2] == c and \
+                target[3:] == [h, w]:
+            return ChannelSplit(x, target[1])
+    elif x.swapped and target == shape_of(x.value):
+        return imp.layer(dnn.ChannelShuffleOp, "channel_shuffle", [x.value], target,
+                         groups=IntegerAttr(x.groups, i64))
+    raise imp.fail(f"reshape to {target}: {SHUFFLE}; this is not expressible otherwise")
+
+
+@handles("Transpose")
+def _transpose(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    if isinstance(x, np.ndarray):
+        return [np.transpose(x, attrs.get("perm"))]
+    if isinstance(x, ChannelSplit) and not x.swapped and list(attrs.get("perm", [])) == \
+            [0, 2, 1, 3, 4]:
+        return [ChannelSplit(x.value, x.groups, swapped=True)]
+    raise imp.fail(f"Gemini has no layer for it: {SHUFFLE}; run other transposes on the host "
+                   "and cut the network there")
 
 
 @handles("Dropout", "Identity")

@@ -1,5 +1,5 @@
-"""LRN, grouped / depthwise convolution and average pooling that leaves padding out, from ONNX
-to Gemini schedules, each checked a second way:
+"""LRN, grouped / depthwise convolution, ShuffleNet's channel shuffle and average pooling that
+leaves padding out, from ONNX to Gemini schedules, each checked a second way:
 
 * the imported layer graph computes what ONNX's own reference evaluator computes;
 * the receptive field planc gives each workload (the input box its ifmap records) equals the
@@ -38,8 +38,8 @@ def network(nodes, shape, out_shape, weights=()) -> onnx.ModelProto:
     graph = helper.make_graph(
         nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
-        initializer=[numpy_helper.from_array(w.astype(np.float32), name)
-                     for name, w in weights])
+        initializer=[numpy_helper.from_array(
+            w if w.dtype == np.int64 else w.astype(np.float32), name) for name, w in weights])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -68,7 +68,24 @@ def avgpool_net(include_pad: int) -> onnx.ModelProto:
     ], [1, 8, 9, 9], [1, 8, 9, 9])
 
 
+def shuffle_unit() -> onnx.ModelProto:
+    """A ShuffleNet unit without its Concat: grouped 1x1 conv, channel shuffle (5-D Reshape,
+    Transpose, Reshape), depthwise 3x3 conv, 3x3/2 average pool leaving padding out."""
+    return network([
+        helper.make_node("Conv", ["x", "w1"], ["a"], group=4),
+        helper.make_node("Reshape", ["a", "split"], ["b"]),
+        helper.make_node("Transpose", ["b"], ["t"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t", "back"], ["s"]),
+        helper.make_node("Conv", ["s", "w2"], ["d"], group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["d"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+    ], [1, 16, 8, 8], [1, 16, 4, 4], [
+        ("w1", RNG.uniform(-1, 1, (16, 4, 1, 1))), ("w2", RNG.uniform(-1, 1, (16, 1, 3, 3))),
+        ("split", np.array([1, 4, 4, 8, 8])), ("back", np.array([1, 16, 8, 8]))])
+
+
 NETWORKS = {
+    "shuffle_unit": shuffle_unit,
     "lrn5": lambda: lrn_net(5), "lrn4": lambda: lrn_net(4), "lrn1": lambda: lrn_net(1),
     "grouped2": lambda: grouped_net(2), "grouped4_k8": lambda: grouped_net(4, k=8),
     "depthwise": lambda: grouped_net(16), "depthwise_x2_s2": lambda: grouped_net(8, 8, 16, 2),
@@ -131,7 +148,11 @@ def brute_force_box(layer: dnn.LayerOp, out_box) -> tuple[list[int], list[int]]:
     seen = [set() for _ in range(4)]
     ranges = [range(lo, hi + 1) for lo, hi in zip(*out_box, strict=True)]
     for n, k, h, w in itertools.product(*ranges):
-        if isinstance(layer, dnn.LrnOp):
+        if isinstance(layer, dnn.ChannelShuffleOp):    # ONNX's reshape-transpose-reshape
+            g = layer.group_count
+            source = np.arange(c_in).reshape(1, g, c_in // g, 1, 1).transpose(0, 2, 1, 3, 4)
+            channels, rows, cols = [int(source.reshape(c_in)[k])], [h], [w]
+        elif isinstance(layer, dnn.LrnOp):
             size = layer.window_size
             channels = range(max(0, k - (size - 1) // 2),
                              min(c_in - 1, k + int(np.ceil((size - 1) / 2))) + 1)
@@ -151,21 +172,21 @@ def brute_force_box(layer: dnn.LayerOp, out_box) -> tuple[list[int], list[int]]:
     return [min(d) for d in seen], [max(d) for d in seen]
 
 
+CHECKED = (dnn.LrnOp, dnn.Conv2dOp, dnn.PoolOp, dnn.ChannelShuffleOp)
+
+
 @pytest.mark.parametrize("name", ["lrn5", "lrn4", "grouped2", "grouped4_k8", "depthwise",
-                                  "depthwise_x2_s2", "avgpool_exclude_pad"])
+                                  "depthwise_x2_s2", "avgpool_exclude_pad", "shuffle_unit"])
 def test_input_boxes_match_brute_force_for_every_output_range(name):
     """planc's receptive field (`input_box`) of every channel range and a few spatial ones."""
     _, graph = imported(NETWORKS[name]())
-    layer = graph.layers[-1] if not isinstance(graph.layers[-1], dnn.EltwiseOp) else \
-        graph.layers[0]
-    layer = next(op for op in graph.layers if isinstance(op, (dnn.LrnOp, dnn.PoolOp))) \
-        if name.startswith(("lrn", "avg")) else layer
-    _, k, h, w = layer.out_type.nchw
-    for c0, c1 in itertools.combinations_with_replacement(range(k), 2):
-        for h0, h1 in ((0, h - 1), (0, 0), (h - 1, h - 1), (1, h // 2)):
-            box = ([0, c0, h0, 0], [0, c1, h1, w - 1])
-            got, _ = model.input_box(layer, 0, box)
-            assert (list(got[0]), list(got[1])) == brute_force_box(layer, box), (box, got)
+    for layer in (op for op in graph.layers if isinstance(op, CHECKED)):
+        _, k, h, w = layer.out_type.nchw
+        for c0, c1 in itertools.combinations_with_replacement(range(k), 2):
+            for h0, h1 in ((0, h - 1), (0, 0), (h - 1, h - 1), (1, h // 2)):
+                box = ([0, c0, h0, 0], [0, c1, h1, w - 1])
+                got, _ = model.input_box(layer, 0, box)
+                assert (list(got[0]), list(got[1])) == brute_force_box(layer, box), (box, got)
 
 
 def schedule(net: onnx.ModelProto, mesh: str, buffer_size: int | None = None):
@@ -210,7 +231,7 @@ def test_schedules_deliver_the_brute_force_receptive_field(name, mesh, buffer_si
     checked = 0
     for wl in schedule_op.workloads():
         layer = layers[wl.layer]
-        if not isinstance(layer, (dnn.LrnOp, dnn.Conv2dOp, dnn.PoolOp)):
+        if not isinstance(layer, CHECKED):
             continue
         want = brute_force_box(layer, wl.box)
         ifmap = wl.ifmaps[0]
@@ -240,7 +261,8 @@ def test_a_lrn_split_over_channels_reads_the_neighbouring_channels():
 # -- the layer description keeps them ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["lrn5", "grouped2", "depthwise", "avgpool_exclude_pad"])
+@pytest.mark.parametrize("name", ["lrn5", "grouped2", "depthwise", "avgpool_exclude_pad",
+                                  "shuffle_unit"])
 def test_the_layer_description_round_trips(planc, tmp_path, name):
     path = tmp_path / "net.onnx"
     onnx.save(NETWORKS[name](), path)
@@ -251,7 +273,8 @@ def test_the_layer_description_round_trips(planc, tmp_path, name):
     text = (tmp_path / "layers.json").read_text()
     assert text == (tmp_path / "again.json").read_text()
     key = {"lrn5": '"size": 5', "grouped2": '"groups": 2', "depthwise": '"groups": 16',
-           "avgpool_exclude_pad": '"count_include_pad": false'}[name]
+           "avgpool_exclude_pad": '"count_include_pad": false',
+           "shuffle_unit": '"operation": "channel_shuffle"'}[name]
     assert key in text
 
 
@@ -276,6 +299,26 @@ def test_a_grouped_convolution_whose_groups_do_not_divide_is_named(planc, tmp_pa
     result = planc(tmp_path / "bad.onnx", "-t", "gemini", "-o", tmp_path / "x.json")
     assert result.code == 1 and result.err.count("\n") == 1
     assert "(Conv)" in result.err and "$.graph.node[0]" in result.err
+
+
+def shuffle_variant(perm=(0, 2, 1, 3, 4), split=(1, 4, 4, 8, 8)) -> onnx.ModelProto:
+    net = shuffle_unit()
+    for tensor in net.graph.initializer:
+        if tensor.name == "split":
+            tensor.CopyFrom(numpy_helper.from_array(np.array(split), "split"))
+    net.graph.node[2].attribute[0].ints[:] = list(perm)
+    return net
+
+
+@pytest.mark.parametrize("net,operator", [
+    (lambda: shuffle_variant(perm=(0, 1, 2, 4, 3)), "(Transpose)"),
+    (lambda: shuffle_variant(split=(1, 2, 8, 4, 16)), "(Reshape)"),
+])
+def test_other_5d_views_are_named(planc, tmp_path, net, operator):
+    onnx.save(net(), tmp_path / "bad.onnx")
+    result = planc(tmp_path / "bad.onnx", "-t", "gemini", "-o", tmp_path / "x.json")
+    assert result.code == 1 and result.err.count("\n") == 1, result.err
+    assert operator in result.err and "channel shuffle" in result.err
 
 
 def test_max_pooling_cannot_carry_count_include_pad():
