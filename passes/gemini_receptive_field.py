@@ -188,13 +188,11 @@ class GeminiReceptiveFieldPass(ModulePass):
                         ids.append(block.value("transfer_id"))
                 ifmaps[need.consumer][need.index] = _ifmap(need, tensor, ids, ftype)
             return
-        for box, readers in _dram_tensors(tensor, wanted):
-            self._load(wiring, value, box, readers, ifmaps)
-
-    def _load(self, wiring: Wiring, value: SSAValue, tensor: Box, wanted: list[Need],
-              ifmaps: dict) -> None:
-        """One DRAM fmap load of `tensor` for the workloads of `wanted`."""
-        ftype = dnn.fmap(value)
+        pieces = _dram_tensors(tensor, wanted)
+        if len(pieces) > 1:     # each piece is one box, loaded as such by the call below
+            for _, readers in pieces:
+                self._wire_tensor(wiring, value, group, readers, by_layer_group, ifmaps)
+            return
         load = gemini.DramLoadOp.build(
             kind=StringAttr("fmap"), transfer_id=gemini.int_attr(wiring.new_id()),
             lower=gemini.ints_attr(tensor[0]), upper=gemini.ints_attr(tensor[1]),
