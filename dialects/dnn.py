@@ -421,7 +421,10 @@ class LrnOp(LayerOp):
     """Local response normalisation across channels on the vector processor (ONNX LRN):
     out[n, c, h, w] = x[n, c, h, w] / (bias + alpha / size * sum of x[n, i, h, w]^2 over
     i in [c - (size-1)//2, c + size//2] within the channels) ** beta. A window over channels:
-    output channel c needs input channels c - (size-1)//2 .. c + size//2, and the same pixels."""
+    output channel c needs input channels c - (size-1)//2 .. c + size//2, and the same pixels.
+
+    Assumed, as no public Gemini IR has an LRN: the vector processor runs it in one pass over
+    its input, costed like pooling and element-wise ops (input bytes / 32 + 16 cycles)."""
 
     name = "dnn.lrn"
     LAYER_TYPE: ClassVar[str | None] = "vp"

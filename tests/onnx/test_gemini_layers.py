@@ -278,6 +278,52 @@ def test_the_layer_description_round_trips(planc, tmp_path, name):
     assert key in text
 
 
+@pytest.mark.parametrize("name", ["lrn5", "depthwise", "avgpool_exclude_pad", "shuffle_unit"])
+def test_the_mlir_text_round_trips(planc, tmp_path, name):
+    onnx.save(NETWORKS[name](), tmp_path / "net.onnx")
+    assert planc(tmp_path / "net.onnx", "-t", "mlir", "-o", tmp_path / "a.mlir").code == 0
+    assert planc(tmp_path / "a.mlir", "-t", "mlir", "-o", tmp_path / "b.mlir").code == 0
+    assert (tmp_path / "a.mlir").read_text() == (tmp_path / "b.mlir").read_text()
+
+
+def random_network(seed: int) -> onnx.ModelProto:
+    """A random chain: grouped conv (random groups, kernel, stride, padding), LRN (random
+    size), average pool leaving padding out (random window, stride, padding)."""
+    rng = np.random.default_rng(seed)
+    g = int(rng.choice([1, 2, 3, 6]))
+    c, k = 6 * int(rng.integers(1, 3)), g * int(rng.integers(1, 4))
+    r, stride, hw = int(rng.choice([1, 3, 5])), int(rng.integers(1, 3)), int(rng.integers(6, 12))
+    pad = int(rng.integers(0, r // 2 + 1))
+    conv_hw = (hw + 2 * pad - r) // stride + 1
+    pool, pool_pad = int(rng.choice([2, 3])), int(rng.integers(0, 2))
+    pool_stride = int(rng.integers(1, 3))
+    out_hw = (conv_hw + 2 * pool_pad - pool) // pool_stride + 1
+    return network([
+        helper.make_node("Conv", ["x", "w"], ["a"], group=g, pads=[pad] * 4,
+                         strides=[stride] * 2),
+        helper.make_node("LRN", ["a"], ["b"], size=int(rng.integers(1, 7)), alpha=0.3,
+                         beta=0.6, bias=1.5),
+        helper.make_node("AveragePool", ["b"], ["y"], kernel_shape=[pool] * 2,
+                         pads=[pool_pad] * 4, strides=[pool_stride] * 2),
+    ], [1, c, hw, hw], [1, k, out_hw, out_hw], [("w", rng.uniform(-1, 1, (k, c // g, r, r)))])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_networks_schedule_with_brute_force_receptive_fields(seed):
+    net = random_network(seed)
+    _, graph = imported(net)
+    for layer in (op for op in graph.layers if isinstance(op, CHECKED)):
+        _, k, h, w = layer.out_type.nchw
+        for c0, c1 in itertools.combinations_with_replacement(range(k), 2):
+            box = ([0, c0, 0, 0], [0, c1, h // 2, w - 1])
+            got, _ = model.input_box(layer, 0, box)
+            assert (list(got[0]), list(got[1])) == brute_force_box(layer, box), (box, got)
+    for mesh, buffer_size in (("2x2", None), ("1x1", 4096)):
+        module, _ = schedule(net, mesh, buffer_size)
+        tiles = check_tiles(module)
+        assert tiles.ok, tiles.problem
+
+
 def test_lrn_coefficients_survive_the_round_trip(planc, tmp_path):
     onnx.save(lrn_net(5), tmp_path / "net.onnx")
     assert planc(tmp_path / "net.onnx", "-t", "gemini-layers", "-o",
