@@ -229,6 +229,8 @@ def _lrn(imp: CnnImporter, inputs, attrs):
     x = inputs[0]
     if len(shape_of(x)) != 4:
         raise imp.fail("Gemini normalises NCHW feature maps")
+    if not isinstance(attrs.get("size"), int):
+        raise imp.fail("its size (the channel window) must be given as an integer")
     coefficients = {name: FloatAttr(float(attrs.get(name, default)), f64)
                     for name, default in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0))}
     return [imp.layer(dnn.LrnOp, "lrn", [x], shape_of(x),
