@@ -183,7 +183,8 @@ def lrn_channels(layer: dnn.LrnOp, c0: int, c1: int) -> tuple[int, int]:
 def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[int, int]:
     """The first and last input channel a channel shuffle's outputs c0..c1 come from. Output
     c = j*g + i is input i*(C/g) + j: per residue i (at most g of them) the outputs with that
-    residue run from j_first to j_last, so the bounds are found without visiting channels."""
+    residue run from j_first to j_last, so the bounds come from at most g residues, not from
+    every channel of the range."""
     g = layer.group_count
     per = dnn.fmap(layer.inputs[0]).nchw[1] // g
     first, last = None, None

@@ -258,6 +258,22 @@ def test_a_lrn_split_over_channels_reads_the_neighbouring_channels():
     assert check_tiles(module).ok
 
 
+def test_a_dense_layer_too_wide_for_wl0_streams_input_channel_slices():
+    """64 x 40000 weights: even 64 output channels exceed the WL0 slice (9344 units), so each
+    tile is cut along its inputs (what ZFNet-512's and VGG-19's first dense layers need)."""
+    w = RNG.uniform(-1, 1, (64, 40000))
+    net = network([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[1, 1]),
+                   helper.make_node("Flatten", ["p"], ["f"]),
+                   helper.make_node("Gemm", ["f", "w"], ["y"], transB=1)],
+                  [1, 40000, 1, 1], [1, 64], [("w", w)])
+    module, _ = schedule(net, "1x1")
+    schedule_op = next(op for op in module.ops if isinstance(op, gemini.ScheduleOp))
+    dense = [wl for wl in schedule_op.workloads() if wl.layer.startswith("gemm")]
+    assert len(dense) == 1 and len(dense[0].tiles) == 9     # 64 x 40032 B / 32 / 9344 -> 9
+    assert all(entry.value("size") <= 9344 for wl in dense for entry in wl.wl0)
+    assert check_tiles(module).ok
+
+
 # -- the layer description keeps them ---------------------------------------------------------
 
 
