@@ -1,8 +1,9 @@
 """gemini-cycles: intra-core tiles (`tile_info`) and the predicted `time` of every workload.
 
 A PE workload whose weights are staged in L2 streams them to WL0 one intra-core tile of output
-channels at a time (`stream_tile_channels`); while tile i computes, tile i+1's weights load, so
-its time is `L + sum(max(c_i, L)) + c_last` with L the tile's WL0 load cycles. Every other
+channels at a time (`stream_tile_channels`; a tile whose weights exceed the WL0 slice is cut
+along its input channels too, `stream_slices`); while tile i computes, tile i+1's weights load,
+so its time is `L + sum(max(c_i, L)) + c_last` with L the tile's WL0 load cycles. Every other
 workload is one tile. Tile cycles come from the calibrated roofline of
 `compiler.gemini_model`; DRAM stalls are not part of `time` (as in Gemini's IR; the simulator
 adds them).
@@ -57,13 +58,14 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
         cycles = model.pe_cycles(layer, box, in_bytes, direct)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
     tile_k = model.stream_tile_channels(layer, k1 - k0 + 1, hw)
+    slices = model.stream_slices(layer, tile_k, hw)
     tiles = []
     for start in range(k0, k1 + 1, tile_k):
         lower, upper = list(box[0]), list(box[1])
         lower[1], upper[1] = start, min(start + tile_k - 1, k1)
-        tiles.append(TilePlan((lower, upper), model.pe_cycles(layer, (lower, upper), in_bytes,
-                                                              0)))
-    units = model.wl0_stream_units(layer, tile_k, hw)
+        cycles = model.pe_cycles(layer, (lower, upper), in_bytes, 0) / slices
+        tiles.extend(TilePlan((lower, upper), cycles) for _ in range(slices))
+    units = -(-model.wl0_stream_units(layer, tile_k, hw) // slices)
     return WorkloadPlan(tiles, model.stream_time([t.cycles for t in tiles], units), units)
 
 

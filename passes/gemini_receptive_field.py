@@ -9,7 +9,9 @@ map, consumer core, batch group), covering the union of what the core's consumer
   meets the tensor sends the intersection as one block (an `ofmap` entry with a transfer id);
   a block several consumers need is sent once to all of them (multicast destinations).
 * Any other source (a network input or constant, or a layer of an earlier segment) is read from
-  DRAM: one fmap load per tensor, with the consumers as destinations; the producing layer's
+  DRAM: one fmap load per tensor, with the consumers as destinations (a layer that runs in
+  several tiles on one core, because its data does not fit L2 at once, loads one tile's box at
+  a time instead: `_dram_tensors`); the producing layer's
   workloads store their outputs (DRAM "in"), and loads and stores name each other in
   related_ifmap / related_ofmap. Network outputs are stored too.
 * PE layers read their weights (their K range) from DRAM: one weight load per (layer, K range)
@@ -186,6 +188,11 @@ class GeminiReceptiveFieldPass(ModulePass):
                         ids.append(block.value("transfer_id"))
                 ifmaps[need.consumer][need.index] = _ifmap(need, tensor, ids, ftype)
             return
+        pieces = _dram_tensors(tensor, wanted)
+        if len(pieces) > 1:     # each piece is one box, loaded as such by the call below
+            for _, readers in pieces:
+                self._wire_tensor(wiring, value, group, readers, by_layer_group, ifmaps)
+            return
         load = gemini.DramLoadOp.build(
             kind=StringAttr("fmap"), transfer_id=gemini.int_attr(wiring.new_id()),
             lower=gemini.ints_attr(tensor[0]), upper=gemini.ints_attr(tensor[1]),
@@ -269,6 +276,23 @@ class GeminiReceptiveFieldPass(ModulePass):
             for store in stores:
                 store.related_ofmap = gemini.ints_attr(
                     related_loads.get(store.value("transfer_id"), []))
+
+
+def _dram_tensors(union: Box, wanted: list[Need]) -> list[tuple[Box, list[Need]]]:
+    """How a core's reads of one DRAM feature map are loaded: as one tensor covering them
+    all, unless a layer reads it in tiles one after another on this core (gemini-partition
+    cut the layer finer than the cores because its data does not fit L2 at once). Then, as
+    Gemini reloads a map in spatial tiles, each distinct box is loaded on its own, for the
+    workloads that read exactly it, and lives only while they run."""
+    boxes: dict[str, set[tuple]] = defaultdict(set)
+    for need in wanted:
+        boxes[need.consumer.layer].add((tuple(need.box[0]), tuple(need.box[1])))
+    if all(len(found) == 1 for found in boxes.values()):
+        return [(union, wanted)]
+    by_box: dict[tuple, list[Need]] = defaultdict(list)
+    for need in wanted:
+        by_box[(tuple(need.box[0]), tuple(need.box[1]))].append(need)
+    return [((list(lower), list(upper)), readers) for (lower, upper), readers in by_box.items()]
 
 
 def _ifmap(need: Need, tensor: Box, ids: list[int], ftype: dnn.FmapType) -> gemini.IfmapOp:
