@@ -3,7 +3,11 @@
 For each workload and each activation input the pass computes the receptive field of the
 workload's box (stride-aware, with the padding the layer applies at the borders, recorded as
 `tile_padding_tblr`). Inputs are gathered per core into L2 tensors: one per (source feature
-map, consumer core, batch group), covering the union of what the core's consumers need.
+map, consumer core, batch group), covering the union of what the core's consumers need. An
+input read through views is looked up in the feature maps that hold it; a concatenation is no
+copy: as in Gemini, its consumer reads each concatenated input at its channel offset, one
+ifmap per input its receptive field meets (`gemini.operand` says which activation an ifmap
+belongs to).
 
 * A source produced in the same segment travels core to core: each producer workload whose box
   meets the tensor sends the intersection as one block (an `ofmap` entry with a transfer id);
@@ -25,15 +29,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.gemini_model import Box
 from compiler.gemini_plan import (
+    OPERAND,
     SEGMENT,
-    box_in_source,
     consumers,
     error_at,
     get_int,
@@ -41,8 +45,8 @@ from compiler.gemini_plan import (
     group_of,
     is_network_output,
     layer_table,
+    pieces,
     schedule_of,
-    source,
     workloads_in_order,
 )
 from dialects import dnn, gemini
@@ -63,7 +67,8 @@ def workload_group(wl: gemini.WorkloadOp, layer: dnn.LayerOp) -> int:
 @dataclass
 class Need:
     consumer: gemini.WorkloadOp
-    index: int
+    index: tuple[int, int]
+    """(activation, piece of it): a concatenated activation comes in pieces."""
     box: Box
 
 
@@ -152,14 +157,15 @@ class GeminiReceptiveFieldPass(ModulePass):
         segment = get_int(layer, SEGMENT, 0)
         group = workload_group(wl, layer)
         for index, value in enumerate(layer.activations):
-            src = source(value)
             box, pad = model.input_box(layer, index, wl.box)
-            if src is not value:    # through views: the box in the source's coordinates
-                box, exact = box_in_source(value, box)
-                pad = pad if exact else [0, 0, 0, 0]
+            # Through views, the boxes of the sources that hold it: several through a
+            # concatenation (one ifmap per input the box meets, at its channel offset).
+            found = pieces(value, box)
             if index == 0:
-                padding = pad
-            needs[(src, wl.core.id, segment, group)].append(Need(wl, index, box))
+                padding = pad if all(exact for _, _, exact in found) else [0, 0, 0, 0]
+            for piece, (src, src_box, _) in enumerate(found):
+                needs[(src, wl.core.id, segment, group)].append(Need(wl, (index, piece),
+                                                                     src_box))
         return padding
 
     def _wire_tensor(self, wiring: Wiring, value: SSAValue, group: int, wanted: list[Need],
@@ -273,9 +279,11 @@ class GeminiReceptiveFieldPass(ModulePass):
 
 def _ifmap(need: Need, tensor: Box, ids: list[int], ftype: dnn.FmapType) -> gemini.IfmapOp:
     lower, upper = model.relative(need.box, tensor)
-    return gemini.IfmapOp.build(
+    ifmap = gemini.IfmapOp.build(
         align=gemini.int_attr(model.channel_align(ftype.bits)),
         bitwidth=gemini.int_attr(ftype.bits), lower=gemini.ints_attr(lower),
         upper=gemini.ints_attr(upper), size=gemini.int_attr(model.fmap_bytes(need.box,
                                                                              ftype.bits)),
         transfer_id=gemini.ints_attr(ids))
+    ifmap.attributes[OPERAND] = IntegerAttr(need.index[0], i64)
+    return ifmap
