@@ -182,7 +182,11 @@ class GeminiReceptiveFieldPass(ModulePass):
             blocks = []
             for source_wl in by_layer_group[(producer.name_, group)]:
                 piece = model.intersect(tensor, source_wl.box)
-                if piece is not None:
+                # The tensor bounds what the core's readers need; a corner of it that no
+                # reader needs (readers of different channels of a concatenated map and
+                # different rows) is not sent.
+                if piece is not None and any(model.intersect(piece, need.box) is not None
+                                             for need in wanted):
                     blocks.append((piece, wiring.block(source_wl, piece)))
             for need in wanted:
                 ids = []
