@@ -147,10 +147,9 @@ def test_the_cpu_program_computes_what_onnx_computes(block, tmp_path):
 
 # -- the light networks on Gemini -------------------------------------------------------------
 
-SCHEDULED = ["resnet50"]
+SCHEDULED = ["resnet50", "squeezenet", "densenet121"]
 REFUSED = {"bvlc_alexnet": "(LRN)", "zfnet512": "(LRN)", "inception_v1": "(LRN)",
-           "densenet121": "(Concat)", "inception_v2": "(AveragePool)", "squeezenet": "(Concat)",
-           "shufflenet": "(Conv)"}
+           "inception_v2": "(AveragePool)", "shufflenet": "(Conv)"}
 
 
 @pytest.mark.slow
