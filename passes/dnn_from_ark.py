@@ -35,8 +35,10 @@ model (`compiler.gemini_equivalence`). What Gemini cannot express is refused wit
 operator's JSON path, the reason and the way out: communication ops and Embedding (run them on
 the host and cut the network there), views in a frame of their own over a strided source, and
 reads of a buffer that operators wrote through another view (Gemini layers produce whole, fresh
-feature maps). Feature maps hold ARK's row-major data with rows as H, so reshapes are marked as
-row-major views.
+feature maps) unless the writes are a concat: slices side by side along the columns that cover
+the tensor read exactly once become a `dnn.concat` of what was written (as in Gemini, the
+readers read each part at its channel offset). Feature maps hold ARK's row-major data with
+rows as H, so reshapes are marked as row-major views.
 """
 
 from __future__ import annotations
@@ -117,6 +119,11 @@ class Converter:
     """Does a feature map carry samples (True) or is it shared by all (weights, fills)?"""
     written: set[int] = field(default_factory=set)
     """Buffers that converted operators wrote."""
+    writes: dict[int, list[tuple[ark.TensorType, SSAValue]]] = field(default_factory=dict)
+    """Per buffer, the tensors operators wrote into it and the feature maps they wrote."""
+    assembled: dict[SSAValue, int] = field(default_factory=dict)
+    """ARK values read as a concatenation of writes, and their buffer (a later write makes
+    them stale)."""
 
     def fail(self, op, message: str) -> PlancError:
         return PlancError(message, path=source_path(op))
@@ -166,21 +173,65 @@ class Converter:
         if isinstance(owner, ark.ViewOp) and owner.source is not None:
             base = self.value(owner.source, reader)
             found = self.view(reader, owner.source.type, tensor, base, f"view{tensor.tensor_id}")
+            if owner.source in self.assembled:
+                self.assembled[ark_value] = self.assembled[owner.source]
         else:
-            self.refuse_stale(reader, tensor)
-            found = self.input(f"tensor{tensor.tensor_id}", self.ftype(tensor, True),
-                               tensor.tensor_id)
+            found = self.concatenation(reader, tensor)
+            if found is not None:
+                self.assembled[ark_value] = tensor.buffer_id
+            else:
+                self.refuse_stale(reader, tensor)
+                found = self.input(f"tensor{tensor.tensor_id}", self.ftype(tensor, True),
+                                   tensor.tensor_id)
         self.values[ark_value] = found
         return found
+
+    def concatenation(self, reader, tensor: ark.TensorType) -> SSAValue | None:
+        """`tensor` when operators wrote it as a concat, through slices side by side along
+        its columns that cover it exactly once (what ONNX's Concat lowers to): a `dnn.concat`
+        of what they wrote along channels, which Gemini's consumers read at channel offsets;
+        None for any other writes."""
+        writes = self.writes.get(tensor.buffer_id)
+        if not writes:
+            return None
+        shape, offsets = tensor.shape_list, tensor.offsets_list
+        parts = []
+        for written, value in writes:
+            if written.strides_list != tensor.strides_list or \
+                    written.shape_list[:-1] != shape[:-1] or \
+                    written.offsets_list[:-1] != offsets[:-1]:
+                return None
+            parts.append((written.offsets_list[-1], written.shape_list[-1], value))
+        parts.sort(key=lambda part: part[:2])
+        at = offsets[-1]
+        for start, width, _ in parts:
+            if start != at:
+                return None
+            at += width
+        if at != offsets[-1] + shape[-1]:
+            return None
+        values = [value for _, _, value in parts]
+        carries = self.carrying(values)
+        out = self.ftype(tensor, carries)
+        if any([d for i, d in enumerate(dnn.fmap(v).nchw) if i != 1] !=
+               [d for i, d in enumerate(out.nchw) if i != 1] for v in values):
+            return None     # samples broadcast into some parts: no side by side
+        layer = dnn.ConcatOp.new(self.unique(f"concat{tensor.tensor_id}"), "concat", values,
+                                 out, axis=IntegerAttr(1, i64))
+        layer.location = reader.location
+        self.block.add_op(layer)
+        self.carries[layer.output] = carries
+        return layer.output
 
     def refuse_stale(self, reader, tensor: ark.TensorType) -> None:
         if tensor.buffer_id in self.written:
             raise self.fail(reader, f"{_named(reader)} reads tensor "
                                     f"{tensor.tensor_id} of buffer {tensor.buffer_id}, which "
-                                    f"earlier operators wrote through other tensors (a concat "
-                                    f"by writing slices, or an in-place update); Gemini layers "
-                                    f"produce whole, fresh feature maps: read the writers' "
-                                    f"results, or {HOST_CUT}")
+                                    f"earlier operators wrote through other tensors, in slices "
+                                    f"that are no concat along its columns (a concat of rows, "
+                                    f"a partial or in-place update); Gemini layers produce "
+                                    f"whole, fresh feature maps and read concats only along "
+                                    f"channels: read the writers' results, or {HOST_CUT}")
 
     def view(self, reader, src: ark.TensorType, tensor: ark.TensorType, base: SSAValue,
              name: str) -> SSAValue:
@@ -267,6 +318,12 @@ class Converter:
     def convert(self, op: ark.ArkOp) -> None:
         self.convert_op(op)
         self.written.update(t.buffer_id for t in op.outputs)
+        for tensor, result in zip(op.outputs, op.result_tensors, strict=False):
+            for stale in [v for v, b in self.assembled.items() if b == tensor.buffer_id]:
+                del self.assembled[stale]       # read again, the writes no longer fit
+                del self.values[stale]
+            if result in self.values:
+                self.writes.setdefault(tensor.buffer_id, []).append((tensor, self.values[result]))
 
     def convert_op(self, op: ark.ArkOp) -> None:
         kind = op.ark_type
