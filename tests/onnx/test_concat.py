@@ -47,7 +47,9 @@ def concat_network(seed: int = 0, channels=(3, 5, 4, 6)) -> onnx.ModelProto:
             rng.uniform(-1, 1, (k, cin, r, r)).astype(np.float32) / np.sqrt(cin * r * r), name))
         return name
 
-    n = helper.make_node
+    def n(op, inputs, outputs, **attrs):
+        return helper.make_node(op, inputs, outputs, name=f"{op}_{outputs[0]}", **attrs)
+
     pad1 = {"pads": [1, 1, 1, 1]}
     nodes = [
         n("Conv", ["x", w("w0", 8, 3, 3)], ["s"], **pad1),
@@ -167,6 +169,24 @@ def test_small_buffers_reload_concatenated_maps_from_dram():
                and ld.ints_of("related_ifmap")]
     assert reloads                                           # segments cut through concats
     assert check_tiles(imp.module).ok
+
+
+def test_the_layer_description_carries_concatenations(planc, tmp_path):
+    """`--target gemini-layers` writes a concat layer (its inputs as previous layers, the
+    axis); read back, it schedules and the schedule passes the strict check."""
+    import json
+
+    src, layers = tmp_path / "concats.onnx", tmp_path / "layers.json"
+    onnx.save(concat_network(), src)
+    assert planc(src, "-t", "gemini-layers", "-o", layers).code == 0
+    doc = json.loads(layers.read_text())
+    cat1 = doc["Concat_cat1"]
+    assert cat1["operation"] == "concat" and cat1["axis"] == 1
+    assert cat1["previous_layer"] == ["Conv_b1", "Conv_b2", "MaxPool_b3"]
+    out = tmp_path / "schedule.json"
+    result = planc(layers, "-t", "gemini", "--mesh", "2x2", "-o", out)
+    assert result.code == 0, result.err
+    assert planc("check", out, "--strict").code == 0
 
 
 def concat_reader(module):
