@@ -293,3 +293,22 @@ def channel_offsets_brute_force(module) -> dict[str, int]:
             consumers += 1
             pieces += len(got)
     return {"consumers": consumers, "pieces": pieces}
+
+
+# -- a real network ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mesh", ["1x1", "2x2"])
+def test_light_squeezenet_is_proven_tile_by_tile(mesh):
+    """SqueezeNet's fire modules concatenate two expand convolutions: its schedule computes
+    what its layer graph computes and every ifmap is the right channels of the right map."""
+    from pathlib import Path
+
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / \
+        "light_squeezenet.onnx"
+    imp = scheduled(onnx.load(str(path)), mesh)
+    checked = channel_offsets_brute_force(imp.module)
+    assert checked["consumers"] >= 8 and checked["pieces"] >= 2 * checked["consumers"]
+    check = check_tiles(imp.module)
+    assert check.ok, check.problem
