@@ -189,6 +189,33 @@ def test_the_layer_description_carries_concatenations(planc, tmp_path):
     assert planc("check", out, "--strict").code == 0
 
 
+def test_a_network_input_concatenated_second_stays_an_input(planc, tmp_path):
+    """In a layer description, inputs after a layer's first are constants (weights), except
+    a concat's: a network input it reads second is still a network input."""
+    from compiler.json_reader import parse_json
+    from frontends.gemini_layers import import_document
+
+    n = helper.make_node
+    weights = [numpy_helper.from_array(np.ones((k, c, 1, 1), np.float32), name)
+               for name, k, c in (("w1", 4, 3), ("w2", 2, 7))]
+    graph = helper.make_graph(
+        [n("Conv", ["z", "w1"], ["a"], name="conv_a"),
+         n("Concat", ["a", "x"], ["c"], axis=1, name="cat"),
+         n("Conv", ["c", "w2"], ["y"], name="conv_y")],
+        "two_inputs", [helper.make_tensor_value_info(v, TensorProto.FLOAT, [1, 3, 4, 4])
+                       for v in ("z", "x")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+        initializer=weights)
+    src, layers = tmp_path / "two.onnx", tmp_path / "layers.json"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), src)
+    assert planc(src, "-t", "gemini-layers", "-o", layers).code == 0
+    module = import_document(parse_json(layers.read_text()))
+    inputs = {op.input_name.data: op for op in dnn.find_graph(module).inputs}
+    assert not inputs["x"].is_constant and not inputs["z"].is_constant
+    out = tmp_path / "schedule.json"
+    assert planc(layers, "-t", "gemini", "--batch", "2", "-o", out).code == 0
+
+
 def concat_reader(module):
     sched = the_schedule(module)
     layers = layer_table(dnn.find_graph(module))
