@@ -183,6 +183,10 @@ def test_the_layer_description_carries_concatenations(planc, tmp_path):
     cat1 = doc["Concat_cat1"]
     assert cat1["operation"] == "concat" and cat1["axis"] == 1
     assert cat1["previous_layer"] == ["Conv_b1", "Conv_b2", "MaxPool_b3"]
+    mlir, again = tmp_path / "layers.mlir", tmp_path / "again.json"
+    assert planc(layers, "-o", mlir).code == 0 and "dnn.concat" in mlir.read_text()
+    assert planc(mlir, "-t", "gemini-layers", "-o", again).code == 0
+    assert again.read_text() == layers.read_text()        # the custom form round-trips
     out = tmp_path / "schedule.json"
     result = planc(layers, "-t", "gemini", "--mesh", "2x2", "-o", out)
     assert result.code == 0, result.err
