@@ -6,8 +6,8 @@ workload's box (stride-aware, with the padding the layer applies at the borders,
 map, consumer core, batch group), covering the union of what the core's consumers need. An
 input read through views is looked up in the feature maps that hold it; a concatenation is no
 copy: as in Gemini, its consumer reads each concatenated input at its channel offset, one
-ifmap per input its receptive field meets (`gemini.operand` says which activation an ifmap
-belongs to).
+ifmap per input its receptive field meets (then `gemini.operand` on its ifmaps says which
+activation each belongs to).
 
 * A source produced in the same segment travels core to core: each producer workload whose box
   meets the tensor sends the intersection as one block (an `ofmap` entry with a transfer id);
@@ -143,6 +143,9 @@ class GeminiReceptiveFieldPass(ModulePass):
             self._wire_tensor(wiring, value, group, wanted, by_layer_group, ifmaps)
         for wl in workloads:
             ordered = [ifmaps[wl][i] for i in sorted(ifmaps[wl])]
+            if any(piece for _, piece in ifmaps[wl]):   # a concatenated input, in pieces
+                for (index, _), ifmap in sorted(ifmaps[wl].items()):
+                    ifmap.attributes[OPERAND] = IntegerAttr(index, i64)
             for ifmap in reversed(ordered):
                 wl.body.block.insert_op_before(ifmap, wl.body.block.first_op) \
                     if wl.body.block.first_op else wl.append(ifmap)
@@ -283,11 +286,9 @@ class GeminiReceptiveFieldPass(ModulePass):
 
 def _ifmap(need: Need, tensor: Box, ids: list[int], ftype: dnn.FmapType) -> gemini.IfmapOp:
     lower, upper = model.relative(need.box, tensor)
-    ifmap = gemini.IfmapOp.build(
+    return gemini.IfmapOp.build(
         align=gemini.int_attr(model.channel_align(ftype.bits)),
         bitwidth=gemini.int_attr(ftype.bits), lower=gemini.ints_attr(lower),
         upper=gemini.ints_attr(upper), size=gemini.int_attr(model.fmap_bytes(need.box,
                                                                              ftype.bits)),
         transfer_id=gemini.ints_attr(ids))
-    ifmap.attributes[OPERAND] = IntegerAttr(need.index[0], i64)
-    return ifmap

@@ -162,6 +162,19 @@ def test_each_workload_reads_exactly_the_channels_of_the_right_predecessors(mesh
     assert checked["pieces"] > checked["consumers"] > 0      # concatenations were read
 
 
+def test_a_vector_layer_is_timed_on_all_pieces_of_its_input():
+    """Relu over a concatenation streams every piece: its time counts the bytes of all its
+    ifmaps (marked as pieces of operand 0), not those of the first one."""
+    imp = scheduled(concat_network(), "1x1")
+    layers = layer_table(dnn.find_graph(imp.module))
+    relu = next(wl for wl in the_schedule(imp.module).workloads() if wl.layer == "Relu_cr")
+    assert len(relu.ifmaps) == 4           # b1, b2, b3 through cat1, then g
+    assert {f.attributes["gemini.operand"].value.data for f in relu.ifmaps} == {0}
+    in_bytes = sum(f.value("size") for f in relu.ifmaps)
+    out_bytes = model.fmap_bytes(relu.box, 8)
+    assert relu.value("time") == int(model.vp_cycles(layers["Relu_cr"], in_bytes, out_bytes))
+
+
 def test_small_buffers_reload_concatenated_maps_from_dram():
     imp = scheduled(concat_network(), "1x1", None, 8000)
     sched = the_schedule(imp.module)
