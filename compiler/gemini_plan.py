@@ -172,6 +172,10 @@ def scheduled_layers(graph: dnn.GraphOp) -> list[dnn.LayerOp]:
     """The layers that run on the accelerator, in topological order (views excluded)."""
     layers = []
     for layer in graph.layers:
+        if isinstance(layer, dnn.ConcatOp) and layer.axis_index == 0:
+            raise error_at(layer, f"layer '{layer.name_}' concatenates along N (axis 0); "
+                                  f"Gemini's batch groups cut N, so its layers read "
+                                  f"concatenations along channels, rows or columns only")
         if isinstance(layer, dnn.VIEW_CLASSES):
             continue
         if layer.LAYER_TYPE is None:

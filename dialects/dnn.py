@@ -508,7 +508,8 @@ class ConcatOp(LayerOp):
     """Feature maps side by side along NCHW `axis` (1: channels, what CNNs concatenate). A
     view, no work and no copy: as in Gemini, a consumer of the concatenation reads each input
     where it lies, at its offset along the axis (its channel offset), so every input is an
-    activation and the consumer's workloads get one ifmap per input they touch."""
+    activation and the consumer's workloads get one ifmap per input they touch. The Gemini
+    passes cut a reader's box at the offsets along any axis but N (batch groups cut N)."""
 
     name = "dnn.concat"
     OPERATIONS: ClassVar[tuple[str, ...]] = ("concat",)

@@ -233,6 +233,65 @@ def test_a_network_input_concatenated_second_stays_an_input(planc, tmp_path):
     assert planc(layers, "-t", "gemini", "--batch", "2", "-o", out).code == 0
 
 
+def rows_and_samples(tmp_path, planc) -> dict:
+    """Two 3x3 convolutions of one input concatenated along channels and read by a third, as
+    a layer description (which may say any axis)."""
+    import json
+
+    n = helper.make_node
+    weights = [numpy_helper.from_array(np.ones((4, c, 3, 3), np.float32), name)
+               for name, c in (("wa", 3), ("wb", 3), ("wy", 8))]
+    pad = {"pads": [1, 1, 1, 1]}
+    graph = helper.make_graph(
+        [n("Conv", ["x", "wa"], ["a"], name="conv_a", **pad),
+         n("Conv", ["x", "wb"], ["b"], name="conv_b", **pad),
+         n("Concat", ["a", "b"], ["c"], axis=1, name="cat"),
+         n("Conv", ["c", "wy"], ["y"], name="conv_y", **pad)],
+        "pair", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 12, 12])],
+        initializer=weights)
+    src, layers = tmp_path / "pair.onnx", tmp_path / "pair.json"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), src)
+    assert planc(src, "-t", "gemini-layers", "-o", layers).code == 0
+    return json.loads(layers.read_text())
+
+
+def along(doc: dict, axis: int) -> str:
+    """The description with the concat along `axis` instead (and its reader reshaped)."""
+    import json
+
+    shape = [2, 4, 12, 12]
+    shape[axis] *= 2
+    doc["cat"]["axis"], doc["cat"]["output_shape"] = axis, [shape]
+    reader = doc["conv_y"]
+    reader["input_shape"] = [shape, [4, 4, 3, 3]]
+    reader["output_shape"] = [[shape[0], 4, *shape[2:]]]
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("mesh,buffer_size", [("1x1", None), ("2x2", None), ("1x1", 6000)])
+def test_a_layer_description_may_concatenate_rows(planc, tmp_path, mesh, buffer_size):
+    """Gemini's passes cut a reader's box at any axis's offsets: rows concatenated (only
+    layer descriptions can say so) schedule and compute right, tile by tile."""
+    from compiler.json_reader import parse_json
+    from frontends.gemini_layers import import_document
+
+    module = import_document(parse_json(along(rows_and_samples(tmp_path, planc), 2)))
+    run_pipeline(module, schedule_pipeline(argparse.Namespace(
+        mesh=mesh, batch=None, buffer_size=buffer_size, dram_bw=None)))
+    check = check_tiles(module)
+    assert check.ok, check.problem
+
+
+def test_a_concat_of_samples_is_refused_in_one_line(planc, tmp_path):
+    src = tmp_path / "samples.json"
+    src.write_text(along(rows_and_samples(tmp_path, planc), 0))
+    result = planc(src, "-t", "gemini", "--mesh", "2x1", "--buffer-size", "4000",
+                   "-o", tmp_path / "out.json")
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert "$.cat" in result.err and "along N (axis 0)" in result.err
+
+
 def concat_reader(module):
     sched = the_schedule(module)
     layers = layer_table(dnn.find_graph(module))
