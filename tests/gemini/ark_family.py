@@ -1,7 +1,7 @@
 """Generated ARK models for the Gemini target: random chains of the patterns users write
 (fused projections split by slices, slices of rows, columns and leading dims, head reshapes
-and transposes, batch-broadcast matmuls, filled constants, norms, concats by writing column
-slices), plus a pattern Gemini must refuse cleanly (a concat of rows by writing slices).
+and transposes, batch-broadcast matmuls, filled constants, norms, concats by writing column or
+row slices), plus a pattern Gemini must refuse cleanly (a partial write read whole).
 
 `family(seed, count)` gives (name, module) pairs; run `python3 -m tests.gemini.ark_family
 [COUNT] [SEED]` for a larger run than the test suite's, which prints what each model got.
@@ -97,7 +97,7 @@ def concat_by_slices(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) 
 
 
 def concat_of_rows(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) -> Value:
-    """Two operators write the row halves of one tensor; Gemini refuses the read of it."""
+    """Two operators write the row halves of one tensor; its readers read a concat along H."""
     lead, rows, cols = x.type.shape_list
     out = m.tensor([lead, 2 * rows, cols], dtype)
     for half in range(2):
@@ -106,13 +106,23 @@ def concat_of_rows(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) ->
     return m.relu(out)
 
 
+def partial_write(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) -> Value:
+    """An operator writes half the columns of a tensor that is then read whole; Gemini
+    refuses the read (the other half was never written by the network)."""
+    lead, rows, cols = x.type.shape_list
+    out = m.tensor([lead, rows, 2 * cols], dtype)
+    m.matmul(x, m.tensor([cols, cols], dtype), transpose_other=True,
+             output=m.slice(out, [0, 0, 0], [lead, rows, cols]))
+    return m.relu(out)
+
+
 PATTERNS: dict[str, Pattern] = {
     "fused_qkv": fused_qkv, "row_slice": row_slice, "heads": heads,
     "broadcast_matmul": broadcast_matmul, "filled": filled, "norm": norm,
     "leading_slice": leading_slice, "concat_by_slices": concat_by_slices,
-    "concat_of_rows": concat_of_rows,
+    "concat_of_rows": concat_of_rows, "partial_write": partial_write,
 }
-REFUSABLE = {"concat_of_rows"}
+REFUSABLE = {"partial_write"}
 """Patterns that must be refused (with the operator's JSON path); the others must lower."""
 
 
