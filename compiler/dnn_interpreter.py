@@ -175,6 +175,10 @@ def slice_(layer: dnn.SliceOp, inputs: list[Array]) -> Array:
     return _nchw(inputs[0])[box]
 
 
+def concat(layer: dnn.ConcatOp, inputs: list[Array]) -> Array:
+    return np.concatenate([_nchw(x) for x in inputs], axis=layer.axis_index)
+
+
 def strided_slice(layer: dnn.StridedSliceOp, inputs: list[Array]) -> Array:
     rows = to_rows(inputs[0]).reshape(dnn.ints(layer.from_shape))
     box = tuple(slice(o, o + d) for o, d in zip(dnn.ints(layer.offsets), dnn.ints(layer.shape),
@@ -200,7 +204,7 @@ LAYER_FUNCTIONS: dict[type, Callable[[Any, list[Array]], Array]] = {
     dnn.ReshapeOp: reshape, dnn.MatmulOp: matmul,
     dnn.UnaryOp: unary, dnn.ReduceOp: reduce, dnn.TransposeOp: transpose,
     dnn.SliceOp: slice_, dnn.BroadcastOp: broadcast, dnn.StridedSliceOp: strided_slice,
-    dnn.LrnOp: lrn, dnn.ChannelShuffleOp: channel_shuffle,
+    dnn.LrnOp: lrn, dnn.ChannelShuffleOp: channel_shuffle, dnn.ConcatOp: concat,
 }
 
 

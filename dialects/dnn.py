@@ -14,7 +14,7 @@ reshape, ...) imports into it one layer op per layer, and ARK models convert int
   them on (`LAYER_TYPE`): the PE array (conv2d, grouped too, dense, matmul), the vector
   processor (pooling, element-wise, quantize, unary, reduce, local response normalisation) or
   the data-transfer engine (transpose, broadcast, strided slice, channel shuffle); a reshape
-  or a slice is a view.
+  a slice or a concatenation is a view.
 
 Frontend fields the dialect does not model are kept in `extra`, with the file's member order in
 `keys`, so that a layer description exports back unchanged. Scheduling passes record their
@@ -563,7 +563,55 @@ class SliceOp(LayerOp):
             raise self.fail(f"offsets {start} with shape {inner} leave the input {outer}")
 
 
-VIEW_CLASSES: tuple[type[LayerOp], ...] = (ReshapeOp, SliceOp)
+@irdl_op_definition
+class ConcatOp(LayerOp):
+    """Feature maps side by side along NCHW `axis` (1: channels, what CNNs concatenate). A
+    view, no work and no copy: as in Gemini, a consumer of the concatenation reads each input
+    where it lies, at its offset along the axis (its channel offset), so every input is an
+    activation and the consumer's workloads get one ifmap per input they touch. The Gemini
+    passes cut a reader's box at the offsets along any axis but N (batch groups cut N)."""
+
+    name = "dnn.concat"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("concat",)
+    axis = prop_def(IntegerAttr)
+
+    @property
+    def axis_index(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def activations(self) -> list[SSAValue]:
+        return list(self.inputs)
+
+    @property
+    def weights(self) -> list[SSAValue]:
+        return []
+
+    @property
+    def offsets(self) -> list[int]:
+        """Where each input starts along the axis."""
+        starts, at = [], 0
+        for value in self.inputs:
+            starts.append(at)
+            at += fmap(value).nchw[self.axis_index]
+        return starts
+
+    def verify_(self) -> None:
+        super().verify_()
+        axis = self.axis_index
+        if not 0 <= axis < 4:
+            raise self.fail(f"axis {axis} is not an NCHW dim")
+        shapes = [fmap(v).nchw for v in self.inputs]
+        expected = list(shapes[0])
+        expected[axis] = sum(s[axis] for s in shapes)
+        for shape in shapes[1:]:
+            if [d for i, d in enumerate(shape) if i != axis] != \
+                    [d for i, d in enumerate(shapes[0]) if i != axis]:
+                raise self.fail(f"inputs {shapes[0]} and {shape} differ outside axis {axis}")
+        self.expect_shape(expected, f"the inputs side by side along axis {axis}")
+
+
+VIEW_CLASSES: tuple[type[LayerOp], ...] = (ReshapeOp, SliceOp, ConcatOp)
 """Layers that only view their input's data (no work on the accelerator)."""
 
 
@@ -740,7 +788,7 @@ class GenericLayerOp(LayerOp):
 
 LAYER_CLASSES: tuple[type[LayerOp], ...] = (
     Conv2dOp, PoolOp, EltwiseOp, QuantizeOp, DenseOp, ReshapeOp, SliceOp, MatmulOp, UnaryOp,
-    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp, LrnOp, ChannelShuffleOp)
+    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp, LrnOp, ChannelShuffleOp, ConcatOp)
 
 
 # Typed members of layers that planc makes from ARK and ONNX models (Gemini's frontend writes
@@ -782,6 +830,7 @@ LAYER_MEMBERS.update({
     ReshapeOp: {"row_major": "bool"},
     TransposeOp: {"perm": "ints", "from_shape": "ints"},
     SliceOp: {"offsets": "ints"},
+    ConcatOp: {"axis": "int"},
     BroadcastOp: {"from_shape": "ints", "to_shape": "ints"},
     StridedSliceOp: {"from_shape": "ints", "offsets": "ints", "shape": "ints"},
 })

@@ -8,7 +8,9 @@ layer), Flatten and Reshape (views), Softmax (reduce-max, subtract, exp, reduce-
 what the vector processor runs), LRN (a vector layer over a window of channels), Dropout and
 Identity (inference: nothing). Grouped and depthwise convolutions keep their groups; average
 pooling that leaves padding out of its divisor is flagged. Shape computations fold as in
-`onnx_model`. Concat has no Gemini layer: an error names the node.
+`onnx_model`. Concat along channels is a `dnn.concat` view (as in Gemini, its consumers read
+every input at its channel offset; no copy); Concat along another axis has no Gemini layer:
+an error names the node.
 
 Gemini computes in int8 (its frontend quantizes networks before scheduling them), so feature
 maps and weights are int8 here whatever the ONNX element type: that is what sizes L2 and WL0
@@ -387,6 +389,27 @@ def _as_nchw(value: np.ndarray, like: list[int]) -> np.ndarray:
     return value.reshape(shape)
 
 
+@handles("Concat")
+def _concat(imp: CnnImporter, inputs, attrs):
+    """Feature maps side by side along channels: a `dnn.concat` view, no copy (Gemini's
+    consumers read each input at its channel offset). Shape computations fold."""
+    if all(isinstance(v, np.ndarray) for v in inputs):
+        return CONSTANT_FOLDING["Concat"](imp, inputs, attrs)
+    like = next(v for v in inputs if not isinstance(v, np.ndarray))
+    rank = len(shape_of(like))
+    axis = attrs.get("axis", 1)
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is not a dim of the rank-{rank} inputs")
+    if axis % rank != 1:
+        raise imp.fail(f"it concatenates along axis {axis % rank}; Gemini concatenates feature "
+                       f"maps along channels only (axis 1: its consumers read each input at a "
+                       f"channel offset)")
+    parts = [imp.value(v, f"{imp.node.output[0]}_c{i}") for i, v in enumerate(inputs)]
+    shape = list(shape_of(like))
+    shape[1] = sum(shape_of(p)[1] for p in parts)
+    return [imp.layer(dnn.ConcatOp, "concat", parts, shape, axis=IntegerAttr(1, i64))]
+
+
 @handles("Gemm")
 def _gemm(imp: CnnImporter, inputs, attrs):
     x, w = inputs[0], inputs[1]
@@ -502,11 +525,28 @@ def _identity(imp: CnnImporter, inputs, attrs):
     return [inputs[0]]
 
 
+def _softmax_axis(imp: CnnImporter, shape: list[int], attrs: dict) -> int:
+    """The one dim Softmax normalises over. Before opset 13 it normalises the input flattened
+    from `axis` (default 1) on, which is one dim when the others from there are 1 (a
+    classifier's [N, 1000, 1, 1])."""
+    opset = next((o.version for o in imp.model.opset_import if o.domain in ("", "ai.onnx")),
+                 13)
+    rank = len(shape)
+    if opset >= 13:
+        return attrs.get("axis", -1) % rank
+    start = attrs.get("axis", 1) % rank
+    spread = [d for d in range(start, rank) if shape[d] != 1]
+    if len(spread) > 1:
+        raise imp.fail(f"before opset 13 it normalises dims {spread} together; Gemini reduces "
+                       f"along channels only")
+    return spread[0] if spread else start
+
+
 @handles("Softmax")
 def _softmax(imp: CnnImporter, inputs, attrs):
     x = inputs[0]
     rank = len(shape_of(x))
-    axis = attrs.get("axis", -1) % rank
+    axis = _softmax_axis(imp, shape_of(x), attrs)
     if axis != 1:
         raise imp.fail("Gemini reduces along channels (axis 1) here")
 

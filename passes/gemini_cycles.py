@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from compiler import gemini_model as model
 from compiler.gemini_l2 import weight_in_l2
 from compiler.gemini_model import Box, GeminiHardware
-from compiler.gemini_plan import HardwarePass, graph_of, layer_table, schedule_of
+from compiler.gemini_plan import OPERAND, HardwarePass, graph_of, layer_table, schedule_of
 from dialects import dnn, gemini
 
 
@@ -45,7 +45,7 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
     out_bytes = model.fmap_bytes(box, layer.out_type.bits)
     if layer.LAYER_TYPE == "vp":
         # The vector processor streams its operands side by side: the first one sets the pace.
-        first_input = wl.ifmaps[0].value("size") if wl.ifmaps else 0
+        first_input = sum(ifmap.value("size") for ifmap in operand_ifmaps(wl, 0))
         cycles = model.vp_cycles(layer, first_input, out_bytes)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
     if layer.LAYER_TYPE != "pe":
@@ -69,6 +69,17 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
     return WorkloadPlan(tiles, model.stream_time([t.cycles for t in tiles], units), units)
 
 
+def operand_ifmaps(wl: gemini.WorkloadOp, index: int) -> list[gemini.IfmapOp]:
+    """The ifmaps that deliver activation `index` (several when it is a concatenation, read at
+    the channel offset of each input); without `gemini.operand` (an imported IR), the
+    index-th ifmap."""
+    ifmaps = wl.ifmaps
+    if all(OPERAND not in f.attributes for f in ifmaps):
+        return ifmaps[index: index + 1]
+    return [f for f in ifmaps if OPERAND in f.attributes and
+            f.attributes[OPERAND].value.data == index]
+
+
 def cut_mode(layer: dnn.LayerOp) -> str:
     """How the PE array's two axes are shared: K with C (most convolutions), K with H (thin
     or strided 1x1 inputs), or K with K (fully connected)."""
@@ -87,7 +98,8 @@ def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadO
              "ofmap_lower": gemini.ints_attr(tile.ofmap[0]),
              "ofmap_upper": gemini.ints_attr(tile.ofmap[1]),
              "single_tile_time_pred": gemini.number_attr(float(round(tile.cycles, 3)))}
-    for suffix, ifmap in zip(("", "2"), wl.ifmaps, strict=False):
+    firsts = [f for f in (next(iter(operand_ifmaps(wl, i)), None) for i in (0, 1)) if f]
+    for suffix, ifmap in zip(("", "2"), firsts, strict=False):
         props[f"ifmap_lower{suffix}"] = gemini.ints_attr(ifmap.ints_of("lower"))
         props[f"ifmap_upper{suffix}"] = gemini.ints_attr(ifmap.ints_of("upper"))
     if layer.LAYER_TYPE == "pe":
