@@ -386,7 +386,11 @@ def channel_offsets_brute_force(module) -> dict[str, int]:
                        else blocks[t] for t in ifmap.transfer_ids}
             assert len(origins) == 1, "an ifmap mixes feature maps"
             origin = origins.pop()
-            corner = tensors[(origin, *key)][0]
+            from_dram = [loads[t] for t in ifmap.transfer_ids if t in loads]
+            # A DRAM load is the L2 tensor itself: a layer cut into tiles on one core reloads
+            # one tile's box at a time, so its corner is the load's, not the union's.
+            corner = from_dram[0].ints_of("lower") if from_dram else \
+                tensors[(origin, *key)][0]
             lower, upper = (tuple(a + b for a, b in zip(corner, ifmap.ints_of(end), strict=True))
                             for end in ("lower", "upper"))
             got.append((origin, (lower, upper)))
