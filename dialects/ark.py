@@ -109,24 +109,15 @@ def _cached_ints(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-_INT_VALUES: dict[int, tuple[DenseArrayBase, tuple[int, ...]]] = {}
-
-
 def int_values(array: DenseArrayBase) -> tuple[int, ...]:
-    """The integers of a dense array, cached: unpacking bytes on every shape query adds up.
-
-    Keyed by identity, not by value: hashing an attribute walks its parameters every time,
-    which costs more than the unpacking it saves. The entry keeps the array alive, so its id
-    cannot be reused while cached.
-    """
-    hit = _INT_VALUES.get(id(array))
-    if hit is not None and hit[0] is array:
-        return hit[1]
-    if len(_INT_VALUES) >= 1 << 16:
-        _INT_VALUES.clear()
-    values = tuple(array.get_values())
-    _INT_VALUES[id(array)] = (array, values)
-    return values
+    """The integers of a dense array, unpacked once and kept with the (immutable) array:
+    unpacking bytes on every shape query adds up. The cache lives in the attribute's own
+    `__dict__` (not a parameter: equality and hashing ignore it)."""
+    try:
+        return array.__dict__["_planc_values"]
+    except KeyError:
+        values = array.__dict__["_planc_values"] = tuple(array.get_values())
+        return values
 
 
 def _print_ints(printer: Printer, values: Sequence[int]) -> None:
@@ -815,12 +806,20 @@ class ArkOp(IRDLOperation, ABC):
         """(read tensors, write tensors), the same as `read_tensors` and `write_tensors` but
         several times faster: the segment sizes are unpacked once per attribute, not on
         every access (passes over large models ask for them constantly)."""
+        operands = self._operands
         sizes = self.properties["operandSegmentSizes"]
+        cached = self.__dict__.get("_planc_groups")
+        if cached is not None and cached[0] is operands and cached[1] is sizes:
+            return cached[2]
         counts = sizes.__dict__.get("_planc_counts")
         if counts is None:
             counts = sizes.__dict__["_planc_counts"] = tuple(sizes.get_values())
-        operands = self.operands
-        return tuple(operands[: counts[0]]), tuple(operands[counts[0]:])
+        plain = tuple.__getitem__
+        groups = (plain(operands, slice(0, counts[0])), plain(operands, slice(counts[0], None)))
+        # Kept until the operands or their segment sizes are replaced (both are immutable
+        # values that an update swaps for new ones, so identity says whether they changed).
+        self.__dict__["_planc_groups"] = (operands, sizes, groups)
+        return groups
 
     @property
     def inputs(self) -> list[TensorType]:

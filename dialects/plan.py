@@ -59,6 +59,7 @@ from dialects.utils import (
     body_block,
     build_with_properties,
     i64_attr,
+    op_list,
     verify_first,
     verify_operation,
 )
@@ -94,7 +95,15 @@ class Range:
                 and (value - self.begin) % self.step == 0)
 
     def within(self, other: Range) -> bool:
-        return all(v in other for v in self)
+        """Is every value of this range one of `other`? Decided from the ends and steps:
+        the values between two members are members when the step is a multiple of
+        `other`'s."""
+        count = len(self)
+        if count == 0:
+            return True
+        last = self.begin + (count - 1) * self.step
+        return self.begin in other and last in other and (
+            count == 1 or self.step % other.step == 0)
 
     def __str__(self) -> str:
         return f"[{self.begin}, {self.end}]" if self.step == 1 else \
@@ -269,7 +278,7 @@ class ResourceGroupOp(IRDLOperation):
         return Range.of(self.sram_range)
 
     def task_groups(self) -> list[TaskGroupOp]:
-        return [op for op in body_block(self.body).ops if isinstance(op, TaskGroupOp)]
+        return [op for op in op_list(body_block(self.body)) if isinstance(op, TaskGroupOp)]
 
     def verify_(self) -> None:
         sram = self.sram
@@ -303,7 +312,7 @@ class ProcessorGroupOp(IRDLOperation):
         return Range.of(self.processor_range)
 
     def resource_groups(self) -> list[ResourceGroupOp]:
-        return [op for op in body_block(self.body).ops if isinstance(op, ResourceGroupOp)]
+        return [op for op in op_list(body_block(self.body)) if isinstance(op, ResourceGroupOp)]
 
     def verify_(self) -> None:
         processors = self.processors
@@ -408,18 +417,18 @@ class PlanOp(IRDLOperation):
         return None if self.architecture is None else self.architecture.data
 
     def tasks(self) -> dict[int, TaskOp]:
-        return {op.task_id: op for op in self.graph.ops if isinstance(op, TaskOp)}
+        return {op.task_id: op for op in op_list(self.graph) if isinstance(op, TaskOp)}
 
     def task_operators(self) -> dict[int, list[ark.ArkOp]]:
         """The operators of each TaskInfo, in order."""
         grouped: dict[int, list[ark.ArkOp]] = {t: [] for t in self.tasks()}
-        for op in self.graph.ops:
+        for op in op_list(self.graph):
             if isinstance(op, ark.ArkOp) and op.task_id is not None:
                 grouped.setdefault(op.task_id, []).append(op)
         return grouped
 
     def processor_groups(self) -> list[ProcessorGroupOp]:
-        return [op for op in self.graph.ops if isinstance(op, ProcessorGroupOp)]
+        return [op for op in op_list(self.graph) if isinstance(op, ProcessorGroupOp)]
 
     def num_tasks(self, task_id: int) -> int:
         """NumTasks of a TaskInfo (its first operator's, as ARK's planner takes it)."""
@@ -457,7 +466,7 @@ class PlanOp(IRDLOperation):
     def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
         """Check every TaskInfo; return (task op, NumTasks) by id."""
         tasks: dict[int, tuple[TaskOp, int]] = {}
-        task_ops = [op for op in self.graph.ops if isinstance(op, TaskOp)]
+        task_ops = [op for op in op_list(self.graph) if isinstance(op, TaskOp)]
         verify_first(task_ops)  # slots divide by NumWarps
         for task in task_ops:
             if task.task_id in tasks:

@@ -46,8 +46,15 @@ class ByteRegion:
 
     @staticmethod
     def of(tensor: ark.TensorType) -> ByteRegion:
-        return ByteRegion.make(tensor.buffer_id, tensor.element_bytes, tensor.strides_list,
-                               tensor.offsets_list, tensor.shape_list)
+        """The region of `tensor`, made once per (immutable) tensor type and kept with it:
+        passes ask for the regions of every operand of every operator, repeatedly."""
+        try:
+            return tensor.__dict__["_planc_region"]
+        except KeyError:
+            region = tensor.__dict__["_planc_region"] = ByteRegion.make(
+                tensor.buffer_id, tensor.element_bytes, tensor.strides_list,
+                tensor.offsets_list, tensor.shape_list)
+            return region
 
     @staticmethod
     def make(buffer: int, element_bytes: int, extents: Sequence[int], offsets: Sequence[int],
