@@ -120,6 +120,23 @@ def int_values(array: DenseArrayBase) -> tuple[int, ...]:
         return values
 
 
+@functools.lru_cache(maxsize=64)
+def _dtype_attr(dtype: str) -> StringAttr:
+    return StringAttr(dtype)
+
+
+def _int_attr(value: int) -> IntAttr:
+    """`IntAttr(value)` for an int, without the generic parameter checks."""
+    attr = IntAttr.__new__(IntAttr)
+    object.__setattr__(attr, "data", value)
+    return attr
+
+
+_VALID_LAYOUTS: dict[tuple, bool] = {}
+"""(data type, shape, strides, offsets, padded shape, pads) of tensors that passed
+`TensorType.verify`, as tuples (None: absent)."""
+
+
 def _print_ints(printer: Printer, values: Sequence[int]) -> None:
     printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
 
@@ -326,19 +343,29 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         if not isinstance(buffer, BufferAttr):
             raise VerifyException(f"tensor {tensor_id}: expected a buffer, got {buffer}")
         # Every other parameter is made here with its declared kind: `built` skips
-        # re-checking them (the tensor's own rules still run).
-        return built(
-            TensorType,
-            IntAttr(tensor_id),
-            StringAttr(dtype),
-            _ints(shape),
-            _ints(strides if strides is not None else (padded or shape)),
-            _ints(offsets if offsets is not None else [0] * len(shape)),
-            _NONE if padded is None else _ints(padded),
-            _NONE if pads is None else _ints(pads),
-            buffer,
-            extra or _EMPTY,
-        )
+        # re-checking them. The tensor's own rules involve only its data type and the five
+        # integer lists (the id appears in their messages only), so a layout that passed
+        # them once passes them again: the arrays are shared, and so is the verdict.
+        layout = (dtype, tuple(shape),
+                  tuple(strides if strides is not None else (padded or shape)),
+                  tuple(offsets if offsets is not None else [0] * len(shape)),
+                  None if padded is None else tuple(padded),
+                  None if pads is None else tuple(pads))
+        arrays = tuple(_NONE if values is None else _cached_ints(values)
+                       for values in layout[1:])
+        if type(tensor_id) is not int or layout not in _VALID_LAYOUTS:  # see _VALID_LAYOUTS
+            tensor = built(TensorType, IntAttr(tensor_id), _dtype_attr(dtype), *arrays,
+                           buffer, extra or _EMPTY)
+            if len(_VALID_LAYOUTS) >= 4096:
+                _VALID_LAYOUTS.clear()
+            _VALID_LAYOUTS[layout] = True
+            return tensor
+        tensor = TensorType.__new__(TensorType)
+        for (name, _), value in zip(TensorType.get_irdl_definition().parameters, (
+                _int_attr(tensor_id), _dtype_attr(dtype), *arrays, buffer, extra or _EMPTY),
+                strict=True):
+            object.__setattr__(tensor, name, value)
+        return tensor
 
     # -- convenient views of the parameters ------------------------------------------------
 
