@@ -129,10 +129,15 @@ class RangeAttr(ParametrizedAttribute):
 
     @property
     def range(self) -> Range:
-        return Range(*self.values.get_values())
+        """The values as a `Range`, made once and kept with the (immutable) attribute."""
+        try:
+            return self.__dict__["_planc_range"]
+        except KeyError:
+            found = self.__dict__["_planc_range"] = Range(*ark.int_values(self.values))
+            return found
 
     def as_list(self) -> list[int]:
-        return list(self.values.get_values())
+        return list(ark.int_values(self.values))
 
     def verify(self) -> None:
         values = list(self.values.get_values())
@@ -146,6 +151,17 @@ class RangeAttr(ParametrizedAttribute):
 @functools.lru_cache(maxsize=4096)
 def range_attr(begin: int, end: int, step: int | None = None) -> RangeAttr:
     """The range attribute (shared: attributes are immutable, and planners make many)."""
+    if type(begin) is int and type(end) is int and (step is None or type(step) is int):
+        return _shared_range(begin, end, step)
+    return _new_range(begin, end, step)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_range(begin: int, end: int, step: int | None) -> RangeAttr:
+    return _new_range(begin, end, step)
+
+
+def _new_range(begin: int, end: int, step: int | None) -> RangeAttr:
     values = [begin, end] if step is None else [begin, end, step]
     return RangeAttr(DenseArrayBase.from_list(i64, values))
 

@@ -209,7 +209,7 @@ class RegionOp(IRDLOperation):
     assembly_format = "$buffer `offset` $offset `size` $size attr-dict"
 
     def __init__(self, buffer: int, offset: int, size: int, holds: Sequence[int]):
-        super().__init__(properties={
+        build_with_properties(self, {
             "buffer": _int(buffer), "offset": _int(offset), "size": _int(size),
             "holds": DenseArrayBase.from_list(i64, list(holds))})
 
