@@ -631,8 +631,14 @@ _INTEGER_TYPES = {kind: IntegerType(w, s) for (w, s), kind in _INTEGER_KINDS.ite
 
 
 def int_arg(kind: ArgKind, value: int) -> IntegerAttr:
-    """An integer-valued argument of `kind` (range-checked by the attribute verifier)."""
-    return IntegerAttr(int(value), _INTEGER_TYPES[kind])
+    """An integer-valued argument of `kind` (range-checked by the attribute verifier;
+    shared, as attributes are immutable: models repeat the same few flags and axes)."""
+    return _int_arg(kind, int(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _int_arg(kind: ArgKind, value: int) -> IntegerAttr:
+    return IntegerAttr(value, _INTEGER_TYPES[kind])
 
 
 def float_arg(value: float) -> FloatAttr:
