@@ -62,8 +62,10 @@ class _Arguments:
                 self.sizes_by_length[length] = self._same_size(length)
             return self.sizes_by_length[length]
         attribute = self.option.container(op).get(self.option.attribute_name)
-        if not isinstance(attribute, DenseArrayBase) or attribute.elt_type != i32:
-            return None
+        if type(attribute) is not DenseArrayBase or attribute.elt_type is not i32:
+            # Subclasses and other spellings of i32 are rare: the general tests decide.
+            if not isinstance(attribute, DenseArrayBase) or attribute.elt_type != i32:
+                return None
         sizes = attribute.__dict__.get("_planc_counts")
         if sizes is None:
             # Attributes are immutable: the unpacked values can stay with the attribute.
@@ -98,14 +100,13 @@ class _Arguments:
         sizes = self.sizes(op, len(values))
         if sizes is None:
             return False
-        types = [v.type for v in values]
         start = 0
         for size, base, (_, d) in zip(sizes, self.bases, self.defs, strict=True):
             if base is None:
-                d.constr.verify(tuple(types[start:start + size]), context)
+                d.constr.verify(tuple(v.type for v in values[start:start + size]), context)
             else:
-                for t in types[start:start + size]:
-                    if not isinstance(t, base):
+                for v in values[start:start + size]:
+                    if not isinstance(v.type, base):
                         return False
             start += size
         return True
@@ -161,7 +162,7 @@ class _Plan:
         op_def = self.op_def
         context = VerificationContext()
         try:
-            if not (self.operands.ok(op, op.operands, context)
+            if not (self.operands.ok(op, op._operands, context)  # noqa: SLF001 (a tuple)
                     and self.results.ok(op, op.results, context)):
                 return False
             if op.regions or op_def.regions:
