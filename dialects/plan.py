@@ -62,6 +62,7 @@ from dialects.utils import (
     op_list,
     verify_first,
     verify_operation,
+    walk_ops,
 )
 
 if TYPE_CHECKING:
@@ -507,7 +508,7 @@ class PlanOp(IRDLOperation):
     def _verify_processor_group(self, pg: ProcessorGroupOp,
                                 tasks: dict[int, tuple[TaskOp, int]]) -> None:
         # The checks below rely on each group's own rules (SramRange step 1, ...).
-        verify_first(op for op in pg.walk() if op is not pg)
+        verify_first(walk_ops(pg)[1:])
         all_processors = Range(0, self.processor_count)
         if not pg.processors.within(all_processors):
             raise VerifyAt(f"ProcessorRange {pg.processors} is not inside [0, "

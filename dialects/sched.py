@@ -60,6 +60,12 @@ def int_attr(value: int) -> IntegerAttr:
 _int = int_attr
 
 
+@functools.lru_cache(maxsize=64)
+def _string(value: str) -> StringAttr:
+    """A string attribute (shared: kernels repeat a few kinds)."""
+    return StringAttr(value)
+
+
 @irdl_op_definition
 class KernelOp(IRDLOperation):
     """A kernel: the `ark` operators whose `task` is `id`, run tile by tile.
@@ -82,7 +88,7 @@ class KernelOp(IRDLOperation):
                        "attr-dict")
 
     def __init__(self, kernel_id: int, kind: str):
-        build_with_properties(self, {"id": _int(kernel_id), "kind": StringAttr(kind)})
+        build_with_properties(self, {"id": _int(kernel_id), "kind": _string(kind)})
 
     @property
     def kernel_id(self) -> int:
