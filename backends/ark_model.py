@@ -68,8 +68,9 @@ def operator_json(op: ark.ArkOp, tensors: dict | None = None,
 
     `tensors`, when given, memoizes tensor objects across operators (a tensor appears as the
     result of one operator and the input of others), by the identity of the type attribute
-    (which the IR keeps alive); `configs` likewise memoizes Config objects by the identity
-    of the attribute (which the memo keeps alive). The caller must not mutate them.
+    (which the IR keeps alive); `configs` likewise memoizes Config and argument objects by
+    the identity of the attribute (which the memo keeps alive). The caller must not mutate
+    them.
     """
     def tensor(t: ark.TensorType) -> dict[str, Any]:
         if tensors is None:
@@ -79,6 +80,14 @@ def operator_json(op: ark.ArkOp, tensors: dict | None = None,
             found = tensors[id(t)] = tensor_json(t)
         return found
 
+    def arg(attr: Attribute) -> dict[str, Any]:
+        if configs is None:
+            return arg_json(attr)
+        found = configs.get(("Args", id(attr)))  # arguments repeat: flags, axes, dims
+        if found is None:
+            found = configs[("Args", id(attr))] = (attr, arg_json(attr))
+        return found[1]
+
     out: dict[str, Any] = {
         "Type": op.ark_type,
         "Name": op.label.data,
@@ -86,7 +95,7 @@ def operator_json(op: ark.ArkOp, tensors: dict | None = None,
         "ReadTensors": [tensor(t) for t in op.inputs],
         "WriteTensors": [tensor(t) for t in op.outputs],
         "ResultTensors": [tensor(t) for t in op.results_types],
-        "Args": {key: arg_json(attr) for key, attr in op.arg_attrs().items()},
+        "Args": {key: arg(attr) for key, attr in op.arg_attrs().items()},
     }
     if op.config is not None:
         if configs is None:
