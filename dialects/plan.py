@@ -489,6 +489,7 @@ class PlanOp(IRDLOperation):
             if task.task_id in tasks:
                 raise VerifyAt(f"TaskInfo id {task.task_id} is used twice", task)
             tasks[task.task_id] = (task, -1)
+        configs: dict[int, tuple[Attribute, dict]] = {}
         for task_id, ops in self.task_operators().items():
             if task_id not in tasks:
                 raise VerifyAt(f"operator belongs to TaskInfo {task_id}, which does not "
@@ -496,7 +497,7 @@ class PlanOp(IRDLOperation):
             task = tasks[task_id][0]
             num_tasks = None
             for op in ops:
-                count = _verify_operator_config(op, task)
+                count = _verify_operator_config(op, task, configs)
                 if num_tasks is not None and count != num_tasks:
                     raise VerifyAt(
                         f"all operators of task {task_id} must have the same NumTasks; "
@@ -541,8 +542,11 @@ def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) ->
                            rule="ark-plan.sram")
 
 
-def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
-    """Check an operator's Config against its type and task; return its NumTasks."""
+def _verify_operator_config(op: ark.ArkOp, task: TaskOp,
+                            configs: dict[int, tuple[Attribute, dict]] | None = None) -> int:
+    """Check an operator's Config against its type and task; return its NumTasks. `configs`
+    remembers Config values by the attribute's identity (operators that share a tiling share
+    the attribute); they are only read here."""
     if op.config is None:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
@@ -550,7 +554,13 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
         verify_operation(op)
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
-    config = op.config_value()
+    if configs is None:
+        config = op.config_value()
+    else:
+        found = configs.get(id(op.config))
+        if found is None:
+            found = configs[id(op.config)] = (op.config, op.config_value())
+        config = found[1]
     for key in required_config(op):
         if key not in config:
             raise VerifyAt(f"Config of {op.ark_type} '{op.label.data}' lacks '{key}'", op)
