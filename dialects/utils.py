@@ -180,6 +180,34 @@ def verifying_once() -> Iterator[set[int]]:
         _VERIFIED.reset(token)
 
 
+def op_list(block: Block) -> list[Operation]:
+    """The ops of `block` in order, as a list: the linked list followed directly (`block.ops`
+    steps through an iterator object and two properties per op, which is most of the cost
+    when passes scan blocks of tens of thousands of ops)."""
+    found: list[Operation] = []
+    append = found.append
+    op = block._first_op  # noqa: SLF001 -- the same walk `BlockOps` makes
+    while op is not None:
+        append(op)
+        op = op._next_op  # noqa: SLF001
+    return found
+
+
+def walk_ops(root: Operation) -> list[Operation]:
+    """`root` and every op nested in it, in pre-order (`Operation.walk`'s order), as a list:
+    one generator per op, as `walk` makes, costs more than the visit on large modules."""
+    found: list[Operation] = []
+    stack = [root]
+    while stack:
+        op = stack.pop()
+        found.append(op)
+        if op.regions:
+            for region in reversed(op.regions):
+                for block in reversed(region.blocks):
+                    stack.extend(reversed(op_list(block)))
+    return found
+
+
 def body_block(region: Region) -> Block:
     """The single block of a container op's body.
 
