@@ -37,6 +37,14 @@ FOLDED = ("Constant", "Shape", "ConstantOfShape", "Range", "Unsqueeze", "Squeeze
           "Gather", "Concat")
 
 
+def _float64_copy(value: np.ndarray) -> np.ndarray:
+    """`value` as float64 that nobody else can change: a copy, except for a broadcast of one
+    element (ConstantOfShape's weights), which stays a read-only broadcast of its element."""
+    if value.size and not any(value.strides):
+        return np.broadcast_to(np.float64(value.flat[0]), value.shape)
+    return np.array(value, dtype=np.float64)
+
+
 class CnnImporter:
     def __init__(self, model: Any, path: str):
         self.model, self.path, self.graph = model, path, model.graph
@@ -80,7 +88,7 @@ class CnnImporter:
 
     def constant(self, value: np.ndarray, name: str) -> SSAValue:
         op = self.add(dnn.InputOp.new(self.unique(name), self.fmap(value.shape), constant=True))
-        self.result.values[op.input_name.data] = np.array(value, dtype=np.float64)  # a copy
+        self.result.values[op.input_name.data] = _float64_copy(value)
         return op.output
 
     def value(self, x: Any, name: str) -> SSAValue:
@@ -268,6 +276,19 @@ def _constant_values(imp: CnnImporter, value: SSAValue) -> np.ndarray | None:
     return None
 
 
+def _set_constant(imp: CnnImporter, value: SSAValue, array: np.ndarray) -> None:
+    imp.result.values[value.owner.input_name.data] = array
+
+
+def _per_channel(weights: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """`weights * factor` (one factor per output channel): weights that are one value per
+    output channel (a broadcast, as ConstantOfShape's are) stay a broadcast."""
+    if weights.ndim > 1 and not any(weights.strides[1:]):
+        first = weights[(slice(None),) + (slice(0, 1),) * (weights.ndim - 1)]
+        return np.broadcast_to(first * factor, weights.shape)
+    return weights * factor
+
+
 def _fold_into_conv(imp: CnnImporter, x: SSAValue, factor: np.ndarray, shift: np.ndarray
                     ) -> SSAValue | None:
     """Batch normalisation after a convolution (and its bias) whose weights are known and used
@@ -287,10 +308,10 @@ def _fold_into_conv(imp: CnnImporter, x: SSAValue, factor: np.ndarray, shift: np
     if weights is None:
         return None
     k = weights.shape[0]
-    weights *= factor.reshape(k, 1, 1, 1)
+    _set_constant(imp, owner.inputs[1], _per_channel(weights, factor.reshape(k, 1, 1, 1)))
     if bias is not None:
-        bias *= factor.reshape(bias.shape)
-        bias += shift.reshape(bias.shape)
+        _set_constant(imp, x.owner.inputs[1], bias * factor.reshape(bias.shape)
+                      + shift.reshape(bias.shape))
         return x
     return imp.layer(dnn.EltwiseOp, "element_wise_add",
                      [x, imp.constant(shift.reshape(1, k, 1, 1), f"{imp.node.output[0]}_b")],
@@ -422,7 +443,7 @@ def _gemm(imp: CnnImporter, inputs, attrs):
     if weights is None and not attrs.get("transB", 0):
         raise imp.fail("the weights of a dense layer must be known, or given transposed")
     alpha = attrs.get("alpha", 1.0)
-    if weights is not None:
+    if weights is not None and alpha != 1.0:
         weights = weights * alpha
     n = shape_of(x)[0]
     w_value = imp.value(weights if weights is not None else w, f"{imp.node.output[0]}_w")
