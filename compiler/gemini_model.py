@@ -46,7 +46,16 @@ class GeminiHardware:
     channel_group_bytes: int = 8
     weight_param_bytes: int = 32
     l2_fill: float = 0.9
-    """Fraction of L2 the scheduler plans to fill (first fit needs some slack)."""
+    """Fraction of L2 that may be filled at all (first fit needs some slack)."""
+    l2_plan: float = 0.55
+    """Fraction of L2 the scheduler plans to use: layer groups must fit it and DRAM loads
+    are prefetched into it. Loads a workload cannot run without may go beyond it, up to
+    `l2_fill`. More buys earlier prefetch in weight-bound stretches; less keeps L2 free
+    (see bench/README.md for the trade-off on ResNet)."""
+
+    @property
+    def planned_l2_bytes(self) -> float:
+        return self.buffer_bytes * min(self.l2_plan, self.l2_fill)
 
     @property
     def dram_bytes_per_second(self) -> float:

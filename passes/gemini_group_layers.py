@@ -126,7 +126,7 @@ class SegmentPlan:
 def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, cores: int,
                      hw: GeminiHardware) -> SegmentPlan | None:
     """The best batch cut of layers [start, end) that fits L2, or None."""
-    budget = hw.buffer_bytes * hw.l2_fill
+    budget = hw.planned_l2_bytes
     segment = facts[start:end]
     all_weights = sum(f.weight_bytes for f in segment)
     for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
