@@ -28,6 +28,9 @@ def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
     buffer = _option(options, "buffer_size", DEFAULT_BUFFER)
     bandwidth = _option(options, "dram_bw", DEFAULT_DRAM_BW)
     batch = getattr(options, "batch", None)
+    budget = getattr(options, "l2_budget", None)
+    if budget is not None and not 0 < budget <= buffer:
+        raise UsageError(f"--l2-budget: expected bytes in 1..{buffer} (the buffer), got {budget}")
     if buffer <= 0:
         raise UsageError(f"--buffer-size: expected a positive number of bytes, got {buffer}")
     if bandwidth <= 0:
@@ -35,6 +38,8 @@ def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
     if batch is not None and batch <= 0:
         raise UsageError(f"--batch: expected a positive batch size, got {batch}")
     hw = f"buffer-size={buffer} dram-bw={float(bandwidth)!r}"
+    if budget is not None:
+        hw += f" l2-budget={budget}"
     passes = [f"dnn-rebatch{{batch={batch}}}"] if batch and rebatch else []
     return ",".join([
         *passes,
