@@ -80,7 +80,7 @@ def _number(tensors: dict[int, list[L2Tensor]], timelines: dict[int, gemini.Core
 
 
 def _entry(tensor: L2Tensor, position: int, order: int | None,
-           readers_here: bool) -> gemini.L2TensorOp:
+           readers_here: bool, sources: ArrayAttr) -> gemini.L2TensorOp:
     props = {
         "address": gemini.int_attr(tensor.address), "size": gemini.int_attr(tensor.size),
         "tensor_id": gemini.int_attr(tensor.tensor_id), "kind": StringAttr(tensor.kind),
@@ -95,7 +95,7 @@ def _entry(tensor: L2Tensor, position: int, order: int | None,
         return gemini.L2TensorOp.build(**props)
     props["newly_added"] = gemini.bool_attr(position == tensor.first)
     props["transfer_id"] = gemini.ints_attr(tensor.transfer_ids)
-    props["source"] = ArrayAttr(tensor.sources)
+    props["source"] = sources
     if tensor.layer_name is not None:
         props["layer_name"] = StringAttr(tensor.layer_name)
     if readers_here and tensor.kind == "ifmap":
@@ -124,6 +124,7 @@ class GeminiAllocateL2Pass(HardwarePass):
         order_of |= {("store", s.value("transfer_id")): get_int(s, ORDER) for s in dram.stores}
         sentinel = len(dram.loads) + len(dram.stores)
         capacity = schedule.value("buffersize")
+        sources: dict[int, ArrayAttr] = {}
         for core_id, found in tensors.items():
             core = cores[core_id]
             allocate(core, found, capacity)
@@ -131,12 +132,15 @@ class GeminiAllocateL2Pass(HardwarePass):
                 live = [t for t in found if t.first <= position <= t.last]
                 entries = []
                 for tensor in live:
+                    if id(tensor) not in sources:
+                        sources[id(tensor)] = ArrayAttr(tensor.sources())
                     order = order_of.get(tensor.dram, sentinel) if tensor.dram else sentinel
                     if order is None:
                         raise error_at(wl, "DRAM transfers have no gemini.order (run "
                                            "gemini-dram-order first)")
                     entries.append((order, -tensor.tensor_id,
-                                    _entry(tensor, position, order, position in tensor.readers)))
+                                    _entry(tensor, position, order, position in tensor.readers,
+                                           sources[id(tensor)])))
                 for *_, entry in sorted(entries, key=lambda e: e[:2]):
                     wl.append(entry)
                 wl.add_list("buffer")
