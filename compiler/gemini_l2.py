@@ -21,6 +21,7 @@ descending) at the lowest address where they fit.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
@@ -63,7 +64,8 @@ class L2Tensor:
     address: int = -1
 
     def sources(self) -> list[gemini.SourceAttr]:
-        return [_source(*piece) for piece in self.pieces]
+        return [_source(core, layer, (tuple(box[0]), tuple(box[1])), size, tid, kind)
+                for core, layer, box, size, tid, kind in self.pieces]
 
 
 def weight_in_l2(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
@@ -148,7 +150,8 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     return tensors
 
 
-def _source(core: int, layer: str | None, box: Box, size: int, tid: int,
+@functools.lru_cache(maxsize=1 << 14)
+def _source(core: int, layer: str | None, box: tuple, size: int, tid: int,
             kind: str) -> gemini.SourceAttr:
     values = {"core_id": gemini.int_attr(core), "lower": gemini.ints_attr(box[0]),
               "upper": gemini.ints_attr(box[1]), "size": gemini.int_attr(size),

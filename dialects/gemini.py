@@ -119,10 +119,13 @@ def _constraint(kind: Kind):
 
 
 @functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
+    # Attributes are immutable: one object per value spares xDSL's construction and checks.
     return IntegerAttr(value, i64)
 
 
+@functools.lru_cache(maxsize=4)
 def bool_attr(value: bool) -> IntegerAttr:
     return IntegerAttr(int(value), i1)
 
@@ -297,6 +300,7 @@ class DestinationAttr(RecordAttr):
         return value_of(self.core_id), value_of(self.field("workload_id"))
 
     @staticmethod
+    @functools.lru_cache(maxsize=1 << 16)
     def core(core_id: int, workload_id: int, layer_name: str | None = None) -> DestinationAttr:
         values = {"core_id": int_attr(core_id), "kind": StringAttr("core"),
                   "workload_id": int_attr(workload_id)}
