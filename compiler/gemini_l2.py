@@ -150,6 +150,21 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     return tensors
 
 
+def land(tensors: dict[int, list[L2Tensor]], schedule: gemini.ScheduleOp,
+         issues: dict[int, int]) -> None:
+    """Move the DRAM-loaded tensors of `plan_tensors` to where loads issued at `issues`
+    (transfer id -> step) land, as `plan_tensors` would place them after the issues are
+    recorded (the other tensors do not depend on them)."""
+    for core in schedule.cores:
+        timeline = CoreTimeline(core.id, core.workloads)
+        for tensor in tensors.get(core.id, []):
+            if tensor.dram is None or tensor.dram[0] != "load" or tensor.dram[1] not in issues:
+                continue
+            first = timeline.position_at(issues[tensor.dram[1]])
+            earliest = min(tensor.readers)
+            tensor.first = earliest if first is None else min(first, earliest)
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _source(core: int, layer: str | None, box: tuple, size: int, tid: int,
             kind: str) -> gemini.SourceAttr:

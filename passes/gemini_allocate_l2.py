@@ -58,9 +58,10 @@ def reallocate(schedule: gemini.ScheduleOp) -> None:
 
 
 def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
-                 hw) -> PlancError | None:
-    """The allocation error the current plan would hit, or None (nothing is changed)."""
-    tensors = plan_tensors(schedule, layers, hw)
+                 hw, tensors: dict[int, list[L2Tensor]] | None = None) -> PlancError | None:
+    """The allocation error the current plan would hit, or None (nothing in the IR is
+    changed; `tensors`: the plan's tensors if already made)."""
+    tensors = plan_tensors(schedule, layers, hw) if tensors is None else tensors
     cores = {core.id: core for core in schedule.cores}
     _number(tensors, cores)
     for core_id, found in tensors.items():

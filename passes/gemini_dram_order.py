@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from compiler import gemini_model as model
 from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import CoreTimeline, L2Tensor, plan_tensors
+from compiler.gemini_l2 import CoreTimeline, L2Tensor, land, plan_tensors
 from compiler.gemini_model import GeminiHardware
 from compiler.gemini_plan import (
     ISSUE,
@@ -100,14 +100,15 @@ FILLS = (GeminiHardware.l2_fill, 0.8, 0.7, 0.6, 0.5)
 """Shares of L2 and WL0 the DRAM queue may fill, tried in turn."""
 
 
-def allocation_failures(schedule: gemini.ScheduleOp, layers, hw,
+def allocation_failures(schedule: gemini.ScheduleOp, layers, hw, tensors,
                         ) -> tuple[PlancError | None, PlancError | None]:
     """Would the L2 and the WL0 allocators place everything with the current issue steps?
-    (Each one's failure, or None.)"""
+    (Each one's failure, or None; `tensors`: the L2 tensors, already landed.)"""
     from passes.gemini_allocate_l2 import try_allocate
     from passes.gemini_wl0 import try_allocate_wl0
 
-    return try_allocate(schedule, layers, hw), try_allocate_wl0(schedule, layers, hw)
+    return (try_allocate(schedule, layers, hw, tensors),
+            try_allocate_wl0(schedule, layers, hw))
 
 
 @dataclass(frozen=True)
@@ -130,12 +131,17 @@ class GeminiDramOrderPass(HardwarePass):
         # Byte counts do not see fragmentation: if first fit cannot place the plan, plan again
         # with less of the memory that failed (L2 or WL0).
         l2_fills, wl0_fills = self._fills(hw), list(FILLS)
+        for load in queue:
+            load.attributes.pop(ISSUE, None)
+        tensors = plan_tensors(schedule, layers, hw)
         while True:
             issues, sequence = self._plan(schedule, layers, hw, l2_fills[0], wl0_fills[0],
-                                          queue, step_of)
+                                          queue, step_of, tensors)
             for load, issue in zip(queue, issues, strict=False):
                 set_int(load, ISSUE, issue)
-            l2_failure, wl0_failure = allocation_failures(schedule, layers, hw)
+            land(tensors, schedule, {load.value("transfer_id"): issue
+                                     for load, issue in zip(queue, issues, strict=False)})
+            l2_failure, wl0_failure = allocation_failures(schedule, layers, hw, tensors)
             if l2_failure is None and wl0_failure is None:
                 break
             for fills, failure in ((l2_fills, l2_failure), (wl0_fills, wl0_failure)):
@@ -152,15 +158,12 @@ class GeminiDramOrderPass(HardwarePass):
         return [first, *(f * first / FILLS[0] for f in FILLS[1:])]
 
     def _plan(self, schedule, layers, hw: GeminiHardware, fill: float, wl0_fill: float,
-              queue, step_of) -> tuple[list[int], list]:
+              queue, step_of, tensors: dict[int, list[L2Tensor]]) -> tuple[list[int], list]:
         """Issue steps of the queued loads when `fill` of L2 and `wl0_fill` of WL0 may be used,
         and the DRAM queue (loads and stores in order). The DRAM and the cores are simulated
         together (`Progress`): each load is listed in L2 as late as it can be without making
         the DRAM wait for it, and no earlier than the budget allows."""
-        for load in queue:
-            load.attributes.pop(ISSUE, None)
         timelines = {c.id: CoreTimeline(c.id, c.workloads) for c in schedule.cores}
-        tensors = plan_tensors(schedule, layers, hw)
         l2 = {core: Occupancy(hw.buffer_bytes * fill, len(tl.workloads),
                               hw.buffer_bytes * hw.l2_fill * fill / self._fills(hw)[0])
               for core, tl in timelines.items()}
