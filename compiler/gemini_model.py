@@ -14,6 +14,7 @@ exact there; PE costs within a few per cent for 3x3 convolutions, see bench/).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,9 +90,17 @@ def whole(shape: Sequence[int]) -> Box:
 
 def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
     """(K, C, R*S) of a PE layer's weights, or None when it has none."""
-    if not layer.weights or layer.LAYER_TYPE != "pe" or isinstance(layer, dnn.MatmulOp):
+    inputs = layer.inputs
+    if len(inputs) <= layer.ACTIVATIONS or layer.LAYER_TYPE != "pe" or \
+            isinstance(layer, dnn.MatmulOp):
         return None
-    k, c, r, s = dnn.fmap(layer.weights[0]).nchw
+    return _geometry(inputs[layer.ACTIVATIONS].type)
+
+
+@functools.lru_cache(maxsize=4096)
+def _geometry(ftype: dnn.FmapType) -> tuple[int, int, int]:
+    # Asked for every workload several times (cycles, WL0, L2 planning): one unpacking per type.
+    k, c, r, s = ftype.nchw
     return k, c, r * s
 
 

@@ -63,7 +63,8 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import VerifyAt, warn
+from dialects.fast_verify import verify_op
+from dialects.utils import VerifyAt, verified_so_far, warn
 
 DIMS = 4
 LAYER_TYPES = ("pe", "vp", "dt")
@@ -1027,11 +1028,18 @@ class ScheduleOp(RecordOp):
         for prop in ("buffersize", "xlen", "ylen"):
             if self.value(prop) <= 0:
                 raise VerifyAt(f"{prop} must be > 0", None, prop)
-        # Each record's own rules first, so that the cross checks below can trust them.
+        # Each record's own rules first, so that the cross checks below can trust them. When
+        # the whole module is being verified (`verifying_once`), each op is verified here in
+        # full and remembered, so that the module walk does not check it a second time.
+        done = verified_so_far()
         for op in self.walk():
             if op is not self and isinstance(op, RecordOp | CoreOp):
                 try:
-                    op.check() if isinstance(op, RecordOp) else op.verify_()
+                    if done is None:
+                        op.check() if isinstance(op, RecordOp) else op.verify_()
+                    elif id(op) not in done:
+                        verify_op(op)
+                        done.add(id(op))
                 except VerifyAt as e:
                     raise VerifyAt(str(e), e.op or op, *e.steps) from None
                 except VerifyException as e:
