@@ -51,10 +51,8 @@ class Occupancy:
     range additions and range maxima, so that asking whether a span of workloads has room
     costs O(log positions), not O(span)."""
 
-    def __init__(self, capacity: float, positions: int, limit: float | None = None):
+    def __init__(self, capacity: float, positions: int):
         self.capacity = capacity
-        self.limit = capacity if limit is None else limit
-        """What may be filled when a workload cannot run otherwise (`fits(hard=True)`)."""
         self.size = max(1, positions)
         self._max = [0.0] * (4 * self.size)
         self._add = [0.0] * (4 * self.size)
@@ -84,8 +82,8 @@ class Occupancy:
         """The most in use at any position first..last."""
         return self._query(1, 0, self.size - 1, first, last)
 
-    def fits(self, first: int, last: int, size: float, hard: bool = False) -> bool:
-        return self.peak(first, last) + size <= (self.limit if hard else self.capacity)
+    def fits(self, first: int, last: int, size: float) -> bool:
+        return self.peak(first, last) + size <= self.capacity
 
     def add(self, first: int, last: int, size: float) -> None:
         self._update(1, 0, self.size - 1, first, last, size)
@@ -164,8 +162,7 @@ class GeminiDramOrderPass(HardwarePass):
         together (`Progress`): each load is listed in L2 as late as it can be without making
         the DRAM wait for it, and no earlier than the budget allows."""
         timelines = {c.id: CoreTimeline(c.id, c.workloads) for c in schedule.cores}
-        l2 = {core: Occupancy(hw.buffer_bytes * fill, len(tl.workloads),
-                              hw.buffer_bytes * hw.l2_fill * fill / self._fills(hw)[0])
+        l2 = {core: Occupancy(hw.buffer_bytes * fill, len(tl.workloads))
               for core, tl in timelines.items()}
         wl0 = {core: Occupancy(hw.wl0_capacity_units * wl0_fill, len(tl.workloads))
                for core, tl in timelines.items()}
@@ -177,7 +174,14 @@ class GeminiDramOrderPass(HardwarePass):
                 else:
                     l2[core].add(tensor.first, tensor.last, tensor.size)
         self._reserve_streams(schedule, layers, hw, wl0)
-        self._check_fmaps(schedule, timelines, l2, hw)
+        memories = {"L2": l2, "WL0": wl0}
+        for load in queue:   # every load is in place at least from its first reader on
+            for memory, core, reader, last, size in self._spans(load, loaded, layers,
+                                                                  timelines):
+                memories[memory][core].add(reader, last, size)
+        self._check_minimum(schedule, timelines, l2, hw.buffer_bytes * hw.l2_fill, "L2",
+                            "bytes")
+        self._check_minimum(schedule, timelines, wl0, hw.wl0_capacity_units, "WL0", "units")
         progress = Progress(schedule, layers, hw)
         stores = sorted(schedule.dram.stores, key=lambda s: step_of[
             (s.value("core_id"), s.value("workload_id"))])
@@ -216,18 +220,33 @@ class GeminiDramOrderPass(HardwarePass):
                 if plan.stream_units:
                     wl0[core.id].add(position, position, plan.stream_units)
 
-    def _check_fmaps(self, schedule, timelines, l2: dict[int, Occupancy],
-                     hw: GeminiHardware) -> None:
-        for core, occupancy in l2.items():
+    def _check_minimum(self, schedule, timelines, memory: dict[int, Occupancy], limit: float,
+                       name: str, unit: str) -> None:
+        """Everything a workload reads, its output and what other workloads keep must fit
+        while it runs, before any load is brought forward."""
+        for core, occupancy in memory.items():
             for position in range(len(timelines[core].workloads)):
                 used = occupancy.peak(position, position)
-                if used > hw.buffer_bytes * hw.l2_fill:
+                if used > limit:
                     wl = timelines[core].workloads[position]
-                    raise error_at(wl, f"L2 overflow: the feature maps live at workload "
-                                       f"{wl.id} of core {core} need {int(used)} bytes, more "
-                                       f"than the {int(hw.buffer_bytes * hw.l2_fill)} planned "
-                                       f"of the L2 buffer; use a larger --buffer-size, a smaller "
-                                       f"--batch or more cores")
+                    raise error_at(wl, f"{name} overflow: the data live at workload {wl.id} of "
+                                       f"core {core} need {int(used)} {unit}, more than the "
+                                       f"{int(limit)} that may be filled; use a larger "
+                                       f"--buffer-size, a smaller --batch or more cores")
+
+    def _spans(self, load, loaded, layers, timelines) -> list[tuple[str, int, int, int, int]]:
+        """(memory, core, first reader, last reader, size) of a load on each core it feeds:
+        the span it occupies at the least."""
+        tensors = loaded.get(load.value("transfer_id"), [])
+        if tensors or load.value("kind") != "weight":
+            return [("L2", t.core, min(t.readers), t.last, t.size) for t in tensors]
+        dests = [d.target for d in load.destinations]
+        units = wl0_units(load, layers[_layer_of(timelines, dests[0])])
+        spans = []
+        for core in sorted({c for c, _ in dests}):
+            positions = [w for c, w in dests if c == core]
+            spans.append(("WL0", core, min(positions), max(positions), units))
+        return spans
 
     def _issue(self, load: gemini.DramLoadOp, layers, loaded, timelines, step_of,
                steps: list[int], previous: int, l2, wl0, hw: GeminiHardware,
@@ -239,8 +258,6 @@ class GeminiDramOrderPass(HardwarePass):
         positions to occupy, so binary searches find both)."""
         dests = [d.target for d in load.destinations]
         first_use = min(step_of[t] for t in dests)
-        tensors = loaded.get(load.value("transfer_id"), [])
-        direct = load.value("kind") == "weight" and not tensors
         end = bisect.bisect_right(steps, first_use)
         low = bisect.bisect_left(steps, previous, 0, end)
         candidates = steps[low:end] or [first_use]
@@ -261,55 +278,33 @@ class GeminiDramOrderPass(HardwarePass):
         index = bisect.bisect_right(range(len(candidates)), dram_free,
                                     key=lambda i: release(candidates[i])) - 1
         index = max(index, 0)
-        layer = layers[_layer_of(timelines, dests[0])]
+        spans = self._spans(load, loaded, layers, timelines)
+        memories = {"L2": l2, "WL0": wl0}
 
         def fits(i: int) -> bool:
-            return self._fits(candidates[i], load, tensors, direct, layer, timelines, dests,
-                              l2, wl0, commit=False)
+            return self._bring_forward(candidates[i], spans, timelines, memories, commit=False)
 
         index = bisect.bisect_left(range(index, len(candidates)), True, key=fits) + index
-        if index < len(candidates):
-            step = candidates[index]
-            return step, max(dram_free, release(step))
-        # Beyond the plan but within the buffer, at its first reader: the workload needs it.
-        last = candidates[-1]
-        if self._fits(last, load, tensors, direct, layer, timelines, dests, l2, wl0,
-                      commit=False, hard=True):
-            return last, max(dram_free, release(last))
-        target = dests[0]
-        raise PlancError(f"{'WL0' if direct else 'L2'} overflow: DRAM load "
-                         f"{load.value('transfer_id')} ({load.value('size')} bytes) for "
-                         f"workload {target[1]} of core {target[0]} does not fit even when it "
-                         f"is read; use a larger --buffer-size, a smaller --batch or more cores")
+        # At its first reader a load takes no more than was reserved for it; a load feeding
+        # several cores may still find no room on one of them: it goes at its first reader.
+        step = candidates[min(index, len(candidates) - 1)]
+        return step, max(dram_free, release(step))
 
     def _commit(self, step, load, loaded, timelines, l2, wl0, layers) -> None:
-        dests = [d.target for d in load.destinations]
-        tensors = loaded.get(load.value("transfer_id"), [])
-        direct = load.value("kind") == "weight" and not tensors
-        self._fits(step, load, tensors, direct, layers[_layer_of(timelines, dests[0])],
-                   timelines, dests, l2, wl0, commit=True)
+        self._bring_forward(step, self._spans(load, loaded, layers, timelines), timelines,
+                            {"L2": l2, "WL0": wl0}, commit=True)
 
-    def _fits(self, step, load, tensors, direct, layer, timelines, dests, l2, wl0,
-              commit: bool, hard: bool = False) -> bool:
-        if direct:
-            units = wl0_units(load, layer)
-            for core in {c for c, _ in dests}:
-                tl = timelines[core]
-                first = tl.position_at(step)
-                last = max(w for c, w in dests if c == core)
-                if first is None or first > last:
-                    first = last
-                if commit:
-                    wl0[core].add(first, last, units)
-                elif not wl0[core].fits(first, last, units, hard):
-                    return False
-            return True
-        for tensor in tensors:
-            first = timelines[tensor.core].position_at(step)
-            first = min(tensor.readers) if first is None else min(first, min(tensor.readers))
+    def _bring_forward(self, step: int, spans, timelines, memories, commit: bool) -> bool:
+        """Does landing at `step` fit the budget (or, with `commit`, take it)? Only the
+        positions before each first reader are new: the rest is reserved already."""
+        for memory, core, reader, _, size in spans:
+            first = timelines[core].position_at(step)
+            first = reader if first is None else min(first, reader)
+            if first >= reader:
+                continue
             if commit:
-                l2[tensor.core].add(first, tensor.last, tensor.size)
-            elif not l2[tensor.core].fits(first, tensor.last, tensor.size, hard):
+                memories[memory][core].add(first, reader - 1, size)
+            elif not memories[memory][core].fits(first, reader - 1, size):
                 return False
         return True
 
