@@ -165,14 +165,19 @@ def land(tensors: dict[int, list[L2Tensor]], schedule: gemini.ScheduleOp,
             tensor.first = earliest if first is None else min(first, earliest)
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _string(text: str) -> StringAttr:
+    return StringAttr(text)
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _source(core: int, layer: str | None, box: tuple, size: int, tid: int,
             kind: str) -> gemini.SourceAttr:
     values = {"core_id": gemini.int_attr(core), "lower": gemini.ints_attr(box[0]),
               "upper": gemini.ints_attr(box[1]), "size": gemini.int_attr(size),
-              "transfer_id": gemini.int_attr(tid), "kind": StringAttr(kind)}
+              "transfer_id": gemini.int_attr(tid), "kind": _string(kind)}
     if layer is not None:
-        values["layer_name"] = StringAttr(layer)
+        values["layer_name"] = _string(layer)
     return gemini.SourceAttr.from_fields(values)
 
 

@@ -120,6 +120,16 @@ def _constraint(kind: Kind):
 
 
 @functools.lru_cache(maxsize=1 << 16)
+@functools.cache
+def _none_attr() -> NoneAttr:
+    return NoneAttr()
+
+
+@functools.cache
+def _empty_dict() -> DictionaryAttr:
+    return DictionaryAttr({})
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
     # Attributes are immutable: one object per value spares xDSL's construction and checks.
@@ -231,8 +241,9 @@ class RecordAttr(ParametrizedAttribute):
 
     @classmethod
     def from_fields(cls, values: dict[str, Attribute], extra: DictionaryAttr | None = None):
-        params = [values.get(f.prop, NoneAttr()) for f in cls.FIELDS]
-        return cls(*params, extra or DictionaryAttr({}))
+        none = _none_attr()
+        params = [values.get(f.prop, none) for f in cls.FIELDS]
+        return cls(*params, extra or _empty_dict())
 
     def field(self, prop: str) -> Attribute | None:
         value = getattr(self, prop)

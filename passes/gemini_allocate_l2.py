@@ -74,7 +74,9 @@ def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
 
 def _number(tensors: dict[int, list[L2Tensor]], timelines: dict[int, gemini.CoreOp]) -> None:
     """Tensor ids in the order tensors enter L2 (by global step, then core)."""
-    everything = [(workload_step(timelines[core].workloads[t.first]), core, i, t)
+    steps = {core: [workload_step(wl) for wl in timeline.workloads]
+             for core, timeline in timelines.items()}
+    everything = [(steps[core][t.first], core, i, t)
                   for core, found in tensors.items() for i, t in enumerate(found)]
     for tensor_id, (*_, tensor) in enumerate(sorted(everything, key=lambda e: e[:3])):
         tensor.tensor_id = tensor_id
