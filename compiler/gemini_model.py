@@ -207,8 +207,18 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
 
 
 def intersect(a: Box, b: Box) -> Box | None:
-    lower = [max(x, y) for x, y in zip(a[0], b[0], strict=False)]
-    upper = [min(x, y) for x, y in zip(a[1], b[1], strict=False)]
+    (al, au), (bl, bu) = a, b
+    if len(al) == 4 and len(bl) == 4:   # the common case, unrolled (called per block pair)
+        lower = [al[0] if al[0] > bl[0] else bl[0], al[1] if al[1] > bl[1] else bl[1],
+                 al[2] if al[2] > bl[2] else bl[2], al[3] if al[3] > bl[3] else bl[3]]
+        upper = [au[0] if au[0] < bu[0] else bu[0], au[1] if au[1] < bu[1] else bu[1],
+                 au[2] if au[2] < bu[2] else bu[2], au[3] if au[3] < bu[3] else bu[3]]
+        if lower[0] > upper[0] or lower[1] > upper[1] or lower[2] > upper[2] or \
+                lower[3] > upper[3]:
+            return None
+        return lower, upper
+    lower = [max(x, y) for x, y in zip(al, bl, strict=False)]
+    upper = [min(x, y) for x, y in zip(au, bu, strict=False)]
     return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
 
 

@@ -777,7 +777,15 @@ class WorkloadOp(RecordOp):
         return lower, upper
 
     def children(self, kind: type[_Op]) -> list[_Op]:
-        return [op for op in self.body.ops if type(op) is kind]
+        # A walk of the block's list without xDSL's iterator objects: the passes, the
+        # verifier and the emitter ask a workload for its entries of one kind ~50 times each.
+        found = []
+        op = self.body.block.first_op
+        while op is not None:
+            if type(op) is kind:
+                found.append(op)
+            op = op.next_op
+        return found
 
     @property
     def ifmaps(self) -> list[IfmapOp]:
