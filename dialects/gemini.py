@@ -119,7 +119,18 @@ def _constraint(kind: Kind):
 # -- small attribute helpers used by the whole toolchain --------------------------------------
 
 
-@functools.lru_cache(maxsize=1 << 16)
+def _ops_of(block: Block, kind: type[_Op]) -> list[_Op]:
+    """The ops of `kind` (or a subclass) in `block`, in order: a walk of the block's list
+    without xDSL's iterator objects (the passes ask for them thousands of times)."""
+    found = []
+    op = block.first_op
+    while op is not None:
+        if isinstance(op, kind):
+            found.append(op)
+        op = op.next_op
+    return found
+
+
 @functools.cache
 def _none_attr() -> NoneAttr:
     return NoneAttr()
@@ -963,7 +974,7 @@ class CoreOp(IRDLOperation):
 
     @property
     def workloads(self) -> list[WorkloadOp]:
-        return [op for op in self.body.ops if isinstance(op, WorkloadOp)]
+        return _ops_of(self.body.block, WorkloadOp)
 
     def verify_(self) -> None:
         for i, wl in enumerate(self.workloads):
@@ -993,11 +1004,11 @@ class DramOp(IRDLOperation):
 
     @property
     def stores(self) -> list[DramStoreOp]:
-        return [op for op in self.body.ops if isinstance(op, DramStoreOp)]
+        return _ops_of(self.body.block, DramStoreOp)
 
     @property
     def loads(self) -> list[DramLoadOp]:
-        return [op for op in self.body.ops if isinstance(op, DramLoadOp)]
+        return _ops_of(self.body.block, DramLoadOp)
 
     def list_keys(self) -> list[str]:
         return [a.data for a in self.lists.data] if self.lists is not None else []
@@ -1036,7 +1047,7 @@ class ScheduleOp(RecordOp):
 
     @property
     def cores(self) -> list[CoreOp]:
-        return [op for op in self.body.ops if isinstance(op, CoreOp)]
+        return _ops_of(self.body.block, CoreOp)
 
     def workloads(self) -> Iterator[WorkloadOp]:
         for core in self.cores:
