@@ -1,7 +1,7 @@
 """Gemini: planc's schedules of the corpus networks against Gemini's own, and on larger meshes.
 
     python bench/gemini_schedule.py [--corpus DIR] [--batches 1,4,16] [--budgets 0.45,0.9]
-                                    [--meshes] [--json] [--smoke]
+                                    [--meshes] [--compile-ratio PAIRS] [--json] [--smoke]
 
 For every corpus pair (the frontend layer description of an INT8 ResNet and the scheduler IR
 Gemini made from it: batch 1, one core, 8 MB L2, 16 GB/s) it schedules the description with
@@ -30,7 +30,9 @@ is one sample's), so they are context, not a baseline.
 `--budgets` also schedules each case with other L2 budgets (shares of the buffer, planc's
 `--l2-budget`) to show the latency / peak-L2 trade-off; `--meshes` schedules the first network
 on 2x2 and 4x4 meshes (and batch 4 on 2x2) with the compile time against a baseline measured in
-the same run (importing, verifying and exporting Gemini's IR). It also reports how closely
+the same run (importing, verifying and exporting Gemini's IR); `--compile-ratio N` times the
+whole `planc LAYERS -t gemini --mesh 4x4` and `--mesh 1x1` commands N times each, alternating,
+in CPU seconds of the child processes. It also reports how closely
 planc's cycle model predicts Gemini's own per-workload times. Not part of the test suite.
 """
 
@@ -39,8 +41,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -181,6 +186,29 @@ def meshes(pairs) -> dict:
     return {"baseline_roundtrip_s": round(base, 3), "rows": rows}
 
 
+def command_cpu(argv: list[str]) -> float:
+    """CPU seconds of one whole `planc` command run as a child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "compiler.driver", *argv], check=True, cwd=ROOT,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def compile_ratio(layers_path: Path, pairs: int) -> dict:
+    """`planc LAYERS -t gemini --mesh 4x4` against `--mesh 1x1`, whole commands, CPU time,
+    alternating so that both see the same load."""
+    times: dict[str, list[float]] = {"1x1": [], "4x4": []}
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(pairs):
+            for mesh in times:
+                times[mesh].append(command_cpu([str(layers_path), "-t", "gemini", "--mesh",
+                                                mesh, "-o", f"{folder}/{mesh}.json"]))
+    return {"cpu_s": times,
+            "min_ratio": min(times["4x4"]) / min(times["1x1"]),
+            "median_ratio": statistics.median(times["4x4"]) / statistics.median(times["1x1"])}
+
+
 def print_report(report: dict) -> None:
     for network, facts in report["networks"].items():
         g, r = facts["gemini"], facts["gemini_retimed"]
@@ -213,6 +241,12 @@ def print_report(report: dict) -> None:
                   f"{r['compile_vs_baseline']:>7}")
         print(f"baseline (import + verify + export of Gemini's IR): "
               f"{m['baseline_roundtrip_s']:.3f} s")
+    if "compile_ratio" in report:
+        c = report["compile_ratio"]
+        shown = {mesh: ", ".join(f"{t:.2f}" for t in ts) for mesh, ts in c["cpu_s"].items()}
+        print(f"\nwhole command, 4x4 against 1x1 (CPU s): 1x1 {shown['1x1']}; 4x4 "
+              f"{shown['4x4']}: ratio {c['min_ratio']:.2f} (minima), "
+              f"{c['median_ratio']:.2f} (medians)")
     for network, facts in report["networks"].items():
         print(f"cycle model on Gemini's {network} workloads: " + ", ".join(
             f"{k} {v:.3f}" for k, v in facts["cycle_model_on_gemini_workloads"].items()))
@@ -226,6 +260,8 @@ def main() -> None:
     parser.add_argument("--budgets", default="",
                         help="also schedule with these L2 budgets (shares of the buffer)")
     parser.add_argument("--meshes", action="store_true", help="also 2x2 and 4x4 meshes")
+    parser.add_argument("--compile-ratio", type=int, default=0, metavar="PAIRS",
+                        help="time the whole 4x4 and 1x1 commands, PAIRS times each")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="the first network, batch 1")
     args = parser.parse_args()
@@ -237,6 +273,8 @@ def main() -> None:
     report = compare(pairs, batches, budgets)
     if args.meshes and not args.smoke:
         report["meshes"] = meshes(pairs)
+    if args.compile_ratio and not args.smoke:
+        report["compile_ratio"] = compile_ratio(pairs[0][1], args.compile_ratio)
     if args.json:
         print(json.dumps(report, indent=2))
         return
