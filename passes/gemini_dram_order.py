@@ -1,17 +1,22 @@
 """gemini-dram-order: when each DRAM transfer happens, and the one DRAM queue they form.
 
 All cores share one DRAM channel. Loads are queued in the order their first reader runs
-(weights before feature maps when tied) and each is issued just early enough to be hidden
-behind the compute of the workloads before its first reader (estimated with the cycle model,
-at the configured bandwidth), never before the load ahead of it in the queue, and only when
-every destination core has room for it until its last reader (L2 for feature maps and staged
-weights, WL0 for weights read straight into WL0). A load that cannot fit even at its first
-reader is an error naming the workload. Stores enter the queue when their workload finishes.
+(weights before feature maps when tied); stores join the queue when their workload has
+finished, ahead of any load that would start later. The channel and the cores are simulated
+together while the queue is planned (`Progress`: each workload starts after the previous one
+on its core, its DRAM loads and the blocks it gets from other cores, with the cycle model's
+times), so each load starts as soon as the channel is free, and it is listed in L2 (or WL0)
+from the workload whose start frees its space at that moment: as late as the channel allows,
+so it holds no memory while it waits in the queue. Every load is first reserved from its first
+reader to its last (what a workload needs must fit: an overflow there is an error naming the
+workload); bringing one forward must fit the planned L2 budget (`--l2-budget`, shared with
+gemini-group-layers) and WL0, or it lands later. Byte counts do not see fragmentation, so the
+plan is checked with the allocators and planned again with less of the memory that failed.
 
-The searches are bounded: a load's issue step is found by binary search (a later step leaves
-it fewer positions to occupy, so fitting is monotone), room over a span of positions is a
-segment-tree range maximum, and the walk back to hide a transfer stops after
-`MAX_HIDING_STEPS`; the workload count itself is capped by gemini-partition.
+The searches are bounded: a load's landing step is found by binary searches (the space it
+frees is monotone in the step, and so is fitting: a later step leaves fewer positions to
+occupy), room over a span of positions is a segment-tree range maximum, and the simulation
+visits each workload once; the workload count itself is capped by gemini-partition.
 
 Records `gemini.issue` (the step before which a load lands) on every DRAM load and
 `gemini.order` (its position in the queue, the IR's tensor_order) on every DRAM load and
