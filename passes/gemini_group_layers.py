@@ -4,9 +4,9 @@ Inside a segment feature maps go from layer to layer through L2 (or core to core
 segments they are stored to DRAM and read back. Like Gemini's `DP_search`, the pass runs a
 dynamic program over segment end points in topological order: each candidate segment is
 evaluated with the best batch cut that fits the planned L2 budget (`--l2-budget`, by default
-55% of the buffer; `evaluate_segment`, shared with
-gemini-batch-cut), costing max(compute cycles, DRAM cycles) for the whole batch; the cheapest
-sequence of feasible segments wins (fewer segments on ties). A segment that runs in several
+55% of the buffer; `evaluate_segment`, shared with gemini-batch-cut), costing max(compute
+cycles, DRAM cycles) for the whole batch; the cheapest sequence of feasible segments wins
+(fewer segments on ties). A segment that runs in several
 batch groups keeps its weights resident in L2 across the groups, so its weights count against
 the buffer; a single-group segment streams them layer by layer.
 
