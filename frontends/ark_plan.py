@@ -91,6 +91,7 @@ class _PlanImporter:
             return False
         try:
             key = tuple(t["Id"] for t in results.value)
+            hash(key)   # an Id of the wrong type is not a repeat: the operator's reader says why
         except (TypeError, KeyError):
             return False
         first = self.first_op.setdefault(key, op_node.as_dict())

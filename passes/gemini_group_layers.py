@@ -36,6 +36,7 @@ from compiler.gemini_plan import (
     set_int,
     set_ints,
     source,
+    sources,
 )
 from compiler.locations import source_path
 from dialects import dnn
@@ -73,8 +74,7 @@ def layer_facts(layers: list[dnn.LayerOp], hw: GeminiHardware) -> list[LayerFact
         out_bytes = model.fmap_bytes(out_box, layer.out_type.bits)
         inputs = []
         in_bytes = 0
-        for value in layer.activations:
-            src = source(value)
+        for src in (s for value in layer.activations for s in sources(value)):
             ftype = dnn.fmap(src)
             size = model.fmap_bytes(model.whole(ftype.nchw), ftype.bits)
             in_bytes += size

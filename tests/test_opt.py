@@ -80,3 +80,20 @@ def test_planc_spellings_are_aliases(opt, ffn_ir):
     assert code == 0 and '"ark.model"' in xdsl_out
     code, planc_out, _ = opt(ffn_ir, "--pipeline", "ark-compress", "--generic")
     assert code == 0 and planc_out == xdsl_out
+
+
+def test_json_inputs_pass_the_schema(opt, tmp_path):
+    """planc-opt reads JSON through the same schema as planc: a list where a tensor Id belongs
+    crashed the ARK plan importer's fast path (TypeError: unhashable type) when the schema was
+    skipped; with it, one line names the path."""
+    import json
+
+    from tests.conftest import ROOT
+
+    doc = json.loads((ROOT / "tests" / "filecheck" / "plan" / "Inputs" /
+                      "small_plan.json").read_text())
+    doc["TaskInfos"][0]["Ops"][0]["ResultTensors"][0]["Id"] = [1]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    code, _, err = opt(bad)
+    one_line_error(code, err, "$.TaskInfos[0].Ops[0].ResultTensors[0].Id: expected an integer")
