@@ -14,6 +14,7 @@ exact there; PE costs within a few per cent for 3x3 convolutions, see bench/).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,7 +47,16 @@ class GeminiHardware:
     channel_group_bytes: int = 8
     weight_param_bytes: int = 32
     l2_fill: float = 0.9
-    """Fraction of L2 the scheduler plans to fill (first fit needs some slack)."""
+    """Fraction of L2 that may be filled at all (first fit needs some slack)."""
+    l2_plan: float = 0.55
+    """Fraction of L2 the scheduler plans to use: layer groups must fit it and DRAM loads
+    are prefetched into it. Loads a workload cannot run without may go beyond it, up to
+    `l2_fill`. More buys earlier prefetch in weight-bound stretches; less keeps L2 free
+    (see bench/README.md for the trade-off on ResNet)."""
+
+    @property
+    def planned_l2_bytes(self) -> float:
+        return self.buffer_bytes * min(self.l2_plan, self.l2_fill)
 
     @property
     def dram_bytes_per_second(self) -> float:
@@ -80,9 +90,17 @@ def whole(shape: Sequence[int]) -> Box:
 
 def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
     """(K, C, R*S) of a PE layer's weights, or None when it has none."""
-    if not layer.weights or layer.LAYER_TYPE != "pe" or isinstance(layer, dnn.MatmulOp):
+    inputs = layer.inputs
+    if len(inputs) <= layer.ACTIVATIONS or layer.LAYER_TYPE != "pe" or \
+            isinstance(layer, dnn.MatmulOp):
         return None
-    k, c, r, s = dnn.fmap(layer.weights[0]).nchw
+    return _geometry(inputs[layer.ACTIVATIONS].type)
+
+
+@functools.lru_cache(maxsize=4096)
+def _geometry(ftype: dnn.FmapType) -> tuple[int, int, int]:
+    # Asked for every workload several times (cycles, WL0, L2 planning): one unpacking per type.
+    k, c, r, s = ftype.nchw
     return k, c, r * s
 
 
@@ -236,8 +254,18 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
 
 
 def intersect(a: Box, b: Box) -> Box | None:
-    lower = [max(x, y) for x, y in zip(a[0], b[0], strict=False)]
-    upper = [min(x, y) for x, y in zip(a[1], b[1], strict=False)]
+    (al, au), (bl, bu) = a, b
+    if len(al) == 4 and len(bl) == 4:   # the common case, unrolled (called per block pair)
+        lower = [al[0] if al[0] > bl[0] else bl[0], al[1] if al[1] > bl[1] else bl[1],
+                 al[2] if al[2] > bl[2] else bl[2], al[3] if al[3] > bl[3] else bl[3]]
+        upper = [au[0] if au[0] < bu[0] else bu[0], au[1] if au[1] < bu[1] else bu[1],
+                 au[2] if au[2] < bu[2] else bu[2], au[3] if au[3] < bu[3] else bu[3]]
+        if lower[0] > upper[0] or lower[1] > upper[1] or lower[2] > upper[2] or \
+                lower[3] > upper[3]:
+            return None
+        return lower, upper
+    lower = [max(x, y) for x, y in zip(al, bl, strict=False)]
+    upper = [min(x, y) for x, y in zip(au, bu, strict=False)]
     return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
 
 

@@ -252,9 +252,12 @@ def parse_mesh(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def hardware(buffer_size: int, dram_bw: float) -> GeminiHardware:
-    if buffer_size <= 0 or dram_bw <= 0:
-        raise PlancError("buffer-size and dram-bw must be positive")
+def hardware(buffer_size: int, dram_bw: float, l2_budget: int = 0) -> GeminiHardware:
+    if buffer_size <= 0 or dram_bw <= 0 or l2_budget < 0:
+        raise PlancError("buffer-size and dram-bw must be positive, l2-budget not negative")
+    if l2_budget:
+        return GeminiHardware(buffer_bytes=buffer_size, dram_bytes_per_cycle=dram_bw,
+                              l2_plan=l2_budget / buffer_size)
     return GeminiHardware(buffer_bytes=buffer_size, dram_bytes_per_cycle=dram_bw)
 
 
@@ -264,10 +267,12 @@ class HardwarePass(ModulePass):
 
     buffer_size: int = GeminiHardware.buffer_bytes
     dram_bw: float = GeminiHardware.dram_bytes_per_cycle
+    l2_budget: int = 0
+    """L2 bytes per core to plan for (0: the `l2_plan` share of the buffer)."""
 
     @property
     def hw(self) -> GeminiHardware:
-        return hardware(self.buffer_size, self.dram_bw)
+        return hardware(self.buffer_size, self.dram_bw, self.l2_budget)
 
 
 def segments(graph: dnn.GraphOp, need: str = SEGMENT) -> dict[int, list[dnn.LayerOp]]:

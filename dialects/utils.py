@@ -168,6 +168,12 @@ _VERIFIED: ContextVar[set[int] | None] = ContextVar("planc_verified", default=No
 """Ids of the ops verified so far by the running `verifying_once` walk."""
 
 
+def verified_so_far() -> set[int] | None:
+    """The ids of the ops the running `verifying_once` walk has verified (None outside one);
+    a container that verifies its children itself adds them so the walk skips them."""
+    return _VERIFIED.get()
+
+
 @contextmanager
 def verifying_once() -> Iterator[set[int]]:
     """While a module is verified op by op (nothing changes it meanwhile), the ops a parent

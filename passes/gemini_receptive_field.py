@@ -74,6 +74,25 @@ class Need:
     box: Box
 
 
+class Destinations:
+    """The destinations each transfer collects while the pass wires the schedule, written to
+    the ops once at the end (rebuilding an op's array for every new consumer is quadratic in
+    the consumers of a multicast block)."""
+
+    def __init__(self) -> None:
+        self._found: dict[gemini.RecordOp, dict[gemini.DestinationAttr, None]] = {}
+
+    def add(self, op: gemini.RecordOp, dest: gemini.DestinationAttr) -> None:
+        found = self._found.get(op)
+        if found is None:
+            found = self._found[op] = dict.fromkeys(op.destinations)
+        found.setdefault(dest)
+
+    def write(self) -> None:
+        for op, found in self._found.items():
+            op.destination = ArrayAttr(list(found))
+
+
 @dataclass
 class Wiring:
     """The transfers being built for one schedule."""
@@ -85,6 +104,7 @@ class Wiring:
     weight_loads: dict[tuple, gemini.DramLoadOp] = field(default_factory=dict)
     fmap_loads: list[tuple[gemini.DramLoadOp, SSAValue, Box]] = field(default_factory=list)
     stores: dict[str, list[gemini.DramStoreOp]] = field(default_factory=lambda: defaultdict(list))
+    destinations: Destinations = field(default_factory=Destinations)
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -108,12 +128,6 @@ class Wiring:
             producer.append(op)
             self.blocks[key] = op
         return op
-
-
-def add_destination(op: gemini.RecordOp, dest: gemini.DestinationAttr) -> None:
-    current = op.destinations
-    if dest not in current:
-        op.destination = ArrayAttr([*current, dest])
 
 
 def core_dest(wl: gemini.WorkloadOp, with_layer: bool = False) -> gemini.DestinationAttr:
@@ -153,6 +167,7 @@ class GeminiReceptiveFieldPass(ModulePass):
                     if wl.body.block.first_op else wl.append(ifmap)
             self._weights(wiring, wl)
         self._stores(wiring, graph, by_layer_group)
+        wiring.destinations.write()
         self._relate(wiring)
 
     # -- inputs -------------------------------------------------------------------------------
@@ -197,7 +212,7 @@ class GeminiReceptiveFieldPass(ModulePass):
                 ids = []
                 for piece, block in blocks:
                     if model.intersect(piece, need.box) is not None:
-                        add_destination(block, core_dest(need.consumer))
+                        wiring.destinations.add(block, core_dest(need.consumer))
                         ids.append(block.value("transfer_id"))
                 ifmaps[need.consumer][need.index] = _ifmap(need, tensor, ids, ftype)
             return
@@ -215,7 +230,7 @@ class GeminiReceptiveFieldPass(ModulePass):
         wiring.dram.body.block.add_op(load)
         wiring.fmap_loads.append((load, value, tensor))
         for need in wanted:
-            add_destination(load, core_dest(need.consumer, with_layer=True))
+            wiring.destinations.add(load, core_dest(need.consumer, with_layer=True))
             ifmaps[need.consumer][need.index] = _ifmap(need, tensor,
                                                        [load.value("transfer_id")], ftype)
 
@@ -240,7 +255,7 @@ class GeminiReceptiveFieldPass(ModulePass):
                 destination=ArrayAttr([]))
             wiring.dram.body.block.add_op(load)
             wiring.weight_loads[key] = load
-        add_destination(load, core_dest(wl, with_layer=True))
+        wiring.destinations.add(load, core_dest(wl, with_layer=True))
         wl.append(gemini.WeightOp.build(
             lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
             size=gemini.int_attr(size),
@@ -260,7 +275,7 @@ class GeminiReceptiveFieldPass(ModulePass):
                          if name == layer.name_ for wl in wls]
             for wl in producers:
                 block = wiring.block(wl, wl.box)
-                add_destination(block, gemini.DestinationAttr.dram())
+                wiring.destinations.add(block, gemini.DestinationAttr.dram())
                 store = gemini.DramStoreOp.build(
                     core_id=gemini.int_attr(wl.core.id), layer_name=StringAttr(layer.name_),
                     workload_id=gemini.int_attr(wl.id),

@@ -138,6 +138,10 @@ BAD_OPTIONS = [
                               "bytes, got -5\n"),
     (("--dram-bw", "0"), "planc: error: --dram-bw: expected a positive bandwidth in GB/s, "
                          "got 0.0\n"),
+    (("--l2-budget", "0"), "planc: error: --l2-budget: expected bytes in 1..8388608 (the "
+                           "buffer), got 0\n"),
+    (("--l2-budget", "4096", "--buffer-size", "2048"),
+     "planc: error: --l2-budget: expected bytes in 1..2048 (the buffer), got 4096\n"),
 ]
 
 
