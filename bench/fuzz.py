@@ -235,7 +235,7 @@ def main() -> None:
     if failures:
         out.mkdir(exist_ok=True)
         for i, f in enumerate(failures):
-            (out / f"failure{i}.json").write_text(f.mutant)
+            (out / f"seed{args.seed}-failure{i}.json").write_text(f.mutant)
     print(f"{args.mutants} mutants, {len(failures)} failures (internal errors, time-outs, "
           f"memory) in {time.perf_counter() - start:.0f} s")
 
