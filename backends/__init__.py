@@ -102,6 +102,9 @@ TARGETS: tuple[TargetInfo, ...] = (
                            metavar="BYTES", type=int),
                       Flag("--dram-bw", "Gemini DRAM bandwidth in GB/s (default 16)",
                            metavar="GBPS", type=float),
+                      Flag("--l2-budget", "Gemini L2 bytes per core the schedule plans to use "
+                                          "for layer groups and prefetches (default 55%% of "
+                                          "--buffer-size)", metavar="BYTES", type=int),
                       Flag("--batch", "Gemini batch size (default: the model's)", metavar="N",
                            type=int))),
     TargetInfo("gemini-layers", "Gemini frontend layer description (JSON)",

@@ -62,12 +62,15 @@ def arg_json(attr: Attribute) -> dict[str, Any]:
     return {kind.value: value}
 
 
-def operator_json(op: ark.ArkOp, tensors: dict | None = None) -> dict[str, Any]:
+def operator_json(op: ark.ArkOp, tensors: dict | None = None,
+                  configs: dict | None = None) -> dict[str, Any]:
     """The operator object; plans add their `Config` (kept on the op) after `Args`.
 
     `tensors`, when given, memoizes tensor objects across operators (a tensor appears as the
     result of one operator and the input of others), by the identity of the type attribute
-    (which the IR keeps alive); the caller must not mutate them.
+    (which the IR keeps alive); `configs` likewise memoizes Config and argument objects by
+    the identity of the attribute (which the memo keeps alive). The caller must not mutate
+    them.
     """
     def tensor(t: ark.TensorType) -> dict[str, Any]:
         if tensors is None:
@@ -77,6 +80,14 @@ def operator_json(op: ark.ArkOp, tensors: dict | None = None) -> dict[str, Any]:
             found = tensors[id(t)] = tensor_json(t)
         return found
 
+    def arg(attr: Attribute) -> dict[str, Any]:
+        if configs is None:
+            return arg_json(attr)
+        found = configs.get(("Args", id(attr)))  # arguments repeat: flags, axes, dims
+        if found is None:
+            found = configs[("Args", id(attr))] = (attr, arg_json(attr))
+        return found[1]
+
     out: dict[str, Any] = {
         "Type": op.ark_type,
         "Name": op.label.data,
@@ -84,10 +95,16 @@ def operator_json(op: ark.ArkOp, tensors: dict | None = None) -> dict[str, Any]:
         "ReadTensors": [tensor(t) for t in op.inputs],
         "WriteTensors": [tensor(t) for t in op.outputs],
         "ResultTensors": [tensor(t) for t in op.results_types],
-        "Args": {key: arg_json(attr) for key, attr in op.arg_attrs().items()},
+        "Args": {key: arg(attr) for key, attr in op.arg_attrs().items()},
     }
     if op.config is not None:
-        out["Config"] = dict_value(op.config)
+        if configs is None:
+            out["Config"] = dict_value(op.config)
+        else:  # kernels that share a tiling share its Config attribute
+            found = configs.get(id(op.config))
+            if found is None:
+                found = configs[id(op.config)] = (op.config, dict_value(op.config))
+            out["Config"] = found[1]
     out.update(dict_value(op.extra))
     return out
 

@@ -44,11 +44,16 @@ def processor_group_json(pg: plan.ProcessorGroupOp) -> dict[str, Any]:
             **dict_value(pg.extra)}
 
 
-def plan_json(p: plan.PlanOp) -> dict[str, Any]:
+def plan_json(p: plan.PlanOp, shared: bool = False) -> dict[str, Any]:
+    """The plan file's document. With `shared`, operators whose Config attribute is one
+    object (kernels with one tiling) share one Config dict: for writing it out at once, not
+    for editing."""
     operators = p.task_operators()
     tensors: dict = {}
+    configs: dict | None = {} if shared else None
     task_infos = [{"Id": task.task_id, "NumWarps": task.warps, "SramBytes": task.sram,
-                   "Ops": [operator_json(op, tensors) for op in operators.get(task.task_id, [])],
+                   "Ops": [operator_json(op, tensors, configs)
+                           for op in operators.get(task.task_id, [])],
                    **dict_value(task.extra)}
                   for task in p.tasks().values()]
     header: dict[str, Any] = {
@@ -90,7 +95,7 @@ def in_ark_format(doc: dict[str, Any], ark_format: str) -> dict[str, Any]:
 
 
 def emit_plan(module: ModuleOp, layout: str = "denser", ark_format: str = "current") -> str:
-    doc = in_ark_format(plan_json(single_plan(module)), ark_format)
+    doc = in_ark_format(plan_json(single_plan(module), shared=True), ark_format)
     return indented_json(doc) if layout == "indented" else denser_json(doc, PLAN_DEPTH)
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import Any
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute
 
 from backends.jsoncpp import styled_json
@@ -29,6 +30,9 @@ def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
     buffer = _option(options, "buffer_size", DEFAULT_BUFFER)
     bandwidth = _option(options, "dram_bw", DEFAULT_DRAM_BW)
     batch = getattr(options, "batch", None)
+    budget = getattr(options, "l2_budget", None)
+    if budget is not None and not 0 < budget <= buffer:
+        raise UsageError(f"--l2-budget: expected bytes in 1..{buffer} (the buffer), got {budget}")
     if buffer <= 0:
         raise UsageError(f"--buffer-size: expected a positive number of bytes, got {buffer}")
     check_bandwidth(bandwidth)
@@ -38,6 +42,8 @@ def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
         if value > INT64_MAX:
             raise UsageError(f"{flag} {value} is more than the 2^63-1 the IR records")
     hw = f"buffer-size={buffer} dram-bw={pass_float(bandwidth)}"
+    if budget is not None:
+        hw += f" l2-budget={budget}"
     passes = [f"dnn-rebatch{{batch={batch}}}"] if batch and rebatch else []
     return ",".join([
         *passes,
@@ -127,41 +133,62 @@ def find_schedule(module: ModuleOp) -> gemini.ScheduleOp:
 
 
 def field_value(attr: Attribute, kind: Kind) -> Any:
-    match kind:
-        case Kind.INT:
-            return attr.value.data
-        case Kind.BOOL:
-            return bool(attr.value.data)
-        case Kind.INTS:
-            return gemini.ints(attr)
-        case Kind.ROWS:
-            return gemini.rows(attr)
-        case Kind.STR:
-            return attr.data
-        case Kind.NUMBER:
-            return attr.value.data
-        case Kind.ORDER:
-            return None if not isinstance(attr, IntegerAttr) else attr.value.data
-        case Kind.DESTS | Kind.SOURCES:
-            return [record_attr_json(a) for a in attr.data]
-    raise AssertionError(kind)
+    return _CONVERT[kind](attr)
+
+
+def _records(attr: ArrayAttr) -> list[dict[str, Any]]:
+    return [record_attr_json(a) for a in attr.data]
+
+
+_CONVERT: dict[Kind, Callable[[Attribute], Any]] = {
+    Kind.INT: lambda attr: attr.value.data,
+    Kind.BOOL: lambda attr: bool(attr.value.data),
+    Kind.INTS: gemini.ints,
+    Kind.ROWS: gemini.rows,
+    Kind.STR: lambda attr: attr.data,
+    Kind.NUMBER: lambda attr: attr.value.data,
+    Kind.ORDER: lambda attr: attr.value.data if isinstance(attr, IntegerAttr) else None,
+    Kind.DESTS: _records,
+    Kind.SOURCES: _records,
+}
+"""Each field kind's JSON value from its attribute."""
 
 
 def record_json(op: gemini.RecordOp) -> dict[str, Any]:
-    out = {f.key: field_value(op.properties[f.prop], f.kind) for f in op.FIELDS
-           if f.prop in op.properties}
-    out.update(dict_value(op.properties.get("extra")))
+    properties = op.properties
+    out = {f.key: _CONVERT[f.kind](properties[f.prop]) for f in op.FIELDS
+           if f.prop in properties}
+    extra = properties.get("extra")
+    if extra is not None:
+        out.update(dict_value(extra))
     return out
 
 
+_ATTR_JSON: dict[int, tuple[gemini.RecordAttr, dict[str, Any]]] = {}
+"""Destinations and sources already converted by the running `schedule_json`, by identity:
+planc shares one attribute per value, so a schedule names the same few thousand many times.
+(The attribute is kept with its JSON so that its id cannot be reused meanwhile.)"""
+
+
 def record_attr_json(attr: gemini.RecordAttr) -> dict[str, Any]:
-    out = {f.key: field_value(value, f.kind) for f in attr.FIELDS
+    known = _ATTR_JSON.get(id(attr))
+    if known is not None:
+        return known[1]
+    out = {f.key: _CONVERT[f.kind](value) for f in attr.FIELDS
            if (value := attr.field(f.prop)) is not None}
     out.update(dict_value(attr.extra))
+    _ATTR_JSON[id(attr)] = (attr, out)
     return out
 
 
 def schedule_json(schedule: gemini.ScheduleOp) -> dict[str, Any]:
+    try:
+        return _schedule_json(schedule)
+    finally:
+        _ATTR_JSON.clear()
+
+
+def _schedule_json(schedule: gemini.ScheduleOp) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if schedule.dram is not None:
         out["-1"] = dram_json(schedule.dram)

@@ -32,22 +32,42 @@ def _is_number_array(value: Any) -> bool:
 
 
 def denser_json(value: Any, depth_limit: int = MODEL_DEPTH) -> str:
-    """ARK's "denser JSON" text for `value`, ending with a newline."""
-    return _dense(value, 0, depth_limit) + "\n"
+    """ARK's "denser JSON" text for `value`, ending with a newline.
+
+    Containers that occur several times in `value` (a plan shares one object among the
+    operators that read a tensor, and one Config among the operators of a tiling) are
+    encoded once below the depth limit: their compact text is remembered by identity, which
+    holds while `value` keeps them alive.
+    """
+    return _Dense(depth_limit).text(value, 0) + "\n"
 
 
-def _dense(value: Any, depth: int, limit: int) -> str:
-    if depth >= limit or not value or not isinstance(value, dict | list) \
-            or _is_number_array(value):
+class _Dense:
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.memo: dict[int, str] = {}
+
+    def compact(self, value: Any) -> str:
+        if type(value) is dict or type(value) is list:
+            found = self.memo.get(id(value))
+            if found is None:
+                found = self.memo[id(value)] = _COMPACT(value)
+            return found
         return _COMPACT(value)
-    inner = "  " * (depth + 1)
-    if isinstance(value, dict):
-        items = [f"{inner}{_quoted(k) if type(k) is str else _COMPACT(k)}: "
-                 f"{_dense(v, depth + 1, limit)}"
-                 for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
-    items = [f"{inner}{_dense(v, depth + 1, limit)}" for v in value]
-    return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"
+
+    def text(self, value: Any, depth: int) -> str:
+        if depth >= self.limit or not value or not isinstance(value, dict | list) \
+                or _is_number_array(value):
+            return self.compact(value)
+        inner = "  " * (depth + 1)
+        child = self.compact if depth + 1 >= self.limit else \
+            lambda v: self.text(v, depth + 1)
+        if isinstance(value, dict):
+            items = [f"{inner}{_quoted(k) if type(k) is str else _COMPACT(k)}: {child(v)}"
+                     for k, v in value.items()]
+            return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+        items = [inner + child(v) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"
 
 
 def indented_json(value: Any, indent: int = 2) -> str:

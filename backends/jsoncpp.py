@@ -73,11 +73,24 @@ def _write(value: Any, indent: str, out: list[str]) -> None:
         out.append(_scalar(value))
 
 
+_INT_ROWS: dict[tuple[int, ...], str | None] = {}
+"""One-line texts of short integer arrays (boxes, transfer ids): a schedule repeats a few
+thousand of them hundreds of thousands of times."""
+
+
 def _write_array(values: list, indent: str, out: list[str]) -> None:
     if not values:
         out.append("[]")
         return
-    one_line = _one_line(values)
+    if type(values[0]) is int and len(values) <= 8 and all(type(v) is int for v in values):
+        key = tuple(values)
+        if key not in _INT_ROWS:
+            if len(_INT_ROWS) > 1 << 16:
+                _INT_ROWS.clear()
+            _INT_ROWS[key] = _one_line(values)
+        one_line = _INT_ROWS[key]
+    else:
+        one_line = _one_line(values)
     if one_line is not None:
         out.append(one_line)
         return

@@ -1,7 +1,7 @@
 """Compile speed: the whole `planc MODEL --target ark -o PLAN` command, as a user runs it.
 
     python bench/compile_speed.py [--ops 1000,2000,5000,10000] [--arch a100] [--repeat 1]
-                                  [--baseline TREE]
+                                  [--baseline TREE] [--split]
 
 Generated models (`frontends.model_zoo.generated`: stacks of pre-norm MLP blocks, 10
 operators each) are written to ARK model files, then compiled by a subprocess
@@ -16,11 +16,17 @@ cost per 1000 operators and whose intercept a is the fixed cost (start-up and im
 a `git worktree` of main) in the same run, interleaved with this tree's, and prints both and
 their ratio: on a shared machine only same-run comparisons mean anything. Each pair of plans is
 compared byte for byte.
+
+`--split` also times the steps of the command, in a fresh process per tree and size (CPU
+seconds): start-up (interpreter and imports), read (JSON), schema, import (the importer),
+verify (the imported model), passes (the `ark-plan` pipeline), verify2 (the plan) and emit
+(the plan's text).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -49,6 +55,42 @@ def run_planc(tree: Path, model: Path, plan: Path, arch: str) -> tuple[float, fl
     return wall, usage.ru_utime + usage.ru_stime
 
 
+SPLIT = """
+import gc, json, sys, time
+start = time.process_time()
+gc.disable()
+from argparse import Namespace
+from compiler.context import planc_context
+from compiler.json_reader import load_json_file
+from compiler.locations import verify_module
+from frontends import detect_format
+from passes.ark_plan import ArkPlanPass
+from backends.ark_plan import emit
+marks = {"start-up": time.process_time() - start}
+def step(name, since):
+    now = time.process_time()
+    marks[name] = now - since
+    return now
+t = time.process_time()
+doc = load_json_file(sys.argv[1]); t = step("read", t)
+fmt = detect_format(doc.value); fmt.check_schema(doc); t = step("schema", t)
+module = fmt.import_document(doc); t = step("import", t)
+verify_module(module); t = step("verify", t)
+ArkPlanPass(device=sys.argv[2]).apply(planc_context(), module); t = step("passes", t)
+verify_module(module); t = step("verify2", t)
+emit(module, Namespace()); t = step("emit", t)
+print(json.dumps(marks))
+"""
+"""The steps of `planc MODEL --target ark`, each timed in CPU seconds (see the docstring)."""
+
+
+def split_seconds(tree: Path, model: Path, arch: str) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, "-c", SPLIT, str(model), arch], env=env, cwd=tree,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def best_of(repeat: int, tree: Path, model: Path, plan: Path, arch: str) -> tuple[float, float]:
     runs = [run_planc(tree, model, plan, arch) for _ in range(repeat)]
     return min(r[0] for r in runs), min(r[1] for r in runs)
@@ -70,6 +112,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--baseline", type=Path, metavar="TREE",
                         help="another checkout to time in the same run")
+    parser.add_argument("--split", action="store_true",
+                        help="also time each step of the command (CPU s)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.ops.split(",")]
     trees = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
@@ -96,6 +140,12 @@ def main() -> None:
                 if plans[0] != plans[1]:
                     line += "  PLANS DIFFER"
             print(line, flush=True)
+            if args.split:
+                for name, tree in trees.items():
+                    steps = split_seconds(tree, model, args.arch)
+                    print(f"{'':>7}  {name} steps (CPU s): "
+                          + ", ".join(f"{k} {v:.2f}" for k, v in steps.items())
+                          + f"; total {sum(steps.values()):.2f}", flush=True)
     for name, data in rows.items():
         if len(data) < 2:
             continue

@@ -7,7 +7,8 @@ Seeds are real and shipped documents of every format (the examples, planc's own 
 and the upstream corpus when it is present). Each mutant deletes a member, changes a value's
 type, puts a strange value (huge or negative numbers, deep nesting, long or odd strings) in
 place of one, or truncates the text; `planc check` (and with `--lower` the lowerings of the
-seed's format) then runs on it in a child process under a time and memory limit. Every exit
+seed's format) then runs on it in a child process under a time and memory limit (with
+`--fork`, the time limit is CPU seconds, and five times as many wall seconds). Every exit
 code other than 0 and 1, every time-out and every memory failure is reported with the mutant
 that caused it, and written to `fuzz-failures/` for reproduction.
 
@@ -116,6 +117,10 @@ class Outcome:
     stderr: str
 
 
+WALL_FACTOR = 5
+"""The wall-clock limit of a forked child, in multiples of its CPU-time limit."""
+
+
 def run_forked(args: list[str], timeout: float, memory_bytes: int) -> tuple[int | None, str]:
     """`planc ARGS` in a forked child of this process, which has imported planc once: the
     same isolation (time and memory limits, a crash ends only the child) at a tenth of the
@@ -125,7 +130,11 @@ def run_forked(args: list[str], timeout: float, memory_bytes: int) -> tuple[int 
         if pid == 0:                                        # the child
             try:
                 resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-                signal.alarm(max(1, math.ceil(timeout)))   # SIGALRM ends it: a time-out
+                # A hang burns CPU: the limit is CPU seconds (SIGXCPU), so a loaded machine
+                # cannot fake one; the wall alarm (SIGALRM) catches a child that blocks.
+                seconds = max(1, math.ceil(timeout))
+                resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
+                signal.alarm(WALL_FACTOR * seconds)
                 os.dup2(log.fileno(), 1)
                 os.dup2(log.fileno(), 2)
                 sys.stdout = open(1, "w", closefd=False)     # noqa: SIM115 (whoever had them)
@@ -142,7 +151,10 @@ def run_forked(args: list[str], timeout: float, memory_bytes: int) -> tuple[int 
         log.seek(0)
         err = log.read().decode(errors="replace")
     if os.WIFSIGNALED(status):
-        return None, f"killed by signal {os.WTERMSIG(status)} (time-out or memory)"
+        why = {signal.SIGXCPU: f"over {timeout:g} CPU s",
+               signal.SIGALRM: f"over {WALL_FACTOR * timeout:g} s wall, blocked"}
+        return None, f"killed by signal {os.WTERMSIG(status)} " \
+            f"({why.get(os.WTERMSIG(status), 'memory or a crash')})"
     return os.WEXITSTATUS(status), err
 
 
@@ -208,7 +220,8 @@ def main() -> None:
     parser.add_argument("--mutants", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lower", action="store_true", help="also run the lowerings")
-    parser.add_argument("--timeout", type=float, default=20.0)
+    parser.add_argument("--timeout", type=float, default=20.0,
+                        help="seconds per run (CPU seconds with --fork)")
     parser.add_argument("--memory-gb", type=float, default=2.0)
     parser.add_argument("--fork", action="store_true",
                         help="run each mutant in a forked child of one warm process (POSIX)")
@@ -222,7 +235,7 @@ def main() -> None:
     if failures:
         out.mkdir(exist_ok=True)
         for i, f in enumerate(failures):
-            (out / f"failure{i}.json").write_text(f.mutant)
+            (out / f"seed{args.seed}-failure{i}.json").write_text(f.mutant)
     print(f"{args.mutants} mutants, {len(failures)} failures (internal errors, time-outs, "
           f"memory) in {time.perf_counter() - start:.0f} s")
 

@@ -1,19 +1,39 @@
-"""Gemini: planc's schedule of the corpus network against Gemini's own, and on larger meshes.
+"""Gemini: planc's schedules of the corpus networks against Gemini's own, and on larger meshes.
 
-    python bench/gemini_schedule.py [--corpus DIR] [--json] [--smoke]
+    python bench/gemini_schedule.py [--corpus DIR] [--batches 1,4,16] [--budgets 0.45,0.9]
+                                    [--meshes] [--compile-ratio PAIRS] [--json] [--smoke]
 
-For the corpus pair (INT8 ResNet-34, batch 1: the frontend layer description and the scheduler
-IR Gemini made from it, one core, 8 MB L2, 16 GB/s) it schedules the description with planc
-and compares, as ratios planc / Gemini:
+For every corpus pair (the frontend layer description of an INT8 ResNet and the scheduler IR
+Gemini made from it: batch 1, one core, 8 MB L2, 16 GB/s) it schedules the description with
+planc at each batch size and prints ratios planc / Gemini, all measured by the same code
+(`compiler.gemini_simulator.schedule_metrics`) on both IRs:
 
-* compute time: the sum of the workloads' `time` (both from the IR);
-* latency: the same with the single DRAM channel simulated (compiler.gemini_simulator);
-* peak L2 bytes (largest snapshot) and DRAM bytes (loads + stores);
+* compute: the sum of the workloads' `time` (each IR's own figures);
+* compute (same model): against Gemini's workloads re-timed by planc's cycle model, so that
+  only the schedules differ, not the two cycle models (planc's rates Gemini's own workloads at
+  1.002x Gemini's figures on ResNet-34);
+* latency: end of the last workload or DRAM transfer with the one DRAM channel simulated
+  (loads and stores in `tensor_order`), and the same with Gemini's workloads re-timed;
+* peak L2: the largest sum of the tensor sizes one workload's `buffer` snapshot lists;
+* DRAM bytes: loads plus stores.
 
-then schedules the same network on 2x2 and 4x4 meshes (and batch 4). It also reports how
-closely planc's cycle model predicts Gemini's own per-workload times on Gemini's workloads,
-and compile speed against a baseline measured in the same run (importing, verifying and
-exporting Gemini's IR). Not part of the test suite.
+Baseline at batch B > 1: the corpus holds Gemini's IR for batch 1 only, so the baseline is that
+schedule run B times one after another: compute, latency and DRAM bytes are B times the batch-1
+figures, peak L2 is the batch-1 peak (the runs reuse the same buffer). Latency B x assumes no
+overlap between consecutive runs (the next run's first loads could start during the previous
+run's tail), which favours planc by at most one run's start-up (the first input load, about
+1-2% of a run). Gemini's own batch-4 and batch-16 IRs (not in the corpus) list 4.13M and
+16.05M cycles of compute for ResNet-34 (0.67x and 0.66x of B x batch 1) and peaks of 5.25 and
+6.76 MB; those figures use Gemini's vector-processor quirk (a multi-sample workload's `time`
+is one sample's), so they are context, not a baseline.
+
+`--budgets` also schedules each case with other L2 budgets (shares of the buffer, planc's
+`--l2-budget`) to show the latency / peak-L2 trade-off; `--meshes` schedules the first network
+on 2x2 and 4x4 meshes (and batch 4 on 2x2) with the compile time against a baseline measured in
+the same run (importing, verifying and exporting Gemini's IR); `--compile-ratio N` times the
+whole `planc LAYERS -t gemini --mesh 4x4` and `--mesh 1x1` commands N times each, alternating,
+in CPU seconds of the child processes. It also reports how closely
+planc's cycle model predicts Gemini's own per-workload times. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -21,8 +41,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,28 +55,35 @@ sys.path.insert(0, str(ROOT))
 from backends.gemini import emit, schedule_pipeline  # noqa: E402
 from compiler import gemini_model as model  # noqa: E402
 from compiler.driver import run_pipeline  # noqa: E402
-from compiler.gemini_simulator import schedule_metrics  # noqa: E402
+from compiler.gemini_simulator import Metrics, schedule_metrics  # noqa: E402
 from compiler.json_reader import load_json_file  # noqa: E402
 from compiler.locations import verify_module  # noqa: E402
+from dialects import gemini as gemini_dialect  # noqa: E402
 from frontends.gemini_ir import import_document as import_ir  # noqa: E402
 from frontends.gemini_layers import import_document as import_layers  # noqa: E402
 
 BANDWIDTH = 16.0
+BUFFER = model.GeminiHardware.buffer_bytes
 
 
-def corpus_files(folder: Path) -> tuple[Path, Path]:
-    schedules = sorted(folder.glob("*_stschedule.json"))
-    layers = [p for p in sorted(folder.glob("*.json")) if p not in schedules]
-    if not schedules or not layers:
+def corpus_pairs(folder: Path) -> list[tuple[str, Path, Path]]:
+    """(network, layer description, Gemini's IR) for every pair in the corpus folder."""
+    pairs = []
+    for ir in sorted(folder.glob("*_stschedule.json")):
+        layers = folder / (ir.name.split("_c1_")[0] + ".json")
+        if layers.exists():
+            pairs.append((ir.name.split(".")[0].removeprefix("int8_"), layers, ir))
+    if not pairs:
         raise SystemExit(f"no Gemini corpus pair in {folder} (set --corpus or PLANC_CORPUS)")
-    return layers[0], schedules[0]
+    return pairs
 
 
-def schedule(layers_path: Path, mesh: str, batch: int | None):
+def schedule(layers_path: Path, mesh: str, batch: int, budget: int | None = None):
     module = import_layers(load_json_file(layers_path))
     started = time.perf_counter()
     run_pipeline(module, schedule_pipeline(argparse.Namespace(
-        mesh=mesh, batch=batch, buffer_size=None, dram_bw=BANDWIDTH)))
+        mesh=mesh, batch=batch if batch > 1 else None, buffer_size=None, dram_bw=BANDWIDTH,
+        l2_budget=budget)))
     text = emit(module)
     seconds = time.perf_counter() - started
     return next(op for op in module.ops if op.name == "gemini.schedule"), seconds, len(text)
@@ -67,13 +97,13 @@ def baseline_seconds(ir_path: Path) -> float:
     return time.perf_counter() - started
 
 
-def cycle_model_agreement(ir_path: Path, layers_path: Path) -> dict:
-    """planc's cycle model on Gemini's own workloads (tiles, sizes), per layer type."""
+def predicted_times(ir_path: Path, layers_path: Path):
+    """planc's cycle model on Gemini's own workloads (tiles, sizes): the schedule with each
+    workload's prediction, per-kind relative errors, and the totals."""
     sched = next(iter(import_ir(load_json_file(ir_path)).ops))
     graph = next(iter(import_layers(load_json_file(layers_path)).ops))
     layers = {layer.name_: layer for layer in graph.layers}
     errors: dict[str, list[float]] = {"pe": [], "pe-streamed": [], "vp": []}
-    totals = {"planc": 0.0, "gemini": 0.0}
     for wl in sched.workloads():
         layer, actual = layers[wl.layer], wl.value("time")
         in_bytes = sum(f.value("size") for f in wl.ifmaps)
@@ -92,69 +122,163 @@ def cycle_model_agreement(ir_path: Path, layers_path: Path) -> dict:
                 predicted = model.pe_cycles(layer, wl.box, in_bytes, wl.weight.value("size"))
                 kind = "pe"
         errors[kind].append(abs(predicted - actual) / actual)
-        totals["planc"] += predicted
-        totals["gemini"] += actual
-    return {"total_ratio": totals["planc"] / totals["gemini"],
+        wl.time = gemini_dialect.int_attr(int(predicted))
+    return sched, errors
+
+
+def cycle_model_agreement(gemini: Metrics, retimed: Metrics, errors: dict) -> dict:
+    return {"total_ratio": retimed.compute_cycles / gemini.compute_cycles,
             **{f"median_error_{k}": statistics.median(v) for k, v in errors.items() if v},
             **{f"max_error_{k}": max(v) for k, v in errors.items() if v}}
+
+
+def versus(ours: Metrics, gemini: Metrics, retimed: Metrics, batch: int) -> dict:
+    """planc / Gemini's batch-1 schedule run `batch` times (see the module docstring)."""
+    return {"compute": ours.compute_cycles / (batch * gemini.compute_cycles),
+            "compute_same_model": ours.compute_cycles / (batch * retimed.compute_cycles),
+            "latency": ours.latency_cycles / (batch * gemini.latency_cycles),
+            "latency_same_model": ours.latency_cycles / (batch * retimed.latency_cycles),
+            "peak_l2": ours.peak_l2_bytes / gemini.peak_l2_bytes,
+            "dram_bytes": ours.dram_bytes / (batch * gemini.dram_bytes)}
+
+
+def metrics_row(m: Metrics) -> dict:
+    return {"workloads": m.workloads, "compute_cycles": m.compute_cycles,
+            "critical_compute_cycles": m.critical_compute_cycles,
+            "latency_cycles": round(m.latency_cycles), "peak_l2_bytes": m.peak_l2_bytes,
+            "dram_bytes": m.dram_bytes}
+
+
+def compare(pairs, batches: list[int], budgets: list[float]) -> dict:
+    report: dict = {"networks": {}, "rows": [], "budgets": []}
+    for network, layers_path, ir_path in pairs:
+        gemini = schedule_metrics(next(iter(import_ir(load_json_file(ir_path)).ops)),
+                                  BANDWIDTH)
+        retimed_schedule, errors = predicted_times(ir_path, layers_path)
+        retimed = schedule_metrics(retimed_schedule, BANDWIDTH)
+        report["networks"][network] = {
+            "gemini": metrics_row(gemini), "gemini_retimed": metrics_row(retimed),
+            "cycle_model_on_gemini_workloads": cycle_model_agreement(gemini, retimed, errors)}
+        for batch in batches:
+            sched, seconds, _ = schedule(layers_path, "1x1", batch)
+            ours = schedule_metrics(sched, BANDWIDTH)
+            report["rows"].append({"network": network, "batch": batch, **metrics_row(ours),
+                                   "compile_s": round(seconds, 2),
+                                   **versus(ours, gemini, retimed, batch)})
+            for share in budgets:
+                sched, _, _ = schedule(layers_path, "1x1", batch, int(share * BUFFER))
+                ours = schedule_metrics(sched, BANDWIDTH)
+                report["budgets"].append({"network": network, "batch": batch,
+                                          "l2_budget_share": share,
+                                          **versus(ours, gemini, retimed, batch)})
+    return report
+
+
+def meshes(pairs) -> dict:
+    _, layers_path, ir_path = pairs[0]
+    base = baseline_seconds(ir_path)
+    rows = []
+    for mesh, batch in (("1x1", 1), ("2x2", 1), ("4x4", 1), ("2x2", 4)):
+        sched, seconds, size = schedule(layers_path, mesh, batch)
+        rows.append({"mesh": mesh, "batch": batch, **metrics_row(schedule_metrics(
+            sched, BANDWIDTH)), "compile_s": round(seconds, 2),
+            "compile_vs_baseline": round(seconds / base, 1), "ir_bytes": size})
+    return {"baseline_roundtrip_s": round(base, 3), "rows": rows}
+
+
+def command_cpu(argv: list[str]) -> float:
+    """CPU seconds of one whole `planc` command run as a child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "compiler.driver", *argv], check=True, cwd=ROOT,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def compile_ratio(layers_path: Path, pairs: int) -> dict:
+    """`planc LAYERS -t gemini --mesh 4x4` against `--mesh 1x1`, whole commands, CPU time,
+    alternating so that both see the same load."""
+    times: dict[str, list[float]] = {"1x1": [], "4x4": []}
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(pairs):
+            for mesh in times:
+                times[mesh].append(command_cpu([str(layers_path), "-t", "gemini", "--mesh",
+                                                mesh, "-o", f"{folder}/{mesh}.json"]))
+    return {"cpu_s": times,
+            "min_ratio": min(times["4x4"]) / min(times["1x1"]),
+            "median_ratio": statistics.median(times["4x4"]) / statistics.median(times["1x1"])}
+
+
+def print_report(report: dict) -> None:
+    for network, facts in report["networks"].items():
+        g, r = facts["gemini"], facts["gemini_retimed"]
+        print(f"Gemini IR {network} b1: {g['workloads']} workloads, compute "
+              f"{g['compute_cycles']} cycles ({r['compute_cycles']} by planc's cycle model), "
+              f"latency {g['latency_cycles']} ({r['latency_cycles']}), peak L2 "
+              f"{g['peak_l2_bytes']} B, DRAM {g['dram_bytes']} B")
+    print("\nplanc / Gemini (batch B: Gemini's batch-1 schedule run B times), 1 core, 16 GB/s")
+    print(f"{'network':>9} {'batch':>5} {'wl':>5} {'compute':>8} {'same':>6} {'latency':>8} "
+          f"{'same':>6} {'peak L2':>8} {'DRAM':>6} {'compile s':>9}")
+    for row in report["rows"]:
+        print(f"{row['network']:>9} {row['batch']:>5} {row['workloads']:>5} "
+              f"{row['compute']:>8.3f} {row['compute_same_model']:>6.3f} "
+              f"{row['latency']:>8.3f} {row['latency_same_model']:>6.3f} "
+              f"{row['peak_l2']:>8.3f} {row['dram_bytes']:>6.3f} {row['compile_s']:>9}")
+    if report["budgets"]:
+        print("\nL2 budget (share of the 8 MB buffer) against latency and peak L2 ratios")
+        print(f"{'network':>9} {'batch':>5} {'budget':>6} {'latency':>8} {'peak L2':>8}")
+        for row in report["budgets"]:
+            print(f"{row['network']:>9} {row['batch']:>5} {row['l2_budget_share']:>6} "
+                  f"{row['latency']:>8.3f} {row['peak_l2']:>8.3f}")
+    if "meshes" in report:
+        m = report["meshes"]
+        print(f"\n{'mesh':>5} {'batch':>5} {'wl':>5} {'compute':>10} {'critical':>10} "
+              f"{'latency':>10} {'peak L2':>9} {'DRAM B':>10} {'compile s':>9} {'x base':>7}")
+        for r in m["rows"]:
+            print(f"{r['mesh']:>5} {r['batch']:>5} {r['workloads']:>5} {r['compute_cycles']:>10} "
+                  f"{r['critical_compute_cycles']:>10} {r['latency_cycles']:>10} "
+                  f"{r['peak_l2_bytes']:>9} {r['dram_bytes']:>10} {r['compile_s']:>9} "
+                  f"{r['compile_vs_baseline']:>7}")
+        print(f"baseline (import + verify + export of Gemini's IR): "
+              f"{m['baseline_roundtrip_s']:.3f} s")
+    if "compile_ratio" in report:
+        c = report["compile_ratio"]
+        shown = {mesh: ", ".join(f"{t:.2f}" for t in ts) for mesh, ts in c["cpu_s"].items()}
+        print(f"\nwhole command, 4x4 against 1x1 (CPU s): 1x1 {shown['1x1']}; 4x4 "
+              f"{shown['4x4']}: ratio {c['min_ratio']:.2f} (minima), "
+              f"{c['median_ratio']:.2f} (medians)")
+    for network, facts in report["networks"].items():
+        print(f"cycle model on Gemini's {network} workloads: " + ", ".join(
+            f"{k} {v:.3f}" for k, v in facts["cycle_model_on_gemini_workloads"].items()))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = Path(os.environ.get("PLANC_CORPUS", ROOT.parent / "shared" / "corpus"))
     parser.add_argument("--corpus", type=Path, default=default / "gemini")
+    parser.add_argument("--batches", default="1,4,16")
+    parser.add_argument("--budgets", default="",
+                        help="also schedule with these L2 budgets (shares of the buffer)")
+    parser.add_argument("--meshes", action="store_true", help="also 2x2 and 4x4 meshes")
+    parser.add_argument("--compile-ratio", type=int, default=0, metavar="PAIRS",
+                        help="time the whole 4x4 and 1x1 commands, PAIRS times each")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--smoke", action="store_true", help="the 1x1 mesh only")
+    parser.add_argument("--smoke", action="store_true", help="the first network, batch 1")
     args = parser.parse_args()
-    layers_path, ir_path = corpus_files(args.corpus)
-
-    gemini = schedule_metrics(next(iter(import_ir(load_json_file(ir_path)).ops)), BANDWIDTH)
-    base = baseline_seconds(ir_path)
-    rows = []
-    meshes = (("1x1", None),) if args.smoke else \
-        (("1x1", None), ("2x2", None), ("4x4", None), ("2x2", 4))
-    for mesh, batch in meshes:
-        sched, seconds, size = schedule(layers_path, mesh, batch)
-        m = schedule_metrics(sched, BANDWIDTH)
-        rows.append({"mesh": mesh, "batch": batch or 1, "workloads": m.workloads,
-                     "compute_cycles": m.compute_cycles,
-                     "critical_compute_cycles": m.critical_compute_cycles,
-                     "latency_cycles": round(m.latency_cycles), "peak_l2_bytes": m.peak_l2_bytes,
-                     "dram_bytes": m.dram_bytes, "compile_s": round(seconds, 2),
-                     "compile_vs_baseline": round(seconds / base, 1), "ir_bytes": size})
-    ours = rows[0]
-    versus = {
-        "compute_time_ratio": ours["compute_cycles"] / gemini.compute_cycles,
-        "latency_ratio": ours["latency_cycles"] / gemini.latency_cycles,
-        "peak_l2_ratio": ours["peak_l2_bytes"] / gemini.peak_l2_bytes,
-        "dram_bytes_ratio": ours["dram_bytes"] / gemini.dram_bytes,
-    }
-    report = {"gemini": {"compute_cycles": gemini.compute_cycles,
-                         "latency_cycles": round(gemini.latency_cycles),
-                         "peak_l2_bytes": gemini.peak_l2_bytes, "dram_bytes": gemini.dram_bytes,
-                         "workloads": gemini.workloads},
-              "planc_vs_gemini_1x1": versus, "meshes": rows,
-              "cycle_model_on_gemini_workloads": cycle_model_agreement(ir_path, layers_path),
-              "baseline_roundtrip_s": round(base, 3)}
+    pairs = corpus_pairs(args.corpus)
+    batches = [int(b) for b in args.batches.split(",") if b]
+    budgets = [float(b) for b in args.budgets.split(",") if b]
+    if args.smoke:
+        pairs, batches, budgets = pairs[:1], [1], []
+    report = compare(pairs, batches, budgets)
+    if args.meshes and not args.smoke:
+        report["meshes"] = meshes(pairs)
+    if args.compile_ratio and not args.smoke:
+        report["compile_ratio"] = compile_ratio(pairs[0][1], args.compile_ratio)
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    g = report["gemini"]
-    print(f"Gemini IR ({ir_path.name}): {g['workloads']} workloads, compute "
-          f"{g['compute_cycles']} cycles, latency {g['latency_cycles']}, peak L2 "
-          f"{g['peak_l2_bytes']} B, DRAM {g['dram_bytes']} B")
-    print("planc / Gemini (1x1): " + ", ".join(f"{k} {v:.3f}" for k, v in versus.items()))
-    print(f"{'mesh':>5} {'batch':>5} {'wl':>5} {'compute':>10} {'critical':>10} {'latency':>10} "
-          f"{'peak L2':>9} {'DRAM B':>10} {'compile s':>9} {'x base':>7}")
-    for r in rows:
-        print(f"{r['mesh']:>5} {r['batch']:>5} {r['workloads']:>5} {r['compute_cycles']:>10} "
-              f"{r['critical_compute_cycles']:>10} {r['latency_cycles']:>10} "
-              f"{r['peak_l2_bytes']:>9} {r['dram_bytes']:>10} {r['compile_s']:>9} "
-              f"{r['compile_vs_baseline']:>7}")
-    c = report["cycle_model_on_gemini_workloads"]
-    print("cycle model on Gemini's workloads: " + ", ".join(
-        f"{k} {v:.3f}" for k, v in c.items()))
-    print(f"baseline (import + verify + export of Gemini's IR): {base:.3f} s")
+    print_report(report)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The nine light networks that ship with the onnx package, on Gemini meshes 1x1 to 4x4.
 
-    python bench/onnx_gemini.py [--smoke]
+    python bench/onnx_gemini.py [--smoke] [--mesh 2x2 ...] [--network vgg ...]
 
 For each network and mesh: planc's schedule (`planc NET.onnx --target gemini --mesh M`), its
 modeled latency and peak L2 per core (`planc simulate`), or the one-line reason planc gives
@@ -31,11 +31,17 @@ def planc(*args: str) -> subprocess.CompletedProcess:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true", help="one network, the 1x1 mesh")
+    parser.add_argument("--mesh", action="append", help="a mesh to run (repeatable; default "
+                        "1x1, 2x2 and 4x4)")
+    parser.add_argument("--network", action="append", help="only networks whose name "
+                        "contains this (repeatable)")
     args = parser.parse_args()
     networks = sorted(LIGHT.glob("light_*.onnx"))
-    meshes = ["1x1"] if args.smoke else ["1x1", "2x2", "4x4"]
+    meshes = ["1x1"] if args.smoke else args.mesh or ["1x1", "2x2", "4x4"]
     if args.smoke:
         networks = [n for n in networks if "resnet50" in n.name]
+    if args.network:
+        networks = [n for n in networks if any(w in n.name for w in args.network)]
     print("| network | mesh | compile s | latency | vs 1x1 | peak L2 per core |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as scratch:

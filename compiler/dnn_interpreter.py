@@ -47,8 +47,15 @@ def _windows(x: Array, layer: dnn.WindowOp, fill: float) -> Array:
 
 
 def conv2d(layer: dnn.Conv2dOp, inputs: list[Array]) -> Array:
+    """Each group of output channels reads only its group of input channels (groups = 1: all
+    of them), so data missing from other groups cannot reach it."""
     x, w = _nchw(inputs[0]), _nchw(inputs[1])
-    out = np.einsum("nchwrs,kcrs->nkhw", _windows(x, layer, 0.0), w, optimize=True)
+    g = layer.group_count
+    windows = _windows(x, layer, 0.0)
+    n, c, h, wd, r, s = windows.shape
+    k = w.shape[0]
+    out = np.einsum("ngchwrs,gkcrs->ngkhw", windows.reshape(n, g, c // g, h, wd, r, s),
+                    w.reshape(g, k // g, c // g, r, s), optimize=True).reshape(n, k, h, wd)
     if layer.extra_value("activation_type") == "relu":
         out = np.maximum(out, 0)
     return out
@@ -59,7 +66,23 @@ def pool(layer: dnn.PoolOp, inputs: list[Array]) -> Array:
     if layer.op_name == "max_pool2d":
         return _windows(x, layer, -np.inf).max(axis=(4, 5))
     r, s = layer.window
-    return _windows(x, layer, 0.0).sum(axis=(4, 5)) / (r * s)
+    total = _windows(x, layer, 0.0).sum(axis=(4, 5))
+    if layer.excludes_pad:   # divide by the window's elements inside the input
+        inside = np.ones((1, 1, *x.shape[2:]))
+        return total / _windows(inside, layer, 0.0).sum(axis=(4, 5))
+    return total / (r * s)
+
+
+def lrn(layer: dnn.LrnOp, inputs: list[Array]) -> Array:
+    """ONNX LRN: each channel divided by (bias + alpha/size * the sum of squares over its
+    channel window, clipped to the channels) ** beta."""
+    x = _nchw(inputs[0])
+    before, after = layer.channel_reach
+    squares = np.pad(x * x, ((0, 0), (before, after), (0, 0), (0, 0)))
+    sums = sliding_window_view(squares, before + after + 1, axis=1).sum(axis=-1)
+    alpha, beta = layer.coefficient("alpha", 1e-4), layer.coefficient("beta", 0.75)
+    bias = layer.coefficient("bias", 1.0)
+    return x / (bias + alpha / layer.window_size * sums) ** beta
 
 
 def _rope(a: Array, b: Array) -> Array:
@@ -152,6 +175,10 @@ def slice_(layer: dnn.SliceOp, inputs: list[Array]) -> Array:
     return _nchw(inputs[0])[box]
 
 
+def concat(layer: dnn.ConcatOp, inputs: list[Array]) -> Array:
+    return np.concatenate([_nchw(x) for x in inputs], axis=layer.axis_index)
+
+
 def strided_slice(layer: dnn.StridedSliceOp, inputs: list[Array]) -> Array:
     rows = to_rows(inputs[0]).reshape(dnn.ints(layer.from_shape))
     box = tuple(slice(o, o + d) for o, d in zip(dnn.ints(layer.offsets), dnn.ints(layer.shape),
@@ -164,12 +191,20 @@ def broadcast(layer: dnn.BroadcastOp, inputs: list[Array]) -> Array:
     return from_rows(np.broadcast_to(rows, dnn.ints(layer.to_shape)), layer.out_type)
 
 
+def channel_shuffle(layer: dnn.ChannelShuffleOp, inputs: list[Array]) -> Array:
+    x = _nchw(inputs[0])
+    n, c, h, w = x.shape
+    g = layer.group_count
+    return x.reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4).reshape(n, c, h, w)
+
+
 LAYER_FUNCTIONS: dict[type, Callable[[Any, list[Array]], Array]] = {
     dnn.Conv2dOp: conv2d, dnn.PoolOp: pool, dnn.EltwiseOp: eltwise,
     dnn.QuantizeOp: lambda layer, inputs: inputs[0], dnn.DenseOp: dense,
     dnn.ReshapeOp: reshape, dnn.MatmulOp: matmul,
     dnn.UnaryOp: unary, dnn.ReduceOp: reduce, dnn.TransposeOp: transpose,
     dnn.SliceOp: slice_, dnn.BroadcastOp: broadcast, dnn.StridedSliceOp: strided_slice,
+    dnn.LrnOp: lrn, dnn.ChannelShuffleOp: channel_shuffle, dnn.ConcatOp: concat,
 }
 
 
@@ -236,7 +271,7 @@ def simulate_graph(module, options) -> dict[str, Any]:
 def _macs(layer: dnn.LayerOp) -> int:
     n, k, h, w = layer.out_type.nchw
     if isinstance(layer, dnn.Conv2dOp):
-        _, c, r, s = dnn.fmap(layer.inputs[1]).nchw
+        _, c, r, s = dnn.fmap(layer.inputs[1]).nchw    # c: input channels per group
         return n * k * h * w * c * r * s
     if isinstance(layer, dnn.DenseOp):
         return n * k * dnn.fmap(layer.inputs[1]).nchw[1]

@@ -21,6 +21,7 @@ descending) at the lowest address where they fit.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
@@ -49,7 +50,9 @@ class L2Tensor:
     """Positions on its core of the workloads that read it."""
     producer_position: int | None = None
     transfer_ids: list[int] = field(default_factory=list)
-    sources: list[gemini.SourceAttr] = field(default_factory=list)
+    pieces: list[tuple] = field(default_factory=list)
+    """The blocks that form it: (core, layer, box, size, transfer id, "core" or "DRAM");
+    `sources()` makes the IR's source attributes from them when the snapshot is written."""
     layer_name: str | None = None
     dram: tuple[str, int] | None = None
     """("load", id) or ("store", id) when it comes from or goes to DRAM."""
@@ -59,6 +62,10 @@ class L2Tensor:
     """Position of its last listing."""
     tensor_id: int = -1
     address: int = -1
+
+    def sources(self) -> list[gemini.SourceAttr]:
+        return [_source(core, layer, (tuple(box[0]), tuple(box[1])), size, tid, kind)
+                for core, layer, box, size, tid, kind in self.pieces]
 
 
 def weight_in_l2(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
@@ -143,13 +150,34 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     return tensors
 
 
-def _source(core: int, layer: str | None, box: Box, size: int, tid: int,
+def land(tensors: dict[int, list[L2Tensor]], schedule: gemini.ScheduleOp,
+         issues: dict[int, int]) -> None:
+    """Move the DRAM-loaded tensors of `plan_tensors` to where loads issued at `issues`
+    (transfer id -> step) land, as `plan_tensors` would place them after the issues are
+    recorded (the other tensors do not depend on them)."""
+    for core in schedule.cores:
+        timeline = CoreTimeline(core.id, core.workloads)
+        for tensor in tensors.get(core.id, []):
+            if tensor.dram is None or tensor.dram[0] != "load" or tensor.dram[1] not in issues:
+                continue
+            first = timeline.position_at(issues[tensor.dram[1]])
+            earliest = min(tensor.readers)
+            tensor.first = earliest if first is None else min(first, earliest)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _string(text: str) -> StringAttr:
+    return StringAttr(text)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _source(core: int, layer: str | None, box: tuple, size: int, tid: int,
             kind: str) -> gemini.SourceAttr:
     values = {"core_id": gemini.int_attr(core), "lower": gemini.ints_attr(box[0]),
               "upper": gemini.ints_attr(box[1]), "size": gemini.int_attr(size),
-              "transfer_id": gemini.int_attr(tid), "kind": StringAttr(kind)}
+              "transfer_id": gemini.int_attr(tid), "kind": _string(kind)}
     if layer is not None:
-        values["layer_name"] = StringAttr(layer)
+        values["layer_name"] = _string(layer)
     return gemini.SourceAttr.from_fields(values)
 
 
@@ -159,11 +187,11 @@ def _load_tensor(core: int, wl: gemini.WorkloadOp, ifmap: gemini.IfmapOp,
     box = (load.ints_of("lower"), load.ints_of("upper"))
     name = load.attributes.get("gemini.from")
     issue = get_int(load, ISSUE)
-    source = _source(-1, name.data if name else None, box, load.value("size"), tid, "DRAM")
+    piece = (-1, name.data if name else None, box, load.value("size"), tid, "DRAM")
     return L2Tensor(core, "ifmap", load.value("size"), box, ifmap.value("align") or 8,
                     ifmap.value("bitwidth") or 8,
                     issue if issue is not None else workload_step(wl), set(),
-                    transfer_ids=[tid], sources=[source], dram=("load", tid))
+                    transfer_ids=[tid], pieces=[piece], dram=("load", tid))
 
 
 def _assemble(tensor: L2Tensor, ids: list[int], producer: dict) -> None:
@@ -180,8 +208,8 @@ def _assemble(tensor: L2Tensor, ids: list[int], producer: dict) -> None:
     tensor.box = box
     tensor.size = model.fmap_bytes(box, tensor.bitwidth)
     tensor.transfer_ids = ids
-    tensor.sources = [_source(wl.core.id, wl.layer, piece, ofmap.value("size"), tid, "core")
-                      for (piece, wl, ofmap), tid in zip(pieces, ids, strict=False)]
+    tensor.pieces = [(wl.core.id, wl.layer, piece, ofmap.value("size"), tid, "core")
+                     for (piece, wl, ofmap), tid in zip(pieces, ids, strict=False)]
     tensor.ready = min(workload_step(wl) for _, wl, _ in pieces)
 
 
@@ -193,7 +221,7 @@ def _weight_tensor(core: int, wl: gemini.WorkloadOp, weight: gemini.WeightOp,
     size = weight.value("size")
     return L2Tensor(core, "weight", size, box, 8, 8,
                     issue if issue is not None else workload_step(wl), set(),
-                    transfer_ids=[tid], sources=[_source(-1, None, box, size, tid, "DRAM")],
+                    transfer_ids=[tid], pieces=[(-1, None, box, size, tid, "DRAM")],
                     layer_name=wl.layer, dram=("load", tid))
 
 

@@ -14,6 +14,7 @@ exact there; PE costs within a few per cent for 3x3 convolutions, see bench/).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,7 +47,16 @@ class GeminiHardware:
     channel_group_bytes: int = 8
     weight_param_bytes: int = 32
     l2_fill: float = 0.9
-    """Fraction of L2 the scheduler plans to fill (first fit needs some slack)."""
+    """Fraction of L2 that may be filled at all (first fit needs some slack)."""
+    l2_plan: float = 0.55
+    """Fraction of L2 the scheduler plans to use: layer groups must fit it and DRAM loads
+    are prefetched into it. Loads a workload cannot run without may go beyond it, up to
+    `l2_fill`. More buys earlier prefetch in weight-bound stretches; less keeps L2 free
+    (see bench/README.md for the trade-off on ResNet)."""
+
+    @property
+    def planned_l2_bytes(self) -> float:
+        return self.buffer_bytes * min(self.l2_plan, self.l2_fill)
 
     @property
     def dram_bytes_per_second(self) -> float:
@@ -80,9 +90,17 @@ def whole(shape: Sequence[int]) -> Box:
 
 def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
     """(K, C, R*S) of a PE layer's weights, or None when it has none."""
-    if not layer.weights or layer.LAYER_TYPE != "pe" or isinstance(layer, dnn.MatmulOp):
+    inputs = layer.inputs
+    if len(inputs) <= layer.ACTIVATIONS or layer.LAYER_TYPE != "pe" or \
+            isinstance(layer, dnn.MatmulOp):
         return None
-    k, c, r, s = dnn.fmap(layer.weights[0]).nchw
+    return _geometry(inputs[layer.ACTIVATIONS].type)
+
+
+@functools.lru_cache(maxsize=4096)
+def _geometry(ftype: dnn.FmapType) -> tuple[int, int, int]:
+    # Asked for every workload several times (cycles, WL0, L2 planning): one unpacking per type.
+    k, c, r, s = ftype.nchw
     return k, c, r * s
 
 
@@ -135,6 +153,14 @@ def stream_tile_channels(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -
     return min(best, k_range)
 
 
+def stream_slices(layer: dnn.LayerOp, tile_k: int, hw: GeminiHardware) -> int:
+    """Input-channel slices each streamed tile's weights are cut into: 1, unless even the
+    smallest tile of output channels exceeds the WL0 slice (a dense layer over a large input,
+    e.g. ZFNet-512's 4096 x 18432); then the tile's reduction is split, its partial sums
+    accumulating in the output buffer, so that each slice's weights fit."""
+    return max(1, -(-wl0_stream_units(layer, tile_k, hw) // hw.stream_tile_max_units))
+
+
 # ---------------------------------------------------------------------------------------------
 # Receptive fields
 # ---------------------------------------------------------------------------------------------
@@ -156,6 +182,39 @@ def is_local(layer: dnn.LayerOp) -> bool:
                                   *dnn.VIEW_CLASSES))
 
 
+def conv_channels(layer: dnn.Conv2dOp, k0: int, k1: int) -> tuple[int, int]:
+    """Input channels output channels k0..k1 read: all of them, or with g groups those of the
+    groups k0..k1 fall in (group k // (K/g) reads channels [group * C/g, (group+1) * C/g))."""
+    c = dnn.fmap(layer.inputs[0]).nchw[1]
+    g = layer.group_count
+    k_per, c_per = layer.out_type.nchw[1] // g, c // g
+    return (k0 // k_per) * c_per, (k1 // k_per + 1) * c_per - 1
+
+
+def lrn_channels(layer: dnn.LrnOp, c0: int, c1: int) -> tuple[int, int]:
+    """Input channels an LRN's output channels c0..c1 read: their channel windows, clipped."""
+    before, after = layer.channel_reach
+    channels = dnn.fmap(layer.inputs[0]).nchw[1]
+    return max(0, c0 - before), min(channels - 1, c1 + after)
+
+
+def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[int, int]:
+    """The first and last input channel a channel shuffle's outputs c0..c1 come from. Output
+    c = j*g + i is input i*(C/g) + j: per residue i (at most g of them) the outputs with that
+    residue run from j_first to j_last, so the bounds come from at most g residues, not from
+    every channel of the range."""
+    g = layer.group_count
+    per = dnn.fmap(layer.inputs[0]).nchw[1] // g
+    first, last = None, None
+    for c in range(c0, min(c1, c0 + g - 1) + 1):
+        i = c % g
+        top = c1 - (c1 - i) % g       # the last output channel <= c1 with residue i
+        low, high = i * per + c // g, i * per + top // g
+        first = low if first is None else min(first, low)
+        last = high if last is None else max(last, high)
+    return first, last
+
+
 def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]:
     """The box of activation input `index` that output box `out` needs, and the padding
     [top, bottom, left, right] the layer applies around it."""
@@ -168,8 +227,14 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
         (r, s), (sh, sw), (pt, _, pl, _) = layer.window, layer.strides, layer.pads
         ha, hb, top, bottom = _window_range(h0, h1, r, sh, pt, shape[2])
         wa, wb, left, right = _window_range(w0, w1, s, sw, pl, shape[3])
-        cs = (0, shape[1] - 1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
+        cs = conv_channels(layer, c0, c1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
         return ([n0, cs[0], ha, wa], [n1, cs[1], hb, wb]), [top, bottom, left, right]
+    if isinstance(layer, dnn.ChannelShuffleOp):
+        first, last = shuffled_channels(layer, c0, c1)
+        return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
+    if isinstance(layer, dnn.LrnOp):
+        first, last = lrn_channels(layer, c0, c1)
+        return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
     if isinstance(layer, dnn.DenseOp):
         return ([n0, 0, 0, 0], [n1, shape[1] - 1, shape[2] - 1, shape[3] - 1]), no_pad
     if isinstance(layer, dnn.MatmulOp):
@@ -189,8 +254,18 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
 
 
 def intersect(a: Box, b: Box) -> Box | None:
-    lower = [max(x, y) for x, y in zip(a[0], b[0], strict=False)]
-    upper = [min(x, y) for x, y in zip(a[1], b[1], strict=False)]
+    (al, au), (bl, bu) = a, b
+    if len(al) == 4 and len(bl) == 4:   # the common case, unrolled (called per block pair)
+        lower = [al[0] if al[0] > bl[0] else bl[0], al[1] if al[1] > bl[1] else bl[1],
+                 al[2] if al[2] > bl[2] else bl[2], al[3] if al[3] > bl[3] else bl[3]]
+        upper = [au[0] if au[0] < bu[0] else bu[0], au[1] if au[1] < bu[1] else bu[1],
+                 au[2] if au[2] < bu[2] else bu[2], au[3] if au[3] < bu[3] else bu[3]]
+        if lower[0] > upper[0] or lower[1] > upper[1] or lower[2] > upper[2] or \
+                lower[3] > upper[3]:
+            return None
+        return lower, upper
+    lower = [max(x, y) for x, y in zip(al, bl, strict=False)]
+    upper = [min(x, y) for x, y in zip(au, bu, strict=False)]
     return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
 
 
@@ -216,6 +291,9 @@ VP_COSTS: dict[str, tuple[str, int, int]] = {
     "element_wise_add": ("in", 32, 18),
     "max_pool2d": ("in", 32, 16),
     "avg_pool2d": ("in", 32, 21),
+    "lrn": ("in", 32, 16),
+    # ^ no public IR has one: priced like the other vector ops (one pass over the input, its
+    # channel-window sums kept in the vector unit), with the common 16-cycle start.
 }
 DEFAULT_VP_COST = ("in", 32, 18)
 
@@ -242,14 +320,22 @@ def pe_cycles(layer: dnn.LayerOp, out: Box, in_bytes: int, direct_weight_bytes: 
         depth, bits = dnn.fmap(layer.inputs[0]).nchw[1], dnn.fmap(layer.inputs[0]).bits
         reduction = -(-depth // channel_align(bits)) * channel_align(bits)
     else:
-        _, c, rs = weight_geometry(layer)
-        align = channel_align(weight_bits(layer))
-        reduction = -(-c // align) * align * rs
+        reduction = conv_reduction(layer)
     lanes = GeminiHardware.pe_k_lanes
     macs = n * -(-k // lanes) * lanes * h * w * reduction
     compute = macs / GeminiHardware.pe_macs_per_cycle * 1.01 + 200
     weights = 2 * direct_weight_bytes / 96 if h * w >= 8 else 0.0
     return max(compute, 2 * in_bytes / 88, weights)
+
+
+def conv_reduction(layer: dnn.LayerOp) -> int:
+    """MACs per output element on the PE array: the input channels padded to channel groups
+    times R*S, divided by the groups of a grouped convolution (each output channel reduces
+    over its own group only: cost scaled by 1/g, the padding taken over all channels)."""
+    _, c, rs = weight_geometry(layer)
+    groups = layer.group_count if isinstance(layer, dnn.Conv2dOp) else 1
+    align = channel_align(weight_bits(layer))
+    return -(-(-(-c * groups // align) * align * rs) // groups)
 
 
 def stream_time(tile_cycles: Sequence[float], tile_units: int) -> float:

@@ -13,8 +13,9 @@ a `gemini.schedule`. Decisions about layers are discardable attributes on the la
 
 and on the graph `gemini.mesh` = [xlen, ylen]. Decisions about the schedule are attributes on
 gemini ops: `gemini.step` (a workload's position in the global emission order),
-`gemini.issue` (the step before which a DRAM load lands) and `gemini.order` (a DRAM transfer's
-position in the DRAM queue).
+`gemini.issue` (the step before which a DRAM load lands), `gemini.order` (a DRAM transfer's
+position in the DRAM queue) and `gemini.operand` (which activation of its layer an ifmap
+delivers, or a piece of: a concatenated input comes as one ifmap per concatenated map).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ MESH = "gemini.mesh"
 STEP = "gemini.step"
 ISSUE = "gemini.issue"
 ORDER = "gemini.order"
+OPERAND = "gemini.operand"
 
 
 def error_at(op: Operation, message: str) -> PlancError:
@@ -86,7 +88,8 @@ def schedule_of(module: ModuleOp, who: str) -> gemini.ScheduleOp:
 
 
 def source(value: SSAValue) -> SSAValue:
-    """The value that holds the data of `value`, looking through views (reshapes, slices)."""
+    """The value that holds the data of `value`, looking through views (reshapes, slices);
+    through a concatenation, its first input (`sources` and `pieces` give all of them)."""
     while isinstance(value.owner, dnn.VIEW_CLASSES):
         value = value.owner.inputs[0]
     return value
@@ -108,6 +111,59 @@ def box_in_source(value: SSAValue, box: Box) -> tuple[Box, bool]:
     return box, True
 
 
+def pieces(value: SSAValue, box: Box) -> list[tuple[SSAValue, Box, bool]]:
+    """Where `box` of `value` lies, looking through views: (a value a layer or an input
+    produces, the box of it, exact), in order along concatenation axes. A slice shifts the box;
+    a concatenation cuts it at its inputs' offsets along its axis (Gemini's channel offsets:
+    one piece per input the box meets); a reshape changes coordinates, so then the piece is
+    all of the reshape's input (not exact)."""
+    found = []
+    stack = [(value, box, True)]
+    while stack:
+        value, box, exact = stack.pop()
+        view = value.owner
+        if isinstance(view, dnn.SliceOp):
+            start = view.start
+            stack.append((view.inputs[0], ([lo + o for lo, o in zip(box[0], start, strict=True)],
+                                           [hi + o for hi, o in zip(box[1], start, strict=True)]),
+                          exact))
+        elif isinstance(view, dnn.ConcatOp):
+            axis, parts = view.axis_index, []
+            for operand, offset in zip(view.inputs, view.offsets, strict=True):
+                size = dnn.fmap(operand).nchw[axis]
+                lo, hi = max(box[0][axis], offset), min(box[1][axis], offset + size - 1)
+                if lo <= hi:
+                    lower, upper = list(box[0]), list(box[1])
+                    lower[axis], upper[axis] = lo - offset, hi - offset
+                    parts.append((operand, (lower, upper), exact))
+            stack += reversed(parts)
+        elif isinstance(view, dnn.VIEW_CLASSES):
+            inner = view.inputs[0]
+            shape = dnn.fmap(inner).nchw
+            stack.append((inner, ([0] * len(shape), [d - 1 for d in shape]), False))
+        else:
+            found.append((value, box, exact))
+    return found
+
+
+def sources(value: SSAValue) -> list[SSAValue]:
+    """Every value that holds data of `value` (through views; several through a
+    concatenation), each once, in order."""
+    found: dict[SSAValue, None] = {}
+    seen: set[SSAValue] = set()
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if isinstance(value.owner, dnn.VIEW_CLASSES):
+            stack += reversed(list(value.owner.inputs))
+        else:
+            found[value] = None
+    return list(found)
+
+
 def through_view(value: SSAValue) -> bool:
     return source(value) is not value
 
@@ -116,6 +172,10 @@ def scheduled_layers(graph: dnn.GraphOp) -> list[dnn.LayerOp]:
     """The layers that run on the accelerator, in topological order (views excluded)."""
     layers = []
     for layer in graph.layers:
+        if isinstance(layer, dnn.ConcatOp) and layer.axis_index == 0:
+            raise error_at(layer, f"layer '{layer.name_}' concatenates along N (axis 0); "
+                                  f"Gemini's batch groups cut N, so its layers read "
+                                  f"concatenations along channels, rows or columns only")
         if isinstance(layer, dnn.VIEW_CLASSES):
             continue
         if layer.LAYER_TYPE is None:
@@ -192,9 +252,12 @@ def parse_mesh(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def hardware(buffer_size: int, dram_bw: float) -> GeminiHardware:
-    if buffer_size <= 0 or dram_bw <= 0:
-        raise PlancError("buffer-size and dram-bw must be positive")
+def hardware(buffer_size: int, dram_bw: float, l2_budget: int = 0) -> GeminiHardware:
+    if buffer_size <= 0 or dram_bw <= 0 or l2_budget < 0:
+        raise PlancError("buffer-size and dram-bw must be positive, l2-budget not negative")
+    if l2_budget:
+        return GeminiHardware(buffer_bytes=buffer_size, dram_bytes_per_cycle=dram_bw,
+                              l2_plan=l2_budget / buffer_size)
     return GeminiHardware(buffer_bytes=buffer_size, dram_bytes_per_cycle=dram_bw)
 
 
@@ -204,10 +267,12 @@ class HardwarePass(ModulePass):
 
     buffer_size: int = GeminiHardware.buffer_bytes
     dram_bw: float = GeminiHardware.dram_bytes_per_cycle
+    l2_budget: int = 0
+    """L2 bytes per core to plan for (0: the `l2_plan` share of the buffer)."""
 
     @property
     def hw(self) -> GeminiHardware:
-        return hardware(self.buffer_size, self.dram_bw)
+        return hardware(self.buffer_size, self.dram_bw, self.l2_budget)
 
 
 def segments(graph: dnn.GraphOp, need: str = SEGMENT) -> dict[int, list[dnn.LayerOp]]:

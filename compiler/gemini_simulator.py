@@ -25,8 +25,11 @@ from xdsl.dialects.builtin import ModuleOp
 
 from compiler import gemini_model as model
 from compiler.dnn_interpreter import Array, evaluate, run_graph
-from compiler.gemini_plan import layer_table, source, workloads_in_order
+from compiler.gemini_plan import layer_table, sources, workloads_in_order
 from dialects import dnn, gemini
+
+SOURCE_NAME = "gemini.from"
+"""What gemini-receptive-field names on fmap DRAM loads: the layer or input they read."""
 
 
 @dataclass
@@ -208,13 +211,14 @@ def check_tiles(module: ModuleOp, seed: int = 0) -> TileCheck:
     computed: dict[gemini.WorkloadOp, Array] = {}
     stored: dict[str, Array] = {}
     worst = 0.0
+    delivery = Delivery(layers, loads, blocks, computed, stored, inputs)
     for wl in workloads_in_order(schedule):
         layer = layers[wl.layer]
         args = []
+        received = [tid for ifmap in wl.ifmaps for tid in ifmap.transfer_ids]
         for index, value in enumerate(layer.inputs):
             if index < layer.ACTIVATIONS:
-                args.append(_delivered(wl.ifmaps[index], value, loads, blocks, computed,
-                                       stored, inputs))
+                args.append(delivery.input(received, value))
             else:
                 args.append(_weights(wl, value, reference[value], loads))
         with np.errstate(all="ignore"):
@@ -235,14 +239,17 @@ def check_tiles(module: ModuleOp, seed: int = 0) -> TileCheck:
                 upper = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("upper"), strict=False)]
                 image[_slices((lower, upper))] = out[_slices((lower, upper))]
     for output in graph.outputs:
-        producer = source(output.value).owner
-        image = stored.get(producer.name_)
-        if image is None or np.isnan(image).any():
-            return TileCheck(False, float("inf"), len(computed),
-                             f"network output {output.output_name.data} is not completely "
-                             f"stored to DRAM")
-        want = reference[producer.output].reshape(image.shape)
-        worst = max(worst, float(np.max(np.abs(image - want), initial=0.0)))
+        for src in sources(output.value):
+            producer = src.owner
+            if not isinstance(producer, dnn.LayerOp):
+                continue
+            image = stored.get(producer.name_)
+            if image is None or np.isnan(image).any():
+                return TileCheck(False, float("inf"), len(computed),
+                                 f"network output {output.output_name.data} is not completely "
+                                 f"stored to DRAM")
+            want = reference[producer.output].reshape(image.shape)
+            worst = max(worst, float(np.max(np.abs(image - want), initial=0.0)))
     return TileCheck(worst <= 1e-9, worst, len(computed),
                      None if worst <= 1e-9 else f"results differ by {worst:g}")
 
@@ -251,35 +258,75 @@ def _slices(box) -> tuple[slice, ...]:
     return tuple(slice(lo, hi + 1) for lo, hi in zip(*box, strict=True))
 
 
-def _delivered(ifmap: gemini.IfmapOp, value, loads, blocks, computed, stored, inputs) -> Array:
-    """The input feature map as the workload sees it: only the blocks sent to it."""
-    src = source(value)
-    shape = dnn.fmap(src).nchw
-    full = np.full(shape, np.nan)
-    for tid in ifmap.transfer_ids:
-        if tid in loads:
-            load = loads[tid]
+@dataclass
+class Delivery:
+    """What the transfers of a schedule deliver, as the tile-by-tile check replays it."""
+
+    layers: dict[str, dnn.LayerOp]
+    loads: dict[int, gemini.DramLoadOp]
+    blocks: dict[int, tuple[gemini.WorkloadOp, gemini.OfmapOp]]
+    computed: dict[gemini.WorkloadOp, Array]
+    stored: dict[str, Array]
+    inputs: dict[str, Array]
+
+    def input(self, received: list[int], value) -> Array:
+        """The input feature map as the workload sees it: every source that holds part of it
+        (several through a concatenation) NaN but for the blocks sent to the workload from
+        that source, then the views between the sources and the layer."""
+        held = {src: np.full(dnn.fmap(src).nchw, np.nan) for src in sources(value)}
+        for tid in received:
+            self._fill(tid, held)
+        data = {src: full.reshape(dnn.fmap(src).shape_list) for src, full in held.items()}
+        return _through_views(value, data)
+
+    def _fill(self, tid: int, held: dict) -> None:
+        if tid in self.loads:
+            load = self.loads[tid]
+            name = load.attributes.get(SOURCE_NAME)
+            origin = next((src for src in held if name is not None and
+                           _value_name(src) == name.data), None)
+            if origin is None:
+                return
             box = (load.ints_of("lower"), load.ints_of("upper"))
-            origin = src.owner
-            data = stored.get(origin.name_) if isinstance(origin, dnn.LayerOp) else \
-                inputs[origin.input_name.data].reshape(shape)
+            data = self.stored.get(origin.owner.name_) \
+                if isinstance(origin.owner, dnn.LayerOp) else \
+                self.inputs[origin.owner.input_name.data].reshape(held[origin].shape)
             if data is not None:
-                full[_slices(box)] = data[_slices(box)]
-        else:
-            producer, ofmap = blocks[tid]
-            rel = (ofmap.ints_of("lower"), ofmap.ints_of("upper"))
-            absolute = ([a + b for a, b in zip(producer.box[0], rel[0], strict=False)],
-                        [a + b for a, b in zip(producer.box[0], rel[1], strict=False)])
-            if producer in computed:
-                full[_slices(absolute)] = computed[producer][_slices(rel)]
-    data = full.reshape(dnn.fmap(src).shape_list)
-    views = []
-    while value is not src:     # the reshapes between the data and what the layer reads
-        views.append(value.owner)
-        value = value.owner.inputs[0]
-    for view in reversed(views):
-        data = evaluate(view, [data])
-    return data
+                held[origin][_slices(box)] = data[_slices(box)]
+            return
+        producer, ofmap = self.blocks[tid]
+        origin = self.layers[producer.layer].output
+        if origin not in held or producer not in self.computed:
+            return
+        rel = (ofmap.ints_of("lower"), ofmap.ints_of("upper"))
+        absolute = ([a + b for a, b in zip(producer.box[0], rel[0], strict=False)],
+                    [a + b for a, b in zip(producer.box[0], rel[1], strict=False)])
+        held[origin][_slices(absolute)] = self.computed[producer][_slices(rel)]
+
+
+def _value_name(value) -> str:
+    owner = value.owner
+    return owner.input_name.data if isinstance(owner, dnn.InputOp) else owner.name_
+
+
+def _through_views(value, known: dict) -> Array:
+    """`value` computed from `known` values through the views between (no recursion: chains
+    of concatenations may be long)."""
+    known = dict(known)
+    stack = [value]
+    while stack:
+        top = stack[-1]
+        if top in known:
+            stack.pop()
+            continue
+        view = top.owner
+        missing = [v for v in view.inputs if v not in known]
+        if missing:
+            stack += missing
+            continue
+        known[top] = evaluate(view, [known[v] for v in view.inputs])
+        stack.pop()
+    return known[value]
 
 
 def _weights(wl: gemini.WorkloadOp, value, reference: Array, loads) -> Array:

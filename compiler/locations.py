@@ -13,7 +13,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 
 from compiler.diagnostics import PlancError, extend_path
 from dialects.fast_verify import verify_op
-from dialects.utils import VerifyAt, built, verifying_once
+from dialects.utils import VerifyAt, built, verifying_once, walk_ops
 
 
 def json_location(path: str) -> NameLoc:
@@ -44,7 +44,7 @@ def verify_module(module: ModuleOp) -> None:
     own rules checks those first (see `plan.plan`).
     """
     with verifying_once() as done:
-        for op in module.walk():
+        for op in walk_ops(module):
             if id(op) in done:
                 continue  # verified by its parent, which checks it first
             try:

@@ -109,24 +109,32 @@ def _cached_ints(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-_INT_VALUES: dict[int, tuple[DenseArrayBase, tuple[int, ...]]] = {}
-
-
 def int_values(array: DenseArrayBase) -> tuple[int, ...]:
-    """The integers of a dense array, cached: unpacking bytes on every shape query adds up.
+    """The integers of a dense array, unpacked once and kept with the (immutable) array:
+    unpacking bytes on every shape query adds up. The cache lives in the attribute's own
+    `__dict__` (not a parameter: equality and hashing ignore it)."""
+    try:
+        return array.__dict__["_planc_values"]
+    except KeyError:
+        values = array.__dict__["_planc_values"] = tuple(array.get_values())
+        return values
 
-    Keyed by identity, not by value: hashing an attribute walks its parameters every time,
-    which costs more than the unpacking it saves. The entry keeps the array alive, so its id
-    cannot be reused while cached.
-    """
-    hit = _INT_VALUES.get(id(array))
-    if hit is not None and hit[0] is array:
-        return hit[1]
-    if len(_INT_VALUES) >= 1 << 16:
-        _INT_VALUES.clear()
-    values = tuple(array.get_values())
-    _INT_VALUES[id(array)] = (array, values)
-    return values
+
+@functools.lru_cache(maxsize=64)
+def _dtype_attr(dtype: str) -> StringAttr:
+    return StringAttr(dtype)
+
+
+def _int_attr(value: int) -> IntAttr:
+    """`IntAttr(value)` for an int, without the generic parameter checks."""
+    attr = IntAttr.__new__(IntAttr)
+    object.__setattr__(attr, "data", value)
+    return attr
+
+
+_VALID_LAYOUTS: dict[tuple, bool] = {}
+"""(data type, shape, strides, offsets, padded shape, pads) of tensors that passed
+`TensorType.verify`, as tuples (None: absent)."""
 
 
 def _print_ints(printer: Printer, values: Sequence[int]) -> None:
@@ -335,19 +343,29 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         if not isinstance(buffer, BufferAttr):
             raise VerifyException(f"tensor {tensor_id}: expected a buffer, got {buffer}")
         # Every other parameter is made here with its declared kind: `built` skips
-        # re-checking them (the tensor's own rules still run).
-        return built(
-            TensorType,
-            IntAttr(tensor_id),
-            StringAttr(dtype),
-            _ints(shape),
-            _ints(strides if strides is not None else (padded or shape)),
-            _ints(offsets if offsets is not None else [0] * len(shape)),
-            _NONE if padded is None else _ints(padded),
-            _NONE if pads is None else _ints(pads),
-            buffer,
-            extra or _EMPTY,
-        )
+        # re-checking them. The tensor's own rules involve only its data type and the five
+        # integer lists (the id appears in their messages only), so a layout that passed
+        # them once passes them again: the arrays are shared, and so is the verdict.
+        layout = (dtype, tuple(shape),
+                  tuple(strides if strides is not None else (padded or shape)),
+                  tuple(offsets if offsets is not None else [0] * len(shape)),
+                  None if padded is None else tuple(padded),
+                  None if pads is None else tuple(pads))
+        arrays = tuple(_NONE if values is None else _cached_ints(values)
+                       for values in layout[1:])
+        if type(tensor_id) is not int or layout not in _VALID_LAYOUTS:  # see _VALID_LAYOUTS
+            tensor = built(TensorType, IntAttr(tensor_id), _dtype_attr(dtype), *arrays,
+                           buffer, extra or _EMPTY)
+            if len(_VALID_LAYOUTS) >= 4096:
+                _VALID_LAYOUTS.clear()
+            _VALID_LAYOUTS[layout] = True
+            return tensor
+        tensor = TensorType.__new__(TensorType)
+        for (name, _), value in zip(TensorType.get_irdl_definition().parameters, (
+                _int_attr(tensor_id), _dtype_attr(dtype), *arrays, buffer, extra or _EMPTY),
+                strict=True):
+            object.__setattr__(tensor, name, value)
+        return tensor
 
     # -- convenient views of the parameters ------------------------------------------------
 
@@ -613,8 +631,14 @@ _INTEGER_TYPES = {kind: IntegerType(w, s) for (w, s), kind in _INTEGER_KINDS.ite
 
 
 def int_arg(kind: ArgKind, value: int) -> IntegerAttr:
-    """An integer-valued argument of `kind` (range-checked by the attribute verifier)."""
-    return IntegerAttr(int(value), _INTEGER_TYPES[kind])
+    """An integer-valued argument of `kind` (range-checked by the attribute verifier;
+    shared, as attributes are immutable: models repeat the same few flags and axes)."""
+    return _int_arg(kind, int(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _int_arg(kind: ArgKind, value: int) -> IntegerAttr:
+    return IntegerAttr(value, _INTEGER_TYPES[kind])
 
 
 def float_arg(value: float) -> FloatAttr:
@@ -815,12 +839,20 @@ class ArkOp(IRDLOperation, ABC):
         """(read tensors, write tensors), the same as `read_tensors` and `write_tensors` but
         several times faster: the segment sizes are unpacked once per attribute, not on
         every access (passes over large models ask for them constantly)."""
+        operands = self._operands
         sizes = self.properties["operandSegmentSizes"]
+        cached = self.__dict__.get("_planc_groups")
+        if cached is not None and cached[0] is operands and cached[1] is sizes:
+            return cached[2]
         counts = sizes.__dict__.get("_planc_counts")
         if counts is None:
             counts = sizes.__dict__["_planc_counts"] = tuple(sizes.get_values())
-        operands = self.operands
-        return tuple(operands[: counts[0]]), tuple(operands[counts[0]:])
+        plain = tuple.__getitem__
+        groups = (plain(operands, slice(0, counts[0])), plain(operands, slice(counts[0], None)))
+        # Kept until the operands or their segment sizes are replaced (both are immutable
+        # values that an update swaps for new ones, so identity says whether they changed).
+        self.__dict__["_planc_groups"] = (operands, sizes, groups)
+        return groups
 
     @property
     def inputs(self) -> list[TensorType]:

@@ -11,10 +11,10 @@ reshape, ...) imports into it one layer op per layer, and ARK models convert int
   other constants; `dnn.output` marks a network output;
 * every layer op has a `layer_name`, the frontend's `operation` string, its inputs (operands,
   activations first, then weights) and one result. The ops are grouped by what the hardware runs
-  them on (`LAYER_TYPE`): the PE array (conv2d, dense, matmul), the vector processor (pooling,
-  element-wise, quantize, unary, reduce) or the data-transfer engine (transpose, broadcast,
-  strided slice);
-  a reshape or a slice is a view.
+  them on (`LAYER_TYPE`): the PE array (conv2d, grouped too, dense, matmul), the vector
+  processor (pooling, element-wise, quantize, unary, reduce, local response normalisation) or
+  the data-transfer engine (transpose, broadcast, strided slice, channel shuffle); a reshape
+  a slice or a concatenation is a view.
 
 Frontend fields the dialect does not model are kept in `extra`, with the file's member order in
 `keys`, so that a layer description exports back unchanged. Scheduling passes record their
@@ -344,13 +344,22 @@ class WindowOp(LayerOp):
 
 @irdl_op_definition
 class Conv2dOp(WindowOp):
-    """2-D convolution of ifmap [N, C, H, W] with weights [K, C, R, S] into [N, K, H', W'];
-    `activation_type` "relu" applies a ReLU (fused by the frontend)."""
+    """2-D convolution of ifmap [N, C, H, W] with weights [K, C/g, R, S] into [N, K, H', W'];
+    `activation_type` "relu" applies a ReLU (fused by the frontend).
+
+    With `groups` g > 1 (grouped or, for g = C, depthwise convolution) the input channels and
+    the output channels are cut into g equal groups, and output channel k reads only the C/g
+    input channels of its group k // (K/g)."""
 
     name = "dnn.conv2d"
     LAYER_TYPE: ClassVar[str | None] = "pe"
     OPERATIONS: ClassVar[tuple[str, ...]] = ("conv2d",)
     kernel_size = opt_prop_def(DenseArrayBase)
+    groups = opt_prop_def(IntegerAttr)
+
+    @property
+    def group_count(self) -> int:
+        return 1 if self.groups is None else int(self.groups.value.data)
 
     @property
     def window(self) -> list[int]:
@@ -364,9 +373,12 @@ class Conv2dOp(WindowOp):
             raise self.fail(f"takes an ifmap and weights, got {len(self.inputs)} inputs")
         n, c, _, _ = fmap(self.inputs[0]).nchw
         k, wc, r, s = fmap(self.inputs[1]).nchw
-        if wc != c or [r, s] != self.window:
-            raise self.fail(f"weights {[k, wc, r, s]} do not match {c} input channels and "
-                            f"kernel {self.window}")
+        g = self.group_count
+        if g < 1 or c % g or k % g:
+            raise self.fail(f"{g} groups do not divide {c} input and {k} output channels")
+        if wc * g != c or [r, s] != self.window:
+            raise self.fail(f"weights {[k, wc, r, s]} do not match {c} input channels"
+                            f"{f' in {g} groups' if g > 1 else ''} and kernel {self.window}")
         self.expect_shape([n, k, *self.expected_output_hw()], "convolution arithmetic")
 
 
@@ -379,6 +391,10 @@ class PoolOp(WindowOp):
     LAYER_TYPE: ClassVar[str | None] = "vp"
     OPERATIONS: ClassVar[tuple[str, ...]] = ("max_pool2d", "avg_pool2d")
     pool_size = opt_prop_def(DenseArrayBase)
+    count_include_pad = opt_prop_def(IntegerAttr)
+    """Average pooling only: false divides each window by the number of its elements inside
+    the input (ONNX's count_include_pad=0) instead of by the whole window. Only the
+    arithmetic differs: the same data is read."""
 
     @property
     def window(self) -> list[int]:
@@ -388,10 +404,54 @@ class PoolOp(WindowOp):
     def ceil_mode(self) -> bool:
         return bool(self.extra_value("ceil_mode", False))
 
+    @property
+    def excludes_pad(self) -> bool:
+        return self.count_include_pad is not None and not self.count_include_pad.value.data
+
     def verify_(self) -> None:
         super().verify_()
+        if self.count_include_pad is not None and self.op_name != "avg_pool2d":
+            raise self.fail("count_include_pad applies to average pooling only")
         n, c, _, _ = fmap(self.inputs[0]).nchw
         self.expect_shape([n, c, *self.expected_output_hw()], "pooling arithmetic")
+
+
+@irdl_op_definition
+class LrnOp(LayerOp):
+    """Local response normalisation across channels on the vector processor (ONNX LRN):
+    out[n, c, h, w] = x[n, c, h, w] / (bias + alpha / size * sum of x[n, i, h, w]^2 over
+    i in [c - (size-1)//2, c + size//2] within the channels) ** beta. A window over channels:
+    output channel c needs input channels c - (size-1)//2 .. c + size//2, and the same pixels.
+
+    Assumed, as no public Gemini IR has an LRN: the vector processor runs it in one pass over
+    its input, costed like pooling and element-wise ops (input bytes / 32 + 16 cycles)."""
+
+    name = "dnn.lrn"
+    LAYER_TYPE: ClassVar[str | None] = "vp"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("lrn",)
+    size = prop_def(IntegerAttr)
+    alpha = opt_prop_def(FloatAttr)
+    beta = opt_prop_def(FloatAttr)
+    bias = opt_prop_def(FloatAttr)
+
+    @property
+    def window_size(self) -> int:
+        return int(self.size.value.data)
+
+    @property
+    def channel_reach(self) -> tuple[int, int]:
+        """How many channels before and after an output channel its window reads."""
+        return (self.window_size - 1) // 2, self.window_size // 2
+
+    def coefficient(self, name: str, default: float) -> float:
+        attr = getattr(self, name)
+        return default if attr is None else attr.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.window_size < 1:
+            raise self.fail(f"size must be >= 1, got {self.window_size}")
+        self.expect_shape(fmap(self.inputs[0]).nchw, "same shape as the input")
 
 
 def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
@@ -503,7 +563,55 @@ class SliceOp(LayerOp):
             raise self.fail(f"offsets {start} with shape {inner} leave the input {outer}")
 
 
-VIEW_CLASSES: tuple[type[LayerOp], ...] = (ReshapeOp, SliceOp)
+@irdl_op_definition
+class ConcatOp(LayerOp):
+    """Feature maps side by side along NCHW `axis` (1: channels, what CNNs concatenate). A
+    view, no work and no copy: as in Gemini, a consumer of the concatenation reads each input
+    where it lies, at its offset along the axis (its channel offset), so every input is an
+    activation and the consumer's workloads get one ifmap per input they touch. The Gemini
+    passes cut a reader's box at the offsets along any axis but N (batch groups cut N)."""
+
+    name = "dnn.concat"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("concat",)
+    axis = prop_def(IntegerAttr)
+
+    @property
+    def axis_index(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def activations(self) -> list[SSAValue]:
+        return list(self.inputs)
+
+    @property
+    def weights(self) -> list[SSAValue]:
+        return []
+
+    @property
+    def offsets(self) -> list[int]:
+        """Where each input starts along the axis."""
+        starts, at = [], 0
+        for value in self.inputs:
+            starts.append(at)
+            at += fmap(value).nchw[self.axis_index]
+        return starts
+
+    def verify_(self) -> None:
+        super().verify_()
+        axis = self.axis_index
+        if not 0 <= axis < 4:
+            raise self.fail(f"axis {axis} is not an NCHW dim")
+        shapes = [fmap(v).nchw for v in self.inputs]
+        expected = list(shapes[0])
+        expected[axis] = sum(s[axis] for s in shapes)
+        for shape in shapes[1:]:
+            if [d for i, d in enumerate(shape) if i != axis] != \
+                    [d for i, d in enumerate(shapes[0]) if i != axis]:
+                raise self.fail(f"inputs {shapes[0]} and {shape} differ outside axis {axis}")
+        self.expect_shape(expected, f"the inputs side by side along axis {axis}")
+
+
+VIEW_CLASSES: tuple[type[LayerOp], ...] = (ReshapeOp, SliceOp, ConcatOp)
 """Layers that only view their input's data (no work on the accelerator)."""
 
 
@@ -648,6 +756,30 @@ class TransposeOp(LayerOp):
 
 
 @irdl_op_definition
+class ChannelShuffleOp(LayerOp):
+    """ShuffleNet's channel shuffle on the data-transfer engine: the C channels, seen as
+    `groups` rows of C/groups, transposed: out[:, j * groups + i] = in[:, i * C/groups + j]
+    (ONNX: Reshape to [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4], Reshape back). Pixels stay
+    where they are."""
+
+    name = "dnn.channel_shuffle"
+    LAYER_TYPE: ClassVar[str | None] = "dt"
+    OPERATIONS: ClassVar[tuple[str, ...]] = ("channel_shuffle",)
+    groups = prop_def(IntegerAttr)
+
+    @property
+    def group_count(self) -> int:
+        return int(self.groups.value.data)
+
+    def verify_(self) -> None:
+        super().verify_()
+        channels = fmap(self.inputs[0]).nchw[1]
+        if self.group_count < 1 or channels % self.group_count:
+            raise self.fail(f"{self.group_count} groups do not divide {channels} channels")
+        self.expect_shape(fmap(self.inputs[0]).nchw, "same shape as the input")
+
+
+@irdl_op_definition
 class GenericLayerOp(LayerOp):
     """A layer of an operation planc does not know: kept as written, not schedulable."""
 
@@ -656,11 +788,12 @@ class GenericLayerOp(LayerOp):
 
 LAYER_CLASSES: tuple[type[LayerOp], ...] = (
     Conv2dOp, PoolOp, EltwiseOp, QuantizeOp, DenseOp, ReshapeOp, SliceOp, MatmulOp, UnaryOp,
-    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp)
+    ReduceOp, TransposeOp, BroadcastOp, StridedSliceOp, LrnOp, ChannelShuffleOp, ConcatOp)
 
 
-# Typed members of layers that planc makes from ARK models (Gemini's frontend writes none of
-# them): the layer description carries them under these keys so that it reads back the same.
+# Typed members of layers that planc makes from ARK and ONNX models (Gemini's frontend writes
+# none of them): the layer description carries them under these keys so that it reads back the
+# same.
 LAYER_MEMBERS: dict[type, dict[str, str]] = {}
 """class -> {property: kind} with kind "int", "bool", "float" or "ints"."""
 
@@ -687,12 +820,17 @@ Dnn = Dialect(
 
 
 LAYER_MEMBERS.update({
+    Conv2dOp: {"groups": "int"},
+    PoolOp: {"count_include_pad": "bool"},
+    LrnOp: {"size": "int", "alpha": "float", "beta": "float", "bias": "float"},
+    ChannelShuffleOp: {"groups": "int"},
     ReduceOp: {"axis": "int"},
     MatmulOp: {"transpose_b": "bool"},
     UnaryOp: {"factor": "float"},
     ReshapeOp: {"row_major": "bool"},
     TransposeOp: {"perm": "ints", "from_shape": "ints"},
     SliceOp: {"offsets": "ints"},
+    ConcatOp: {"axis": "int"},
     BroadcastOp: {"from_shape": "ints", "to_shape": "ints"},
     StridedSliceOp: {"from_shape": "ints", "offsets": "ints", "shape": "ints"},
 })

@@ -8,6 +8,10 @@ the definition is read once, segment sizes are unpacked once per attribute, and 
 rules are decided once per distinct segment sizes. Any doubt goes to xDSL: when a fast check
 fails, xDSL's own `OpDef.verify` runs, so a failure is reported exactly as before; only ops
 that pass both ways take the fast path. The op's own `verify_` runs unchanged after it.
+
+The commonest constraints, "an attribute of class X" (`BaseAttr`) and "each of a range is"
+one (`RangeOf(BaseAttr)`), are checked as the `isinstance` tests they are; a failure goes to
+xDSL as above.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation
-from xdsl.irdl.constraints import VerificationContext
+from xdsl.irdl.constraints import BaseAttr, RangeOf, VerificationContext
 from xdsl.irdl.operations import (
     AttrSizedSegments,
     OpDef,
@@ -45,6 +49,11 @@ class _Arguments:
     option: AttrSizedSegments | None
     sizes_by_length: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
     valid_segments: dict[tuple[int, ...], bool] = field(default_factory=dict)
+    bases: list = field(init=False)
+    """Per definition, X when its constraint is "each value an X", else None."""
+
+    def __post_init__(self) -> None:
+        self.bases = [_range_base(d.constr) for _, d in self.defs]
 
     def sizes(self, op: Operation, length: int) -> tuple[int, ...] | None:
         """How many values each definition has, or None when the counts are wrong."""
@@ -53,8 +62,10 @@ class _Arguments:
                 self.sizes_by_length[length] = self._same_size(length)
             return self.sizes_by_length[length]
         attribute = self.option.container(op).get(self.option.attribute_name)
-        if not isinstance(attribute, DenseArrayBase) or attribute.elt_type != i32:
-            return None
+        if type(attribute) is not DenseArrayBase or attribute.elt_type is not i32:
+            # Subclasses and other spellings of i32 are rare: the general tests decide.
+            if not isinstance(attribute, DenseArrayBase) or attribute.elt_type != i32:
+                return None
         sizes = attribute.__dict__.get("_planc_counts")
         if sizes is None:
             # Attributes are immutable: the unpacked values can stay with the attribute.
@@ -89,12 +100,48 @@ class _Arguments:
         sizes = self.sizes(op, len(values))
         if sizes is None:
             return False
-        types = [v.type for v in values]
         start = 0
-        for size, (_, d) in zip(sizes, self.defs, strict=True):
-            d.constr.verify(tuple(types[start:start + size]), context)
+        for size, base, (_, d) in zip(sizes, self.bases, self.defs, strict=True):
+            if base is None:
+                d.constr.verify(tuple(v.type for v in values[start:start + size]), context)
+            else:
+                for v in values[start:start + size]:
+                    if not isinstance(v.type, base):
+                        return False
             start += size
         return True
+
+
+def _range_base(constraint) -> type | None:
+    """X when `constraint` is `RangeOf(BaseAttr(X))` (each value an X), else None."""
+    if type(constraint) is RangeOf and type(constraint.constr) is BaseAttr:
+        return constraint.constr.attr
+    return None
+
+
+def _checks(defs: dict) -> list[tuple[str, bool, type | None, object]]:
+    """(name, optional, X or None, constraint) per property or attribute definition: X
+    when the constraint is "an attribute of class X" (`BaseAttr`), an `isinstance` test."""
+    return [(name, isinstance(d, OptPropertyDef | OptAttributeDef),
+             d.constr.attr if type(d.constr) is BaseAttr else None, d.constr)
+            for name, d in defs.items()]
+
+
+def _meets(checks: list, values: dict, context: VerificationContext) -> bool:
+    """Do `values` meet `checks` (missing optional ones aside)? Constraints other than
+    `BaseAttr` run xDSL's check, which raises when it fails."""
+    for name, optional, base, constraint in checks:
+        value = values.get(name)
+        if value is None:
+            if optional:
+                continue
+            return False
+        if base is not None:
+            if not isinstance(value, base):
+                return False
+        else:
+            constraint.verify(value, context)
+    return True
 
 
 @dataclass
@@ -103,13 +150,19 @@ class _Plan:
     operands: _Arguments
     results: _Arguments
     custom: Callable[[Operation], None] | None
+    property_checks: list = field(init=False)
+    attribute_checks: list = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.property_checks = _checks(self.op_def.properties)
+        self.attribute_checks = _checks(self.op_def.attributes)
 
     def generic_ok(self, op: Operation) -> bool:
         """Whether `op` meets its definition; False also when unsure (xDSL then decides)."""
         op_def = self.op_def
         context = VerificationContext()
         try:
-            if not (self.operands.ok(op, op.operands, context)
+            if not (self.operands.ok(op, op._operands, context)  # noqa: SLF001 (a tuple)
                     and self.results.ok(op, op.results, context)):
                 return False
             if op.regions or op_def.regions:
@@ -117,20 +170,10 @@ class _Plan:
             if op.successors or op_def.successors:
                 verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
             properties = op.properties
-            for name, attr_def in op_def.properties.items():
-                if name not in properties:
-                    if isinstance(attr_def, OptPropertyDef):
-                        continue
-                    return False
-                attr_def.constr.verify(properties[name], context)
-            if not properties.keys() <= op_def.properties.keys():
+            if not (_meets(self.property_checks, properties, context)
+                    and properties.keys() <= op_def.properties.keys()
+                    and _meets(self.attribute_checks, op.attributes, context)):
                 return False
-            attributes = op.attributes
-            for name, attr_def in op_def.attributes.items():
-                if name in attributes:
-                    attr_def.constr.verify(attributes[name], context)
-                elif not isinstance(attr_def, OptAttributeDef):
-                    return False
         except VerifyException:
             return False
         return True

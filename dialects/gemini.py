@@ -63,7 +63,8 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import VerifyAt, warn
+from dialects.fast_verify import verify_op
+from dialects.utils import VerifyAt, verified_so_far, warn
 
 DIMS = 4
 LAYER_TYPES = ("pe", "vp", "dt")
@@ -118,11 +119,35 @@ def _constraint(kind: Kind):
 # -- small attribute helpers used by the whole toolchain --------------------------------------
 
 
+def _ops_of(block: Block, kind: type[_Op]) -> list[_Op]:
+    """The ops of `kind` (or a subclass) in `block`, in order: a walk of the block's list
+    without xDSL's iterator objects (the passes ask for them thousands of times)."""
+    found = []
+    op = block.first_op
+    while op is not None:
+        if isinstance(op, kind):
+            found.append(op)
+        op = op.next_op
+    return found
+
+
+@functools.cache
+def _none_attr() -> NoneAttr:
+    return NoneAttr()
+
+
+@functools.cache
+def _empty_dict() -> DictionaryAttr:
+    return DictionaryAttr({})
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
+    # Attributes are immutable: one object per value spares xDSL's construction and checks.
     return IntegerAttr(value, i64)
 
 
+@functools.lru_cache(maxsize=4)
 def bool_attr(value: bool) -> IntegerAttr:
     return IntegerAttr(int(value), i1)
 
@@ -191,14 +216,19 @@ def tensor_bytes(lower: Sequence[int], upper: Sequence[int], align: int, bitwidt
 
 
 def _check_box(lower: Sequence[int], upper: Sequence[int], what: str = "") -> None:
-    prefix = f"{what}: " if what else ""
     if len(lower) != DIMS or len(upper) != DIMS:
+        prefix = f"{what}: " if what else ""
         raise VerifyException(f"{prefix}lower and upper must have {DIMS} coordinates (N, C, H, "
                               f"W), got {len(lower)} and {len(upper)}")
-    if any(v < 0 for v in lower):
-        raise VerifyException(f"{prefix}lower {list(lower)} has a negative coordinate")
-    if any(lo > hi for lo, hi in zip(lower, upper, strict=False)):
-        raise VerifyException(f"{prefix}lower {list(lower)} is not <= upper {list(upper)}")
+    # Unrolled for the 4 coordinates: a schedule checks tens of thousands of boxes.
+    n0, c0, h0, w0 = lower
+    n1, c1, h1, w1 = upper
+    if n0 < 0 or c0 < 0 or h0 < 0 or w0 < 0:
+        raise VerifyException(f"{what + ': ' if what else ''}lower {list(lower)} has a "
+                              f"negative coordinate")
+    if n0 > n1 or c0 > c1 or h0 > h1 or w0 > w1:
+        raise VerifyException(f"{what + ': ' if what else ''}lower {list(lower)} is not <= "
+                              f"upper {list(upper)}")
 
 
 def _inside(lower: Sequence[int], upper: Sequence[int], outer_lo: Sequence[int],
@@ -222,8 +252,9 @@ class RecordAttr(ParametrizedAttribute):
 
     @classmethod
     def from_fields(cls, values: dict[str, Attribute], extra: DictionaryAttr | None = None):
-        params = [values.get(f.prop, NoneAttr()) for f in cls.FIELDS]
-        return cls(*params, extra or DictionaryAttr({}))
+        none = _none_attr()
+        params = [values.get(f.prop, none) for f in cls.FIELDS]
+        return cls(*params, extra or _empty_dict())
 
     def field(self, prop: str) -> Attribute | None:
         value = getattr(self, prop)
@@ -297,6 +328,7 @@ class DestinationAttr(RecordAttr):
         return value_of(self.core_id), value_of(self.field("workload_id"))
 
     @staticmethod
+    @functools.lru_cache(maxsize=1 << 16)
     def core(core_id: int, workload_id: int, layer_name: str | None = None) -> DestinationAttr:
         values = {"core_id": int_attr(core_id), "kind": StringAttr("core"),
                   "workload_id": int_attr(workload_id)}
@@ -756,7 +788,15 @@ class WorkloadOp(RecordOp):
         return lower, upper
 
     def children(self, kind: type[_Op]) -> list[_Op]:
-        return [op for op in self.body.ops if type(op) is kind]
+        # A walk of the block's list without xDSL's iterator objects: the passes, the
+        # verifier and the emitter ask a workload for its entries of one kind ~50 times each.
+        found = []
+        op = self.body.block.first_op
+        while op is not None:
+            if type(op) is kind:
+                found.append(op)
+            op = op.next_op
+        return found
 
     @property
     def ifmaps(self) -> list[IfmapOp]:
@@ -934,7 +974,7 @@ class CoreOp(IRDLOperation):
 
     @property
     def workloads(self) -> list[WorkloadOp]:
-        return [op for op in self.body.ops if isinstance(op, WorkloadOp)]
+        return _ops_of(self.body.block, WorkloadOp)
 
     def verify_(self) -> None:
         for i, wl in enumerate(self.workloads):
@@ -964,11 +1004,11 @@ class DramOp(IRDLOperation):
 
     @property
     def stores(self) -> list[DramStoreOp]:
-        return [op for op in self.body.ops if isinstance(op, DramStoreOp)]
+        return _ops_of(self.body.block, DramStoreOp)
 
     @property
     def loads(self) -> list[DramLoadOp]:
-        return [op for op in self.body.ops if isinstance(op, DramLoadOp)]
+        return _ops_of(self.body.block, DramLoadOp)
 
     def list_keys(self) -> list[str]:
         return [a.data for a in self.lists.data] if self.lists is not None else []
@@ -1007,7 +1047,7 @@ class ScheduleOp(RecordOp):
 
     @property
     def cores(self) -> list[CoreOp]:
-        return [op for op in self.body.ops if isinstance(op, CoreOp)]
+        return _ops_of(self.body.block, CoreOp)
 
     def workloads(self) -> Iterator[WorkloadOp]:
         for core in self.cores:
@@ -1018,11 +1058,18 @@ class ScheduleOp(RecordOp):
         for prop in ("buffersize", "xlen", "ylen"):
             if self.value(prop) <= 0:
                 raise VerifyAt(f"{prop} must be > 0", None, prop)
-        # Each record's own rules first, so that the cross checks below can trust them.
+        # Each record's own rules first, so that the cross checks below can trust them. When
+        # the whole module is being verified (`verifying_once`), each op is verified here in
+        # full and remembered, so that the module walk does not check it a second time.
+        done = verified_so_far()
         for op in self.walk():
             if op is not self and isinstance(op, RecordOp | CoreOp):
                 try:
-                    op.check() if isinstance(op, RecordOp) else op.verify_()
+                    if done is None:
+                        op.check() if isinstance(op, RecordOp) else op.verify_()
+                    elif id(op) not in done:
+                        verify_op(op)
+                        done.add(id(op))
                 except VerifyAt as e:
                     raise VerifyAt(str(e), e.op or op, *e.steps) from None
                 except VerifyException as e:

@@ -59,8 +59,10 @@ from dialects.utils import (
     body_block,
     build_with_properties,
     i64_attr,
+    op_list,
     verify_first,
     verify_operation,
+    walk_ops,
 )
 
 if TYPE_CHECKING:
@@ -94,7 +96,15 @@ class Range:
                 and (value - self.begin) % self.step == 0)
 
     def within(self, other: Range) -> bool:
-        return all(v in other for v in self)
+        """Is every value of this range one of `other`? Decided from the ends and steps:
+        the values between two members are members when the step is a multiple of
+        `other`'s."""
+        count = len(self)
+        if count == 0:
+            return True
+        last = self.begin + (count - 1) * self.step
+        return self.begin in other and last in other and (
+            count == 1 or self.step % other.step == 0)
 
     def __str__(self) -> str:
         return f"[{self.begin}, {self.end}]" if self.step == 1 else \
@@ -120,10 +130,15 @@ class RangeAttr(ParametrizedAttribute):
 
     @property
     def range(self) -> Range:
-        return Range(*self.values.get_values())
+        """The values as a `Range`, made once and kept with the (immutable) attribute."""
+        try:
+            return self.__dict__["_planc_range"]
+        except KeyError:
+            found = self.__dict__["_planc_range"] = Range(*ark.int_values(self.values))
+            return found
 
     def as_list(self) -> list[int]:
-        return list(self.values.get_values())
+        return list(ark.int_values(self.values))
 
     def verify(self) -> None:
         values = list(self.values.get_values())
@@ -137,6 +152,17 @@ class RangeAttr(ParametrizedAttribute):
 @functools.lru_cache(maxsize=4096)
 def range_attr(begin: int, end: int, step: int | None = None) -> RangeAttr:
     """The range attribute (shared: attributes are immutable, and planners make many)."""
+    if type(begin) is int and type(end) is int and (step is None or type(step) is int):
+        return _shared_range(begin, end, step)
+    return _new_range(begin, end, step)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_range(begin: int, end: int, step: int | None) -> RangeAttr:
+    return _new_range(begin, end, step)
+
+
+def _new_range(begin: int, end: int, step: int | None) -> RangeAttr:
     values = [begin, end] if step is None else [begin, end, step]
     return RangeAttr(DenseArrayBase.from_list(i64, values))
 
@@ -269,7 +295,7 @@ class ResourceGroupOp(IRDLOperation):
         return Range.of(self.sram_range)
 
     def task_groups(self) -> list[TaskGroupOp]:
-        return [op for op in body_block(self.body).ops if isinstance(op, TaskGroupOp)]
+        return [op for op in op_list(body_block(self.body)) if isinstance(op, TaskGroupOp)]
 
     def verify_(self) -> None:
         sram = self.sram
@@ -303,7 +329,7 @@ class ProcessorGroupOp(IRDLOperation):
         return Range.of(self.processor_range)
 
     def resource_groups(self) -> list[ResourceGroupOp]:
-        return [op for op in body_block(self.body).ops if isinstance(op, ResourceGroupOp)]
+        return [op for op in op_list(body_block(self.body)) if isinstance(op, ResourceGroupOp)]
 
     def verify_(self) -> None:
         processors = self.processors
@@ -408,18 +434,18 @@ class PlanOp(IRDLOperation):
         return None if self.architecture is None else self.architecture.data
 
     def tasks(self) -> dict[int, TaskOp]:
-        return {op.task_id: op for op in self.graph.ops if isinstance(op, TaskOp)}
+        return {op.task_id: op for op in op_list(self.graph) if isinstance(op, TaskOp)}
 
     def task_operators(self) -> dict[int, list[ark.ArkOp]]:
         """The operators of each TaskInfo, in order."""
         grouped: dict[int, list[ark.ArkOp]] = {t: [] for t in self.tasks()}
-        for op in self.graph.ops:
+        for op in op_list(self.graph):
             if isinstance(op, ark.ArkOp) and op.task_id is not None:
                 grouped.setdefault(op.task_id, []).append(op)
         return grouped
 
     def processor_groups(self) -> list[ProcessorGroupOp]:
-        return [op for op in self.graph.ops if isinstance(op, ProcessorGroupOp)]
+        return [op for op in op_list(self.graph) if isinstance(op, ProcessorGroupOp)]
 
     def num_tasks(self, task_id: int) -> int:
         """NumTasks of a TaskInfo (its first operator's, as ARK's planner takes it)."""
@@ -468,12 +494,13 @@ class PlanOp(IRDLOperation):
     def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
         """Check every TaskInfo; return (task op, NumTasks) by id."""
         tasks: dict[int, tuple[TaskOp, int]] = {}
-        task_ops = [op for op in self.graph.ops if isinstance(op, TaskOp)]
+        task_ops = [op for op in op_list(self.graph) if isinstance(op, TaskOp)]
         verify_first(task_ops)  # slots divide by NumWarps
         for task in task_ops:
             if task.task_id in tasks:
                 raise VerifyAt(f"TaskInfo id {task.task_id} is used twice", task)
             tasks[task.task_id] = (task, -1)
+        configs: dict[int, tuple[Attribute, dict]] = {}
         for task_id, ops in self.task_operators().items():
             if task_id not in tasks:
                 raise VerifyAt(f"operator belongs to TaskInfo {task_id}, which does not "
@@ -481,7 +508,7 @@ class PlanOp(IRDLOperation):
             task = tasks[task_id][0]
             num_tasks = None
             for op in ops:
-                count = _verify_operator_config(op, task)
+                count = _verify_operator_config(op, task, configs)
                 if num_tasks is not None and count != num_tasks:
                     raise VerifyAt(
                         f"all operators of task {task_id} must have the same NumTasks; "
@@ -493,7 +520,7 @@ class PlanOp(IRDLOperation):
     def _verify_processor_group(self, pg: ProcessorGroupOp,
                                 tasks: dict[int, tuple[TaskOp, int]]) -> None:
         # The checks below rely on each group's own rules (SramRange step 1, ...).
-        verify_first(op for op in pg.walk() if op is not pg)
+        verify_first(walk_ops(pg)[1:])
         all_processors = Range(0, self.processor_count)
         if not pg.processors.within(all_processors):
             raise VerifyAt(f"ProcessorRange {pg.processors} is not inside [0, "
@@ -526,8 +553,11 @@ def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) ->
                            rule="ark-plan.sram")
 
 
-def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
-    """Check an operator's Config against its type and task; return its NumTasks."""
+def _verify_operator_config(op: ark.ArkOp, task: TaskOp,
+                            configs: dict[int, tuple[Attribute, dict]] | None = None) -> int:
+    """Check an operator's Config against its type and task; return its NumTasks. `configs`
+    remembers Config values by the attribute's identity (operators that share a tiling share
+    the attribute); they are only read here."""
     if op.config is None:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
@@ -535,7 +565,13 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp) -> int:
         verify_operation(op)
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
-    config = op.config_value()
+    if configs is None:
+        config = op.config_value()
+    else:
+        found = configs.get(id(op.config))
+        if found is None:
+            found = configs[id(op.config)] = (op.config, op.config_value())
+        config = found[1]
     for key in required_config(op):
         if key not in config:
             raise VerifyAt(f"Config of {op.ark_type} '{op.label.data}' lacks '{key}'", op)

@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.plan import Range, RangeAttr, range_attr
-from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr
+from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr, op_list
 
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
@@ -58,6 +58,12 @@ def int_attr(value: int) -> IntegerAttr:
 
 
 _int = int_attr
+
+
+@functools.lru_cache(maxsize=64)
+def _string(value: str) -> StringAttr:
+    """A string attribute (shared: kernels repeat a few kinds)."""
+    return StringAttr(value)
 
 
 @irdl_op_definition
@@ -82,7 +88,7 @@ class KernelOp(IRDLOperation):
                        "attr-dict")
 
     def __init__(self, kernel_id: int, kind: str):
-        build_with_properties(self, {"id": _int(kernel_id), "kind": StringAttr(kind)})
+        build_with_properties(self, {"id": _int(kernel_id), "kind": _string(kind)})
 
     @property
     def kernel_id(self) -> int:
@@ -191,7 +197,7 @@ class PhaseOp(IRDLOperation):
         super().__init__(regions=[Region(Block(launches))])
 
     def launches(self) -> list[LaunchOp]:
-        return [op for op in body_block(self.body).ops if isinstance(op, LaunchOp)]
+        return [op for op in op_list(body_block(self.body)) if isinstance(op, LaunchOp)]
 
 
 @irdl_op_definition
@@ -209,7 +215,7 @@ class RegionOp(IRDLOperation):
     assembly_format = "$buffer `offset` $offset `size` $size attr-dict"
 
     def __init__(self, buffer: int, offset: int, size: int, holds: Sequence[int]):
-        super().__init__(properties={
+        build_with_properties(self, {
             "buffer": _int(buffer), "offset": _int(offset), "size": _int(size),
             "holds": DenseArrayBase.from_list(i64, list(holds))})
 
@@ -248,7 +254,7 @@ class ScheduleOp(IRDLOperation):
         """The ops of the graph that are `kind`s, in block order. Passes ask for them on
         graphs of tens of thousands of ops: the class test is decided once per op class
         (`isinstance` on xDSL's abstract classes costs more than the walk itself)."""
-        return [op for op in self.graph.ops if _is_a(type(op), kind)]
+        return [op for op in op_list(self.graph) if _is_a(type(op), kind)]
 
     def operators(self) -> list[ark.ArkOp]:
         return self._of_kind(ark.ArkOp)
@@ -259,7 +265,7 @@ class ScheduleOp(IRDLOperation):
     def kernel_operators(self) -> dict[int, list[ark.ArkOp]]:
         grouped: dict[int, list[ark.ArkOp]] = {}
         operators: list[ark.ArkOp] = []
-        for op in self.graph.ops:  # one walk for both kinds
+        for op in op_list(self.graph):  # one walk for both kinds
             cls = type(op)
             if _is_a(cls, KernelOp):
                 grouped[op.kernel_id] = []
@@ -278,7 +284,7 @@ class ScheduleOp(IRDLOperation):
 
     def verify_(self) -> None:
         kernels: dict[int, KernelOp] = {}
-        for kernel in (op for op in self.graph.ops if isinstance(op, KernelOp)):
+        for kernel in self._of_kind(KernelOp):
             if kernel.kernel_id in kernels:
                 raise VerifyAt(f"kernel id {kernel.kernel_id} is used twice", kernel)
             kernels[kernel.kernel_id] = kernel

@@ -168,6 +168,12 @@ _VERIFIED: ContextVar[set[int] | None] = ContextVar("planc_verified", default=No
 """Ids of the ops verified so far by the running `verifying_once` walk."""
 
 
+def verified_so_far() -> set[int] | None:
+    """The ids of the ops the running `verifying_once` walk has verified (None outside one);
+    a container that verifies its children itself adds them so the walk skips them."""
+    return _VERIFIED.get()
+
+
 @contextmanager
 def verifying_once() -> Iterator[set[int]]:
     """While a module is verified op by op (nothing changes it meanwhile), the ops a parent
@@ -178,6 +184,34 @@ def verifying_once() -> Iterator[set[int]]:
         yield done
     finally:
         _VERIFIED.reset(token)
+
+
+def op_list(block: Block) -> list[Operation]:
+    """The ops of `block` in order, as a list: the linked list followed directly (`block.ops`
+    steps through an iterator object and two properties per op, which is most of the cost
+    when passes scan blocks of tens of thousands of ops)."""
+    found: list[Operation] = []
+    append = found.append
+    op = block._first_op  # noqa: SLF001 -- the same walk `BlockOps` makes
+    while op is not None:
+        append(op)
+        op = op._next_op  # noqa: SLF001
+    return found
+
+
+def walk_ops(root: Operation) -> list[Operation]:
+    """`root` and every op nested in it, in pre-order (`Operation.walk`'s order), as a list:
+    one generator per op, as `walk` makes, costs more than the visit on large modules."""
+    found: list[Operation] = []
+    stack = [root]
+    while stack:
+        op = stack.pop()
+        found.append(op)
+        if op.regions:
+            for region in reversed(op.regions):
+                for block in reversed(region.blocks):
+                    stack.extend(reversed(op_list(block)))
+    return found
 
 
 def body_block(region: Region) -> Block:

@@ -137,7 +137,9 @@ def _operand(node: JsonNode, index: int, prev: str, layers: dict[str, JsonNode],
                                    f"{known.output.type.shape_list} "
                                    f"{known.output.type.dtype_name} elsewhere")
         return known.output
-    constant = index > 0 or "constant" in prev or "weight" in prev
+    # Inputs after the first are weights and constants, but a concat's are all activations.
+    concat = node.get("operation") is not None and node["operation"].as_str() == "concat"
+    constant = index > 0 and not concat or "constant" in prev or "weight" in prev
     op = dnn.InputOp.new(prev, type_, constant)
     op.location = json_location(node["previous_layer"].elements()[index].path)
     inputs[prev] = op

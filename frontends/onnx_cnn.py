@@ -5,8 +5,12 @@ weights and bias when their values are known, by shape otherwise), Relu (fused i
 convolution before it, as Gemini's frontend does, or a vector layer), MaxPool, AveragePool and
 GlobalAveragePool, Add and Sum (element-wise adds), Mul (a per-channel scale), Gemm (a dense
 layer), Flatten and Reshape (views), Softmax (reduce-max, subtract, exp, reduce-sum, divide:
-what the vector processor runs), Dropout and Identity (inference: nothing). Shape computations
-fold as in `onnx_model`. Concat and LRN have no Gemini layer: an error names the node.
+what the vector processor runs), LRN (a vector layer over a window of channels), Dropout and
+Identity (inference: nothing). Grouped and depthwise convolutions keep their groups; average
+pooling that leaves padding out of its divisor is flagged. Shape computations fold as in
+`onnx_model`. Concat along channels is a `dnn.concat` view (as in Gemini, its consumers read
+every input at its channel offset; no copy); Concat along another axis has no Gemini layer:
+an error names the node.
 
 Gemini computes in int8 (its frontend quantizes networks before scheduling them), so feature
 maps and weights are int8 here whatever the ONNX element type: that is what sizes L2 and WL0
@@ -16,10 +20,11 @@ float) are those of the float network.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from compiler.diagnostics import PlancError
@@ -30,6 +35,14 @@ from frontends.onnx_model import OnnxImport, array_of, attributes
 DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 2: "uint8", 6: "int32"}
 FOLDED = ("Constant", "Shape", "ConstantOfShape", "Range", "Unsqueeze", "Squeeze", "Cast",
           "Gather", "Concat")
+
+
+def _float64_copy(value: np.ndarray) -> np.ndarray:
+    """`value` as float64 that nobody else can change: a copy, except for a broadcast of one
+    element (ConstantOfShape's weights), which stays a read-only broadcast of its element."""
+    if value.size and not any(value.strides):
+        return np.broadcast_to(np.float64(value.flat[0]), value.shape)
+    return np.array(value, dtype=np.float64)
 
 
 class CnnImporter:
@@ -75,7 +88,7 @@ class CnnImporter:
 
     def constant(self, value: np.ndarray, name: str) -> SSAValue:
         op = self.add(dnn.InputOp.new(self.unique(name), self.fmap(value.shape), constant=True))
-        self.result.values[op.input_name.data] = np.array(value, dtype=np.float64)  # a copy
+        self.result.values[op.input_name.data] = _float64_copy(value)
         return op.output
 
     def value(self, x: Any, name: str) -> SSAValue:
@@ -122,6 +135,7 @@ class CnnImporter:
                                     f"{', '.join(sorted(HANDLERS))}, and shape computations); "
                                     "run it on the host and cut the network there")
             else:
+                _refuse_split_channels(self, inputs)
                 outputs = handler(self, inputs, attrs)
             for position, name in enumerate(node.output[len(outputs):], len(outputs)):
                 if name in self.uses:
@@ -133,6 +147,7 @@ class CnnImporter:
                         else value
         for value in self.graph.output:
             out = self.env[value.name]
+            _refuse_split_channels(self, [out], value.name)
             self.add(dnn.OutputOp.new(value.name, self.value(out, value.name)))
             self.result.outputs[value.name] = value.name
         graph = dnn.GraphOp.create(regions=[Region(self.block)])
@@ -196,20 +211,40 @@ def _out_hw(in_hw, kernel, props, ceil_mode=False):
 @handles("Conv")
 def _conv(imp: CnnImporter, inputs, attrs):
     x, w = inputs[0], inputs[1]
-    if attrs.get("group", 1) != 1:
-        raise imp.fail("grouped convolutions have no Gemini layer")
     kernel = shape_of(w)[2:]
     props = _window_props(imp, attrs, kernel, x)
     n, _, h, wd = shape_of(x)
     k = shape_of(w)[0]
     out = imp.layer(dnn.Conv2dOp, "conv2d", [x, imp.value(w, f"{imp.node.output[0]}_w")],
                     [n, k, *_out_hw([h, wd], kernel, props)], kernel_size=dnn._ints(kernel),
-                    **props)
+                    **props, **_groups(attrs))
     if len(inputs) > 2 and inputs[2] is not None:
         bias = imp.value(np.asarray(inputs[2]).reshape(1, k, 1, 1) if isinstance(
             inputs[2], np.ndarray) else inputs[2], f"{imp.node.output[0]}_b")
         out = imp.layer(dnn.EltwiseOp, "element_wise_add", [out, bias], shape_of(out))
     return [out]
+
+
+def _groups(attrs: dict) -> dict:
+    """A grouped (or depthwise) convolution: the `groups` of its Gemini layer (weights
+    K x C/g x R x S, as ONNX has them)."""
+    group = int(attrs.get("group", 1))
+    return {"groups": IntegerAttr(group, i64)} if group != 1 else {}
+
+
+@handles("LRN")
+def _lrn(imp: CnnImporter, inputs, attrs):
+    """Local response normalisation: a vector-processor layer whose receptive field is a
+    window of `size` channels (see `dnn.LrnOp`)."""
+    x = inputs[0]
+    if len(shape_of(x)) != 4:
+        raise imp.fail("Gemini normalises NCHW feature maps")
+    if not isinstance(attrs.get("size"), int):
+        raise imp.fail("its size (the channel window) must be given as an integer")
+    coefficients = {name: FloatAttr(float(attrs.get(name, default)), f64)
+                    for name, default in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0))}
+    return [imp.layer(dnn.LrnOp, "lrn", [x], shape_of(x),
+                      size=IntegerAttr(int(attrs["size"]), i64), **coefficients)]
 
 
 @handles("BatchNormalization")
@@ -241,6 +276,19 @@ def _constant_values(imp: CnnImporter, value: SSAValue) -> np.ndarray | None:
     return None
 
 
+def _set_constant(imp: CnnImporter, value: SSAValue, array: np.ndarray) -> None:
+    imp.result.values[value.owner.input_name.data] = array
+
+
+def _per_channel(weights: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """`weights * factor` (one factor per output channel): weights that are one value per
+    output channel (a broadcast, as ConstantOfShape's are) stay a broadcast."""
+    if weights.ndim > 1 and not any(weights.strides[1:]):
+        first = weights[(slice(None),) + (slice(0, 1),) * (weights.ndim - 1)]
+        return np.broadcast_to(first * factor, weights.shape)
+    return weights * factor
+
+
 def _fold_into_conv(imp: CnnImporter, x: SSAValue, factor: np.ndarray, shift: np.ndarray
                     ) -> SSAValue | None:
     """Batch normalisation after a convolution (and its bias) whose weights are known and used
@@ -260,10 +308,10 @@ def _fold_into_conv(imp: CnnImporter, x: SSAValue, factor: np.ndarray, shift: np
     if weights is None:
         return None
     k = weights.shape[0]
-    weights *= factor.reshape(k, 1, 1, 1)
+    _set_constant(imp, owner.inputs[1], _per_channel(weights, factor.reshape(k, 1, 1, 1)))
     if bias is not None:
-        bias *= factor.reshape(bias.shape)
-        bias += shift.reshape(bias.shape)
+        _set_constant(imp, x.owner.inputs[1], bias * factor.reshape(bias.shape)
+                      + shift.reshape(bias.shape))
         return x
     return imp.layer(dnn.EltwiseOp, "element_wise_add",
                      [x, imp.constant(shift.reshape(1, k, 1, 1), f"{imp.node.output[0]}_b")],
@@ -301,17 +349,24 @@ def _pool(imp: CnnImporter, inputs, attrs):
             if last >= size + lo:
                 raise imp.fail("with ceil_mode its last window would start in the padding, "
                                "which ONNX drops and Gemini's pooling keeps")
-    if imp.node.op_type == "AveragePool" and any(dnn.ints(props["padding"])) and \
-            not attrs.get("count_include_pad", 0):
-        raise imp.fail("Gemini's average pool divides by the whole window; padding excluded "
-                       "from the count (count_include_pad=0) is not expressible")
     n, c, h, w = shape_of(x)
     operation = "max_pool2d" if imp.node.op_type == "MaxPool" else "avg_pool2d"
     from dialects.json_value import dict_attr
 
     extra = {"extra": dict_attr({"ceil_mode": True})} if ceil else {}
     return [imp.layer(dnn.PoolOp, operation, [x], [n, c, *_out_hw([h, w], kernel, props, ceil)],
-                      pool_size=dnn._ints(kernel), **props, **extra)]
+                      pool_size=dnn._ints(kernel), **props, **extra,
+                      **_exclude_pad(imp, attrs, props))]
+
+
+def _exclude_pad(imp: CnnImporter, attrs: dict, props: dict) -> dict:
+    """ONNX's AveragePool leaves padding out of the divisor (count_include_pad=0, the
+    default): recorded on the layer when there is padding to leave out (the vector processor
+    reads the same data either way; only the divisors at the borders change)."""
+    if imp.node.op_type != "AveragePool" or not any(dnn.ints(props["padding"])) or \
+            attrs.get("count_include_pad", 0):
+        return {}
+    return {"count_include_pad": IntegerAttr(0, 1)}
 
 
 @handles("GlobalAveragePool")
@@ -355,6 +410,27 @@ def _as_nchw(value: np.ndarray, like: list[int]) -> np.ndarray:
     return value.reshape(shape)
 
 
+@handles("Concat")
+def _concat(imp: CnnImporter, inputs, attrs):
+    """Feature maps side by side along channels: a `dnn.concat` view, no copy (Gemini's
+    consumers read each input at its channel offset). Shape computations fold."""
+    if all(isinstance(v, np.ndarray) for v in inputs):
+        return CONSTANT_FOLDING["Concat"](imp, inputs, attrs)
+    like = next(v for v in inputs if not isinstance(v, np.ndarray))
+    rank = len(shape_of(like))
+    axis = attrs.get("axis", 1)
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is not a dim of the rank-{rank} inputs")
+    if axis % rank != 1:
+        raise imp.fail(f"it concatenates along axis {axis % rank}; Gemini concatenates feature "
+                       f"maps along channels only (axis 1: its consumers read each input at a "
+                       f"channel offset)")
+    parts = [imp.value(v, f"{imp.node.output[0]}_c{i}") for i, v in enumerate(inputs)]
+    shape = list(shape_of(like))
+    shape[1] = sum(shape_of(p)[1] for p in parts)
+    return [imp.layer(dnn.ConcatOp, "concat", parts, shape, axis=IntegerAttr(1, i64))]
+
+
 @handles("Gemm")
 def _gemm(imp: CnnImporter, inputs, attrs):
     x, w = inputs[0], inputs[1]
@@ -367,7 +443,7 @@ def _gemm(imp: CnnImporter, inputs, attrs):
     if weights is None and not attrs.get("transB", 0):
         raise imp.fail("the weights of a dense layer must be known, or given transposed")
     alpha = attrs.get("alpha", 1.0)
-    if weights is not None:
+    if weights is not None and alpha != 1.0:
         weights = weights * alpha
     n = shape_of(x)[0]
     w_value = imp.value(weights if weights is not None else w, f"{imp.node.output[0]}_w")
@@ -396,16 +472,73 @@ def _flatten(imp: CnnImporter, inputs, attrs):
 def _reshape(imp: CnnImporter, inputs, attrs):
     x = inputs[0]
     target = [int(v) for v in imp.const(inputs[1], "the new shape")]
-    current = shape_of(x)
+    current = x.shape if isinstance(x, ChannelSplit) else shape_of(x)
     target = [current[i] if v == 0 else v for i, v in enumerate(target)]
     if -1 in target:
         target[target.index(-1)] = int(np.prod(current)) // int(
             np.prod([v for v in target if v != -1]))
     if isinstance(x, np.ndarray):
         return [x.reshape(target)]
+    if isinstance(x, ChannelSplit) or len(target) == 5:
+        return [_channel_shuffle_step(imp, x, target)]
     if target == current:
         return [x]
     return [imp.layer(dnn.ReshapeOp, "reshape", [x], target)]
+
+
+# -- ShuffleNet's channel shuffle: Reshape [N, C, H, W] -> [N, g, C/g, H, W], Transpose
+#    [0, 2, 1, 3, 4], Reshape -> [N, C, H, W]; the 5-D values in between are held as
+#    `ChannelSplit`s and the last reshape becomes one `dnn.channel_shuffle` layer.
+
+SHUFFLE = "Gemini holds 5-D values only as ShuffleNet's channel shuffle (Reshape to [N, g, " \
+    "C/g, H, W], Transpose [0, 2, 1, 3, 4], Reshape back to [N, C, H, W])"
+
+
+@dataclass
+class ChannelSplit:
+    """A feature map's channels seen as [N, g, C/g, H, W] (or, `swapped`, [N, C/g, g, H, W])."""
+
+    value: SSAValue
+    groups: int
+    swapped: bool = False
+
+    @property
+    def shape(self) -> list[int]:
+        n, c, h, w = shape_of(self.value)
+        g = self.groups
+        return [n, c // g, g, h, w] if self.swapped else [n, g, c // g, h, w]
+
+
+def _refuse_split_channels(imp: CnnImporter, values, output: str | None = None) -> None:
+    if any(isinstance(v, ChannelSplit) for v in values) and \
+            imp.node.op_type not in ("Reshape", "Transpose") or \
+            output is not None and isinstance(values[0], ChannelSplit):
+        raise imp.fail(f"{'network output ' + repr(output) + ': ' if output else ''}{SHUFFLE}; "
+                       "this is not expressible otherwise")
+
+
+def _channel_shuffle_step(imp: CnnImporter, x, target: list[int]):
+    if not isinstance(x, ChannelSplit):
+        n, c, h, w = shape_of(x) if len(shape_of(x)) == 4 else (0, 0, 0, 0)
+        if len(target) == 5 and target[0] == n and target[1] * target[2] == c and \
+                target[3:] == [h, w]:
+            return ChannelSplit(x, target[1])
+    elif x.swapped and target == shape_of(x.value):
+        return imp.layer(dnn.ChannelShuffleOp, "channel_shuffle", [x.value], target,
+                         groups=IntegerAttr(x.groups, i64))
+    raise imp.fail(f"reshape to {target}: {SHUFFLE}; this is not expressible otherwise")
+
+
+@handles("Transpose")
+def _transpose(imp: CnnImporter, inputs, attrs):
+    x = inputs[0]
+    if isinstance(x, np.ndarray):
+        return [np.transpose(x, attrs.get("perm"))]
+    if isinstance(x, ChannelSplit) and not x.swapped and list(attrs.get("perm", [])) == \
+            [0, 2, 1, 3, 4]:
+        return [ChannelSplit(x.value, x.groups, swapped=True)]
+    raise imp.fail(f"Gemini has no layer for it: {SHUFFLE}; run other transposes on the host "
+                   "and cut the network there")
 
 
 @handles("Dropout", "Identity")
@@ -413,11 +546,28 @@ def _identity(imp: CnnImporter, inputs, attrs):
     return [inputs[0]]
 
 
+def _softmax_axis(imp: CnnImporter, shape: list[int], attrs: dict) -> int:
+    """The one dim Softmax normalises over. Before opset 13 it normalises the input flattened
+    from `axis` (default 1) on, which is one dim when the others from there are 1 (a
+    classifier's [N, 1000, 1, 1])."""
+    opset = next((o.version for o in imp.model.opset_import if o.domain in ("", "ai.onnx")),
+                 13)
+    rank = len(shape)
+    if opset >= 13:
+        return attrs.get("axis", -1) % rank
+    start = attrs.get("axis", 1) % rank
+    spread = [d for d in range(start, rank) if shape[d] != 1]
+    if len(spread) > 1:
+        raise imp.fail(f"before opset 13 it normalises dims {spread} together; Gemini reduces "
+                       f"along channels only")
+    return spread[0] if spread else start
+
+
 @handles("Softmax")
 def _softmax(imp: CnnImporter, inputs, attrs):
     x = inputs[0]
     rank = len(shape_of(x))
-    axis = attrs.get("axis", -1) % rank
+    axis = _softmax_axis(imp, shape_of(x), attrs)
     if axis != 1:
         raise imp.fail("Gemini reduces along channels (axis 1) here")
 

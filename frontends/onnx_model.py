@@ -564,7 +564,9 @@ def _shape(imp: ArkImporter, inputs, attrs):
 def _constant_of_shape(imp: ArkImporter, inputs, attrs):
     shape = [int(v) for v in imp.const(inputs[0], "the shape")]
     value = array_of(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
-    return [np.full(shape, value.reshape(-1)[0], dtype=value.dtype)]
+    # A read-only broadcast of one element: the light networks' weights are all
+    # ConstantOfShape, and VGG-19's, materialised, were 0.6 GB (weights go by shape).
+    return [np.broadcast_to(value.reshape(-1)[:1].astype(value.dtype), shape)]
 
 
 @handles("Range")

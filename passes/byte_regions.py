@@ -25,6 +25,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from dialects import ark
 
@@ -35,7 +36,8 @@ it the answer is "not known to be covered"."""
 
 @dataclass(frozen=True)
 class ByteRegion:
-    """The bytes of a buffer one tensor view touches (see the module docstring)."""
+    """The bytes of a buffer one tensor view touches (see the module docstring). Derived
+    figures are computed once per region (regions are immutable and shared per tensor)."""
 
     buffer: int
     element_bytes: int
@@ -46,8 +48,15 @@ class ByteRegion:
 
     @staticmethod
     def of(tensor: ark.TensorType) -> ByteRegion:
-        return ByteRegion.make(tensor.buffer_id, tensor.element_bytes, tensor.strides_list,
-                               tensor.offsets_list, tensor.shape_list)
+        """The region of `tensor`, made once per (immutable) tensor type and kept with it:
+        passes ask for the regions of every operand of every operator, repeatedly."""
+        try:
+            return tensor.__dict__["_planc_region"]
+        except KeyError:
+            region = tensor.__dict__["_planc_region"] = ByteRegion.make(
+                tensor.buffer_id, tensor.element_bytes, tensor.strides_list,
+                tensor.offsets_list, tensor.shape_list)
+            return region
 
     @staticmethod
     def make(buffer: int, element_bytes: int, extents: Sequence[int], offsets: Sequence[int],
@@ -57,22 +66,22 @@ class ByteRegion:
 
     # -- derived figures ---------------------------------------------------------------------
 
-    @property
+    @cached_property
     def empty(self) -> bool:
         return any(s <= 0 for s in self.shape)
 
-    @property
+    @cached_property
     def steps(self) -> tuple[int, ...]:
         """Bytes between neighbours along each dimension."""
         return tuple(math.prod(self.extents[d + 1:]) * self.element_bytes for d in range(4))
 
-    @property
+    @cached_property
     def in_grid(self) -> bool:
         """Does the window lie inside its extents (so distinct indices are distinct bytes)?"""
         return all(0 <= o and o + s <= e
                    for o, s, e in zip(self.offsets, self.shape, self.extents, strict=True))
 
-    @property
+    @cached_property
     def hull(self) -> tuple[int, int]:
         """[first byte, last byte + 1); (0, 0) when empty."""
         if self.empty:
@@ -82,11 +91,11 @@ class ByteRegion:
         last = first + sum((s - 1) * st for s, st in zip(self.shape, steps, strict=True))
         return (first, last + self.element_bytes)
 
-    @property
+    @cached_property
     def size_bytes(self) -> int:
         return 0 if self.empty else math.prod(self.shape) * self.element_bytes
 
-    @property
+    @cached_property
     def dense(self) -> bool:
         """Are its bytes exactly its hull (no gaps)?"""
         lo, hi = self.hull
@@ -98,7 +107,11 @@ class ByteRegion:
                 and self.in_grid and other.in_grid)
 
     def intervals(self) -> list[tuple[int, int]]:
-        return [(o, o + s) for o, s in zip(self.offsets, self.shape, strict=True)]
+        return list(self._intervals)
+
+    @cached_property
+    def _intervals(self) -> tuple[tuple[int, int], ...]:
+        return tuple((o, o + s) for o, s in zip(self.offsets, self.shape, strict=True))
 
 
 def _pad4(values: Sequence[int], fill: int) -> tuple[int, ...]:
@@ -111,8 +124,8 @@ def overlaps(a: ByteRegion, b: ByteRegion) -> bool:
     if a.buffer != b.buffer or a.empty or b.empty:
         return False
     if a.same_grid(b):
-        return all(lo1 < hi2 and lo2 < hi1
-                   for (lo1, hi1), (lo2, hi2) in zip(a.intervals(), b.intervals(), strict=True))
+        return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2)
+                   in zip(a._intervals, b._intervals, strict=True))
     (lo1, hi1), (lo2, hi2) = a.hull, b.hull
     return lo1 < hi2 and lo2 < hi1
 
@@ -124,8 +137,8 @@ def covers(a: ByteRegion, b: ByteRegion) -> bool:
     if a.buffer != b.buffer or a.empty:
         return False
     if a.same_grid(b):
-        return all(lo1 <= lo2 and hi2 <= hi1
-                   for (lo1, hi1), (lo2, hi2) in zip(a.intervals(), b.intervals(), strict=True))
+        return all(lo1 <= lo2 and hi2 <= hi1 for (lo1, hi1), (lo2, hi2)
+                   in zip(a._intervals, b._intervals, strict=True))
     if not a.dense:
         return False
     (lo1, hi1), (lo2, hi2) = a.hull, b.hull

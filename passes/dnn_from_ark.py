@@ -35,8 +35,10 @@ model (`compiler.gemini_equivalence`). What Gemini cannot express is refused wit
 operator's JSON path, the reason and the way out: communication ops and Embedding (run them on
 the host and cut the network there), views in a frame of their own over a strided source, and
 reads of a buffer that operators wrote through another view (Gemini layers produce whole, fresh
-feature maps). Feature maps hold ARK's row-major data with rows as H, so reshapes are marked as
-row-major views.
+feature maps) unless the writes are a concat: slices side by side along the columns (or the
+rows) that cover the tensor read exactly once become a `dnn.concat` of what was written along
+channels (or H; as in Gemini, the readers read each part at its offset). Feature maps hold
+ARK's row-major data with rows as H, so reshapes are marked as row-major views.
 """
 
 from __future__ import annotations
@@ -99,6 +101,28 @@ def _flat_index(index: Sequence[int], shape: Sequence[int]) -> int:
     return flat
 
 
+def _side_by_side(tensor: ark.TensorType, writes: list[tuple[ark.TensorType, SSAValue]],
+                  axis: int) -> list[SSAValue] | None:
+    """What `writes` wrote, in order along `axis`, when they lie side by side along it and
+    cover `tensor` exactly once (same frame, same extent along every other dim)."""
+    shape, offsets = tensor.shape_list, tensor.offsets_list
+    others = [d for d in range(len(shape)) if d != len(shape) + axis]
+    parts = []
+    for written, value in writes:
+        if written.strides_list != tensor.strides_list or \
+                any(written.shape_list[d] != shape[d] or written.offsets_list[d] != offsets[d]
+                    for d in others):
+            return None
+        parts.append((written.offsets_list[axis], written.shape_list[axis], value))
+    parts.sort(key=lambda part: part[:2])
+    at = offsets[axis]
+    for start, width, _ in parts:
+        if start != at:
+            return None
+        at += width
+    return [value for _, _, value in parts] if at == offsets[axis] + shape[axis] else None
+
+
 def _named(op: ark.ArkOp) -> str:
     return f"{op.ark_type} '{op.label.data}'"
 
@@ -117,6 +141,11 @@ class Converter:
     """Does a feature map carry samples (True) or is it shared by all (weights, fills)?"""
     written: set[int] = field(default_factory=set)
     """Buffers that converted operators wrote."""
+    writes: dict[int, list[tuple[ark.TensorType, SSAValue]]] = field(default_factory=dict)
+    """Per buffer, the tensors operators wrote into it and the feature maps they wrote."""
+    assembled: dict[SSAValue, int] = field(default_factory=dict)
+    """ARK values read as a concatenation of writes, and their buffer (a later write makes
+    them stale)."""
 
     def fail(self, op, message: str) -> PlancError:
         return PlancError(message, path=source_path(op))
@@ -166,21 +195,54 @@ class Converter:
         if isinstance(owner, ark.ViewOp) and owner.source is not None:
             base = self.value(owner.source, reader)
             found = self.view(reader, owner.source.type, tensor, base, f"view{tensor.tensor_id}")
+            if owner.source in self.assembled:
+                self.assembled[ark_value] = self.assembled[owner.source]
         else:
-            self.refuse_stale(reader, tensor)
-            found = self.input(f"tensor{tensor.tensor_id}", self.ftype(tensor, True),
-                               tensor.tensor_id)
+            found = self.concatenation(reader, tensor)
+            if found is not None:
+                self.assembled[ark_value] = tensor.buffer_id
+            else:
+                self.refuse_stale(reader, tensor)
+                found = self.input(f"tensor{tensor.tensor_id}", self.ftype(tensor, True),
+                                   tensor.tensor_id)
         self.values[ark_value] = found
         return found
+
+    def concatenation(self, reader, tensor: ark.TensorType) -> SSAValue | None:
+        """`tensor` when operators wrote it as a concat, through slices side by side along
+        its columns or its rows that cover it exactly once (what ONNX's Concat lowers to): a
+        `dnn.concat` of what they wrote along channels or H, which Gemini's readers read at
+        the parts' offsets; None for any other writes (partial or overlapping ones, or side
+        by side along leading dims, which are N)."""
+        writes = self.writes.get(tensor.buffer_id)
+        if not writes or len(tensor.shape_list) < 2:
+            return None
+        for ark_axis, fmap_axis in ((-1, 1), (-2, 2)):
+            values = _side_by_side(tensor, writes, ark_axis)
+            if values is None:
+                continue
+            carries = self.carrying(values)
+            out = self.ftype(tensor, carries)
+            if any([d for i, d in enumerate(dnn.fmap(v).nchw) if i != fmap_axis] !=
+                   [d for i, d in enumerate(out.nchw) if i != fmap_axis] for v in values):
+                return None     # samples broadcast into some parts: not side by side
+            layer = dnn.ConcatOp.new(self.unique(f"concat{tensor.tensor_id}"), "concat",
+                                     values, out, axis=IntegerAttr(fmap_axis, i64))
+            layer.location = reader.location
+            self.block.add_op(layer)
+            self.carries[layer.output] = carries
+            return layer.output
+        return None
 
     def refuse_stale(self, reader, tensor: ark.TensorType) -> None:
         if tensor.buffer_id in self.written:
             raise self.fail(reader, f"{_named(reader)} reads tensor "
                                     f"{tensor.tensor_id} of buffer {tensor.buffer_id}, which "
-                                    f"earlier operators wrote through other tensors (a concat "
-                                    f"by writing slices, or an in-place update); Gemini layers "
-                                    f"produce whole, fresh feature maps: read the writers' "
-                                    f"results, or {HOST_CUT}")
+                                    f"earlier operators wrote through other tensors, in slices "
+                                    f"that are no concat along its columns or rows (a partial "
+                                    f"or in-place update, a concat of leading dims); Gemini "
+                                    f"layers produce whole, fresh feature maps: read the "
+                                    f"writers' results, or {HOST_CUT}")
 
     def view(self, reader, src: ark.TensorType, tensor: ark.TensorType, base: SSAValue,
              name: str) -> SSAValue:
@@ -267,6 +329,12 @@ class Converter:
     def convert(self, op: ark.ArkOp) -> None:
         self.convert_op(op)
         self.written.update(t.buffer_id for t in op.outputs)
+        for tensor, result in zip(op.outputs, op.result_tensors, strict=False):
+            for stale in [v for v, b in self.assembled.items() if b == tensor.buffer_id]:
+                del self.assembled[stale]       # read again, the writes no longer fit
+                del self.values[stale]
+            if result in self.values:
+                self.writes.setdefault(tensor.buffer_id, []).append((tensor, self.values[result]))
 
     def convert_op(self, op: ark.ArkOp) -> None:
         kind = op.ark_type

@@ -58,9 +58,10 @@ def reallocate(schedule: gemini.ScheduleOp) -> None:
 
 
 def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
-                 hw) -> PlancError | None:
-    """The allocation error the current plan would hit, or None (nothing is changed)."""
-    tensors = plan_tensors(schedule, layers, hw)
+                 hw, tensors: dict[int, list[L2Tensor]] | None = None) -> PlancError | None:
+    """The allocation error the current plan would hit, or None (nothing in the IR is
+    changed; `tensors`: the plan's tensors if already made)."""
+    tensors = plan_tensors(schedule, layers, hw) if tensors is None else tensors
     cores = {core.id: core for core in schedule.cores}
     _number(tensors, cores)
     for core_id, found in tensors.items():
@@ -73,14 +74,16 @@ def try_allocate(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
 
 def _number(tensors: dict[int, list[L2Tensor]], timelines: dict[int, gemini.CoreOp]) -> None:
     """Tensor ids in the order tensors enter L2 (by global step, then core)."""
-    everything = [(workload_step(timelines[core].workloads[t.first]), core, i, t)
+    steps = {core: [workload_step(wl) for wl in timeline.workloads]
+             for core, timeline in timelines.items()}
+    everything = [(steps[core][t.first], core, i, t)
                   for core, found in tensors.items() for i, t in enumerate(found)]
     for tensor_id, (*_, tensor) in enumerate(sorted(everything, key=lambda e: e[:3])):
         tensor.tensor_id = tensor_id
 
 
 def _entry(tensor: L2Tensor, position: int, order: int | None,
-           readers_here: bool) -> gemini.L2TensorOp:
+           readers_here: bool, sources: ArrayAttr) -> gemini.L2TensorOp:
     props = {
         "address": gemini.int_attr(tensor.address), "size": gemini.int_attr(tensor.size),
         "tensor_id": gemini.int_attr(tensor.tensor_id), "kind": StringAttr(tensor.kind),
@@ -95,7 +98,7 @@ def _entry(tensor: L2Tensor, position: int, order: int | None,
         return gemini.L2TensorOp.build(**props)
     props["newly_added"] = gemini.bool_attr(position == tensor.first)
     props["transfer_id"] = gemini.ints_attr(tensor.transfer_ids)
-    props["source"] = ArrayAttr(tensor.sources)
+    props["source"] = sources
     if tensor.layer_name is not None:
         props["layer_name"] = StringAttr(tensor.layer_name)
     if readers_here and tensor.kind == "ifmap":
@@ -124,6 +127,7 @@ class GeminiAllocateL2Pass(HardwarePass):
         order_of |= {("store", s.value("transfer_id")): get_int(s, ORDER) for s in dram.stores}
         sentinel = len(dram.loads) + len(dram.stores)
         capacity = schedule.value("buffersize")
+        sources: dict[int, ArrayAttr] = {}
         for core_id, found in tensors.items():
             core = cores[core_id]
             allocate(core, found, capacity)
@@ -131,12 +135,15 @@ class GeminiAllocateL2Pass(HardwarePass):
                 live = [t for t in found if t.first <= position <= t.last]
                 entries = []
                 for tensor in live:
+                    if id(tensor) not in sources:
+                        sources[id(tensor)] = ArrayAttr(tensor.sources())
                     order = order_of.get(tensor.dram, sentinel) if tensor.dram else sentinel
                     if order is None:
                         raise error_at(wl, "DRAM transfers have no gemini.order (run "
                                            "gemini-dram-order first)")
                     entries.append((order, -tensor.tensor_id,
-                                    _entry(tensor, position, order, position in tensor.readers)))
+                                    _entry(tensor, position, order, position in tensor.readers,
+                                           sources[id(tensor)])))
                 for *_, entry in sorted(entries, key=lambda e: e[:2]):
                     wl.append(entry)
                 wl.add_list("buffer")

@@ -1,8 +1,9 @@
 """gemini-cycles: intra-core tiles (`tile_info`) and the predicted `time` of every workload.
 
 A PE workload whose weights are staged in L2 streams them to WL0 one intra-core tile of output
-channels at a time (`stream_tile_channels`); while tile i computes, tile i+1's weights load, so
-its time is `L + sum(max(c_i, L)) + c_last` with L the tile's WL0 load cycles. Every other
+channels at a time (`stream_tile_channels`; a tile whose weights exceed the WL0 slice is cut
+along its input channels too, `stream_slices`); while tile i computes, tile i+1's weights load,
+so its time is `L + sum(max(c_i, L)) + c_last` with L the tile's WL0 load cycles. Every other
 workload is one tile. Tile cycles come from the calibrated roofline of
 `compiler.gemini_model`; DRAM stalls are not part of `time` (as in Gemini's IR; the simulator
 adds them).
@@ -19,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from compiler import gemini_model as model
 from compiler.gemini_l2 import weight_in_l2
 from compiler.gemini_model import Box, GeminiHardware
-from compiler.gemini_plan import HardwarePass, graph_of, layer_table, schedule_of
+from compiler.gemini_plan import OPERAND, HardwarePass, graph_of, layer_table, schedule_of
 from dialects import dnn, gemini
 
 
@@ -44,7 +45,7 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
     out_bytes = model.fmap_bytes(box, layer.out_type.bits)
     if layer.LAYER_TYPE == "vp":
         # The vector processor streams its operands side by side: the first one sets the pace.
-        first_input = wl.ifmaps[0].value("size") if wl.ifmaps else 0
+        first_input = sum(ifmap.value("size") for ifmap in operand_ifmaps(wl, 0))
         cycles = model.vp_cycles(layer, first_input, out_bytes)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
     if layer.LAYER_TYPE != "pe":
@@ -57,14 +58,26 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
         cycles = model.pe_cycles(layer, box, in_bytes, direct)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
     tile_k = model.stream_tile_channels(layer, k1 - k0 + 1, hw)
+    slices = model.stream_slices(layer, tile_k, hw)
     tiles = []
     for start in range(k0, k1 + 1, tile_k):
         lower, upper = list(box[0]), list(box[1])
         lower[1], upper[1] = start, min(start + tile_k - 1, k1)
-        tiles.append(TilePlan((lower, upper), model.pe_cycles(layer, (lower, upper), in_bytes,
-                                                              0)))
-    units = model.wl0_stream_units(layer, tile_k, hw)
+        cycles = model.pe_cycles(layer, (lower, upper), in_bytes, 0) / slices
+        tiles.extend(TilePlan((lower, upper), cycles) for _ in range(slices))
+    units = -(-model.wl0_stream_units(layer, tile_k, hw) // slices)
     return WorkloadPlan(tiles, model.stream_time([t.cycles for t in tiles], units), units)
+
+
+def operand_ifmaps(wl: gemini.WorkloadOp, index: int) -> list[gemini.IfmapOp]:
+    """The ifmaps that deliver activation `index` (several when it is a concatenation, read at
+    the channel offset of each input); without `gemini.operand` (an imported IR), the
+    index-th ifmap."""
+    ifmaps = wl.ifmaps
+    if all(OPERAND not in f.attributes for f in ifmaps):
+        return ifmaps[index: index + 1]
+    return [f for f in ifmaps if OPERAND in f.attributes and
+            f.attributes[OPERAND].value.data == index]
 
 
 def cut_mode(layer: dnn.LayerOp) -> str:
@@ -85,7 +98,8 @@ def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadO
              "ofmap_lower": gemini.ints_attr(tile.ofmap[0]),
              "ofmap_upper": gemini.ints_attr(tile.ofmap[1]),
              "single_tile_time_pred": gemini.number_attr(float(round(tile.cycles, 3)))}
-    for suffix, ifmap in zip(("", "2"), wl.ifmaps, strict=False):
+    firsts = [f for f in (next(iter(operand_ifmaps(wl, i)), None) for i in (0, 1)) if f]
+    for suffix, ifmap in zip(("", "2"), firsts, strict=False):
         props[f"ifmap_lower{suffix}"] = gemini.ints_attr(ifmap.ints_of("lower"))
         props[f"ifmap_upper{suffix}"] = gemini.ints_attr(ifmap.ints_of("upper"))
     if layer.LAYER_TYPE == "pe":

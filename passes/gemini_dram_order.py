@@ -1,17 +1,22 @@
 """gemini-dram-order: when each DRAM transfer happens, and the one DRAM queue they form.
 
 All cores share one DRAM channel. Loads are queued in the order their first reader runs
-(weights before feature maps when tied) and each is issued just early enough to be hidden
-behind the compute of the workloads before its first reader (estimated with the cycle model,
-at the configured bandwidth), never before the load ahead of it in the queue, and only when
-every destination core has room for it until its last reader (L2 for feature maps and staged
-weights, WL0 for weights read straight into WL0). A load that cannot fit even at its first
-reader is an error naming the workload. Stores enter the queue when their workload finishes.
+(weights before feature maps when tied); stores join the queue when their workload has
+finished, ahead of any load that would start later. The channel and the cores are simulated
+together while the queue is planned (`Progress`: each workload starts after the previous one
+on its core, its DRAM loads and the blocks it gets from other cores, with the cycle model's
+times), so each load starts as soon as the channel is free, and it is listed in L2 (or WL0)
+from the workload whose start frees its space at that moment: as late as the channel allows,
+so it holds no memory while it waits in the queue. Every load is first reserved from its first
+reader to its last (what a workload needs must fit: an overflow there is an error naming the
+workload); bringing one forward must fit the planned L2 budget (`--l2-budget`, shared with
+gemini-group-layers) and WL0, or it lands later. Byte counts do not see fragmentation, so the
+plan is checked with the allocators and planned again with less of the memory that failed.
 
-The searches are bounded: a load's issue step is found by binary search (a later step leaves
-it fewer positions to occupy, so fitting is monotone), room over a span of positions is a
-segment-tree range maximum, and the walk back to hide a transfer stops after
-`MAX_HIDING_STEPS`; the workload count itself is capped by gemini-partition.
+The searches are bounded: a load's landing step is found by binary searches (the space it
+frees is monotone in the step, and so is fitting: a later step leaves fewer positions to
+occupy), room over a span of positions is a segment-tree range maximum, and the simulation
+visits each workload once; the workload count itself is capped by gemini-partition.
 
 Records `gemini.issue` (the step before which a load lands) on every DRAM load and
 `gemini.order` (its position in the queue, the IR's tensor_order) on every DRAM load and
@@ -29,14 +34,13 @@ from xdsl.dialects.builtin import ModuleOp
 
 from compiler import gemini_model as model
 from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import CoreTimeline, L2Tensor, plan_tensors
+from compiler.gemini_l2 import CoreTimeline, L2Tensor, land, plan_tensors
 from compiler.gemini_model import GeminiHardware
 from compiler.gemini_plan import (
     ISSUE,
     ORDER,
     HardwarePass,
     error_at,
-    get_int,
     graph_of,
     layer_table,
     schedule_of,
@@ -95,20 +99,19 @@ def wl0_units(load: gemini.DramLoadOp, layer: dnn.LayerOp) -> int:
     return model.wl0_direct_units(layer, k_range)
 
 
-MAX_HIDING_STEPS = 4096
-"""How many steps back a load may be issued to hide its transfer (bounds that walk)."""
-
 FILLS = (GeminiHardware.l2_fill, 0.8, 0.7, 0.6, 0.5)
 """Shares of L2 and WL0 the DRAM queue may fill, tried in turn."""
 
 
-def allocation_failure(module: ModuleOp, schedule: gemini.ScheduleOp, layers, hw,
-                       ) -> PlancError | None:
-    """Would the L2 and WL0 allocators place everything with the current issue steps?"""
+def allocation_failures(schedule: gemini.ScheduleOp, layers, hw, tensors,
+                        ) -> tuple[PlancError | None, PlancError | None]:
+    """Would the L2 and the WL0 allocators place everything with the current issue steps?
+    (Each one's failure, or None; `tensors`: the L2 tensors, already landed.)"""
     from passes.gemini_allocate_l2 import try_allocate
     from passes.gemini_wl0 import try_allocate_wl0
 
-    return try_allocate(schedule, layers, hw) or try_allocate_wl0(schedule, layers, hw)
+    return (try_allocate(schedule, layers, hw, tensors),
+            try_allocate_wl0(schedule, layers, hw))
 
 
 @dataclass(frozen=True)
@@ -125,39 +128,48 @@ class GeminiDramOrderPass(HardwarePass):
         dram = schedule.dram
         step_of = {(c.id, wl.id): workload_step(wl) for c in schedule.cores
                    for wl in c.workloads}
-        start = self._start_times(schedule, layers, hw)
         queue = sorted(dram.loads, key=lambda ld: (
             min(step_of[d.target] for d in ld.destinations), ld.value("kind") != "weight",
             ld.value("transfer_id")))
         # Byte counts do not see fragmentation: if first fit cannot place the plan, plan again
-        # with less of the buffer.
-        for fill in FILLS:
-            issues = self._plan(schedule, layers, hw, fill, queue, step_of, start)
-            for load, issue in zip(queue, issues, strict=False):
-                set_int(load, ISSUE, issue)
-            failure = allocation_failure(op, schedule, layers, hw)
-            if failure is None:
-                break
-            if fill == FILLS[-1]:
-                raise failure
-        issued: list[tuple] = [(get_int(load, ISSUE), 0, seq, load)
-                               for seq, load in enumerate(queue)]
-        for store in dram.stores:
-            step = step_of[(store.value("core_id"), store.value("workload_id"))]
-            issued.append((step, 1, store.value("transfer_id"), store))
-        for order, (*_, transfer) in enumerate(sorted(issued, key=lambda e: e[:3])):
-            set_int(transfer, ORDER, order)
-
-    def _plan(self, schedule, layers, hw: GeminiHardware, fill: float, queue, step_of,
-              start) -> list[int]:
-        """Issue steps of the queued loads when a `fill` share of L2 and WL0 may be used."""
+        # with less of the memory that failed (L2 or WL0).
+        l2_fills, wl0_fills = self._fills(hw), list(FILLS)
         for load in queue:
             load.attributes.pop(ISSUE, None)
-        timelines = {c.id: CoreTimeline(c.id, c.workloads) for c in schedule.cores}
         tensors = plan_tensors(schedule, layers, hw)
+        while True:
+            issues, sequence = self._plan(schedule, layers, hw, l2_fills[0], wl0_fills[0],
+                                          queue, step_of, tensors)
+            for load, issue in zip(queue, issues, strict=False):
+                set_int(load, ISSUE, issue)
+            land(tensors, schedule, {load.value("transfer_id"): issue
+                                     for load, issue in zip(queue, issues, strict=False)})
+            l2_failure, wl0_failure = allocation_failures(schedule, layers, hw, tensors)
+            if l2_failure is None and wl0_failure is None:
+                break
+            for fills, failure in ((l2_fills, l2_failure), (wl0_fills, wl0_failure)):
+                if failure is not None:
+                    if len(fills) == 1:
+                        raise failure
+                    fills.pop(0)
+        for order, transfer in enumerate(sequence):
+            set_int(transfer, ORDER, order)
+
+    def _fills(self, hw: GeminiHardware) -> list[float]:
+        """The shares of L2 prefetches may fill, tried in turn (the planned budget first)."""
+        first = hw.planned_l2_bytes / hw.buffer_bytes
+        return [first, *(f * first / FILLS[0] for f in FILLS[1:])]
+
+    def _plan(self, schedule, layers, hw: GeminiHardware, fill: float, wl0_fill: float,
+              queue, step_of, tensors: dict[int, list[L2Tensor]]) -> tuple[list[int], list]:
+        """Issue steps of the queued loads when `fill` of L2 and `wl0_fill` of WL0 may be used,
+        and the DRAM queue (loads and stores in order). The DRAM and the cores are simulated
+        together (`Progress`): each load is listed in L2 as late as it can be without making
+        the DRAM wait for it, and no earlier than the budget allows."""
+        timelines = {c.id: CoreTimeline(c.id, c.workloads) for c in schedule.cores}
         l2 = {core: Occupancy(hw.buffer_bytes * fill, len(tl.workloads))
               for core, tl in timelines.items()}
-        wl0 = {core: Occupancy(hw.wl0_capacity_units * fill, len(tl.workloads))
+        wl0 = {core: Occupancy(hw.wl0_capacity_units * wl0_fill, len(tl.workloads))
                for core, tl in timelines.items()}
         loaded: dict[int, list[L2Tensor]] = defaultdict(list)
         for core, found in tensors.items():
@@ -167,25 +179,44 @@ class GeminiDramOrderPass(HardwarePass):
                 else:
                     l2[core].add(tensor.first, tensor.last, tensor.size)
         self._reserve_streams(schedule, layers, hw, wl0)
-        self._check_fmaps(schedule, timelines, l2, hw)
-        previous = 0
+        memories = {"L2": l2, "WL0": wl0}
+        for load in queue:   # every load is in place at least from its first reader on
+            for memory, core, reader, last, size in self._spans(load, loaded, layers,
+                                                                  timelines):
+                memories[memory][core].add(reader, last, size)
+        self._check_minimum(schedule, timelines, l2, hw.buffer_bytes * hw.l2_fill, "L2",
+                            "bytes")
+        self._check_minimum(schedule, timelines, wl0, hw.wl0_capacity_units, "WL0", "units")
+        progress = Progress(schedule, layers, hw)
+        stores = sorted(schedule.dram.stores, key=lambda s: step_of[
+            (s.value("core_id"), s.value("workload_id"))])
+        sizes = {s.value("transfer_id"): progress.block_size(s) for s in stores}
+        sequence: list = []
+        previous, dram_free, next_store = 0, 0.0, 0
         issues = []
-        steps = sorted(start)
+        steps = sorted(step_of.values())
         for load in queue:
-            previous = self._issue(load, layers, loaded, timelines, step_of, start, steps,
-                                   previous, l2, wl0, hw)
-            issues.append(previous)
-        return issues
-
-    def _start_times(self, schedule, layers, hw) -> dict[int, float]:
-        """Estimated start cycle of every step, each core running its workloads in order."""
-        start: dict[int, float] = {}
-        for core in schedule.cores:
-            clock = 0.0
-            for wl in core.workloads:
-                start[workload_step(wl)] = clock
-                clock += plan_workload(layers[wl.layer], wl, hw).time
-        return start
+            progress.advance()
+            while True:
+                step, begin = self._issue(load, layers, loaded, timelines, step_of, steps,
+                                          previous, l2, wl0, hw, progress, dram_free)
+                ready = progress.end_at(stores[next_store]) if next_store < len(stores) \
+                    else None
+                if ready is None or ready > begin:
+                    break
+                store = stores[next_store]
+                dram_free = max(dram_free, ready) + \
+                    sizes[store.value("transfer_id")] / hw.dram_bytes_per_cycle
+                sequence.append(store)
+                next_store += 1
+            self._commit(step, load, loaded, timelines, l2, wl0, layers)
+            dram_free = begin + load.value("size") / hw.dram_bytes_per_cycle
+            progress.done[load.value("transfer_id")] = dram_free
+            sequence.append(load)
+            previous = step
+            issues.append(step)
+        sequence += stores[next_store:]
+        return issues, sequence
 
     def _reserve_streams(self, schedule, layers, hw, wl0) -> None:
         for core in schedule.cores:
@@ -194,79 +225,146 @@ class GeminiDramOrderPass(HardwarePass):
                 if plan.stream_units:
                     wl0[core.id].add(position, position, plan.stream_units)
 
-    def _check_fmaps(self, schedule, timelines, l2: dict[int, Occupancy],
-                     hw: GeminiHardware) -> None:
-        for core, occupancy in l2.items():
+    def _check_minimum(self, schedule, timelines, memory: dict[int, Occupancy], limit: float,
+                       name: str, unit: str) -> None:
+        """Everything a workload reads, its output and what other workloads keep must fit
+        while it runs, before any load is brought forward."""
+        for core, occupancy in memory.items():
             for position in range(len(timelines[core].workloads)):
                 used = occupancy.peak(position, position)
-                if used > hw.buffer_bytes * hw.l2_fill:
+                if used > limit:
                     wl = timelines[core].workloads[position]
-                    raise error_at(wl, f"L2 overflow: the feature maps live at workload "
-                                       f"{wl.id} of core {core} need {int(used)} bytes, more "
-                                       f"than the {int(hw.buffer_bytes * hw.l2_fill)} planned "
-                                       f"of the L2 buffer; use a larger --buffer-size, a smaller "
-                                       f"--batch or more cores")
+                    raise error_at(wl, f"{name} overflow: the data live at workload {wl.id} of "
+                                       f"core {core} need {int(used)} {unit}, more than the "
+                                       f"{int(limit)} that may be filled; use a larger "
+                                       f"--buffer-size, a smaller --batch or more cores")
 
-    def _issue(self, load: gemini.DramLoadOp, layers, loaded, timelines, step_of, start,
-               steps: list[int], previous: int, l2, wl0, hw: GeminiHardware) -> int:
-        """The earliest step, no earlier than the load ahead in the queue nor than needed to
-        hide the transfer, at which the load fits. A later step leaves it fewer positions to
-        occupy, so fitting is monotone in the step and a binary search finds it."""
+    def _spans(self, load, loaded, layers, timelines) -> list[tuple[str, int, int, int, int]]:
+        """(memory, core, first reader, last reader, size) of a load on each core it feeds:
+        the span it occupies at the least."""
+        tensors = loaded.get(load.value("transfer_id"), [])
+        if tensors or load.value("kind") != "weight":
+            return [("L2", t.core, min(t.readers), t.last, t.size) for t in tensors]
+        dests = [d.target for d in load.destinations]
+        units = wl0_units(load, layers[_layer_of(timelines, dests[0])])
+        spans = []
+        for core in sorted({c for c, _ in dests}):
+            positions = [w for c, w in dests if c == core]
+            spans.append(("WL0", core, min(positions), max(positions), units))
+        return spans
+
+    def _issue(self, load: gemini.DramLoadOp, layers, loaded, timelines, step_of,
+               steps: list[int], previous: int, l2, wl0, hw: GeminiHardware,
+               progress: Progress, dram_free: float) -> tuple[int, float]:
+        """The step the load is listed from and when the DRAM starts it. The latest step whose
+        listing does not delay the DRAM (its space is free once the workload two before the
+        landing one has ended), no earlier than the load ahead in the queue; later if the
+        budget has no room there (fitting is monotone in the step: a later step leaves fewer
+        positions to occupy, so binary searches find both)."""
         dests = [d.target for d in load.destinations]
         first_use = min(step_of[t] for t in dests)
-        layer = layers[_layer_of(timelines, dests[0])]
-        tensors = loaded.get(load.value("transfer_id"), [])
-        direct = load.value("kind") == "weight" and not tensors
-        transfer = load.value("size") / hw.dram_bytes_per_cycle
         end = bisect.bisect_right(steps, first_use)
-        wanted = first_use
-        for index in range(end - 1, max(-1, end - 1 - MAX_HIDING_STEPS), -1):
-            wanted = steps[index]
-            if start[first_use] - start[wanted] >= transfer:
-                break
-        low = bisect.bisect_left(steps, max(wanted, previous), 0, end)
+        low = bisect.bisect_left(steps, previous, 0, end)
         candidates = steps[low:end] or [first_use]
+        firsts = {}
+        for core, wid in dests:
+            firsts[core] = min(firsts.get(core, wid), wid)
 
-        def fits(step: int) -> bool:
-            return self._fits(step, load, tensors, direct, layer, timelines, dests, l2, wl0,
-                              commit=False)
+        def release(step: int) -> float:
+            latest = 0.0
+            for core, reader in firsts.items():
+                position = timelines[core].position_at(step)
+                position = reader if position is None else min(position, reader)
+                if position >= 2:
+                    ended = progress.end.get((core, position - 2))
+                    latest = max(latest, dram_free if ended is None else ended)
+            return latest
 
-        index = bisect.bisect_left(range(len(candidates)), True,
-                                   key=lambda i: fits(candidates[i]))
-        if index < len(candidates):
-            step = candidates[index]
-            self._fits(step, load, tensors, direct, layer, timelines, dests, l2, wl0,
-                       commit=True)
-            return step
-        target = dests[0]
-        raise PlancError(f"{'WL0' if direct else 'L2'} overflow: DRAM load "
-                         f"{load.value('transfer_id')} ({load.value('size')} bytes) for "
-                         f"workload {target[1]} of core {target[0]} does not fit even when it "
-                         f"is read; use a larger --buffer-size, a smaller --batch or more cores")
+        index = bisect.bisect_right(range(len(candidates)), dram_free,
+                                    key=lambda i: release(candidates[i])) - 1
+        index = max(index, 0)
+        spans = self._spans(load, loaded, layers, timelines)
+        memories = {"L2": l2, "WL0": wl0}
 
-    def _fits(self, step, load, tensors, direct, layer, timelines, dests, l2, wl0,
-              commit: bool) -> bool:
-        if direct:
-            units = wl0_units(load, layer)
-            for core in {c for c, _ in dests}:
-                tl = timelines[core]
-                first = tl.position_at(step)
-                last = max(w for c, w in dests if c == core)
-                if first is None or first > last:
-                    first = last
-                if commit:
-                    wl0[core].add(first, last, units)
-                elif not wl0[core].fits(first, last, units):
-                    return False
-            return True
-        for tensor in tensors:
-            first = timelines[tensor.core].position_at(step)
-            first = min(tensor.readers) if first is None else min(first, min(tensor.readers))
+        def fits(i: int) -> bool:
+            return self._bring_forward(candidates[i], spans, timelines, memories, commit=False)
+
+        index = bisect.bisect_left(range(index, len(candidates)), True, key=fits) + index
+        # At its first reader a load takes no more than was reserved for it; a load feeding
+        # several cores may still find no room on one of them: it goes at its first reader.
+        step = candidates[min(index, len(candidates) - 1)]
+        return step, max(dram_free, release(step))
+
+    def _commit(self, step, load, loaded, timelines, l2, wl0, layers) -> None:
+        self._bring_forward(step, self._spans(load, loaded, layers, timelines), timelines,
+                            {"L2": l2, "WL0": wl0}, commit=True)
+
+    def _bring_forward(self, step: int, spans, timelines, memories, commit: bool) -> bool:
+        """Does landing at `step` fit the budget (or, with `commit`, take it)? Only the
+        positions before each first reader are new: the rest is reserved already."""
+        for memory, core, reader, _, size in spans:
+            first = timelines[core].position_at(step)
+            first = reader if first is None else min(first, reader)
+            if first >= reader:
+                continue
             if commit:
-                l2[tensor.core].add(first, tensor.last, tensor.size)
-            elif not l2[tensor.core].fits(first, tensor.last, tensor.size):
+                memories[memory][core].add(first, reader - 1, size)
+            elif not memories[memory][core].fits(first, reader - 1, size):
                 return False
         return True
+
+
+class Progress:
+    """The cores' execution as estimated while the DRAM queue is planned: workloads run in
+    step order, each after the previous one on its core, its DRAM loads (`done`, filled in as
+    the queue is planned) and the blocks it gets from other cores. `advance` runs every
+    workload whose inputs are known; `end` holds their end cycles by (core, position)."""
+
+    def __init__(self, schedule: gemini.ScheduleOp, layers, hw: GeminiHardware):
+        loads = {ld.value("transfer_id") for ld in schedule.dram.loads}
+        producer: dict[int, tuple[int, int]] = {}
+        self._ofmap_size: dict[int, int] = {}
+        for core in schedule.cores:
+            for position, wl in enumerate(core.workloads):
+                for ofmap in wl.ofmaps:
+                    tid = ofmap.value("transfer_id")
+                    producer[tid] = (core.id, position)
+                    self._ofmap_size[tid] = ofmap.value("size")
+        self._where = {}
+        order = []
+        for core in schedule.cores:
+            for position, wl in enumerate(core.workloads):
+                ids = [t for f in wl.ifmaps for t in f.transfer_ids]
+                ids += wl.weight.transfer_ids if wl.weight is not None else []
+                needs = sorted({t for t in ids if t in loads})
+                after = sorted({producer[t] for t in ids
+                                if t not in loads and t in producer and
+                                producer[t][0] != core.id})
+                time = plan_workload(layers[wl.layer], wl, hw).time
+                order.append((workload_step(wl), core.id, position, time, needs, after))
+                self._where[(core.id, wl.id)] = (core.id, position)
+        self._order = sorted(order)
+        self._next = 0
+        self.end: dict[tuple[int, int], float] = {}
+        self.done: dict[int, float] = {}
+
+    def advance(self) -> None:
+        while self._next < len(self._order):
+            _, core, position, time, needs, after = self._order[self._next]
+            if any(t not in self.done for t in needs) or any(p not in self.end for p in after):
+                return
+            begin = max([self.end.get((core, position - 1), 0.0),
+                         *(self.done[t] for t in needs), *(self.end[p] for p in after)])
+            self.end[(core, position)] = begin + time
+            self._next += 1
+
+    def block_size(self, store: gemini.DramStoreOp) -> int:
+        return self._ofmap_size.get(store.value("transfer_id"), 0)
+
+    def end_at(self, store: gemini.DramStoreOp) -> float | None:
+        """When a store's producer ends (None while not yet known)."""
+        where = self._where.get((store.value("core_id"), store.value("workload_id")))
+        return self.end.get(where) if where is not None else None
 
 
 def _layer_of(timelines, target: tuple[int, int]) -> str:

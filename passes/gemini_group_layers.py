@@ -3,9 +3,10 @@
 Inside a segment feature maps go from layer to layer through L2 (or core to core); between
 segments they are stored to DRAM and read back. Like Gemini's `DP_search`, the pass runs a
 dynamic program over segment end points in topological order: each candidate segment is
-evaluated with the best batch cut that fits L2 (`evaluate_segment`, shared with
-gemini-batch-cut), costing max(compute cycles, DRAM cycles) for the whole batch; the cheapest
-sequence of feasible segments wins (fewer segments on ties). A segment that runs in several
+evaluated with the best batch cut that fits the planned L2 budget (`--l2-budget`, by default
+55% of the buffer; `evaluate_segment`, shared with gemini-batch-cut), costing max(compute
+cycles, DRAM cycles) for the whole batch; the cheapest sequence of feasible segments wins
+(fewer segments on ties). A segment that runs in several
 batch groups keeps its weights resident in L2 across the groups, so its weights count against
 the buffer; a single-group segment streams them layer by layer.
 
@@ -35,6 +36,7 @@ from compiler.gemini_plan import (
     set_int,
     set_ints,
     source,
+    sources,
 )
 from compiler.locations import source_path
 from dialects import dnn
@@ -72,8 +74,7 @@ def layer_facts(layers: list[dnn.LayerOp], hw: GeminiHardware) -> list[LayerFact
         out_bytes = model.fmap_bytes(out_box, layer.out_type.bits)
         inputs = []
         in_bytes = 0
-        for value in layer.activations:
-            src = source(value)
+        for src in (s for value in layer.activations for s in sources(value)):
             ftype = dnn.fmap(src)
             size = model.fmap_bytes(model.whole(ftype.nchw), ftype.bits)
             in_bytes += size
@@ -125,8 +126,8 @@ class SegmentPlan:
 
 def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, cores: int,
                      hw: GeminiHardware) -> SegmentPlan | None:
-    """The best batch cut of layers [start, end) that fits L2, or None."""
-    budget = hw.buffer_bytes * hw.l2_fill
+    """The best batch cut of layers [start, end) that fits the planned L2 budget, or None."""
+    budget = hw.planned_l2_bytes
     segment = facts[start:end]
     all_weights = sum(f.weight_bytes for f in segment)
     for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):

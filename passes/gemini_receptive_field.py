@@ -3,13 +3,19 @@
 For each workload and each activation input the pass computes the receptive field of the
 workload's box (stride-aware, with the padding the layer applies at the borders, recorded as
 `tile_padding_tblr`). Inputs are gathered per core into L2 tensors: one per (source feature
-map, consumer core, batch group), covering the union of what the core's consumers need.
+map, consumer core, batch group), covering the union of what the core's consumers need. An
+input read through views is looked up in the feature maps that hold it; a concatenation is no
+copy: as in Gemini, its consumer reads each concatenated input at its channel offset, one
+ifmap per input its receptive field meets (then `gemini.operand` on its ifmaps says which
+activation each belongs to).
 
 * A source produced in the same segment travels core to core: each producer workload whose box
   meets the tensor sends the intersection as one block (an `ofmap` entry with a transfer id);
   a block several consumers need is sent once to all of them (multicast destinations).
 * Any other source (a network input or constant, or a layer of an earlier segment) is read from
-  DRAM: one fmap load per tensor, with the consumers as destinations; the producing layer's
+  DRAM: one fmap load per tensor, with the consumers as destinations (a layer that runs in
+  several tiles on one core, because its data does not fit L2 at once, loads one tile's box at
+  a time instead: `_dram_tensors`); the producing layer's
   workloads store their outputs (DRAM "in"), and loads and stores name each other in
   related_ifmap / related_ofmap. Network outputs are stored too.
 * PE layers read their weights (their K range) from DRAM: one weight load per (layer, K range)
@@ -25,15 +31,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
 from compiler.gemini_model import Box
 from compiler.gemini_plan import (
+    OPERAND,
     SEGMENT,
-    box_in_source,
     consumers,
     error_at,
     get_int,
@@ -41,8 +47,8 @@ from compiler.gemini_plan import (
     group_of,
     is_network_output,
     layer_table,
+    pieces,
     schedule_of,
-    source,
     workloads_in_order,
 )
 from dialects import dnn, gemini
@@ -63,8 +69,28 @@ def workload_group(wl: gemini.WorkloadOp, layer: dnn.LayerOp) -> int:
 @dataclass
 class Need:
     consumer: gemini.WorkloadOp
-    index: int
+    index: tuple[int, int]
+    """(activation, piece of it): a concatenated activation comes in pieces."""
     box: Box
+
+
+class Destinations:
+    """The destinations each transfer collects while the pass wires the schedule, written to
+    the ops once at the end (rebuilding an op's array for every new consumer is quadratic in
+    the consumers of a multicast block)."""
+
+    def __init__(self) -> None:
+        self._found: dict[gemini.RecordOp, dict[gemini.DestinationAttr, None]] = {}
+
+    def add(self, op: gemini.RecordOp, dest: gemini.DestinationAttr) -> None:
+        found = self._found.get(op)
+        if found is None:
+            found = self._found[op] = dict.fromkeys(op.destinations)
+        found.setdefault(dest)
+
+    def write(self) -> None:
+        for op, found in self._found.items():
+            op.destination = ArrayAttr(list(found))
 
 
 @dataclass
@@ -78,6 +104,7 @@ class Wiring:
     weight_loads: dict[tuple, gemini.DramLoadOp] = field(default_factory=dict)
     fmap_loads: list[tuple[gemini.DramLoadOp, SSAValue, Box]] = field(default_factory=list)
     stores: dict[str, list[gemini.DramStoreOp]] = field(default_factory=lambda: defaultdict(list))
+    destinations: Destinations = field(default_factory=Destinations)
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -101,12 +128,6 @@ class Wiring:
             producer.append(op)
             self.blocks[key] = op
         return op
-
-
-def add_destination(op: gemini.RecordOp, dest: gemini.DestinationAttr) -> None:
-    current = op.destinations
-    if dest not in current:
-        op.destination = ArrayAttr([*current, dest])
 
 
 def core_dest(wl: gemini.WorkloadOp, with_layer: bool = False) -> gemini.DestinationAttr:
@@ -138,11 +159,15 @@ class GeminiReceptiveFieldPass(ModulePass):
             self._wire_tensor(wiring, value, group, wanted, by_layer_group, ifmaps)
         for wl in workloads:
             ordered = [ifmaps[wl][i] for i in sorted(ifmaps[wl])]
+            if any(piece for _, piece in ifmaps[wl]):   # a concatenated input, in pieces
+                for (index, _), ifmap in sorted(ifmaps[wl].items()):
+                    ifmap.attributes[OPERAND] = IntegerAttr(index, i64)
             for ifmap in reversed(ordered):
                 wl.body.block.insert_op_before(ifmap, wl.body.block.first_op) \
                     if wl.body.block.first_op else wl.append(ifmap)
             self._weights(wiring, wl)
         self._stores(wiring, graph, by_layer_group)
+        wiring.destinations.write()
         self._relate(wiring)
 
     # -- inputs -------------------------------------------------------------------------------
@@ -152,14 +177,15 @@ class GeminiReceptiveFieldPass(ModulePass):
         segment = get_int(layer, SEGMENT, 0)
         group = workload_group(wl, layer)
         for index, value in enumerate(layer.activations):
-            src = source(value)
             box, pad = model.input_box(layer, index, wl.box)
-            if src is not value:    # through views: the box in the source's coordinates
-                box, exact = box_in_source(value, box)
-                pad = pad if exact else [0, 0, 0, 0]
+            # Through views, the boxes of the sources that hold it: several through a
+            # concatenation (one ifmap per input the box meets, at its channel offset).
+            found = pieces(value, box)
             if index == 0:
-                padding = pad
-            needs[(src, wl.core.id, segment, group)].append(Need(wl, index, box))
+                padding = pad if all(exact for _, _, exact in found) else [0, 0, 0, 0]
+            for piece, (src, src_box, _) in enumerate(found):
+                needs[(src, wl.core.id, segment, group)].append(Need(wl, (index, piece),
+                                                                     src_box))
         return padding
 
     def _wire_tensor(self, wiring: Wiring, value: SSAValue, group: int, wanted: list[Need],
@@ -176,15 +202,24 @@ class GeminiReceptiveFieldPass(ModulePass):
             blocks = []
             for source_wl in by_layer_group[(producer.name_, group)]:
                 piece = model.intersect(tensor, source_wl.box)
-                if piece is not None:
+                # The tensor bounds what the core's readers need; a corner of it that no
+                # reader needs (readers of different channels of a concatenated map and
+                # different rows) is not sent.
+                if piece is not None and any(model.intersect(piece, need.box) is not None
+                                             for need in wanted):
                     blocks.append((piece, wiring.block(source_wl, piece)))
             for need in wanted:
                 ids = []
                 for piece, block in blocks:
                     if model.intersect(piece, need.box) is not None:
-                        add_destination(block, core_dest(need.consumer))
+                        wiring.destinations.add(block, core_dest(need.consumer))
                         ids.append(block.value("transfer_id"))
                 ifmaps[need.consumer][need.index] = _ifmap(need, tensor, ids, ftype)
+            return
+        pieces = _dram_tensors(tensor, wanted)
+        if len(pieces) > 1:     # each piece is one box, loaded as such by the call below
+            for _, readers in pieces:
+                self._wire_tensor(wiring, value, group, readers, by_layer_group, ifmaps)
             return
         load = gemini.DramLoadOp.build(
             kind=StringAttr("fmap"), transfer_id=gemini.int_attr(wiring.new_id()),
@@ -195,7 +230,7 @@ class GeminiReceptiveFieldPass(ModulePass):
         wiring.dram.body.block.add_op(load)
         wiring.fmap_loads.append((load, value, tensor))
         for need in wanted:
-            add_destination(load, core_dest(need.consumer, with_layer=True))
+            wiring.destinations.add(load, core_dest(need.consumer, with_layer=True))
             ifmaps[need.consumer][need.index] = _ifmap(need, tensor,
                                                        [load.value("transfer_id")], ftype)
 
@@ -220,7 +255,7 @@ class GeminiReceptiveFieldPass(ModulePass):
                 destination=ArrayAttr([]))
             wiring.dram.body.block.add_op(load)
             wiring.weight_loads[key] = load
-        add_destination(load, core_dest(wl, with_layer=True))
+        wiring.destinations.add(load, core_dest(wl, with_layer=True))
         wl.append(gemini.WeightOp.build(
             lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
             size=gemini.int_attr(size),
@@ -240,7 +275,7 @@ class GeminiReceptiveFieldPass(ModulePass):
                          if name == layer.name_ for wl in wls]
             for wl in producers:
                 block = wiring.block(wl, wl.box)
-                add_destination(block, gemini.DestinationAttr.dram())
+                wiring.destinations.add(block, gemini.DestinationAttr.dram())
                 store = gemini.DramStoreOp.build(
                     core_id=gemini.int_attr(wl.core.id), layer_name=StringAttr(layer.name_),
                     workload_id=gemini.int_attr(wl.id),
@@ -269,6 +304,23 @@ class GeminiReceptiveFieldPass(ModulePass):
             for store in stores:
                 store.related_ofmap = gemini.ints_attr(
                     related_loads.get(store.value("transfer_id"), []))
+
+
+def _dram_tensors(union: Box, wanted: list[Need]) -> list[tuple[Box, list[Need]]]:
+    """How a core's reads of one DRAM feature map are loaded: as one tensor covering them
+    all, unless a layer reads it in tiles one after another on this core (gemini-partition
+    cut the layer finer than the cores because its data does not fit L2 at once). Then, as
+    Gemini reloads a map in spatial tiles, each distinct box is loaded on its own, for the
+    workloads that read exactly it, and lives only while they run."""
+    boxes: dict[str, set[tuple]] = defaultdict(set)
+    for need in wanted:
+        boxes[need.consumer.layer].add((tuple(need.box[0]), tuple(need.box[1])))
+    if all(len(found) == 1 for found in boxes.values()):
+        return [(union, wanted)]
+    by_box: dict[tuple, list[Need]] = defaultdict(list)
+    for need in wanted:
+        by_box[(tuple(need.box[0]), tuple(need.box[1]))].append(need)
+    return [((list(lower), list(upper)), readers) for (lower, upper), readers in by_box.items()]
 
 
 def _ifmap(need: Need, tensor: Box, ids: list[int], ftype: dnn.FmapType) -> gemini.IfmapOp:

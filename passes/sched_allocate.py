@@ -65,18 +65,32 @@ class Life:
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
-    return tensor.shape_tuple, tensor.strides_tuple, tensor.offsets_tuple, tensor.element_bytes
+    """Shape, strides, offsets and element size, made once per (immutable) tensor type."""
+    try:
+        return tensor.__dict__["_planc_alloc_layout"]
+    except KeyError:
+        layout = tensor.__dict__["_planc_alloc_layout"] = (
+            tensor.shape_tuple, tensor.strides_tuple, tensor.offsets_tuple,
+            tensor.element_bytes)
+        return layout
+
+
+def _shape4(tensor: ark.TensorType) -> tuple[int, ...]:
+    """The shape with leading ones to four dimensions, made once per tensor type."""
+    try:
+        return tensor.__dict__["_planc_shape4"]
+    except KeyError:
+        shape = tensor.__dict__["_planc_shape4"] = shape4(tensor.shape_tuple)
+        return shape
 
 
 def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
     """Does the tile of `op` touch exactly the tile-shaped part of `value` (no broadcast)?"""
-    outputs = op.outputs
-    out = shape4(outputs[0].shape_list) if outputs else ()
-    have = shape4(value.type.shape_list)
     if kind == "rows":
         return not isinstance(op, ark.MatmulOp)
     if isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)):
-        return have == out
+        outputs = op.operand_groups()[1]
+        return _shape4(value.type) == (_shape4(outputs[0].type) if outputs else ())
     if isinstance(op, ark.MatmulOp):
         return value in op.operand_groups()[1]
     return False

@@ -11,6 +11,7 @@ the kernels of the operators their operators depend on.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 
 from xdsl.ir import SSAValue
@@ -26,9 +27,17 @@ def shape4(shape: Sequence[int]) -> tuple[int, ...]:
 def data_producers(value: SSAValue) -> list[ark.ArkOp]:
     """The operators whose results `value` holds or waits for, looking through views."""
     owner = value.owner
-    if isinstance(owner, ark.ViewOp):
+    kind = type(owner)
+    if _is_a(kind, ark.ViewOp):
         return [op for operand in owner.operands for op in data_producers(operand)]
-    return [owner] if isinstance(owner, ark.ArkOp) else []
+    return [owner] if _is_a(kind, ark.ArkOp) else []
+
+
+@functools.cache
+def _is_a(cls: type, kind: type) -> bool:
+    """`issubclass`, remembered: `isinstance` on xDSL's abstract op classes goes through
+    `ABCMeta` on every call."""
+    return issubclass(cls, kind)
 
 
 def is_fresh_write(value: SSAValue) -> bool:
@@ -51,13 +60,21 @@ def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.A
         for region in write_regions:
             found |= accesses.get(region.buffer, NO_ACCESSES).conflicts(region, write=True)
         for region in write_regions:
-            accesses.setdefault(region.buffer, BufferAccesses()).overwrite(region)
-        for region, write in [*((r, False) for r in read_regions),
-                              *((r, True) for r in write_regions)]:
-            accesses.setdefault(region.buffer, BufferAccesses()).add(region, op, write)
+            _accesses(accesses, region.buffer).overwrite(region)
+        for region in read_regions:
+            _accesses(accesses, region.buffer).add(region, op, False)
+        for region in write_regions:
+            _accesses(accesses, region.buffer).add(region, op, True)
         found.discard(op)
         deps[op] = found
     return deps
+
+
+def _accesses(table: dict[int, BufferAccesses], buffer: int) -> BufferAccesses:
+    found = table.get(buffer)
+    if found is None:
+        found = table[buffer] = BufferAccesses()
+    return found
 
 
 class BufferAccesses:

@@ -163,7 +163,13 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
-    return tensor.shape_tuple, tensor.strides_tuple, tensor.data_type
+    """Shape, strides and data type, made once per (immutable) tensor type."""
+    try:
+        return tensor.__dict__["_planc_tile_layout"]
+    except KeyError:
+        layout = tensor.__dict__["_planc_tile_layout"] = (
+            tensor.shape_tuple, tensor.strides_tuple, tensor.data_type)
+        return layout
 
 
 def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:

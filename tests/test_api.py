@@ -31,7 +31,7 @@ def test_compile_leaves_its_module_alone(tmp_path):
 
 def test_options_are_typed_and_scoped():
     fields = options_type("gemini").__dataclass_fields__
-    assert set(fields) == {"mesh", "buffer_size", "dram_bw", "batch"}
+    assert set(fields) == {"mesh", "buffer_size", "dram_bw", "l2_budget", "batch"}
     with pytest.raises(ValueError, match="ark has no option 'mesh'"):
         planc.compile(EXAMPLES / "ffn.json", "ark", mesh="2x2")
     with pytest.raises(ValueError, match="must be one of"):

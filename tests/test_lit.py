@@ -16,7 +16,20 @@ LIT_FILES = sorted(p for p in SUITE.rglob("*") if p.suffix in (".mlir", ".test")
                    and not EXCLUDED & set(p.relative_to(SUITE).parts[:-1]))
 
 
-@pytest.mark.parametrize("path", LIT_FILES, ids=lambda p: str(p.relative_to(SUITE)))
+SLOW_LIT = {"sched/pipeline.test", "roundtrip/tt.test", "roundtrip/metalium.test",
+            "sched/partition.test", "mscclpp/peer_start.test", "roundtrip/gemini.test",
+            "sched/fuse.test", "plan/check.test", "tt/partition.mlir", "sched/allocate.test",
+            "gemini/schedule_decisions.mlir", "mscclpp/check.test"}
+"""Files that took 10 s or more each in a `pytest -m "not slow"` run on a loaded 2-core
+machine (many `planc` runs each): marked slow."""
+
+
+def _lit_param(path: Path):
+    name = str(path.relative_to(SUITE))
+    return pytest.param(path, marks=[pytest.mark.slow] if name in SLOW_LIT else [], id=name)
+
+
+@pytest.mark.parametrize("path", [_lit_param(p) for p in LIT_FILES])
 def test_lit_file(path: Path) -> None:
     pytest.importorskip("lit", reason="lit is part of the test extra: pip install -e '.[test]'")
     result = subprocess.run(

@@ -27,6 +27,7 @@ def test_lists_of_numbers_become_min_median_max():
     assert figure("latency_cycles", 1342336) == "1,342,336 cycles"
 
 
+@pytest.mark.slow  # 13 s under load
 def test_every_key_is_shown_with_its_unit(planc, tmp_path):
     plan = tmp_path / "ffn.plan.json"
     assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan).code == 0

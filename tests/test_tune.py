@@ -75,6 +75,7 @@ def test_an_interrupted_study_resumes(tmp_path):
     assert db.execute("SELECT COUNT(*) FROM candidates").fetchone()[0] == 4
 
 
+@pytest.mark.slow  # 14-23 s under load
 def test_tpe_strategy_runs_within_its_budget(tmp_path):
     pytest.importorskip("optuna", reason="the tpe strategy is the planc[tune] extra")
     result = tune(TuneOptions(target="tt", models=[str(EXAMPLES / "ffn.json")], archs=[None],
@@ -84,6 +85,7 @@ def test_tpe_strategy_runs_within_its_budget(tmp_path):
     assert result.best["modeled_time_s"] <= result.default["modeled_time_s"]
 
 
+@pytest.mark.slow  # 14-23 s under load
 def test_tt_best_equals_a_brute_force_over_the_command_line(planc, tmp_path):
     grids, partitions = ("2x2", "4x4"), ("row_major", "block")
     result = tune(TuneOptions(target="tt", models=[str(EXAMPLES / "ffn.json")], archs=[None],

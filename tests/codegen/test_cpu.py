@@ -91,6 +91,7 @@ class TestProgramErrors:
         assert result.returncode == 1 and "--iterations expects an integer >= 1" in result.stderr
 
 
+@pytest.mark.slow  # 160 s under load
 def test_upstream_split_k_plan_runs_like_its_operators(tmp_path):
     """ARK's tutorial plan at full size: 108 processors, the last matmul split along K into two
     concurrent processor groups, element-wise results written in place into a shared buffer."""

@@ -24,7 +24,9 @@ from tests.conftest import corpus_root
 pytestmark = [pytest.mark.skipif(programs.NVCC is None, reason="nvcc is not installed"),
               # One xdist worker runs them all: the nvcc builds are a session fixture, which
               # every worker running one of these tests would otherwise build again.
-              pytest.mark.xdist_group("cuda-builds")]
+              pytest.mark.xdist_group("cuda-builds"),
+              # The nvcc builds take minutes (276 s of fixture set-up under load).
+              pytest.mark.slow]
 
 COMPILED_CASES = ["fp32_ops", "bf16_ops", "task_groups_chain", "fused_softmax"]
 """Every kernel family and data type (fused_softmax is the FP16 model), fused operators,

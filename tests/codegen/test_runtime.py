@@ -199,6 +199,7 @@ def test_tiles_are_the_task_tiles_of_the_format(harness):
                 list(zip(begin[lead:], extent[lead:], strict=True)), (op.label.data, task)
 
 
+@pytest.mark.slow  # 19 s under load
 def test_fp16_and_bf16_conversions_round_like_numpy(harness):
     halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
     exact = halves.astype(np.float32)

@@ -1,7 +1,7 @@
 """Generated ARK models for the Gemini target: random chains of the patterns users write
 (fused projections split by slices, slices of rows, columns and leading dims, head reshapes
-and transposes, batch-broadcast matmuls, filled constants, norms), plus a pattern Gemini must
-refuse cleanly (concat by writing slices).
+and transposes, batch-broadcast matmuls, filled constants, norms, concats by writing column or
+row slices), plus a pattern Gemini must refuse cleanly (a partial write read whole).
 
 `family(seed, count)` gives (name, module) pairs; run `python3 -m tests.gemini.ark_family
 [COUNT] [SEED]` for a larger run than the test suite's, which prints what each model got.
@@ -83,12 +83,36 @@ def leading_slice(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) -> 
 
 
 def concat_by_slices(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) -> Value:
-    """Two matmuls write the column halves of one tensor; Gemini refuses the read of it."""
+    """Operators write column slices of one tensor side by side (two or three, of random
+    widths); its readers read a concat along channels."""
     lead, rows, cols = x.type.shape_list
-    out = m.tensor([lead, rows, 2 * cols], dtype)
+    widths = [cols, rng.choice([8, cols]), *([4] if rng.random() < 0.5 else [])]
+    out = m.tensor([lead, rows, sum(widths)], dtype)
+    at = 0
+    for width in widths:
+        m.matmul(x, m.tensor([width, cols], dtype), transpose_other=True,
+                 output=m.slice(out, [0, 0, at], [lead, rows, width]))
+        at += width
+    return m.relu(out)
+
+
+def concat_of_rows(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) -> Value:
+    """Two operators write the row halves of one tensor; its readers read a concat along H."""
+    lead, rows, cols = x.type.shape_list
+    out = m.tensor([lead, 2 * rows, cols], dtype)
     for half in range(2):
         m.matmul(x, m.tensor([cols, cols], dtype), transpose_other=True,
-                 output=m.slice(out, [0, 0, half * cols], [lead, rows, cols]))
+                 output=m.slice(out, [0, half * rows, 0], [lead, rows, cols]))
+    return m.relu(out)
+
+
+def partial_write(m: ModelBuilder, x: Value, rng: random.Random, dtype: str) -> Value:
+    """An operator writes half the columns of a tensor that is then read whole; Gemini
+    refuses the read (the other half was never written by the network)."""
+    lead, rows, cols = x.type.shape_list
+    out = m.tensor([lead, rows, 2 * cols], dtype)
+    m.matmul(x, m.tensor([cols, cols], dtype), transpose_other=True,
+             output=m.slice(out, [0, 0, 0], [lead, rows, cols]))
     return m.relu(out)
 
 
@@ -96,8 +120,9 @@ PATTERNS: dict[str, Pattern] = {
     "fused_qkv": fused_qkv, "row_slice": row_slice, "heads": heads,
     "broadcast_matmul": broadcast_matmul, "filled": filled, "norm": norm,
     "leading_slice": leading_slice, "concat_by_slices": concat_by_slices,
+    "concat_of_rows": concat_of_rows, "partial_write": partial_write,
 }
-REFUSABLE = {"concat_by_slices"}
+REFUSABLE = {"partial_write"}
 """Patterns that must be refused (with the operator's JSON path); the others must lower."""
 
 

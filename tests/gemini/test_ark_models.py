@@ -94,7 +94,32 @@ def strided_leading_slice():
     return m.finish()
 
 
+def concat_by_writing_slices():
+    """Two matmuls write the column halves of one tensor, a third the rest; the reader reads
+    a concat along channels (each part at its channel offset), no copy."""
+    m = ModelBuilder()
+    x, out = m.tensor([40, 64]), m.tensor([40, 104])
+    for start, width in ((0, 48), (48, 48), (96, 8)):
+        m.matmul(x, m.tensor([width, 64]), transpose_other=True,
+                 output=m.slice(out, [0, start], [40, width]))
+    m.matmul(m.relu(out), m.tensor([32, 104]), transpose_other=True)
+    return m.finish()
+
+
+def concat_of_rows_by_writing_slices():
+    """Two matmuls write the row halves of one tensor: a concat along H."""
+    m = ModelBuilder()
+    x, out = m.tensor([2, 20, 64]), m.tensor([2, 40, 64])
+    for half in range(2):
+        m.matmul(x, m.tensor([64, 64]), transpose_other=True,
+                 output=m.slice(out, [0, half * 20, 0], [2, 20, 64]))
+    m.matmul(m.relu(out), m.tensor([16, 64]), transpose_other=True)
+    return m.finish()
+
+
 CASES = {"strided_leading_slice": strided_leading_slice,
+         "concat_by_writing_slices": concat_by_writing_slices,
+         "concat_of_rows_by_writing_slices": concat_of_rows_by_writing_slices,
          "shared_weight_and_transposed_input": shared_weight_and_transposed_input,
          "gpt2_block": gpt2_block, "sliced_qkv": sliced_qkv,
          "broadcast_matmul": broadcast_matmul, "scalar_assign": scalar_assign,
@@ -170,12 +195,11 @@ def test_the_graph_check_fails_on_a_wrong_batch_broadcast():
 # ---------------------------------------------------------------------------------------------
 
 
-def concat_by_writing_slices():
+def partial_write():
     m = ModelBuilder()
     x, out = m.tensor([40, 64]), m.tensor([40, 96])
-    for half in range(2):
-        m.matmul(x, m.tensor([48, 64]), transpose_other=True,
-                 output=m.slice(out, [0, half * 48], [40, 48]))
+    m.matmul(x, m.tensor([48, 64]), transpose_other=True,
+             output=m.slice(out, [0, 0], [40, 48]))
     m.relu(out)
     return m.finish()
 
@@ -195,8 +219,8 @@ def embedding():
 
 
 REFUSED = {
-    "concat_by_writing_slices": (concat_by_writing_slices, "Relu 'relu'", "$.Nodes[2]",
-                                 "a concat by writing slices"),
+    "partial_write": (partial_write, "Relu 'relu'", "$.Nodes[1]",
+                      "no concat along its columns or rows"),
     "kv_cache_update": (kv_cache_update, "Matmul 'matmul'", "$.Nodes[1]", "in-place update"),
     "embedding": (embedding, "Embedding ('embedding')", "$.Nodes[0]", "a table lookup"),
 }

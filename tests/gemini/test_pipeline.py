@@ -138,6 +138,10 @@ BAD_OPTIONS = [
                               "bytes, got -5\n"),
     (("--dram-bw", "0"), "planc: error: --dram-bw: expected a positive bandwidth in GB/s, "
                          "got 0.0\n"),
+    (("--l2-budget", "0"), "planc: error: --l2-budget: expected bytes in 1..8388608 (the "
+                           "buffer), got 0\n"),
+    (("--l2-budget", "4096", "--buffer-size", "2048"),
+     "planc: error: --l2-budget: expected bytes in 1..2048 (the buffer), got 4096\n"),
 ]
 
 
@@ -151,13 +155,18 @@ def test_bad_options_are_reported(planc, tmp_path, options, message):
 
 
 def test_too_small_a_buffer_is_a_clear_error(planc, tmp_path):
+    """A small buffer cuts layers into tiles that reload their inputs tile by tile (3000
+    bytes schedule); below the smallest part the error names the least size that could."""
     src = write_json(tmp_path / "net.json", small_network())
     out = tmp_path / "out.json"
+    assert planc(src, "--target", "gemini", "--buffer-size", "3000", "-o", out).code == 0
+    assert planc("check", "--strict", out).code == 0
     out.write_text("keep me")
-    r = planc(src, "--target", "gemini", "--buffer-size", "3000", "-o", out)
-    assert r.code == 1
-    assert r.err.startswith(f"planc: error: {src}: L2 overflow: ")
-    assert r.err.endswith("use a larger --buffer-size, a smaller --batch or more cores\n")
+    r = planc(src, "--target", "gemini", "--buffer-size", "100", "-o", out)
+    assert r.code == 1 and r.err.count("\n") == 1
+    assert r.err.startswith(f"planc: error: {src}: $.")
+    assert "does not fit the L2 buffer" in r.err
+    assert int(r.err.split("use --buffer-size ")[1].split()[0]) > 100   # a lower bound
     assert out.read_text() == "keep me"
 
 

@@ -114,6 +114,7 @@ def emulate(planc, tmp_path, model_text: str, *flags: str, seed: int = 5):
     return out
 
 
+@pytest.mark.slow  # 12-17 s under load
 def test_emulated_program_computes_the_ffn(planc, tmp_path):
     """Z-order work lists are not row-major runs: cores get packed (io, jo) items."""
     out = emulate(planc, tmp_path, ffn(seq=64, hidden=128, intermediate=192), "--grid", "2x2",
@@ -121,6 +122,7 @@ def test_emulated_program_computes_the_ffn(planc, tmp_path):
     assert "uint32_t item = get_arg_val" in (out / "kernels/00_matmul/reader.cpp").read_text()
 
 
+@pytest.mark.slow  # 12-17 s under load
 def test_emulated_program_computes_every_supported_kernel(planc, tmp_path):
     """On one core, column by column: the batched matmul's core keeps B's strip for the two
     tile rows of each batch and must fetch the next batch's strip, not reuse it."""
@@ -131,6 +133,7 @@ def test_emulated_program_computes_every_supported_kernel(planc, tmp_path):
     assert "uint32_t b_strip = ((io / 2) + jo);" in compute
 
 
+@pytest.mark.slow  # 12-17 s under load
 def test_kernelless_upstream_plan_runs_as_its_gemm(planc, tmp_path):
     """TileLang-TT's own plan (A in DRAM without interleaving: one page read at offsets)."""
     path = next((p.values[0] for p in corpus_params("tt")
@@ -227,6 +230,7 @@ def test_host_helpers_use_tenstorrent_tile_layout(tmp_path):
 
 @pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("make") is None,
                     reason="cmake and make are not installed")
+@pytest.mark.slow  # 12-17 s under load
 def test_cmake_builds_the_host_program(planc, tmp_path):
     """The emitted CMakeLists.txt finds TT-Metalium the way tt-metal's own examples do
     (`find_package(TT-Metalium)`, target `TT::Metalium`) and compiles the host program; here

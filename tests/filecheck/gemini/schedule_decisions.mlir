@@ -1,19 +1,20 @@
 // The first three scheduling passes record their decisions on the layers.
 //
-// Layer grouping: with a tiny L2 the network cannot stay on chip as one segment.
-// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'gemini-group-layers{buffer-size=200}' | filecheck %s --check-prefix=GROUP
+// Layer grouping: with a tiny L2 the network cannot stay on chip as one segment. (l2-budget is
+// the share of the buffer the passes plan to use; 90% here.)
+// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'gemini-group-layers{buffer-size=200 l2-budget=180}' | filecheck %s --check-prefix=GROUP
 // GROUP: dnn.conv2d "conv" "conv2d"(%{{.*}}) {gemini.segment = 0 : i64
 // GROUP: dnn.pool "pool" "max_pool2d"(%{{.*}}) {gemini.segment = 1 : i64
 // GROUP: dnn.dense "fc" "dense"(%{{.*}}) {gemini.segment = 1 : i64}
 //
-// Batch cut: batch 4 fits as one group in 1500 bytes; in 900 the convolution runs sample by
+// Batch cut: batch 4 fits as one group in 1350 planned bytes; in 810 the convolution runs sample by
 // sample (4 groups, weights resident) in its own segment.
-// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'dnn-rebatch{batch=4},gemini-group-layers{buffer-size=1500},gemini-batch-cut{buffer-size=1500}' | filecheck %s --check-prefix=BIG
+// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'dnn-rebatch{batch=4},gemini-group-layers{buffer-size=1500 l2-budget=1350},gemini-batch-cut{buffer-size=1500 l2-budget=1350}' | filecheck %s --check-prefix=BIG
 // BIG:      %x = dnn.input "input1" : !dnn.fmap<[4, 8, 4, 4], int8>
 // BIG:      dnn.conv2d "conv" {{.*}} {gemini.segment = 0 : i64, gemini.sub_batch = 4 : i64, gemini.groups = 1 : i64
 // BIG-SAME: -> !dnn.fmap<[4, 8, 4, 4], int8>
 // BIG:      dnn.dense "fc" {{.*}} {gemini.segment = 0 : i64, gemini.sub_batch = 4 : i64, gemini.groups = 1 : i64
-// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'dnn-rebatch{batch=4},gemini-group-layers{buffer-size=900},gemini-batch-cut{buffer-size=900}' | filecheck %s --check-prefix=SMALL
+// RUN: planc-opt %S/Inputs/tiny_net.mlir -p 'dnn-rebatch{batch=4},gemini-group-layers{buffer-size=900 l2-budget=810},gemini-batch-cut{buffer-size=900 l2-budget=810}' | filecheck %s --check-prefix=SMALL
 // SMALL: dnn.conv2d "conv" {{.*}} {gemini.segment = 0 : i64, gemini.sub_batch = 1 : i64, gemini.groups = 4 : i64
 // SMALL: dnn.pool "pool" {{.*}} {gemini.segment = 1 : i64, gemini.sub_batch = 4 : i64, gemini.groups = 1 : i64
 //
