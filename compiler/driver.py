@@ -29,7 +29,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from backends import TARGETS, TargetInfo, all_flags, flags_of, make_options, takers, target_named
 from compiler.diagnostics import PlancError, UsageError
@@ -60,6 +60,14 @@ def _listing() -> str:
             f"  {PROG} tune MODEL... -t T -o DIR  explore the target's decisions (--help)\n"
             f"  {PROG} schema [NAME [FILE...]]  a format's JSON Schema, or check files "
             "against it")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with planc's promise for bad input: a wrong option is one line and exit 1
+    (argparse prints its whole usage and exits 2, the code planc keeps for internal errors)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -133,7 +141,7 @@ def scoped_options(args: argparse.Namespace, name: str, label: str) -> Any:
 
 
 def compile_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compile execution plans for accelerator runtimes.", epilog=_listing())
     parser.add_argument("input", nargs="*", metavar="INPUT",
@@ -162,7 +170,7 @@ def compile_parser() -> argparse.ArgumentParser:
 def tune_parser() -> argparse.ArgumentParser:
     from compiler.tune.search import OBJECTIVES, STRATEGIES
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=f"{PROG} tune", description="Explore a target's decisions (a declared search "
         "space, planc's own decision first), score every candidate with the cost model, and "
         "verify the best with planc check --strict and planc simulate. Results go to "
@@ -243,7 +251,7 @@ def schema_parser() -> argparse.ArgumentParser:
     from frontends.schemas import SCHEMAS
 
     names = "\n".join(f"  {name:<17} {summary}" for name, summary in SCHEMAS.items())
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=f"{PROG} schema", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Print the JSON Schema (draft 2020-12) of a document format planc reads "
         "and writes, or check files against it (structure only: `planc check` runs every "
@@ -280,7 +288,7 @@ def command_parser(command: str) -> argparse.ArgumentParser:
                            "format has one) and report.",
                "plot": "Draw a plan: a timeline over the cost model's time, core-grid "
                        "heatmaps, memory over time (needs matplotlib: planc[plot])."}[command]
-    parser = argparse.ArgumentParser(prog=f"{PROG} {command}", description=summary)
+    parser = ArgumentParser(prog=f"{PROG} {command}", description=summary)
     parser.add_argument("input", metavar="INPUT")
     if command == "plot":
         parser.add_argument("-o", "--output", required=True, metavar="IMAGE",

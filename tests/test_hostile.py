@@ -561,3 +561,18 @@ def test_a_negative_seed_is_an_error(planc, tmp_path, source):
         assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", path).code == 0
     one_error(planc("simulate", path, "--seed=-1"), "--seed: expected a non-negative integer")
     assert planc("simulate", path, "--seed", str(2 ** 70)).code == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["examples/ffn.json", "--buffer-size", "abc"], "argument --buffer-size: invalid int value"),
+    (["examples/ffn.json", "--nope"], "unrecognized arguments: --nope"),
+    (["check"], "the following arguments are required: INPUT"),
+])
+def test_a_wrong_option_is_one_line_and_exit_1(args, words):
+    """argparse's own convention (its whole usage, exit 2) broke planc's promise for bad input
+    and made a typo look like an internal error, whose code is 2."""
+    result = subprocess.run([sys.executable, "-m", "compiler.driver", *args], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
+    assert result.stderr.startswith("planc") and "--help)" in result.stderr
