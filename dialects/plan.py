@@ -457,6 +457,12 @@ class PlanOp(IRDLOperation):
     def verify_(self) -> None:
         if self.processor_count < 1 or self.warps_per_processor < 1:
             raise VerifyException("NumProcessors and NumWarpsPerProcessor must be >= 1")
+        rank, world = self.rank.value.data, self.world_size.value.data
+        if not 0 <= rank < world:
+            # ARK starts WorldSize processes numbered 0..WorldSize-1 and binds each to its
+            # GPU by rank: a plan for any other rank is never run, and its peers wait forever.
+            raise VerifyException(f"Rank {rank} is not one of the WorldSize {world} ranks "
+                                  f"(0 to {world - 1})")
         if self.arch_name is not None and not ARCHITECTURE.fullmatch(self.arch_name):
             raise VerifyException(f"unknown Architecture '{self.arch_name}' (expected ANY, "
                                   "CUDA, CUDA_<sm>, ROCM or ROCM_<gfx>)")

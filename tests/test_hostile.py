@@ -576,3 +576,17 @@ def test_a_wrong_option_is_one_line_and_exit_1(args, words):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
     assert result.stderr.startswith("planc") and "--help)" in result.stderr
+
+
+@pytest.mark.parametrize("rank, world", [(1, 1), (-1, 2), (0, 0)])
+def test_a_plan_for_a_rank_outside_its_world_is_refused(planc, tmp_path, rank, world):
+    """Found by break12: `check` accepted Rank >= WorldSize; ARK runs ranks 0..WorldSize-1
+    only. The same plan with Rank 0 of 1 (the control) checks."""
+    plan_path = tmp_path / "p.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", plan_path).code == 0
+    doc = json.loads(plan_path.read_text())
+    assert planc("check", write_json(tmp_path / "ok.json", doc)).code == 0
+    doc["Rank"], doc["WorldSize"] = rank, world
+    result = planc("check", write_json(tmp_path / "bad.json", doc))
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert "Rank" in result.err or "WorldSize" in result.err
