@@ -857,6 +857,11 @@ class WorkloadOp(RecordOp):
             _check_box(*box)
         except VerifyException as e:
             raise VerifyAt(str(e), None, "workload") from None
+        time = self.value("time")
+        if time is not None and not time >= 0:
+            # Gemini's simulator adds workload times along each core's timeline: a negative
+            # (or NaN) time would make later workloads start before earlier ones end.
+            raise VerifyAt(f"a workload's time is cycles, >= 0; got {time}", None, "time")
         if self.wl0_key is not None and self.wl0_key.data not in WL0_KEYS:
             raise VerifyException(f"wl0_key must be wl0_buffer or wl1_buffer, got "
                                   f"{self.wl0_key.data}")
@@ -1055,8 +1060,11 @@ class ScheduleOp(RecordOp):
 
     def verify_(self) -> None:
         super().check()
-        for prop in ("buffersize", "xlen", "ylen"):
-            if self.value(prop) <= 0:
+        # top_batch_cut: Gemini splits the batch into that many groups (num_bgrp) and sizes
+        # each group's sub-batch by dividing by it, so 0 has no meaning.
+        for prop in ("buffersize", "xlen", "ylen", "top_batch_cut"):
+            value = self.value(prop)
+            if value is not None and value <= 0:
                 raise VerifyAt(f"{prop} must be > 0", None, prop)
         # Each record's own rules first, so that the cross checks below can trust them. When
         # the whole module is being verified (`verifying_once`), each op is verified here in

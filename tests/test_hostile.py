@@ -590,3 +590,18 @@ def test_a_plan_for_a_rank_outside_its_world_is_refused(planc, tmp_path, rank, w
     result = planc("check", write_json(tmp_path / "bad.json", doc))
     assert result.code == 1 and result.err.count("\n") == 1
     assert "Rank" in result.err or "WorldSize" in result.err
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d.__setitem__("top_batch_cut", 0), "top_batch_cut must be > 0"),
+    (lambda d: d["0"][0].__setitem__("time", -1), "time is cycles, >= 0"),
+])
+def test_gemini_times_and_batch_cuts_that_mean_nothing_are_refused(planc, tmp_path, edit, words):
+    """Found by break12: check accepted a workload time of -1 and a top_batch_cut of 0. The
+    unchanged schedule (the control) checks."""
+    ir_path = tmp_path / "s.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "gemini", "-o", ir_path).code == 0
+    doc = json.loads(ir_path.read_text())
+    assert planc("check", write_json(tmp_path / "ok.json", doc)).code == 0
+    edit(doc)
+    one_error(planc("check", write_json(tmp_path / "bad.json", doc)), words)
