@@ -354,8 +354,7 @@ def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, Modu
         raise PlancError(f"cannot tell the format of this document (known formats: "
                          f"{known}); name it with --from", path="$", file=path)
     try:
-        fmt.check_schema(doc)
-        return fmt, fmt.import_document(doc)
+        return fmt, fmt.read(doc)
     except PlancError as e:
         raise e.in_file(path) from None
 

@@ -43,8 +43,7 @@ def _import_json(stream: IO[bytes]) -> ModuleOp:
     fmt = detect_format(doc.value)
     if fmt is None:
         raise PlancError("cannot tell the format of this JSON document", path="$")
-    fmt.check_schema(doc)    # as `planc` does: the importers' fast paths trust the structure
-    return fmt.import_document(doc)
+    return fmt.read(doc)
 
 
 def _planc_target(info: TargetInfo) -> Callable[[], type[Target]]:

@@ -27,6 +27,14 @@ def one_error(result, *words):
         assert word in result.err, result.err
 
 
+def ok_or_one_error(result, words):
+    """Success when `words` is None (a control), else `one_error` naming them."""
+    if words is None:
+        assert result.code == 0, result.err
+    else:
+        one_error(result, words)
+
+
 def test_deep_nesting(planc, tmp_path):
     text = json.dumps(model_doc()).replace('"Nodes"', '"Deep": ' + "[" * 10000 + "]" * 10000
                                            + ', "Nodes"', 1)
@@ -283,10 +291,7 @@ def test_options_at_their_edges(planc, tmp_path, args, words):
     memory (MemoryError after 30 s); sizes beyond i64 reaching the IR (internal errors). The
     controls are bandwidths that now reach the passes intact."""
     result = planc(EXAMPLES / "ffn.json", *args, "-o", tmp_path / "out.json")
-    if words is None:
-        assert result.code == 0, result.err
-    else:
-        one_error(result, words)
+    ok_or_one_error(result, words)
 
 
 @pytest.mark.parametrize("bandwidth", ["nan", "inf", "0"])
@@ -392,10 +397,7 @@ def test_tt_plans_at_their_edges(planc, tmp_path, doc, command, words):
     args = ([command[0], path, *command[1:]] if command[0] in ("check", "simulate", "plot")
             else [path, *command])
     result = planc(*args, *out.get(command[0], []))
-    if words is None:
-        assert result.code == 0, result.err
-    else:
-        one_error(result, words)
+    ok_or_one_error(result, words)
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda", "tt-metal"])
@@ -518,10 +520,7 @@ def test_many_thread_blocks(planc, tmp_path, blocks, words):
         gpu["threadblocks"] += [{"id": i, "ops": [], "channels": [], "remoteBuffersIds": []}
                                 for i in range(len(gpu["threadblocks"]), blocks)]
     result = planc("check", write_json(tmp_path / "many.json", doc))
-    if words is None:
-        assert result.code == 0, result.err
-    else:
-        one_error(result, words)
+    ok_or_one_error(result, words)
 
 
 @pytest.mark.parametrize("command", [("plot", "PLAN", "-o", "-"),
