@@ -8,9 +8,11 @@ hand-written `isinstance` checks and makes every error message uniform.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,9 +237,7 @@ def parse_json(text: str) -> JsonNode:
         raise PlancError(f"invalid JSON at line {line}: {surrogate.group()} is half of a "
                          "UTF-16 surrogate pair, a character no UTF-8 file can hold")
     try:
-        value = json.loads(
-            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant,
-            parse_float=_finite_float)
+        value, shallow = _loads(text)
     except RecursionError:
         raise PlancError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels (planc's "
                          "limit)", path="$") from None
@@ -250,13 +250,67 @@ def parse_json(text: str) -> JsonNode:
         raise PlancError(f"invalid JSON: {e}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise PlancError("invalid JSON: non-finite number")
-    deep = _too_deep(value)
+    deep = None if shallow else _too_deep(value)
     if deep is not None:
         raise PlancError(f"nested deeper than {MAX_DEPTH} levels (planc's limit)", path=deep)
     return JsonNode(value)
 
 
 _CONTAINERS = frozenset((dict, list))
+
+_SHALLOW = MAX_DEPTH // 2
+"""Nesting that a parse under a lowered recursion limit proves not exceeded (see `_loads`)."""
+
+
+def _loads(text: str) -> tuple[Any, bool]:
+    """The parsed value, and whether it is known to nest at most `MAX_DEPTH` deep.
+
+    The C parser counts each array or object it enters against the interpreter's recursion
+    limit. Lowered to `_SHALLOW` levels above the current depth, a parse that succeeds has
+    nested fewer than `_SHALLOW` containers, well within `MAX_DEPTH`, and the walk over every
+    container that `_too_deep` makes (a third of reading a large file) is not needed. A parse
+    that hits the lowered limit is made again under the usual one and walked, so deep
+    documents get the same error as before. The limit is interpreter-wide: it is lowered only
+    while no other thread runs, and only where the parser is seen to obey it (`_bounded`)."""
+    threading = sys.modules.get("threading")
+    if not _bounded() or (threading is not None and threading.active_count() > 1):
+        return _parse(text), False
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(_frame_depth() + _SHALLOW)
+    try:
+        return _parse(text), True
+    except RecursionError:
+        pass
+    finally:
+        sys.setrecursionlimit(limit)
+    return _parse(text), False
+
+
+def _parse(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_reject_duplicates,
+                      parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _frame_depth() -> int:
+    frame, depth = sys._getframe(), 0  # noqa: SLF001 -- the interpreter's own count
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+@functools.cache
+def _bounded() -> bool:
+    """Whether json's parser stops at a lowered recursion limit (CPython 3.11 counts C and
+    Python levels together; later versions may count the parser's levels apart)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(_frame_depth() + _SHALLOW)
+    try:
+        json.loads("[" * (2 * _SHALLOW) + "]" * (2 * _SHALLOW))
+    except RecursionError:
+        return True
+    finally:
+        sys.setrecursionlimit(limit)
+    return False
 
 
 def _too_deep(value: Any) -> str | None:

@@ -45,3 +45,34 @@ def test_strict_parsing():
 
 def test_unknown_members():
     assert JsonNode({"Id": 1, "New": 2}).unknown_members(frozenset({"Id"})) == {"New": 2}
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+def test_depth_guard_same_with_and_without_the_lowered_limit(monkeypatch, bounded):
+    """The parse under a lowered recursion limit (which skips the walk over every container)
+    and the walk itself give the same verdict at every depth around both thresholds."""
+    from compiler import json_reader
+
+    if bounded:
+        assert json_reader._bounded()  # CPython 3.11: the parser obeys the limit
+    monkeypatch.setattr(json_reader, "_bounded", lambda: bounded)
+    shallow, limit = json_reader._SHALLOW, json_reader.MAX_DEPTH
+    for depth in (1, shallow - 2, shallow - 1, shallow, shallow + 1, limit, limit + 1, limit + 2,
+                  limit + 50):
+        text = '{"a": ' * depth + "1" + "}" * depth
+        if depth <= limit + 1:   # depth counts containers: the innermost sits at depth - 1
+            assert parse_json(text).value is not None
+        else:
+            assert error(lambda t=text: parse_json(t)).endswith(
+                f"nested deeper than {limit} levels (planc's limit)")
+            assert error(lambda t=text: parse_json(t)).startswith("$.a.a.a")
+
+
+def test_depth_guard_recursion_limit_restored():
+    import sys
+
+    limit = sys.getrecursionlimit()
+    parse_json('{"a": [[1]]}')
+    with pytest.raises(PlancError):
+        parse_json("[" * 150 + "]" * 149)
+    assert sys.getrecursionlimit() == limit
