@@ -17,7 +17,17 @@ from dialects.utils import VerifyAt, built, verifying_once, walk_ops
 
 
 def json_location(path: str) -> NameLoc:
-    return built(NameLoc, StringAttr(path), _NONE)
+    """`NameLoc(StringAttr(path), NoneAttr())`, put together directly: a string parameter
+    and no child location break no rule, and a large import makes one per op."""
+    if type(path) is not str:
+        return built(NameLoc, StringAttr(path), _NONE)
+    name = StringAttr.__new__(StringAttr)
+    name.__dict__["data"] = path
+    loc = NameLoc.__new__(NameLoc)
+    fields = loc.__dict__
+    fields["desc"] = name
+    fields["location"] = _NONE
+    return loc
 
 
 _NONE = NoneAttr()

@@ -31,6 +31,7 @@ from typing import ClassVar, Literal
 
 from xdsl.dialects.builtin import (
     I64,
+    UNKNOWN_LOC,
     AnyFloat,
     BoolAttr,
     DenseArrayBase,
@@ -56,6 +57,7 @@ from xdsl.ir import (
     SSAValue,
     TypeAttribute,
 )
+from xdsl.ir.core import BlockArgument, OpResult, SSAValues, Use
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -78,7 +80,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import body_block, built, i64_attr
+from dialects.utils import body_block, built, i64_attr, op_list
 
 # ---------------------------------------------------------------------------------------------
 # Data types
@@ -193,8 +195,8 @@ class BufferAttr(ParametrizedAttribute):
         # Every parameter is made here with its declared kind: `built` skips re-checking.
         return built(
             BufferAttr,
-            IntAttr(buffer_id),
-            IntAttr(rank),
+            _int_attr(buffer_id) if type(buffer_id) is int else IntAttr(buffer_id),
+            _int_attr(rank) if type(rank) is int else IntAttr(rank),
             _ints([v for pair in send_tags for v in pair]),
             _ints([v for pair in recv_tags for v in pair]),
             _NONE if is_external is None else IntegerAttr(int(is_external), i1),
@@ -365,6 +367,20 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                 _int_attr(tensor_id), _dtype_attr(dtype), *arrays, buffer, extra or _EMPTY),
                 strict=True):
             object.__setattr__(tensor, name, value)
+        return tensor
+
+    @staticmethod
+    def assemble(tensor_id: int, layout: tuple[Attribute, ...], buffer: BufferAttr) -> TensorType:
+        """A tensor of an int `tensor_id`, with the data type and the five arrays `layout`
+        of a tensor built (and so verified) before: its rules involve only those, so the
+        tensor passes them too and is put together without running them again."""
+        tensor = TensorType.__new__(TensorType)
+        fields = tensor.__dict__
+        fields["id"] = _int_attr(tensor_id)
+        fields["dtype"], fields["shape"], fields["strides"], fields["offsets"], \
+            fields["padded_shape"], fields["pads"] = layout
+        fields["buffer"] = buffer
+        fields["extra"] = _EMPTY
         return tensor
 
     # -- convenient views of the parameters ------------------------------------------------
@@ -712,26 +728,65 @@ def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
 
 
 def build_fast(op: IRDLOperation, groups: list[list[SSAValue]], result_types: list[Attribute],
-               properties: dict[str, Attribute]) -> None:
+               properties: dict[str, Attribute], location: Attribute | None = None) -> None:
     """What `IRDLOperation.__init__(operands=groups, result_types=..., properties=...)`
     builds for an op whose operand segments are sized by a property and whose results are
     `result_types` (one variadic or single definition), at a third of the cost: the segment
     sizes attribute is shared by all ops of equal sizes (attributes are immutable) and the
-    generic builder's per-definition bookkeeping is skipped. Anything but plain SSA values,
-    or a count its definitions do not allow, takes the generic builder (and its errors)."""
+    generic builder's per-definition bookkeeping is skipped (`assemble`). Anything but plain
+    SSA values, or a count its definitions do not allow, takes the generic builder (and its
+    errors). `location`, when given, is the op's location."""
     operands = [v for group in groups for v in group]
-    op_def = type(op).get_irdl_definition()
-    single_result = not isinstance(op_def.results[0][1], VarResultDef)
-    if (single_result and len(result_types) != 1) or not all(
-            isinstance(v, SSAValue) for v in operands) or len(groups) != 2 or \
-            (isinstance(op_def.operands[0][1], OptOperandDef) and len(groups[0]) > 1):
+    single_result, optional_first = _definition_shape(type(op))
+    if (single_result and len(result_types) != 1) or not (
+            _PLAIN_VALUES.issuperset(map(type, operands))
+            or all(isinstance(v, SSAValue) for v in operands)) or len(groups) != 2 or \
+            (optional_first and len(groups[0]) > 1):
         IRDLOperation.__init__(op, operands=groups, properties=properties,
                                result_types=result_types if single_result else [result_types])
+        if location is not None:
+            op.location = location
         return
     properties = {k: v for k, v in properties.items() if v is not None}
     properties["operandSegmentSizes"] = _segment_sizes(tuple(len(g) for g in groups))
-    Operation.__init__(op, operands=operands, result_types=result_types,
-                       properties=properties)
+    assemble(op, operands, result_types, properties, location)
+
+
+@functools.cache
+def _definition_shape(cls: type[IRDLOperation]) -> tuple[bool, bool]:
+    """(a single result, an optional first operand) of an op class's definition."""
+    op_def = cls.get_irdl_definition()
+    return (not isinstance(op_def.results[0][1], VarResultDef),
+            isinstance(op_def.operands[0][1], OptOperandDef))
+
+
+_PLAIN_VALUES = frozenset({OpResult, BlockArgument})
+"""The SSA value classes an op is usually built from (`isinstance` on the others)."""
+
+
+def assemble(op: Operation, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+             properties: dict[str, Attribute], location: Attribute | None = None) -> None:
+    """`Operation.__init__(op, operands=..., result_types=..., properties=...)` with its
+    fields set directly: the same uses, results and dictionaries (`properties` is taken, not
+    copied), without the generic setters' work for the regions, successors and attributes
+    such an op does not have (a quarter of importing a large model went to that)."""
+    uses = tuple([Use(op, index) for index in range(len(operands))])
+    for value, use in zip(operands, uses, strict=True):
+        first = value.first_use      # `SSAValue.add_use`, which this inlines
+        use._next_use = first  # noqa: SLF001
+        if first is not None:
+            first._prev_use = use  # noqa: SLF001
+        value.first_use = use
+    fields = op.__dict__
+    fields["_operands"] = SSAValues(operands)
+    fields["_operand_uses"] = uses
+    fields["results"] = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
+    fields["properties"] = properties
+    fields["attributes"] = {}
+    fields["location"] = UNKNOWN_LOC if location is None else location
+    fields["_successors"] = fields["_successor_uses"] = fields["regions"] = ()
+
+
 
 
 class ArkOp(IRDLOperation, ABC):
@@ -787,6 +842,7 @@ class ArkOp(IRDLOperation, ABC):
         extra: DictionaryAttr | None = None,
         extra_args: DictionaryAttr | None = None,
         node_info: DictionaryAttr | None = None,
+        location: Attribute | None = None,
     ):
         properties: dict[str, Attribute] = {"label": StringAttr(label), **(args or {})}
         optional = {
@@ -797,7 +853,7 @@ class ArkOp(IRDLOperation, ABC):
             "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,
         }
         properties.update({k: v for k, v in optional.items() if v is not None})
-        build_fast(self, [list(reads), list(writes)], list(result_types), properties)
+        build_fast(self, [list(reads), list(writes)], list(result_types), properties, location)
 
     # -- what passes and backends ask ----------------------------------------------------------
 
@@ -1261,8 +1317,9 @@ class ViewOp(IRDLOperation):
                        "(`after` `(` $after^ `:` type($after) `)`)? attr-dict `:` type($result)")
 
     def __init__(self, tensor: TensorType, source: SSAValue | None = None,
-                 after: Sequence[SSAValue] = ()):
-        build_fast(self, [[source] if source is not None else [], list(after)], [tensor], {})
+                 after: Sequence[SSAValue] = (), *, location: Attribute | None = None):
+        build_fast(self, [[source] if source is not None else [], list(after)], [tensor], {},
+                   location)
 
 
 @irdl_op_definition
@@ -1356,13 +1413,21 @@ def node_producers(block: Block) -> dict[int, list[int]]:
     write after its producer, as in ARK).
     """
     producers: dict[int, list[int]] = {}
-    for op in block.ops:
-        if not isinstance(op, ArkOp) or op.node_id is None:
+    for op in op_list(block):
+        node = op.properties.get("node") if isinstance(op, ArkOp) else None
+        if node is None:
             continue
-        found = producers.setdefault(op.node_id, [])
-        for operand in op.operands:
-            for producer in producer_nodes(operand):
-                if producer != op.node_id and producer not in found:
+        node_id = node.value.data
+        found = producers.setdefault(node_id, [])
+        for operand in op._operands:  # noqa: SLF001 -- `operands`, without its view object
+            owner = operand.owner
+            if isinstance(owner, ArkOp):  # the commonest case of `producer_nodes`
+                other = owner.properties.get("node")
+                nodes = () if other is None else (other.value.data,)
+            else:
+                nodes = producer_nodes(operand)
+            for producer in nodes:
+                if producer != node_id and producer not in found:
                     found.append(producer)
     return producers
 

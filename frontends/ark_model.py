@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from compiler.diagnostics import PlancError, extend_path
 from compiler.json_reader import JsonNode
 from compiler.locations import json_location
 from dialects import ark
@@ -69,14 +70,20 @@ def _buffer_key(value) -> tuple | None:
         return None
     send, recv = value.get("SendTags"), value.get("RecvTags")
     # Only real tag lists make a key: `{}` or `[[true, 1]]` would otherwise hash like `[]` or
-    # `[[1, 1]]` and silently reuse a well-formed buffer remembered under that key.
-    if type(send) is not list or type(recv) is not list \
-            or not all(_is_tag_pair(p) for p in send + recv):
+    # `[[1, 1]]` and silently reuse a well-formed buffer remembered under that key. For the
+    # same reason the key holds the types of the members (1 is equal to true and to 1.0).
+    if type(send) is not list or type(recv) is not list:
         return None
+    if send or recv:
+        if not all(_is_tag_pair(p) for p in send + recv):
+            return None
+        send, recv = tuple(map(tuple, send)), tuple(map(tuple, recv))
+    else:
+        send = recv = ()
     try:
-        key = (value["Id"], value["Rank"], tuple(map(tuple, value["SendTags"])),
-               tuple(map(tuple, value["RecvTags"])), value.get("IsExternal"),
-               type(value["Id"]), type(value["Rank"]))
+        external = value.get("IsExternal")
+        key = (value["Id"], value["Rank"], send, recv, external,
+               type(value["Id"]), type(value["Rank"]), type(external))
         hash(key)      # a member of the wrong type (a list, an object) takes the checked path
         return key
     except (KeyError, TypeError):
@@ -130,37 +137,76 @@ def _plain_tensor(raw) -> ark.TensorType | None:
     """The tensor of a well-formed, extra-free tensor object, built without path bookkeeping.
 
     Most tensors in real files look exactly like this; anything else (including every error)
-    takes the checked path, which says precisely what is wrong and where.
+    takes the checked path, which says precisely what is wrong and where. Tensors of one
+    layout (data type and integer lists) share its checks and attributes (`_LAYOUTS`).
     """
-    if not isinstance(raw, dict) or not raw.keys() <= TENSOR_KEYS:
+    if type(raw) is not dict or not raw.keys() <= TENSOR_KEYS:
         return None
-    try:
-        tensor_id, dtype, shape = raw["Id"], raw["DataType"], raw["Shape"]
-        strides, offsets = raw["Strides"], raw["Offsets"]
-        padded, pads = raw.get("PaddedShape"), raw.get("Pads")
-        buffer = raw["Buffer"]
-    except KeyError:
+    get = raw.get
+    tensor_id, dtype, shape = get("Id"), get("DataType"), get("Shape")
+    strides, offsets = get("Strides"), get("Offsets")
+    padded, pads = get("PaddedShape", _ABSENT), get("Pads", _ABSENT)
+    # A missing member reads as None, which no test below lets through; an explicit null
+    # PaddedShape or Pads is not an absent member either: the checked path refuses both.
+    if type(tensor_id) is not int or type(dtype) is not str or type(shape) is not list \
+            or type(strides) is not list or type(offsets) is not list \
+            or (padded is not _ABSENT and type(padded) is not list) \
+            or (pads is not _ABSENT and type(pads) is not list):
         return None
-    if (padded is None and "PaddedShape" in raw) or (pads is None and "Pads" in raw):
-        return None  # an explicit null is not an absent member: the checked path refuses it
-    lists = [shape, strides, offsets] + [v for v in (padded, pads) if v is not None]
-    if (type(tensor_id) is not int or type(dtype) is not str or dtype not in ark.DATA_TYPE_BYTES
-            or not all(type(v) is list and len(v) == len(shape) and 1 <= len(v) <= dims
-                       and all(type(x) is int for x in v) for v in lists)
-            or min(shape) < 1 or min(strides) < 1 or min(offsets) < 0
-            or (padded is not None and min(padded) < 1) or (pads is not None and min(pads) < 0)):
-        return None  # the checked path's bounds (`_read_tensor`), which says what is wrong
+    padded = None if padded is _ABSENT else padded
+    pads = None if pads is _ABSENT else pads
+    # Only integers (not booleans or floats, which compare equal to them) make a layout key.
+    if not _ONLY_INT.issuperset(map(type, shape + strides + offsets + (padded or [])
+                                    + (pads or []))):
+        return None
+    layout = (dtype, tuple(shape), tuple(strides), tuple(offsets),
+              None if padded is None else tuple(padded), None if pads is None else tuple(pads))
+    parameters = _LAYOUTS.get(layout)
+    if parameters is None:
+        parameters = _new_layout(layout)
+        if parameters is None:
+            return None
+    buffer = get("Buffer")
     key = _buffer_key(buffer)
     if key is None:
         return None
     buffer_attr = _BUFFERS.get(key) or _plain_buffer(buffer, key)
     if buffer_attr is None:
         return None
+    return ark.TensorType.assemble(tensor_id, parameters, buffer_attr)
+
+
+_ABSENT = object()
+_ONLY_INT = frozenset({int})
+
+_LAYOUTS: dict[tuple, tuple[Attribute, ...]] = {}
+"""(data type, shape, strides, offsets, padded shape or None, pads or None) of tensors that
+passed the checks, with their attributes (data type and the five arrays): a model repeats a
+few layouts in thousands of tensors."""
+
+
+def _new_layout(layout: tuple) -> tuple[Attribute, ...] | None:
+    """The attributes of a layout, checked by the checked path's bounds (`_read_tensor`) and
+    the tensor's own rules; None when they refuse it (the checked path says why)."""
+    dtype, shape, strides, offsets, padded, pads = layout
+    lists = [v for v in layout[1:] if v is not None]
+    if (dtype not in ark.DATA_TYPE_BYTES or not 1 <= len(shape) <= dims
+            or not all(len(v) == len(shape) for v in lists)
+            or min(shape) < 1 or min(strides) < 1 or min(offsets) < 0
+            or (padded is not None and min(padded) < 1) or (pads is not None and min(pads) < 0)):
+        return None
     try:
-        return ark.TensorType.get(tensor_id, dtype, shape, buffer_attr, strides=strides,
-                                  offsets=offsets, padded_shape=padded, pads=pads)
+        tensor = ark.TensorType.get(0, dtype, shape, _ANY_BUFFER, strides=strides,
+                                    offsets=offsets, padded_shape=padded, pads=pads)
     except (VerifyException, ValueError):  # ValueError: beyond int64
         return None
+    if len(_LAYOUTS) >= 4096:
+        _LAYOUTS.clear()
+    parameters = _LAYOUTS[layout] = tensor.parameters[1:7]
+    return parameters
+
+
+_ANY_BUFFER = ark.BufferAttr.get(0)
 
 
 def _read_tensor(node: JsonNode) -> ark.TensorType:
@@ -269,31 +315,40 @@ class TensorTable:
         self.produced_at: dict[int, str] = {}
         self.raw: dict[int, tuple[dict, SSAValue]] = {}
 
-    def _check_same(self, node: JsonNode, tensor: ark.TensorType) -> None:
-        known = self.values.get(tensor.tensor_id)
-        if known is not None and known.type != tensor:
-            raise node.error(f"tensor {tensor.tensor_id} is described differently than at "
-                             f"{self.described_at[tensor.tensor_id]}")
-
     def use(self, node: JsonNode, view_source: ViewSource) -> SSAValue:
+        return self.use_value(node.value, node.path, view_source)
+
+    def use_value(self, raw, path: str, view_source: ViewSource) -> SSAValue:
+        """The value of the tensor object `raw` found at `path` (`use` without a node)."""
         # A tensor object repeats in every operator that uses it: when its text is the one
         # already seen, reuse the value instead of rebuilding (and re-verifying) its type.
-        tensor_id = node.value.get("Id") if isinstance(node.value, dict) else None
-        known = self.raw.get(tensor_id) if isinstance(tensor_id, int) else None
-        if known is not None and known[0] == node.value:
+        tensor_id = raw.get("Id") if type(raw) is dict else None
+        known = self.raw.get(tensor_id) if type(tensor_id) is int else None
+        if known is not None and known[0] == raw:
             return known[1]
-        tensor = read_tensor(node)
-        self._check_same(node, tensor)
-        value = self.values.get(tensor.tensor_id)
+        tensor = _plain_tensor(raw) or _read_tensor(JsonNode(raw, path))
+        tensor_id = tensor.tensor_id
+        value = self.values.get(tensor_id)
+        if value is not None and value.type != tensor:
+            raise PlancError(f"tensor {tensor_id} is described differently than at "
+                             f"{self.described_at[tensor_id]}", path=path)
         if value is None:
-            view = ark.ViewOp(tensor, view_source(tensor))
-            view.location = json_location(node.path)
-            view.result.name_hint = f"t{tensor.tensor_id}"
+            view = ark.ViewOp(tensor, view_source(tensor), location=json_location(path))
+            view.result._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
             self.block.add_op(view)
-            value = self.values[tensor.tensor_id] = view.result
-            self.described_at[tensor.tensor_id] = node.path
-        self.raw[tensor.tensor_id] = (node.value, value)
+            value = self.values[tensor_id] = view.result
+            self.described_at[tensor_id] = path
+        self.raw[tensor_id] = (raw, value)
         return value
+
+    def use_list(self, node: JsonNode, key: str, view_source: ViewSource) -> list[SSAValue]:
+        """The values of the tensor objects listed in member `key` of `node`."""
+        listed = node.value.get(key) if type(node.value) is dict else None
+        if type(listed) is not list:
+            return [self.use(t, view_source) for t in node[key].elements()]  # the error
+        base = extend_path(node.path, key)
+        return [self.use_value(raw, f"{base}[{i}]", view_source)
+                for i, raw in enumerate(listed)]
 
     def declare_result(self, node: JsonNode) -> ark.TensorType:
         tensor = read_tensor(node)
@@ -329,17 +384,28 @@ def read_operator(
     `repeat` imports another copy of an operator already imported (a plan may run one operator
     in several tasks): its results are fresh values that do not replace the first ones.
     """
-    type_name = node["Type"].as_str()
+    raw = node.value if type(node.value) is dict else {}
+    # Members of the expected types are taken as they are; any other takes the checked
+    # accessor, which refuses it with the same message at the same path.
+    type_name = raw.get("Type")
+    if type(type_name) is not str:
+        type_name = node["Type"].as_str()
     op_class = ark.OPERATOR_BY_TYPE.get(type_name, ark.GenericOp)
-    label = node["Name"].as_str()
-    virtual = node["IsVirtual"].as_bool()
-    reads = [table.use(t, view_source) for t in node["ReadTensors"].elements()]
-    writes = [table.use(t, view_source) for t in node["WriteTensors"].elements()]
+    label = raw.get("Name")
+    if type(label) is not str:
+        label = node["Name"].as_str()
+    virtual = raw.get("IsVirtual")
+    if type(virtual) is not bool:
+        virtual = node["IsVirtual"].as_bool()
+    reads = table.use_list(node, "ReadTensors", view_source)
+    writes = table.use_list(node, "WriteTensors", view_source)
     result_nodes = node["ResultTensors"].elements()
     results = [read_tensor(t) if repeat else table.declare_result(t) for t in result_nodes]
     args_node = node["Args"]
     args_node.as_dict()
-    if op_class is ark.GenericOp:
+    if not args_node.value and not op_class.ARGS and op_class is not ark.GenericOp:
+        typed, others = {}, {}
+    elif op_class is ark.GenericOp:
         typed: dict[str, Attribute] = {"type_name": StringAttr(type_name)}
         all_args = {k: read_arg(a) for k, a in args_node.items()}
         if all_args:
@@ -350,6 +416,7 @@ def read_operator(
     config = None
     if config_key is not None:
         config = dict_attr(node[config_key].as_dict()) or DictionaryAttr({})
+    known = OP_KEYS | extra_keys if extra_keys else OP_KEYS
     op = op_class(
         label, reads, writes, results,
         args=typed,
@@ -357,13 +424,13 @@ def read_operator(
         task=task_id,
         virtual=virtual,
         config=config,
-        extra=dict_attr(node.unknown_members(OP_KEYS | extra_keys)),
+        extra=None if raw.keys() <= known else dict_attr(node.unknown_members(known)),
         extra_args=DictionaryAttr(others) if others else None,
+        location=json_location(node.path),
     )
-    op.location = json_location(node.path)
     table.block.add_op(op)
-    for value, result_node in zip(op.result_tensors, result_nodes, strict=True):
-        value.name_hint = f"t{value.type.tensor_id}"
+    for value, result_node in zip(op.results, result_nodes, strict=True):
+        value._name = f"t{value.type.tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
         if not repeat:
             table.define(value, result_node)
     return op
