@@ -111,6 +111,9 @@ def _cached_ints(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
+_NO_INTS = _cached_ints(())
+
+
 def int_values(array: DenseArrayBase) -> tuple[int, ...]:
     """The integers of a dense array, unpacked once and kept with the (immutable) array:
     unpacking bytes on every shape query adds up. The cache lives in the attribute's own
@@ -193,6 +196,15 @@ class BufferAttr(ParametrizedAttribute):
         extra: DictionaryAttr | None = None,
     ) -> BufferAttr:
         # Every parameter is made here with its declared kind: `built` skips re-checking.
+        if not send_tags and not recv_tags and type(buffer_id) is int and type(rank) is int:
+            # No tags, the buffer's only rule (`verify`): nothing to check at all.
+            buffer = BufferAttr.__new__(BufferAttr)
+            buffer.__dict__.update(
+                id=_int_attr(buffer_id), rank=_int_attr(rank), send_tags=_NO_INTS,
+                recv_tags=_NO_INTS,
+                is_external=_NONE if is_external is None else IntegerAttr(int(is_external), i1),
+                extra=extra or _EMPTY)
+            return buffer
         return built(
             BufferAttr,
             _int_attr(buffer_id) if type(buffer_id) is int else IntAttr(buffer_id),

@@ -368,6 +368,11 @@ class TensorTable:
         self.produced_at[tensor_id] = self.described_at[tensor_id] = node.path
 
 
+_ARGS: dict[tuple, tuple[dict[str, Attribute], dict[str, Attribute]]] = {}
+"""`read_args` of argument objects read before, by op class and repr (immutable attributes,
+in dictionaries that no caller changes)."""
+
+
 def read_operator(
     node: JsonNode,
     table: TensorTable,
@@ -412,7 +417,16 @@ def read_operator(
             typed["args"] = DictionaryAttr(all_args)
         others = {}
     else:
-        typed, others = read_args(args_node, op_class)
+        # Operators repeat a few argument objects: one read serves every equal one. The key
+        # is the object's repr, which tells true from 1 and 1.0 (equality does not).
+        key = (op_class, repr(args_node.value))
+        read = _ARGS.get(key)
+        if read is None:
+            read = read_args(args_node, op_class)
+            if len(_ARGS) >= 4096:
+                _ARGS.clear()
+            _ARGS[key] = read
+        typed, others = read
     config = None
     if config_key is not None:
         config = dict_attr(node[config_key].as_dict()) or DictionaryAttr({})
