@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation
-from xdsl.irdl.constraints import BaseAttr, RangeOf, VerificationContext
+from xdsl.irdl.constraints import BaseAttr, RangeLengthConstraint, RangeOf, VerificationContext
 from xdsl.irdl.operations import (
     AttrSizedSegments,
     OpDef,
@@ -52,8 +52,16 @@ class _Arguments:
     bases: list = field(init=False)
     """Per definition, X when its constraint is "each value an X", else None."""
 
+    common_base: type | None = field(init=False)
+    """X when every definition's constraint is "each value an X" (the values are then
+    checked as one range, whatever the segment sizes)."""
+
     def __post_init__(self) -> None:
-        self.bases = [_range_base(d.constr) for _, d in self.defs]
+        self.bases = [_range_base(d.constr, single=not isinstance(d, VariadicDef))
+                      for _, d in self.defs]
+        distinct = set(self.bases)
+        self.common_base = self.bases[0] if len(distinct) == 1 and None not in distinct \
+            else None
 
     def sizes(self, op: Operation, length: int) -> tuple[int, ...] | None:
         """How many values each definition has, or None when the counts are wrong."""
@@ -61,7 +69,9 @@ class _Arguments:
             if length not in self.sizes_by_length:
                 self.sizes_by_length[length] = self._same_size(length)
             return self.sizes_by_length[length]
-        attribute = self.option.container(op).get(self.option.attribute_name)
+        option = self.option
+        attribute = (op.properties if option.as_property else op.attributes).get(
+            option.attribute_name)
         if type(attribute) is not DenseArrayBase or attribute.elt_type is not i32:
             # Subclasses and other spellings of i32 are rare: the general tests decide.
             if not isinstance(attribute, DenseArrayBase) or attribute.elt_type != i32:
@@ -100,7 +110,15 @@ class _Arguments:
         sizes = self.sizes(op, len(values))
         if sizes is None:
             return False
+        base = self.common_base
+        if base is not None:
+            for v in values:
+                kind = v.type
+                if type(kind) is not base and not isinstance(kind, base):
+                    return False
+            return True
         start = 0
+        values = tuple(values)  # plain slices (`SSAValues` rebuilds itself on each)
         for size, base, (_, d) in zip(sizes, self.bases, self.defs, strict=True):
             if base is None:
                 d.constr.verify(tuple(v.type for v in values[start:start + size]), context)
@@ -112,36 +130,61 @@ class _Arguments:
         return True
 
 
-def _range_base(constraint) -> type | None:
-    """X when `constraint` is `RangeOf(BaseAttr(X))` (each value an X), else None."""
+def _range_base(constraint, *, single: bool = False) -> type | None:
+    """X when `constraint` is `RangeOf(BaseAttr(X))` (each value an X), else None. For a
+    `single` definition (one value: `sizes` made sure of it), a range of fixed length 1 of
+    such values is one too."""
+    if single and type(constraint) is RangeLengthConstraint \
+            and not constraint.length.variables():
+        try:
+            constraint.verify_length(1, VerificationContext())
+        except VerifyException:
+            return None
+        constraint = constraint.constraint
     if type(constraint) is RangeOf and type(constraint.constr) is BaseAttr:
         return constraint.constr.attr
     return None
 
 
-def _checks(defs: dict) -> list[tuple[str, bool, type | None, object]]:
-    """(name, optional, X or None, constraint) per property or attribute definition: X
-    when the constraint is "an attribute of class X" (`BaseAttr`), an `isinstance` test."""
-    return [(name, isinstance(d, OptPropertyDef | OptAttributeDef),
-             d.constr.attr if type(d.constr) is BaseAttr else None, d.constr)
-            for name, d in defs.items()]
+@dataclass
+class _Checks:
+    """The property (or attribute) definitions of an op class, read once: the required
+    names, and per name X when the constraint is "an attribute of class X" (`BaseAttr`, an
+    `isinstance` test), else the constraint."""
 
+    required: tuple[str, ...]
+    bases: dict[str, type | None]
+    constraints: dict[str, object]
 
-def _meets(checks: list, values: dict, context: VerificationContext) -> bool:
-    """Do `values` meet `checks` (missing optional ones aside)? Constraints other than
-    `BaseAttr` run xDSL's check, which raises when it fails."""
-    for name, optional, base, constraint in checks:
-        value = values.get(name)
-        if value is None:
-            if optional:
-                continue
-            return False
-        if base is not None:
-            if not isinstance(value, base):
+    @staticmethod
+    def of(defs: dict) -> _Checks:
+        return _Checks(
+            tuple(name for name, d in defs.items()
+                  if not isinstance(d, OptPropertyDef | OptAttributeDef)),
+            {name: d.constr.attr if type(d.constr) is BaseAttr else None
+             for name, d in defs.items()},
+            {name: d.constr for name, d in defs.items()})
+
+    def met_by(self, values: dict, context: VerificationContext) -> bool:
+        """Do `values` meet the definitions (missing optional ones aside)? Members no
+        definition names are not looked at. Constraints other than `BaseAttr` run xDSL's
+        check, which raises when it fails."""
+        for name in self.required:
+            if values.get(name) is None:
                 return False
-        else:
-            constraint.verify(value, context)
-    return True
+        bases = self.bases
+        for name, value in values.items():
+            if name not in bases:
+                continue
+            base = bases[name]
+            if value is None:
+                return False   # unusual: xDSL decides
+            if base is not None:
+                if type(value) is not base and not isinstance(value, base):
+                    return False
+            else:
+                self.constraints[name].verify(value, context)
+        return True
 
 
 @dataclass
@@ -150,29 +193,42 @@ class _Plan:
     operands: _Arguments
     results: _Arguments
     custom: Callable[[Operation], None] | None
-    property_checks: list = field(init=False)
-    attribute_checks: list = field(init=False)
+    property_checks: _Checks = field(init=False)
+    attribute_checks: _Checks = field(init=False)
+
+    needs_context: bool = field(init=False)
+    """Whether some check is xDSL's own, which takes a `VerificationContext`."""
+    property_names: frozenset[str] = field(init=False)
+    has_regions: bool = field(init=False)
+    has_successors: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.property_checks = _checks(self.op_def.properties)
-        self.attribute_checks = _checks(self.op_def.attributes)
+        op_def = self.op_def
+        self.property_checks = _Checks.of(op_def.properties)
+        self.attribute_checks = _Checks.of(op_def.attributes)
+        self.property_names = frozenset(op_def.properties)
+        self.has_regions, self.has_successors = bool(op_def.regions), bool(op_def.successors)
+        self.needs_context = self.has_regions or None in self.operands.bases \
+            or None in self.results.bases or None in self.property_checks.bases.values() \
+            or None in self.attribute_checks.bases.values()
 
     def generic_ok(self, op: Operation) -> bool:
         """Whether `op` meets its definition; False also when unsure (xDSL then decides)."""
         op_def = self.op_def
-        context = VerificationContext()
+        # Only xDSL's own checks use a context (they all run for an op that has regions).
+        context = VerificationContext() if self.needs_context or op.regions else None
         try:
             if not (self.operands.ok(op, op._operands, context)  # noqa: SLF001 (a tuple)
                     and self.results.ok(op, op.results, context)):
                 return False
-            if op.regions or op_def.regions:
+            if op.regions or self.has_regions:
                 irdl_op_verify_regions(op, op_def, context)
-            if op.successors or op_def.successors:
+            if op._successors or self.has_successors:  # noqa: SLF001 (`successors`, a tuple)
                 verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
             properties = op.properties
-            if not (_meets(self.property_checks, properties, context)
-                    and properties.keys() <= op_def.properties.keys()
-                    and _meets(self.attribute_checks, op.attributes, context)):
+            if not (self.property_checks.met_by(properties, context)
+                    and properties.keys() <= self.property_names
+                    and self.attribute_checks.met_by(op.attributes, context)):
                 return False
         except VerifyException:
             return False
