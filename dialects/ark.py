@@ -932,7 +932,7 @@ class ArkOp(IRDLOperation, ABC):
 
     @property
     def results_types(self) -> list[TensorType]:
-        return [self.tensor_type(v) for v in self.result_tensors]
+        return [self.tensor_type(v) for v in self.results]
 
     # -- verification -------------------------------------------------------------------------
 
@@ -948,16 +948,22 @@ class ArkOp(IRDLOperation, ABC):
         ):
             if not _count(len(operands), bounds):
                 raise self.fail(f"expected {_phrase(bounds, noun)}, got {len(operands)}")
+        properties = self.properties
         for spec in self.ARGS:
-            if getattr(self, spec.prop) is None:
+            if properties.get(spec.prop) is None:
                 raise self.fail(f"missing argument {spec.key} ({spec.kind.value})")
         self._verify_aliases()
 
     def _verify_aliases(self) -> None:
         if self.RESULT_ALIASES is None:
             return
-        sources = self.outputs if self.RESULT_ALIASES == "write" else self.inputs
-        for result, source in zip(self.results_types, sources, strict=False):
+        reads, writes = self.operand_groups()
+        for value, source_value in zip(self.results, writes if self.RESULT_ALIASES == "write"
+                                       else reads, strict=False):
+            result, source = value.type, source_value.type
+            if (result.buffer is source.buffer or result.buffer_id == source.buffer_id) and \
+                    (result.shape is source.shape or result.shape_tuple == source.shape_tuple):
+                continue   # equal attributes are often the same object: shared on import
             if result.buffer_id != source.buffer_id or \
                     result.shape_tuple != source.shape_tuple:
                 raise self.fail(
@@ -966,6 +972,9 @@ class ArkOp(IRDLOperation, ABC):
                     f"but is on buffer {result.buffer_id} with shape {result.shape_list}")
 
     def check_same_dtype(self, *tensors: TensorType) -> None:
+        first = tensors[0].dtype.data
+        if all(t.dtype.data == first for t in tensors):
+            return
         dtypes = {t.data_type for t in tensors}
         if len(dtypes) > 1:
             listing = ", ".join(f"tensor {t.tensor_id} is {t.data_type}" for t in tensors)
@@ -989,6 +998,20 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
     return out[::-1]
 
 
+@functools.lru_cache(maxsize=4096)
+def _broadcasts_to(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
+    """Whether `shape` broadcasts to exactly `out` (a pure function of two shapes: models
+    repeat a few pairs in thousands of operators)."""
+    return broadcast_shapes(shape, out) == list(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _broadcast_output_ok(a: tuple[int, ...], b: tuple[int, ...], out: tuple[int, ...]) -> bool:
+    """Whether `a` and `b` broadcast, to `out` up to leading ones (`BinaryOp`'s rule)."""
+    expected = broadcast_shapes(a, b)
+    return expected is not None and _same_modulo_leading_ones(out, expected)
+
+
 def _same_modulo_leading_ones(a: Sequence[int], b: Sequence[int]) -> bool:
     n = max(len(a), len(b))
     return [1] * (n - len(a)) + list(a) == [1] * (n - len(b)) + list(b)
@@ -1003,7 +1026,7 @@ class UnaryOp(ArkOp, ABC):
     def verify_(self) -> None:
         super().verify_()
         (x,), (out,) = self.inputs, self.outputs
-        if broadcast_shapes(x.shape_list, out.shape_list) != out.shape_list:
+        if not _broadcasts_to(x.shape_tuple, out.shape_tuple):
             raise self.fail(f"input shape {x.shape_list} does not broadcast to output shape "
                             f"{out.shape_list}")
         if self.SAME_DTYPE:
@@ -1018,6 +1041,9 @@ class BinaryOp(ArkOp, ABC):
     def verify_(self) -> None:
         super().verify_()
         (a, b), (out,) = self.inputs, self.outputs
+        if _broadcast_output_ok(a.shape_tuple, b.shape_tuple, out.shape_tuple):
+            self.check_same_dtype(a, b, out)
+            return
         expected = broadcast_shapes(a.shape_list, b.shape_list)
         if expected is None:
             raise self.fail(f"shapes {a.shape_list} and {b.shape_list} do not broadcast")
@@ -1395,13 +1421,14 @@ class ModelOp(IRDLOperation):
 def check_buffers_consistent(block: Block) -> None:
     """Every tensor of one buffer must describe that buffer (rank, tags) the same way."""
     seen: dict[int, tuple[BufferAttr, int]] = {}
-    for op in block.ops:
+    for op in op_list(block):
         for value in op.results:
             tensor = value.type
-            if not isinstance(tensor, TensorType):
+            if type(tensor) is not TensorType and not isinstance(tensor, TensorType):
                 continue
-            first = seen.setdefault(tensor.buffer_id, (tensor.buffer, tensor.tensor_id))
-            if first[0] != tensor.buffer:
+            buffer = tensor.buffer
+            first = seen.setdefault(buffer.id.data, (buffer, tensor.tensor_id))
+            if first[0] is not buffer and first[0] != buffer:
                 raise VerifyException(
                     f"buffer {tensor.buffer_id} is described differently by tensor "
                     f"{first[1]} and tensor {tensor.tensor_id}")

@@ -100,3 +100,32 @@ def test_segment_sizes_cached_on_the_attribute_do_not_leak_between_ops(name):
         if sizes is not None:
             verify_op(op)
             assert sizes.__dict__["_planc_counts"] == tuple(sizes.get_values())
+
+
+def test_isolated_from_above_as_xdsl_decides():
+    """`_isolated` stands for xDSL's IsolatedFromAbove walk: an operand defined outside the
+    model (in another model, or the model's own result) is refused with xDSL's message."""
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Block, Region
+    from xdsl.traits import IsolatedFromAbove
+
+    from dialects import ark
+    from dialects.fast_verify import _isolated
+
+    tensor = ark.TensorType.get(0, "FP16", [4], ark.BufferAttr.get(0))
+
+    def model(*ops):
+        block = Block()
+        block.add_ops(ops)
+        return ark.ModelOp(-1, 1, Region(block))
+
+    outside = ark.ViewOp(tensor)
+    inner = ark.ViewOp(tensor)
+    good = model(inner, ark.ViewOp(tensor, inner.result))
+    bad = model(ark.ViewOp(tensor, outside.result))
+    ModuleOp([model(outside), good, bad])
+    assert _isolated(good) and outcome(verify_op, good) is None
+    assert not _isolated(bad)
+    expected = outcome(IsolatedFromAbove().verify, bad)
+    assert expected is not None and "IsolatedFromAbove" in expected
+    assert outcome(verify_op, bad) == expected
