@@ -472,3 +472,67 @@ def test_planc_schema_prints_lists_and_checks(planc, tmp_path):
     bad = planc("schema", "ark-plan", EXAMPLES / "ffn.json")
     assert bad.code == 1 and bad.err == (f"planc: error: {EXAMPLES / 'ffn.json'}: $: missing "
                                          "required key 'NumProcessors'\n")
+
+
+def compiled_accepts(name: str, value: Any) -> bool:
+    from fastjsonschema import JsonSchemaValueException
+
+    try:
+        S.compiled(name)(value)
+    except JsonSchemaValueException:
+        return False
+    return True
+
+
+QUICK_EDITS = [
+    lambda d: d["Nodes"][0].update(Ops=[d["Nodes"][0]["Op"]]),
+    lambda d: d["Nodes"][0].update(Ops=[]),
+    lambda d: d["Nodes"][0].pop("Op"),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(Id=True),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(Id=2 ** 63),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0]["Shape"].__setitem__(0, 1.0),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0]["Shape"].__setitem__(0, True),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0]["Shape"].extend([1, 1, 1, 1]),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(Offsets=[]),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(Pads=[-1]),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(PaddedShape=None),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0]["Buffer"].update(SendTags=[[1]]),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0]["Buffer"].update(RecvTags=[[1, 2 ** 64]]),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0]["Buffer"].update(IsExternal=1),
+    lambda d: d["Nodes"][0]["Op"]["ReadTensors"][0].update(DataType="FP64"),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"INT": 2 ** 31}),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"UINT64": -1}),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"FLOAT": True}),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"DIMS": [1, 2, 3, 4, 5]}),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"INT": 1, "BOOL": True}),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"OFFSET": {"BufferId": 1}}),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"TENSOR": {"Id": 1}}),
+    lambda d: d["Nodes"][0]["Op"]["Args"].update(X={"STRING": "x"}),
+    lambda d: d.update(WorldSize=0),
+    lambda d: d["Nodes"][0].update(ProducerNodeIds=[False]),
+]
+
+
+def test_quick_acceptance_never_accepts_what_the_schema_refuses(seeds):
+    """`quick.ACCEPTS` decides nothing but "certainly well-formed": on the seed, on generated
+    mutants and on hand-made type confusions, whatever it accepts the compiled validator
+    accepts too (and it accepts the seed and most well-formed mutants: not vacuous)."""
+    from frontends.schemas.quick import ACCEPTS
+
+    accepts = ACCEPTS["ark-model"]
+    doc = seeds["ark-model"]
+    assert accepts(doc)
+    rng = random.Random("quick")
+    quick = schema = 0
+    edited = []
+    for edit in QUICK_EDITS:
+        mutant = copy.deepcopy(doc)
+        edit(mutant)
+        edited.append(mutant)
+    for mutant in [*edited, *(m for _, _, m in mutants(doc, rng, 400))]:
+        verdict = compiled_accepts("ark-model", mutant)
+        if accepts(mutant):
+            assert verdict, mutant
+            quick += 1
+        schema += verdict
+    assert quick > schema // 2, (quick, schema)
