@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.diagnostics import PlancError, extend_path
+from compiler.diagnostics import PlancError
 from compiler.json_reader import JsonNode
 from compiler.locations import json_location
 from dialects import ark
@@ -177,7 +177,7 @@ def _plain_tensor(raw) -> ark.TensorType | None:
 
 
 _ABSENT = object()
-_ONLY_INT = frozenset({int})
+_ONLY_INT = _INTS = frozenset({int})
 
 _LAYOUTS: dict[tuple, tuple[Attribute, ...]] = {}
 """(data type, shape, strides, offsets, padded shape or None, pads or None) of tensors that
@@ -346,7 +346,7 @@ class TensorTable:
         listed = node.value.get(key) if type(node.value) is dict else None
         if type(listed) is not list:
             return [self.use(t, view_source) for t in node[key].elements()]  # the error
-        base = extend_path(node.path, key)
+        base = f"{node.path}.{key}"  # `extend_path` of an identifier
         return [self.use_value(raw, f"{base}[{i}]", view_source)
                 for i, raw in enumerate(listed)]
 
@@ -491,10 +491,16 @@ class _ModelImporter:
         return ModuleOp([model])
 
     def read_node(self, node: JsonNode) -> None:
-        node_id = node["Id"].as_int()
+        raw = node.value if type(node.value) is dict else {}
+        node_id = raw.get("Id")
+        if type(node_id) is not int:
+            node_id = node["Id"].as_int()
         if node_id in self.node_ops:
             raise node["Id"].error(f"node id {node_id} is used by two nodes")
-        producers, consumers = node["ProducerNodeIds"], node["ConsumerNodeIds"]
+        producers, consumers = (
+            JsonNode(raw[key], f"{node.path}.{key}") if type(raw.get(key)) is list
+            and _INTS.issuperset(map(type, raw[key])) else node[key]
+            for key in ("ProducerNodeIds", "ConsumerNodeIds"))
         producers.as_int_list()
         consumers.as_int_list()
         form, operator_nodes = _node_operators(node)
@@ -510,7 +516,8 @@ class _ModelImporter:
                                                        ("ConsumerNodeIds", consumers))
                 if listed.value != sorted(listed.value)}
         info.update(node.unknown_members(NODE_KEYS))
-        ops[0].node_info = dict_attr(info)
+        if info:
+            ops[0].node_info = dict_attr(info)
         self.node_ops[node_id] = ops
         self.position[node_id] = len(self.position)
 
@@ -525,10 +532,11 @@ class _ModelImporter:
                             key=self.position.__getitem__, reverse=True)
 
         def source(tensor: ark.TensorType) -> SSAValue | None:
+            buffer_id = tensor.buffer.id.data
             for producer in candidates:
                 for op in reversed(self.node_ops[producer]):
-                    for value in op.result_tensors:
-                        if value.type.buffer_id == tensor.buffer_id:
+                    for value in op.results:  # `result_tensors`, the only results
+                        if value.type.buffer.id.data == buffer_id:
                             return value
             return None
         return source
