@@ -826,11 +826,12 @@ class ArkOp(IRDLOperation, ABC):
     node_info = opt_prop_def(DictionaryAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    assembly_format = (
+    FORMAT: ClassVar[str] = (
         "$label (`reads` `(` $read_tensors^ `:` type($read_tensors) `)`)? "
         "(`writes` `(` $write_tensors^ `:` type($write_tensors) `)`)? "
         "attr-dict (`->` type($result_tensors)^)?"
     )
+    """The assembly format of every operator, read on first use (`_format_on_first_use`)."""
 
     TYPE: ClassVar[str]
     ARITY: ClassVar[Arity]
@@ -1494,6 +1495,34 @@ OPERATORS: tuple[type[ArkOp], ...] = (
 """One class per ARK op type registered by ARK's ModelOpT::from_name (33 types)."""
 
 OPERATOR_BY_TYPE: dict[str, type[ArkOp]] = {cls.TYPE: cls for cls in OPERATORS}
+
+
+def _format_on_first_use(cls: type[ArkOp]) -> None:
+    """Give `cls` the parse and print methods that IRDL makes of an `assembly_format`, with
+    the format (`ArkOp.FORMAT`) read when MLIR text is first parsed or printed: reading it for
+    34 classes at import was a tenth of planc's start-up, which compiling JSON never needs."""
+    program = None
+
+    def load():
+        nonlocal program
+        if program is None:
+            from xdsl.irdl.declarative_assembly_format import FormatProgram
+
+            program = FormatProgram.from_str(ArkOp.FORMAT, cls.get_irdl_definition())
+        return program
+
+    def parse(op_cls: type[ArkOp], parser) -> ArkOp:
+        return load().parse(parser, op_cls)
+
+    def print_(self: ArkOp, printer: Printer) -> None:
+        load().print(printer, self)
+
+    cls.parse = classmethod(parse)
+    cls.print = print_
+
+
+for _cls in (*OPERATORS, GenericOp):
+    _format_on_first_use(_cls)
 
 Ark = Dialect(
     "ark",
