@@ -765,6 +765,23 @@ def build_fast(op: IRDLOperation, groups: list[list[SSAValue]], result_types: li
 
 
 @functools.cache
+def _string_attr(text: str) -> StringAttr:
+    """`StringAttr(text)` of a str, put together directly (a str is all it checks)."""
+    attr = StringAttr.__new__(StringAttr)
+    attr.__dict__["data"] = text
+    return attr
+
+
+def _i64(value: int) -> IntegerAttr:
+    """`i64_attr(value)`; an int in the signed range (which it checks) put together directly."""
+    if type(value) is not int or not -(1 << 63) <= value < (1 << 63):
+        return i64_attr(value)
+    attr = IntegerAttr.__new__(IntegerAttr)
+    attr.__dict__.update(value=_int_attr(value), type=i64)
+    return attr
+
+
+@functools.cache
 def _definition_shape(cls: type[IRDLOperation]) -> tuple[bool, bool]:
     """(a single result, an optional first operand) of an op class's definition."""
     op_def = cls.get_irdl_definition()
@@ -774,6 +791,8 @@ def _definition_shape(cls: type[IRDLOperation]) -> tuple[bool, bool]:
 
 _PLAIN_VALUES = frozenset({OpResult, BlockArgument})
 """The SSA value classes an op is usually built from (`isinstance` on the others)."""
+
+_VIEW_SEGMENTS = (_segment_sizes((0, 0)), _segment_sizes((1, 0)))
 
 
 def assemble(op: Operation, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
@@ -857,16 +876,31 @@ class ArkOp(IRDLOperation, ABC):
         node_info: DictionaryAttr | None = None,
         location: Attribute | None = None,
     ):
-        properties: dict[str, Attribute] = {"label": StringAttr(label), **(args or {})}
+        properties: dict[str, Attribute] = {
+            "label": _string_attr(label) if type(label) is str else StringAttr(label)}
+        if args:
+            properties.update(args)
         optional = {
-            "node": None if node is None else i64_attr(node),
-            "task": None if task is None else i64_attr(task),
+            "node": None if node is None else _i64(node),
+            "task": None if task is None else _i64(task),
             "virtual": None if virtual is None or virtual == self.IS_VIRTUAL
             else IntegerAttr(int(virtual), i1),
             "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,
         }
-        properties.update({k: v for k, v in optional.items() if v is not None})
-        build_fast(self, [list(reads), list(writes)], list(result_types), properties, location)
+        for key, value in optional.items():
+            if value is not None:
+                properties[key] = value
+        reads, writes = tuple(reads), tuple(writes)
+        operands = reads + writes
+        if not _PLAIN_VALUES.issuperset(map(type, operands)):
+            build_fast(self, [list(reads), list(writes)], list(result_types), properties,
+                       location)
+            return
+        # `build_fast` for the definitions every operator has (two variadic operand groups,
+        # variadic results), with the values already known to be plain SSA values.
+        properties = {k: v for k, v in properties.items() if v is not None}
+        properties["operandSegmentSizes"] = _segment_sizes((len(reads), len(writes)))
+        assemble(self, operands, result_types, properties, location)
 
     # -- what passes and backends ask ----------------------------------------------------------
 
@@ -1357,6 +1391,11 @@ class ViewOp(IRDLOperation):
 
     def __init__(self, tensor: TensorType, source: SSAValue | None = None,
                  after: Sequence[SSAValue] = (), *, location: Attribute | None = None):
+        if not after and (source is None or type(source) in _PLAIN_VALUES):
+            # `build_fast` for the commonest views: an optional source, nothing after.
+            assemble(self, () if source is None else (source,), (tensor,),
+                     {"operandSegmentSizes": _VIEW_SEGMENTS[source is not None]}, location)
+            return
         build_fast(self, [[source] if source is not None else [], list(after)], [tensor], {},
                    location)
 
