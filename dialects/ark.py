@@ -1492,15 +1492,18 @@ def node_producers(block: Block) -> dict[int, list[int]]:
     write after its producer, as in ARK).
     """
     producers: dict[int, list[int]] = {}
+    operators = _OPERATOR_CLASSES
     for op in op_list(block):
-        node = op.properties.get("node") if isinstance(op, ArkOp) else None
+        node = op.properties.get("node") if type(op) in operators or isinstance(op, ArkOp) \
+            else None
         if node is None:
             continue
         node_id = node.value.data
         found = producers.setdefault(node_id, [])
         for operand in op._operands:  # noqa: SLF001 -- `operands`, without its view object
             owner = operand.owner
-            if isinstance(owner, ArkOp):  # the commonest case of `producer_nodes`
+            if type(owner) in operators or isinstance(owner, ArkOp):
+                # the commonest case of `producer_nodes`
                 other = owner.properties.get("node")
                 nodes = () if other is None else (other.value.data,)
             else:
@@ -1534,6 +1537,8 @@ OPERATORS: tuple[type[ArkOp], ...] = (
 """One class per ARK op type registered by ARK's ModelOpT::from_name (33 types)."""
 
 OPERATOR_BY_TYPE: dict[str, type[ArkOp]] = {cls.TYPE: cls for cls in OPERATORS}
+_OPERATOR_CLASSES = frozenset((*OPERATORS, GenericOp))
+"""The op classes of ARK operators (a set lookup where `isinstance(op, ArkOp)` is slow)."""
 
 
 def _format_on_first_use(cls: type[ArkOp]) -> None:

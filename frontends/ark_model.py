@@ -467,6 +467,16 @@ def _node_operators(node: JsonNode) -> tuple[str, list[JsonNode]]:
     return "Op", [node["Op"]]
 
 
+def _int_list_member(node: JsonNode, raw: dict, key: str) -> JsonNode:
+    """Member `key` of `node` (whose value is `raw`, or {}), an array of integers."""
+    value = raw.get(key)
+    if type(value) is list and _INTS.issuperset(map(type, value)):
+        return JsonNode(value, f"{node.path}.{key}")
+    member = node[key]
+    member.as_int_list()  # the checked path, which says what is wrong
+    return member
+
+
 class _ModelImporter:
     def __init__(self, doc: JsonNode):
         self.doc = doc
@@ -497,12 +507,8 @@ class _ModelImporter:
             node_id = node["Id"].as_int()
         if node_id in self.node_ops:
             raise node["Id"].error(f"node id {node_id} is used by two nodes")
-        producers, consumers = (
-            JsonNode(raw[key], f"{node.path}.{key}") if type(raw.get(key)) is list
-            and _INTS.issuperset(map(type, raw[key])) else node[key]
-            for key in ("ProducerNodeIds", "ConsumerNodeIds"))
-        producers.as_int_list()
-        consumers.as_int_list()
+        producers = _int_list_member(node, raw, "ProducerNodeIds")
+        consumers = _int_list_member(node, raw, "ConsumerNodeIds")
         form, operator_nodes = _node_operators(node)
         if self.node_form is None:
             self.node_form = form
