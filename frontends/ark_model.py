@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects.builtin import DictionaryAttr, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.diagnostics import PlancError
@@ -318,14 +318,18 @@ class TensorTable:
     def use(self, node: JsonNode, view_source: ViewSource) -> SSAValue:
         return self.use_value(node.value, node.path, view_source)
 
-    def use_value(self, raw, path: str, view_source: ViewSource) -> SSAValue:
-        """The value of the tensor object `raw` found at `path` (`use` without a node)."""
+    def use_value(self, raw, path: str | tuple[str, int], view_source: ViewSource) -> SSAValue:
+        """The value of the tensor object `raw` found at `path` (`use` without a node; the
+        path of an array element may come as (array path, index), made into text when
+        needed)."""
         # A tensor object repeats in every operator that uses it: when its text is the one
         # already seen, reuse the value instead of rebuilding (and re-verifying) its type.
         tensor_id = raw.get("Id") if type(raw) is dict else None
         known = self.raw.get(tensor_id) if type(tensor_id) is int else None
         if known is not None and known[0] == raw:
             return known[1]
+        if type(path) is tuple:
+            path = f"{path[0]}[{path[1]}]"
         tensor = _plain_tensor(raw) or _read_tensor(JsonNode(raw, path))
         tensor_id = tensor.tensor_id
         value = self.values.get(tensor_id)
@@ -335,7 +339,7 @@ class TensorTable:
         if value is None:
             view = ark.ViewOp(tensor, view_source(tensor), location=json_location(path))
             view.result._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
-            self.block.add_op(view)
+            _append(self.block, view)
             value = self.values[tensor_id] = view.result
             self.described_at[tensor_id] = path
         self.raw[tensor_id] = (raw, value)
@@ -347,8 +351,7 @@ class TensorTable:
         if type(listed) is not list:
             return [self.use(t, view_source) for t in node[key].elements()]  # the error
         base = f"{node.path}.{key}"  # `extend_path` of an identifier
-        return [self.use_value(raw, f"{base}[{i}]", view_source)
-                for i, raw in enumerate(listed)]
+        return [self.use_value(raw, (base, i), view_source) for i, raw in enumerate(listed)]
 
     def declare_result(self, node: JsonNode) -> ark.TensorType:
         tensor = read_tensor(node)
@@ -366,6 +369,19 @@ class TensorTable:
         self.values[tensor_id] = value
         self.raw[tensor_id] = (node.value, value)
         self.produced_at[tensor_id] = self.described_at[tensor_id] = node.path
+
+
+def _append(block: Block, op: Operation) -> None:
+    """`block.add_op(op)` for an op just built without regions (so neither in a block nor
+    holding one, which is all `add_op` checks): linked in directly."""
+    last = block._last_op  # noqa: SLF001 -- the list `add_op` maintains
+    op.parent = block
+    if last is None:
+        block._first_op = op  # noqa: SLF001
+    else:
+        last._next_op = op  # noqa: SLF001
+        op._prev_op = last  # noqa: SLF001
+    block._last_op = op  # noqa: SLF001
 
 
 _ARGS: dict[tuple, tuple[dict[str, Attribute], dict[str, Attribute]]] = {}
@@ -442,7 +458,7 @@ def read_operator(
         extra_args=DictionaryAttr(others) if others else None,
         location=json_location(node.path),
     )
-    table.block.add_op(op)
+    _append(table.block, op)
     for value, result_node in zip(op.results, result_nodes, strict=True):
         value._name = f"t{value.type.tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
         if not repeat:
