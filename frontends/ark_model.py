@@ -472,6 +472,9 @@ def read_operator(
 
 
 def _node_operators(node: JsonNode) -> tuple[str, list[JsonNode]]:
+    raw = node.value
+    if type(raw) is dict and "Op" in raw and "Ops" not in raw:
+        return "Op", [JsonNode(raw["Op"], f"{node.path}.Op")]  # the commonest form
     has_op, has_ops = node.has("Op"), node.has("Ops")
     if has_op and has_ops:
         raise node.error("has both 'Op' and 'Ops'; expected one of them")
@@ -536,8 +539,9 @@ class _ModelImporter:
         # Export lists edges in ascending order; remember the file's order only when it differs.
         info = {key: listed.value for key, listed in (("ProducerNodeIds", producers),
                                                        ("ConsumerNodeIds", consumers))
-                if listed.value != sorted(listed.value)}
-        info.update(node.unknown_members(NODE_KEYS))
+                if len(listed.value) > 1 and listed.value != sorted(listed.value)}
+        if not raw.keys() <= NODE_KEYS:
+            info.update(node.unknown_members(NODE_KEYS))
         if info:
             ops[0].node_info = dict_attr(info)
         self.node_ops[node_id] = ops
@@ -550,8 +554,10 @@ class _ModelImporter:
         view; its consumers list the real producer instead. Linking the view to that producer's
         result puts the dependency back into SSA form.
         """
-        candidates = sorted((p for p in set(declared_producers) if p in self.position),
-                            key=self.position.__getitem__, reverse=True)
+        position = self.position
+        candidates = [p for p in declared_producers if p in position]
+        if len(candidates) > 1:
+            candidates = sorted(set(candidates), key=position.__getitem__, reverse=True)
 
         def source(tensor: ark.TensorType) -> SSAValue | None:
             buffer_id = tensor.buffer.id.data
