@@ -68,6 +68,13 @@ def _buffer_key(value) -> tuple | None:
     """A hashable key for a well-formed, extra-free buffer object; None otherwise."""
     if not isinstance(value, dict) or not value.keys() <= BUFFER_KEYS:
         return None
+    get = value.get
+    buffer_id, rank, external = get("Id"), get("Rank"), get("IsExternal", _ABSENT)
+    if type(buffer_id) is int and type(rank) is int and get("SendTags") == [] == \
+            get("RecvTags") and (external is _ABSENT or type(external) is bool):
+        # The commonest buffer (no tags), keyed by what it holds (a shorter key than the
+        # general one below, so the two never meet).
+        return buffer_id, rank, None if external is _ABSENT else external
     send, recv = value.get("SendTags"), value.get("RecvTags")
     # Only real tag lists make a key: `{}` or `[[true, 1]]` would otherwise hash like `[]` or
     # `[[1, 1]]` and silently reuse a well-formed buffer remembered under that key. For the
@@ -81,7 +88,7 @@ def _buffer_key(value) -> tuple | None:
     else:
         send = recv = ()
     try:
-        external = value.get("IsExternal")
+        # An explicit null is not an absent member (the checked path refuses it).
         key = (value["Id"], value["Rank"], send, recv, external,
                type(value["Id"]), type(value["Rank"]), type(external))
         hash(key)      # a member of the wrong type (a list, an object) takes the checked path
@@ -156,14 +163,17 @@ def _plain_tensor(raw) -> ark.TensorType | None:
     padded = None if padded is _ABSENT else padded
     pads = None if pads is _ABSENT else pads
     # Only integers (not booleans or floats, which compare equal to them) make a layout key.
-    if not _ONLY_INT.issuperset(map(type, shape + strides + offsets + (padded or [])
-                                    + (pads or []))):
+    ints = shape + strides + offsets + (padded or []) + (pads or [])
+    if not _ONLY_INT.issuperset(map(type, ints)):
         return None
-    layout = (dtype, tuple(shape), tuple(strides), tuple(offsets),
-              None if padded is None else tuple(padded), None if pads is None else tuple(pads))
-    parameters = _LAYOUTS.get(layout)
+    # One flat tuple (the lists' lengths, then their integers) hashes faster than nested ones.
+    key = (dtype, len(shape), len(strides), len(offsets),
+           -1 if padded is None else len(padded), -1 if pads is None else len(pads), *ints)
+    parameters = _LAYOUTS.get(key)
     if parameters is None:
-        parameters = _new_layout(layout)
+        parameters = _new_layout(key, (
+            dtype, tuple(shape), tuple(strides), tuple(offsets),
+            None if padded is None else tuple(padded), None if pads is None else tuple(pads)))
         if parameters is None:
             return None
     buffer = get("Buffer")
@@ -180,14 +190,17 @@ _ABSENT = object()
 _ONLY_INT = _INTS = frozenset({int})
 
 _LAYOUTS: dict[tuple, tuple[Attribute, ...]] = {}
-"""(data type, shape, strides, offsets, padded shape or None, pads or None) of tensors that
-passed the checks, with their attributes (data type and the five arrays): a model repeats a
-few layouts in thousands of tensors."""
+"""The layouts (data type, the lengths of shape, strides, offsets, padded shape and pads, -1
+for an absent one, then their integers) of tensors that passed the checks, with their
+attributes (data type and the five arrays): a model repeats a few layouts in thousands of
+tensors."""
 
 
-def _new_layout(layout: tuple) -> tuple[Attribute, ...] | None:
-    """The attributes of a layout, checked by the checked path's bounds (`_read_tensor`) and
-    the tensor's own rules; None when they refuse it (the checked path says why)."""
+def _new_layout(key: tuple, layout: tuple) -> tuple[Attribute, ...] | None:
+    """The attributes of `layout` (data type, shape, strides, offsets, padded shape or None,
+    pads or None), checked by the checked path's bounds (`_read_tensor`) and the tensor's own
+    rules and remembered under `key`; None when they refuse it (the checked path says
+    why)."""
     dtype, shape, strides, offsets, padded, pads = layout
     lists = [v for v in layout[1:] if v is not None]
     if (dtype not in ark.DATA_TYPE_BYTES or not 1 <= len(shape) <= dims
@@ -202,7 +215,7 @@ def _new_layout(layout: tuple) -> tuple[Attribute, ...] | None:
         return None
     if len(_LAYOUTS) >= 4096:
         _LAYOUTS.clear()
-    parameters = _LAYOUTS[layout] = tensor.parameters[1:7]
+    parameters = _LAYOUTS[key] = tensor.parameters[1:7]
     return parameters
 
 

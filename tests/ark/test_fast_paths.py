@@ -229,3 +229,34 @@ def test_assembled_ops_equal_generic_built_ones_field_by_field():
     fast.verify()
     fast.operands = [b, b, b]  # xDSL's own setter undoes the assembled uses
     assert [u.operation for u in a.uses] == [slow, slow]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_caches_do_not_vouch_for_a_broken_twin(seed):
+    """With the layout and buffer caches warm from a well-formed tensor, its broken twin
+    (one breakage: values equal to the good ones but of other types, nulls, bounds) still
+    gets None or what the checked path builds."""
+    import copy
+
+    rng = random.Random(seed)
+    for breakage in BREAKAGES * 8:
+        doc = random_tensor(rng)
+        if rng.random() < 0.5:
+            doc["Buffer"].update(SendTags=[], IsExternal=True)
+        assert ark_model._plain_tensor(doc) == checked(doc)
+        twin = copy.deepcopy(doc)
+        breakage(twin, rng)
+        fast = ark_model._plain_tensor(twin)
+        if fast is not None:
+            assert fast == checked_cold(twin), twin
+
+
+def checked_cold(doc: dict) -> ark.TensorType | None:
+    """`checked` with the buffer cache empty (the checked path reads it too)."""
+    warm = dict(ark_model._BUFFERS)
+    ark_model._BUFFERS.clear()
+    try:
+        return checked(doc)
+    finally:
+        ark_model._BUFFERS.clear()
+        ark_model._BUFFERS.update(warm)
