@@ -604,3 +604,21 @@ def test_gemini_times_and_batch_cuts_that_mean_nothing_are_refused(planc, tmp_pa
     assert planc("check", write_json(tmp_path / "ok.json", doc)).code == 0
     edit(doc)
     one_error(planc("check", write_json(tmp_path / "bad.json", doc)), words)
+
+
+def test_an_output_link_is_written_through(planc, tmp_path):
+    """`-o link` writes the file the link names, as the shell's `>` does, and keeps the link
+    (renaming the temporary file over it replaced the link with a plain file)."""
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", link).code == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text())["TaskInfos"]
+    assert target.stat().st_mode & 0o777 == 0o600       # a replaced file keeps its mode
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "new.json")
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "-o", dangling).code == 0
+    assert dangling.is_symlink() and json.loads((tmp_path / "new.json").read_text())
