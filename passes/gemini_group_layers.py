@@ -140,18 +140,34 @@ class SegmentPlan:
 
 def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, cores: int,
                      hw: GeminiHardware) -> SegmentPlan | None:
-    """The best batch cut of layers [start, end) that fits the planned L2 budget, or None."""
-    budget = hw.planned_l2_bytes
+    """The best batch cut of layers [start, end) that fits the planned L2 budget, or None.
+    A single layer always has a plan (`unfit_sub_batch` when no cut fits: gemini-partition
+    cuts it further or refuses it)."""
     segment = facts[start:end]
     all_weights = sum(f.weight_bytes for f in segment)
-    for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
+
+    def peak(sub_batch: int) -> float:
         groups = batch // sub_batch
-        resident = all_weights if groups > 1 else 0
-        peak = resident + _peak_fmaps(segment, start, end, sub_batch / batch / cores,
-                                      streaming=groups == 1)
-        if peak <= budget or (end - start == 1 and sub_batch == 1):
-            return SegmentPlan(sub_batch, peak, _cycles(facts, start, end, cores, hw))
+        return (all_weights if groups > 1 else 0) + _peak_fmaps(
+            segment, start, end, sub_batch / batch / cores, streaming=groups == 1)
+
+    for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
+        if (bytes_ := peak(sub_batch)) <= hw.planned_l2_bytes:
+            return SegmentPlan(sub_batch, bytes_, _cycles(facts, start, end, cores, hw))
+    if end - start == 1:
+        sub_batch = unfit_sub_batch(all_weights, batch, hw)
+        return SegmentPlan(sub_batch, peak(sub_batch), _cycles(facts, start, end, cores, hw))
     return None
+
+
+def unfit_sub_batch(weight_bytes: int, batch: int, hw: GeminiHardware) -> int:
+    """The batch cut of a single layer that fits no cut (gemini-partition then cuts it into
+    parts that fit, or refuses it). Sub-batch 1 keeps its feature maps smallest; but several
+    batch groups keep the layer's weights resident in L2 from the first group to the last,
+    which no cut of the layer can shrink, so a layer whose weights alone exceed the budget
+    runs as one group and streams them part by part (AlexNet's 38 MB dense layer at batch 4
+    was cut into 4 groups and overflowed L2)."""
+    return batch if weight_bytes > hw.planned_l2_bytes else 1
 
 
 def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
@@ -265,15 +281,18 @@ class SegmentGrowth:
 
     def _fit(self, length: int, all_weights: int, most_live: int, most_streaming: float,
              cycles: float) -> SegmentPlan | None:
+        def peak(sub_batch: int) -> float:
+            if sub_batch == self.batch:       # one group: weights streamed
+                return 0 + max(0.0, most_streaming)
+            return all_weights + max(0.0, most_live * (sub_batch / self.batch / self.cores))
+
         for sub_batch in self.sub_batches:
-            groups = self.batch // sub_batch
-            if groups == 1:
-                peak = 0 + max(0.0, most_streaming)
-            else:
-                peak = all_weights + max(0.0, most_live * (sub_batch / self.batch / self.cores))
-            if peak <= self.hw.planned_l2_bytes or (length == 1 and sub_batch == 1):
-                return SegmentPlan(sub_batch, peak, cycles)
-        return None
+            if (bytes_ := peak(sub_batch)) <= self.hw.planned_l2_bytes:
+                return SegmentPlan(sub_batch, bytes_, cycles)
+        if length > 1:
+            return None
+        sub_batch = unfit_sub_batch(all_weights, self.batch, self.hw)
+        return SegmentPlan(sub_batch, peak(sub_batch), cycles)
 
 
 def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,

@@ -120,3 +120,19 @@ def test_more_layers_than_workloads_are_refused_before_the_search(monkeypatch):
     with pytest.raises(PlancError, match=r"network has \d+ layers to schedule, each at least "
                                          r"one workload: more than the 3 workloads"):
         schedule()
+
+
+def test_a_layer_whose_weights_fit_no_cut_runs_as_one_group():
+    """Several batch groups keep a layer's weights resident from the first group to the last,
+    which no later cut can shrink; a layer whose weights alone exceed the budget streams them
+    in one group (AlexNet's 38 MB dense layer at batch 4 was cut into 4 groups and overflowed
+    L2). A layer of large feature maps that fits no cut keeps the smallest sub-batch."""
+    hw = GeminiHardware()
+    heavy = LayerFacts(0, None, 16_384, 37_879_808, 37_879_808, [(-1, 36_864)], [], True, 1e6)
+    plan = evaluate_segment([heavy], 0, 1, 4, 1, hw)
+    assert plan.sub_batch == 4
+    maps = LayerFacts(0, None, 40_000_000, 0, 0, [(-1, 40_000_000)], [], True, 1e6)
+    assert evaluate_segment([maps], 0, 1, 4, 1, hw).sub_batch == 1
+    for facts in ([heavy], [maps]):
+        assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 1))[1] == \
+            evaluate_segment(facts, 0, 1, 4, 1, hw)

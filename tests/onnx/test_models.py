@@ -259,3 +259,13 @@ def test_an_endless_onnx_input_is_refused(planc, tmp_path):
     result = planc(link, "-t", "ark")
     assert result.code == 1 and result.err.count("\n") == 1, result.err
     assert "bytes planc reads from a pipe or device" in result.err
+
+
+def test_alexnet_at_batch_4_schedules_on_gemini(planc, tmp_path):
+    """Its 38 MB dense layer, cut into 4 batch groups, kept every weight slice in L2 and the
+    schedule was refused; as one streamed group it fits, checks and simulates."""
+    out = tmp_path / "alexnet.json"
+    r = planc(LIGHT / "light_bvlc_alexnet.onnx", "-t", "gemini", "--batch", "4", "-o", out)
+    assert r.code == 0, r.err
+    assert planc("check", "--strict", out).code == 0
+    assert planc("simulate", out).code == 0
