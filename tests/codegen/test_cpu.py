@@ -22,7 +22,8 @@ from tests.codegen.cases import CASES
 from tests.codegen.conftest import EMULATED
 from tests.conftest import corpus_root
 
-# One xdist worker builds the session's C++ programs (cpu_cases) and runs these tests.
+# One xdist worker builds the session's C++ programs (cpu_cases, each on first use) and runs
+# these tests.
 pytestmark = pytest.mark.xdist_group("cpu-builds")
 
 
@@ -33,7 +34,14 @@ def test_program_matches_the_model(cpu_cases, case, tmp_path):
     programs.compare(programs.run_program(built.programs["plan"], run, tmp_path), run)
 
 
-@pytest.mark.parametrize("case", EMULATED)
+FAST_EMULATED = {"fp32_ops", "fused_chain", "fused_softmax"}
+"""The emulated builds `-m "not slow"` runs (about 1 CPU s of g++ each): every kernel family,
+fused tasks, and softmax rows fused into one task; the other four are slow."""
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=[] if case in FAST_EMULATED else [pytest.mark.slow])
+    for case in EMULATED])
 def test_gpu_kernels_under_warp_emulation_match_the_model(cpu_cases, case, tmp_path):
     built = cpu_cases[case]
     run = built.reference()
