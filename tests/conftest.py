@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -33,6 +34,23 @@ def corpus_params(subdir: str, pattern: str = "*.json") -> list:
         return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(
             reason=f"upstream corpus not found at {folder} (set PLANC_CORPUS to its path)"))]
     return [pytest.param(f, id=f.name) for f in files]
+
+
+def diagonal(*axes: list, ids=None) -> list:
+    """The product of `axes` as pytest params, all but a covering "diagonal" marked slow.
+
+    Combination k of the diagonal takes value k mod len(axis) of every axis (k below the
+    longest axis' length), so `-m "not slow"` still tries every value of every axis once while
+    CI runs the whole product. For parametrized tests whose cost is the product of independent
+    choices (model x target, model x architecture)."""
+    fast = {tuple(k % len(axis) for axis in axes) for k in range(max(map(len, axes)))}
+    params = []
+    for index in itertools.product(*(range(len(axis)) for axis in axes)):
+        values = [axis[i] for axis, i in zip(axes, index, strict=True)]
+        params.append(pytest.param(
+            *values, marks=[] if index in fast else [pytest.mark.slow],
+            id="-".join(ids(v) if ids else str(v) for v in values)))
+    return params
 
 
 @dataclass
