@@ -75,6 +75,22 @@ def planc(capsys):
     return run
 
 
+@pytest.fixture(scope="session")
+def ffn_plan_text(tmp_path_factory) -> str:
+    """`planc examples/ffn.json -t ark` (an A100 plan), compiled once per session."""
+    out = tmp_path_factory.mktemp("ffn_plan") / "p.json"
+    assert planc_main([str(EXAMPLES / "ffn.json"), "-t", "ark", "-o", str(out)]) == 0
+    return out.read_text()
+
+
+@pytest.fixture
+def ffn_plan(tmp_path, ffn_plan_text) -> Path:
+    """A fresh copy of that plan, `tmp_path / "p.json"`, for the test to read or damage."""
+    path = tmp_path / "p.json"
+    path.write_text(ffn_plan_text)
+    return path
+
+
 @pytest.fixture
 def planc_cli(planc):
     """`planc` under a name that does not shadow `import compiler as planc`."""
