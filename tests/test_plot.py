@@ -17,8 +17,8 @@ matplotlib = pytest.importorskip("matplotlib", reason="matplotlib is the plot ex
 
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory, small_ffn):
-    """ffn.json's plans for three targets, at a quarter of the example's sizes (the same
-    operators and pictures; a fourth of the simulated work)."""
+    """ffn.json's plans for three targets, of the small ffn of tests/conftest.py (the same
+    operators and pictures, a fraction of the simulated work)."""
     from compiler.driver import main
 
     folder = tmp_path_factory.mktemp("plans")

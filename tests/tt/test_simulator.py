@@ -151,7 +151,7 @@ def test_executing_a_tile_twice_is_caught():
 
 
 def test_planc_simulate_on_a_lowered_plan_file(planc, tmp_path, small_ffn):
-    """On ffn.json at a quarter of its sizes (tests/conftest.py): 64 tokens, 704 hidden."""
+    """On the small ffn.json of tests/conftest.py: 128 tokens, 256 model, 768 hidden."""
     plan = tmp_path / "ffn.plan.json"
     assert planc(small_ffn, "-t", "tt", "--grid", "4x4", "-o", plan).code == 0
     assert isinstance(json.loads(plan.read_text()), list)  # six kernels: a list of plans
@@ -159,8 +159,8 @@ def test_planc_simulate_on_a_lowered_plan_file(planc, tmp_path, small_ffn):
     assert result.code == 0
     report = result.json()
     assert report["ok"] and report["format"] == "tt"
-    # 32x32 tiles: [64, 704] for the two up projections, the sigmoid and the two muls, and
-    # [64, 256] for the down projection.
-    assert len(report["kernels"]) == 6 and report["tiles"] == 3 * 44 + 44 * 2 + 16
+    # 32x32 tiles: [128, 768] for the two up projections, the sigmoid and the two muls, and
+    # [128, 256] for the down projection.
+    assert len(report["kernels"]) == 6 and report["tiles"] == 3 * 96 + 96 * 2 + 32
     assert report["max_abs_error"] < 0.05
     assert report["device_bytes"] >= report["l1_bytes"] > 0
