@@ -45,8 +45,8 @@ needs_compiler = pytest.mark.skipif(programs.CXX is None,
 FAST = {("llama_layer", "a100"), ("in_place", "mi300x")}
 """The pairs `-m "not slow"` builds (1.2-2 CPU s each, most of it g++): a whole layer (norms,
 rotary embeddings, attention, fused MLP) and in-place writes; the other ten pairs, and the warp
-emulation of fused tasks (3.3 CPU s each; tests/codegen/test_cpu.py emulates warps on fused
-chains and softmax rows in the fast set), are slow."""
+emulation of fused tasks (3.3 CPU s each; tests/codegen/test_cpu.py emulates warps on every
+kernel family and on fused softmax rows in the fast set), are slow."""
 
 
 @needs_compiler
