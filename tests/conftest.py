@@ -5,13 +5,19 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from compiler.driver import main as planc_main
-from compiler.driver import single_threaded_blas
+# Bytecode caches even under PYTHONDONTWRITEBYTECODE: without them every xdist worker compiles
+# planc's modules and rewrites the asserts of ~170 test modules again on every run (about 2.7
+# CPU s per worker); __pycache__ is git-ignored and Python checks each file's mtime.
+sys.dont_write_bytecode = False
+
+from compiler.driver import main as planc_main  # noqa: E402
+from compiler.driver import single_threaded_blas  # noqa: E402
 
 # As the command line does, before any test module imports numpy: simulating plans multiplies
 # many small matrices.
