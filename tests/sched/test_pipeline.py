@@ -9,12 +9,12 @@ import pytest
 
 from backends.ark_plan import PLANC_PASSES, model_pipeline, plan_json, single_plan
 from compiler.driver import run_pipeline
-from compiler.json_reader import load_json_file
+from compiler.json_reader import load_json_file, parse_json
 from compiler.locations import verify_module
 from compiler.model_interpreter import run_model
 from compiler.plan_simulator import simulate
 from frontends.ark_model import import_document
-from tests.conftest import EXAMPLES, diagonal
+from tests.conftest import EXAMPLES, diagonal, small_ffn_doc
 from tests.sched.models import MODELS
 
 ARCHES = ("a100", "h100", "mi300x")
@@ -41,10 +41,22 @@ def planned(build, arch: str, planner: str = "planc"):
     return reference, single_plan(module)
 
 
-@pytest.mark.parametrize("name, arch", diagonal([*EXAMPLE_MODELS, *MODELS], ARCHES))
+def small_ffn():
+    return import_document(parse_json(json.dumps(small_ffn_doc())))
+
+
+FAST_FFN = {"small_ffn": small_ffn}
+"""ffn.json at smaller sizes (tests/conftest.py) stands for it in `-m "not slow"`: simulating the
+example's FP16 matmuls takes 2.3 CPU s a GPU."""
+
+
+@pytest.mark.parametrize("name, arch", [
+    *diagonal([n for n in EXAMPLE_MODELS if n != "ffn.json"] + [*FAST_FFN, *MODELS], ARCHES),
+    *(pytest.param("ffn.json", arch, marks=pytest.mark.slow, id=f"ffn.json-{arch}")
+      for arch in ARCHES)])
 def test_plan_computes_the_model(name, arch):
-    """Every model and every GPU in `-m "not slow"` (15 of 45 pairs); every pair in CI."""
-    build = example(name) if name in EXAMPLE_MODELS else MODELS[name]
+    """Every model and every GPU in `-m "not slow"` (15 of 48 pairs); every pair in CI."""
+    build = example(name) if name in EXAMPLE_MODELS else {**FAST_FFN, **MODELS}[name]
     reference, p = planned(build, arch)
     report = simulate(p, model=reference)
     assert report["ok"], report["problems"]
