@@ -17,10 +17,10 @@ LIT_FILES = sorted(p for p in SUITE.rglob("*") if p.suffix in (".mlir", ".test")
 
 
 FAST_LIT = {"ark/export.test", "tt/tile.test", "codegen/cpu.test", "gemini/verify.test",
-            "mscclpp/verify.mlir", "plan/verify.mlir", "sched/verify.mlir"}
-"""The lit files `pytest -m "not slow"` runs: the cheapest of each dialect's directory (0.5-0.9
+            "mscclpp/verify.mlir"}
+"""The lit files `pytest -m "not slow"` runs: one cheap file for each target's dialects (0.5-0.9
 CPU s each, most of it the start-up of lit and of the `planc`/`planc-opt` processes they run).
-Every other file (0.9-2.1 CPU s each, 50 CPU s in all) is marked slow: CI runs them all, and
+Every other file (0.6-2.1 CPU s each, 52 CPU s in all) is marked slow: CI runs them all, and
 `python3 -m pytest tests/test_lit.py` or `lit tests/filecheck` runs them locally."""
 
 

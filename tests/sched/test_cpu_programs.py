@@ -42,9 +42,9 @@ needs_compiler = pytest.mark.skipif(programs.CXX is None,
                                     reason="no C++ compiler (g++ or clang++) on PATH")
 
 
-FAST = {("llama_layer", "a100"), ("in_place", "mi300x")}
-"""The pairs `-m "not slow"` builds (1.2-2 CPU s each, most of it g++): a whole layer (norms,
-rotary embeddings, attention, fused MLP) and in-place writes; the other ten pairs, and the warp
+FAST = {("llama_layer", "a100")}
+"""The pair `-m "not slow"` builds (2.2 CPU s, most of it g++): a whole layer (norms, rotary
+embeddings, attention, fused MLP); the other eleven pairs, and the warp
 emulation of fused tasks (3.3 CPU s each; tests/codegen/test_cpu.py emulates warps on every
 kernel family and on fused softmax rows in the fast set), are slow."""
 
