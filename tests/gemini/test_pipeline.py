@@ -19,7 +19,7 @@ from compiler.json_reader import parse_json
 from compiler.locations import verify_module
 from frontends.ark_model import import_document as import_ark
 from frontends.gemini_layers import import_document as import_layers
-from tests.conftest import EXAMPLES, corpus_params, write_json
+from tests.conftest import EXAMPLES, corpus_params, small_ffn_doc, write_json
 from tests.gemini.fixtures import small_network
 
 LAYERS = [p for p in corpus_params("gemini", "*.json")
@@ -89,9 +89,13 @@ def test_transfer_ids_are_dense_and_canonical():
     assert weights == list(range(len(weights)))       # weights first, in consumption order
 
 
-@pytest.mark.parametrize("name,mesh", [("ffn.json", "1x1"), ("attention.json", "2x2")])
+@pytest.mark.parametrize("name,mesh", [
+    pytest.param("ffn.json", "1x1", marks=pytest.mark.slow), ("small ffn", "1x1"),
+    ("attention.json", "2x2")])
 def test_ark_examples_lower_and_compute_correctly(name, mesh):
-    doc = json.loads((EXAMPLES / name).read_text())
+    """ffn.json (1.4 CPU s of tile checks) is slow; at smaller sizes (tests/conftest.py) it is
+    fast."""
+    doc = small_ffn_doc() if name == "small ffn" else json.loads((EXAMPLES / name).read_text())
     module = schedule(doc, importer=import_ark, mesh=mesh, ark=True)
     assert check_tiles(module).ok
     kinds = {wl.value("layer_type") for wl in the_schedule(module).workloads()}
