@@ -83,6 +83,8 @@ class _PlanText:
     def __init__(self) -> None:
         self.tensors: dict[int, str] = {}
         self.arrays: dict[int, str] = {}
+        self.layouts: dict[tuple[int, ...], str] = {}
+        self.arg_objects: dict[tuple, str] = {}
         self.kinds: dict[type, _Kind] = {}
         self.buffers: dict[int, str] = {}
         self.args: dict[int, str] = {}
@@ -101,14 +103,24 @@ class _PlanText:
     def _tensor(self, t: ark.TensorType) -> str:
         if t.extra.data:
             return compact(tensor_json(t))
+        key = (id(t.dtype), id(t.shape), id(t.strides), id(t.offsets), id(t.padded_shape),
+               id(t.pads))
+        layout = self.layouts.get(key)
+        if layout is None:
+            layout = self.layouts[key] = self._layout(t)
+        return f'{{"Id":{t.id.data},{layout},"Buffer":{self.buffer(t.buffer)}}}'
+
+    def _layout(self, t: ark.TensorType) -> str:
+        """The members between a tensor's Id and Buffer, which tensors of one layout share
+        (their attributes are shared: the memo is by their identity)."""
         ints = self.ints
-        text = (f'{{"Id":{t.id.data},"DataType":{quoted(t.dtype.data)},"Shape":{ints(t.shape)},'
+        text = (f'"DataType":{quoted(t.dtype.data)},"Shape":{ints(t.shape)},'
                 f'"Strides":{ints(t.strides)},"Offsets":{ints(t.offsets)}')
         if not isinstance(t.padded_shape, NoneAttr):
             text += f',"PaddedShape":{ints(t.padded_shape)}'
         if not isinstance(t.pads, NoneAttr):
             text += f',"Pads":{compact(list(t.pads.get_values()))}'
-        return f'{text},"Buffer":{self.buffer(t.buffer)}}}'
+        return text
 
     def ints(self, array) -> str:
         """An integer array attribute's compact text (tensor types share their arrays)."""
@@ -176,21 +188,33 @@ class _PlanText:
         line = self.tensor_line
         virtual = props.get("virtual")
         is_virtual = kind.virtual if virtual is None else bool(virtual.value.data)
-        arg = self.arg
-        args = {key: arg(attr) for key, attr in
-                ((key, props.get(name)) for key, name in kind.args) if attr is not None}
+        args = self.arguments(kind, props) if kind.args else "{}"
         parts = [kind.head, quoted(props["label"].data),
                  _VIRTUAL if is_virtual else _NOT_VIRTUAL,
                  _lines5([line(v.type) for v in reads]), _WRITES,
                  _lines5([line(v.type) for v in writes]), _RESULTS,
                  _lines5([line(v.type) for v in op.results]), _ARGS,
-                 dense_object(args, 5) if args else "{}"]
+                 args]
         config = props.get("config")
         if config is not None:
             found = self.configs.get(id(config))
             parts += (_CONFIG, found if found is not None else self.config(op))
         parts.append(_CLOSE4)
         return "".join(parts)
+
+    def arguments(self, kind: _Kind, props: dict) -> str:
+        """The Args object (depth 5) of an operator of `kind` without unknown arguments:
+        operators repeat the same few (shared) argument attributes, so the object's text is
+        remembered by their identities."""
+        attrs = tuple(props.get(name) for _, name in kind.args)
+        key = (id(kind), *map(id, attrs))
+        found = self.arg_objects.get(key)
+        if found is None:
+            arg = self.arg
+            found = self.arg_objects[key] = dense_object(
+                {key: arg(attr) for (key, _), attr in zip(kind.args, attrs, strict=True)
+                 if attr is not None}, 5)
+        return found
 
     def _operator(self, op: ark.ArkOp) -> str:
         """`operator` for any operator (one with extra members, too)."""
