@@ -217,8 +217,8 @@ class _Form:
         if len(props) != count:
             return False
         for region in op.regions:
-            blocks = region.blocks
-            if len(blocks) > 1 or (blocks and blocks[0].args):
+            first = region._first_block  # noqa: SLF001 (`blocks` is a view made per call)
+            if first is not region._last_block or (first is not None and first._args):  # noqa: SLF001
                 return False
         if self.parent is not None:
             parent = op.parent_op()
@@ -595,9 +595,10 @@ class PlanOp(IRDLOperation):
         contents = plan_contents(self)
         tasks = self._verify_tasks(contents)
         for pg in contents.groups:
-            self._verify_processor_group(pg, tasks)
+            tree = _group_tree(pg)
+            self._verify_processor_group(pg, tree, tasks)
             if limits is not None:
-                _verify_sram_limit(pg, limits.max_sram, self.arch_name)
+                _verify_sram_limit(tree, limits.max_sram, self.arch_name)
 
     def _too_many_processors(self, most: int) -> str:
         """ARK's loop kernel is persistent: all NumProcessors blocks grid-sync with each other,
@@ -643,21 +644,20 @@ class PlanOp(IRDLOperation):
             tasks[task_id] = (task, num_tasks if num_tasks is not None else 0)
         return tasks
 
-    def _verify_processor_group(self, pg: ProcessorGroupOp,
+    def _verify_processor_group(self, pg: ProcessorGroupOp, tree: _GroupTree,
                                 tasks: dict[int, tuple[TaskOp, int]]) -> None:
         # The checks below rely on each group's own rules (SramRange step 1, ...).
-        verify_children(walk_ops(pg)[1:])
-        groups = pg.resource_groups()
-        all_processors = Range(0, self.processor_count)
-        if not pg.processors.within(all_processors):
+        verify_children(tree.descendants)
+        count, warps = self.processor_count, self.warps_per_processor
+        if not pg.processors.within(Range(0, count)):
             raise VerifyAt(f"ProcessorRange {pg.processors} is not inside [0, "
-                                f"NumProcessors {self.processor_count})", pg)
-        all_warps = Range(0, self.warps_per_processor)
-        for rg in groups:
-            if not rg.warps.within(all_warps):
-                raise VerifyAt(f"WarpRange {rg.warps} is not inside [0, "
-                                    f"NumWarpsPerProcessor {self.warps_per_processor})", rg)
-            for tg in rg.task_groups():
+                                f"NumProcessors {count})", pg)
+        for rg, task_groups in tree.groups:
+            rg_warps = rg.warps
+            if not rg_warps.within(Range(0, warps)):
+                raise VerifyAt(f"WarpRange {rg_warps} is not inside [0, "
+                                    f"NumWarpsPerProcessor {warps})", rg)
+            for tg in task_groups:
                 if tg.task not in tasks:
                     raise VerifyAt(f"TaskId {tg.task} names no TaskInfo", tg)
                 task, num_tasks = tasks[tg.task]
@@ -670,6 +670,48 @@ class PlanOp(IRDLOperation):
                         f"task {tg.task} needs {task.warps} warps and {task.sram} SRAM bytes, "
                         f"but the resource group has {len(rg.warps)} warps and "
                         f"{len(rg.sram)} SRAM bytes: no slot fits", tg, rule="ark-plan.slots")
+
+
+@dataclass
+class _GroupTree:
+    """A processor group's ops: every op nested in it (`walk_ops` order, without the group)
+    and its resource groups with their task groups."""
+
+    descendants: list[Operation]
+    groups: list[tuple[ResourceGroupOp, list[TaskGroupOp]]]
+
+
+def _one_block(op: Operation) -> bool:
+    """Is `op`'s only region its body, of one block at most?"""
+    return len(op.regions) == 1 and \
+        op.regions[0]._first_block is op.regions[0]._last_block  # noqa: SLF001
+
+
+def _body_ops(op: Operation) -> list[Operation]:
+    """The ops of the first block of `op`'s first region (none without a block)."""
+    first = op.regions[0]._first_block  # noqa: SLF001
+    return [] if first is None else op_list(first)
+
+
+def _group_tree(pg: ProcessorGroupOp) -> _GroupTree:
+    """`pg`'s tree, read once (the usual two levels in one pass; anything else nested,
+    which the generic verification rejects, by `walk_ops`)."""
+    descendants: list[Operation] = []
+    groups: list[tuple[ResourceGroupOp, list[TaskGroupOp]]] = []
+    usual = _one_block(pg)
+    for rg in _body_ops(pg) if usual else op_list(body_block(pg.body)):
+        descendants.append(rg)
+        if not isinstance(rg, ResourceGroupOp):
+            usual = usual and not rg.regions
+            continue
+        usual = usual and _one_block(rg)
+        task_groups = _body_ops(rg) if usual else op_list(body_block(rg.body))
+        descendants += task_groups
+        groups.append((rg, [tg for tg in task_groups if isinstance(tg, TaskGroupOp)]))
+        usual = usual and not any(tg.regions for tg in task_groups)
+    if not usual:
+        descendants = walk_ops(pg)[1:]
+    return _GroupTree(descendants, groups)
 
 
 ProcessorGroupOp.FORM = _Form((("processor_range", _RANGE),), regions=1, parent=PlanOp)
@@ -725,8 +767,8 @@ def plan_contents(p: PlanOp) -> PlanContents:
     return contents
 
 
-def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) -> None:
-    for rg in pg.resource_groups():
+def _verify_sram_limit(tree: _GroupTree, max_sram: int, arch: str | None) -> None:
+    for rg, _ in tree.groups:
         if rg.sram.end > max_sram:
             raise VerifyAt(f"SramRange {rg.sram} exceeds the {max_sram} bytes of shared "
                                 f"memory a plan may use on one processor of {arch}", rg,
