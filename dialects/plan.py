@@ -672,13 +672,25 @@ class PlanOp(IRDLOperation):
                         f"{len(rg.sram)} SRAM bytes: no slot fits", tg, rule="ark-plan.slots")
 
 
-@dataclass
+ProcessorGroupOp.FORM = _Form((("processor_range", _RANGE),), regions=1, parent=PlanOp)
+
+
 class _GroupTree:
     """A processor group's ops: every op nested in it (`walk_ops` order, without the group)
-    and its resource groups with their task groups."""
+    and, once those passed their own verification, its resource groups with their task
+    groups."""
 
-    descendants: list[Operation]
-    groups: list[tuple[ResourceGroupOp, list[TaskGroupOp]]]
+    def __init__(self, pg: ProcessorGroupOp, descendants: list[Operation],
+                 groups: list[tuple[ResourceGroupOp, list[TaskGroupOp]]] | None):
+        self.pg = pg
+        self.descendants = descendants
+        self._groups = groups
+
+    @property
+    def groups(self) -> list[tuple[ResourceGroupOp, list[TaskGroupOp]]]:
+        if self._groups is None:  # an unusual tree, read the usual way once it verified
+            self._groups = [(rg, rg.task_groups()) for rg in self.pg.resource_groups()]
+        return self._groups
 
 
 def _one_block(op: Operation) -> bool:
@@ -694,27 +706,27 @@ def _body_ops(op: Operation) -> list[Operation]:
 
 
 def _group_tree(pg: ProcessorGroupOp) -> _GroupTree:
-    """`pg`'s tree, read once (the usual two levels in one pass; anything else nested,
-    which the generic verification rejects, by `walk_ops`)."""
+    """`pg`'s tree, read once: the usual two levels (resource groups of one block holding
+    ops without regions) in one pass; anything else, which the generic verification
+    rejects, by `walk_ops`."""
+    if not _one_block(pg):
+        return _GroupTree(pg, walk_ops(pg)[1:], None)
     descendants: list[Operation] = []
     groups: list[tuple[ResourceGroupOp, list[TaskGroupOp]]] = []
-    usual = _one_block(pg)
-    for rg in _body_ops(pg) if usual else op_list(body_block(pg.body)):
+    for rg in _body_ops(pg):
         descendants.append(rg)
         if not isinstance(rg, ResourceGroupOp):
-            usual = usual and not rg.regions
+            if rg.regions:
+                return _GroupTree(pg, walk_ops(pg)[1:], None)
             continue
-        usual = usual and _one_block(rg)
-        task_groups = _body_ops(rg) if usual else op_list(body_block(rg.body))
+        if not _one_block(rg):
+            return _GroupTree(pg, walk_ops(pg)[1:], None)
+        task_groups = _body_ops(rg)
+        if any(tg.regions for tg in task_groups):
+            return _GroupTree(pg, walk_ops(pg)[1:], None)
         descendants += task_groups
         groups.append((rg, [tg for tg in task_groups if isinstance(tg, TaskGroupOp)]))
-        usual = usual and not any(tg.regions for tg in task_groups)
-    if not usual:
-        descendants = walk_ops(pg)[1:]
-    return _GroupTree(descendants, groups)
-
-
-ProcessorGroupOp.FORM = _Form((("processor_range", _RANGE),), regions=1, parent=PlanOp)
+    return _GroupTree(pg, descendants, groups)
 
 
 @dataclass
