@@ -30,7 +30,6 @@ from backends.json_format import (
 from dialects import ark, plan
 from dialects.ark import int_values
 from dialects.json_value import dict_value
-from dialects.utils import body_block, op_list
 
 
 def _ints(values: tuple[int, ...]) -> str:
@@ -248,16 +247,15 @@ class _PlanText:
         items = {"ProcessorRange": self.range(props["processor_range"]),
                  "WarpRange": self.range(props["warp_range"]),
                  "SramRange": self.range(props["sram_range"]),
-                 "TaskGroups": _lines5([task_group(tg) for tg in _children(
-                     rg, plan.TaskGroupOp)])}
+                 "TaskGroups": _lines5([task_group(tg) for tg in rg.task_groups()])}
         self.add_extra(items, props.get("extra"), 5)
         return dense_object(items, 4)
 
     def processor_group(self, pg: plan.ProcessorGroupOp) -> str:
         props = pg.properties
         items = {"ProcessorRange": self.range(props["processor_range"]),
-                 "ResourceGroups": dense_array([self.resource_group(rg) for rg in _children(
-                     pg, plan.ResourceGroupOp)], 3)}
+                 "ResourceGroups": dense_array(
+                     [self.resource_group(rg) for rg in pg.resource_groups()], 3)}
         self.add_extra(items, props.get("extra"), 3)
         return dense_object(items, 2)
 
@@ -274,7 +272,9 @@ class _PlanText:
             items[key] = dense.text(value, depth)
 
     def plan(self, p: plan.PlanOp, legacy: bool) -> str:
-        tasks, operators, groups = _contents(p)
+        contents = plan.plan_contents(p)
+        tasks = {task.task_id: task for task in contents.task_ops}  # as `p.tasks()`
+        operators = contents.task_operators()
         header: dict[str, Any] = {
             "Rank": compact(p.rank.value.data), "WorldSize": compact(p.world_size.value.data),
             "Architecture": None if p.arch_name is None else quoted(p.arch_name),
@@ -282,7 +282,8 @@ class _PlanText:
             "NumWarpsPerProcessor": str(p.warps_per_processor),
             "TaskInfos": dense_array([self.task(task, operators.get(task.task_id, []))
                                       for task in tasks.values()], 1),
-            "ProcessorGroups": dense_array([self.processor_group(pg) for pg in groups], 1),
+            "ProcessorGroups": dense_array(
+                [self.processor_group(pg) for pg in contents.groups], 1),
         }
         if p.arch_name is None:
             del header["Architecture"]
@@ -293,49 +294,6 @@ class _PlanText:
         if legacy:
             items.pop("Architecture", None)
         return dense_object(items, 0) + "\n"
-
-
-_KINDS: dict[type, type | None] = {}
-
-
-def _kind(cls: type) -> type | None:
-    """Which of TaskOp, ProcessorGroupOp, ResourceGroupOp, TaskGroupOp and ArkOp `cls` is
-    (subclasses included), decided once per class: `isinstance` against the abstract ArkOp
-    is slow."""
-    found = _KINDS.get(cls, _KINDS)
-    if found is _KINDS:
-        found = _KINDS[cls] = next((kind for kind in (
-            plan.TaskOp, plan.ProcessorGroupOp, plan.ResourceGroupOp, plan.TaskGroupOp,
-            ark.ArkOp) if issubclass(cls, kind)), None)
-    return found
-
-
-def _children(op, kind: type) -> list:
-    """The ops of `op`'s body that are `kind`s."""
-    return [child for child in op_list(body_block(op.body)) if _kind(type(child)) is kind]
-
-
-def _contents(p: plan.PlanOp) -> tuple[dict[int, plan.TaskOp], dict[int, list[ark.ArkOp]],
-                                       list[plan.ProcessorGroupOp]]:
-    """`p.tasks()`, `p.task_operators()` and `p.processor_groups()` in one walk."""
-    tasks: dict[int, plan.TaskOp] = {}
-    operators: dict[int, list[ark.ArkOp]] = {}
-    groups: list[plan.ProcessorGroupOp] = []
-    for op in op_list(p.graph):
-        kind = _kind(type(op))
-        if kind is ark.ArkOp:
-            task = op.properties.get("task")
-            if task is not None:
-                found = operators.get(task.value.data)
-                if found is None:
-                    operators[task.value.data] = [op]
-                else:
-                    found.append(op)
-        elif kind is plan.TaskOp:
-            tasks[op.properties["id"].value.data] = op
-        elif kind is plan.ProcessorGroupOp:
-            groups.append(op)
-    return tasks, operators, groups
 
 
 def plan_text(p: plan.PlanOp, legacy: bool = False) -> str:
