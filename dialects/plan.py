@@ -648,6 +648,10 @@ class PlanOp(IRDLOperation):
                                 tasks: dict[int, tuple[TaskOp, int]]) -> None:
         # The checks below rely on each group's own rules (SramRange step 1, ...).
         verify_children(tree.descendants)
+        if type(pg.properties.get("processor_range")) is not RangeAttr:
+            # Only MLIR text can say so; the group's generic rules report it (rather than
+            # a crash below), before its own turn in the walk.
+            verify_children([pg])
         count, warps = self.processor_count, self.warps_per_processor
         if not pg.processors.within(Range(0, count)):
             raise VerifyAt(f"ProcessorRange {pg.processors} is not inside [0, "

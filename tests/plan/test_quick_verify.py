@@ -222,3 +222,18 @@ def test_group_tree_lists_what_walk_ops_lists(odd):
     assert tree.descendants == walk_ops(pg)[1:]
     if odd != "second block":  # (a region of two blocks has no `block` to list)
         assert tree.groups == [(r, r.task_groups()) for r in pg.resource_groups()]
+
+
+@pytest.mark.parametrize("value", [StringAttr("x"), IntegerAttr(1, i64), None])
+def test_a_processor_group_without_a_range_is_an_error_not_a_crash(value):
+    """(Before, `planc check` of such an MLIR plan was a traceback.)"""
+    module = small_plan()
+    pg = [o for o in walk_ops(module) if isinstance(o, plan.ProcessorGroupOp)][-1]
+    if value is None:
+        del pg.properties["processor_range"]
+    else:
+        pg.properties["processor_range"] = value
+    with pytest.raises(PlancError) as info:
+        verify_module(module)
+    assert "processor_range" in str(info.value) or "plan.range" in str(info.value)
+    assert str(info.value).startswith("$.ProcessorGroups[2]: ")
