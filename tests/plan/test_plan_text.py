@@ -122,6 +122,8 @@ def unusual_plan(seed: int) -> dict:
                 extras(op)
             if rng.random() < 0.3:
                 op["Args"]["Unknown"] = {"INT": rng.randrange(9)}
+            if rng.random() < 0.2:
+                op["IsVirtual"] = not op["IsVirtual"]
             extras(op["Config"])
             for key in ("ReadTensors", "WriteTensors", "ResultTensors"):
                 for tensor in op[key]:
