@@ -95,6 +95,11 @@ def in_ark_format(doc: dict[str, Any], ark_format: str) -> dict[str, Any]:
 
 
 def emit_plan(module: ModuleOp, layout: str = "denser", ark_format: str = "current") -> str:
+    if layout != "indented" and ark_format in ("current", "legacy"):
+        # The usual text, written straight from the IR (the same bytes as below).
+        from backends.plan_text import plan_text
+
+        return plan_text(single_plan(module), legacy=ark_format == "legacy")
     doc = in_ark_format(plan_json(single_plan(module), shared=True), ark_format)
     return indented_json(doc) if layout == "indented" else denser_json(doc, PLAN_DEPTH)
 

@@ -60,6 +60,33 @@ def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
     ])
 
 
+L2_RETRY_SHRINK = 0.75
+"""Each new attempt plans with this share of the previous L2 budget."""
+
+
+def retry(error: Exception, options: argparse.Namespace) -> argparse.Namespace | None:
+    """Options for another attempt after `error`, or None. The layer groups are chosen by an
+    estimate that spreads each group's feature maps evenly over the cores; the real cut can
+    need more on one core (a layer cut by rows after one cut by samples gathers every sample's
+    rows), and then gemini-dram-order finds a workload whose data overflow L2. The whole
+    schedule is planned again with 3/4 of the budget (ResNet-34 at batch 16 on 2x2 overflowed
+    at the default 55% of L2 and fits at 41%), up to `compiler.driver.MAX_RETRIES` times. A
+    budget the user gave with --l2-budget is kept: the error stands."""
+    from compiler.gemini_model import GeminiHardware
+    from compiler.gemini_plan import L2Overflow
+
+    tried = getattr(options, "l2_retries", 0)
+    if not isinstance(error, L2Overflow) or (tried == 0 and
+                                             getattr(options, "l2_budget", None) is not None):
+        return None
+    buffer = _option(options, "buffer_size", DEFAULT_BUFFER)
+    current = getattr(options, "l2_budget", None) or int(buffer * min(
+        GeminiHardware.l2_plan, GeminiHardware.l2_fill))
+    budget = max(1, int(current * L2_RETRY_SHRINK))
+    return argparse.Namespace(**{**vars(options), "l2_budget": budget, "l2_retries": tried + 1,
+                                 "retry_note": f"--l2-budget {budget}"})
+
+
 def _option(options: argparse.Namespace, name: str, default):
     value = getattr(options, name, None)
     return default if value is None else value

@@ -19,7 +19,8 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """One encoder for every compact fragment: `json.dumps` builds a new one per call (a
 plan file has a fragment per tensor, argument and task group)."""
 
-_quoted = json.encoder.encode_basestring  # what ensure_ascii=False writes for a string
+quoted = _quoted = json.encoder.encode_basestring
+"""A string's JSON text (what `ensure_ascii=False` writes)."""
 
 
 def compact(value: Any) -> str:
@@ -39,10 +40,53 @@ def denser_json(value: Any, depth_limit: int = MODEL_DEPTH) -> str:
     encoded once below the depth limit: their compact text is remembered by identity, which
     holds while `value` keeps them alive.
     """
-    return _Dense(depth_limit).text(value, 0) + "\n"
+    return DenseWriter(depth_limit).text(value, 0) + "\n"
 
 
-class _Dense:
+_INDENTS = ["  " * depth for depth in range(32)]
+
+
+def _indent(depth: int) -> str:
+    return _INDENTS[depth] if depth < len(_INDENTS) else "  " * depth
+
+
+_KEYS: dict[str, str] = {}
+
+
+def _key(key: Any) -> str:
+    """A member name's text (names repeat: they are remembered)."""
+    if type(key) is not str:
+        return _COMPACT(key)
+    found = _KEYS.get(key)
+    if found is None:
+        found = _quoted(key)
+        if len(_KEYS) < 4096:
+            _KEYS[key] = found
+    return found
+
+
+def dense_object(items: dict[Any, str], depth: int) -> str:
+    """The text of an object at `depth` (above the limit) whose members' texts are `items`
+    (each made for depth + 1)."""
+    if not items:
+        return "{}"
+    inner = _indent(depth + 1)
+    return "{\n" + ",\n".join([f"{inner}{_key(k)}: {v}" for k, v in items.items()]) + \
+        "\n" + _indent(depth) + "}"
+
+
+def dense_array(texts: list[str], depth: int) -> str:
+    """The text of an array at `depth` (above the limit) whose elements' texts are `texts`
+    (each made for depth + 1); not for arrays of numbers, which are always compact."""
+    if not texts:
+        return "[]"
+    inner = _indent(depth + 1)
+    return "[\n" + ",\n".join([inner + t for t in texts]) + "\n" + _indent(depth) + "]"
+
+
+class DenseWriter:
+    """`denser_json`'s writer: `text(value, depth)` is the text of `value` at `depth`."""
+
     def __init__(self, limit: int):
         self.limit = limit
         self.memo: dict[int, str] = {}
@@ -59,15 +103,14 @@ class _Dense:
         if depth >= self.limit or not value or not isinstance(value, dict | list) \
                 or _is_number_array(value):
             return self.compact(value)
-        inner = "  " * (depth + 1)
-        child = self.compact if depth + 1 >= self.limit else \
-            lambda v: self.text(v, depth + 1)
+        if depth + 1 >= self.limit:
+            child = self.compact
+        else:
+            def child(v: Any) -> str:
+                return self.text(v, depth + 1)
         if isinstance(value, dict):
-            items = [f"{inner}{_quoted(k) if type(k) is str else _COMPACT(k)}: {child(v)}"
-                     for k, v in value.items()]
-            return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
-        items = [inner + child(v) for v in value]
-        return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"
+            return dense_object({k: child(v) for k, v in value.items()}, depth)
+        return dense_array([child(v) for v in value], depth)
 
 
 def indented_json(value: Any, indent: int = 2) -> str:

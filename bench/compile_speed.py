@@ -1,6 +1,6 @@
 """Compile speed: the whole `planc MODEL --target ark -o PLAN` command, as a user runs it.
 
-    python bench/compile_speed.py [--ops 1000,2000,5000,10000] [--arch a100] [--repeat 1]
+    python bench/compile_speed.py [--ops 1000,10000,50000] [--arch a100] [--repeat 1]
                                   [--baseline TREE] [--split]
 
 Generated models (`frontends.model_zoo.generated`: stacks of pre-norm MLP blocks, 10
@@ -107,7 +107,7 @@ def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="1000,2000,5000,10000")
+    parser.add_argument("--ops", default="1000,10000,50000")
     parser.add_argument("--arch", default="a100")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--baseline", type=Path, metavar="TREE",

@@ -64,20 +64,20 @@ def compile(source: ModuleOp | str | Path, target: str, *, pipeline: str | None 
     """Compile `source` (a path or an imported module) for `target`, as `planc SOURCE
     --target TARGET` does; returns the text, or {relative path: text} for targets that write
     a directory, and also writes it to `output` when given (atomically)."""
-    from compiler.driver import run_pipeline, without_garbage_collection
+    from compiler.driver import lower, without_garbage_collection
     from compiler.output import write_product
 
     info = target_named(target)
     if info is None:
         raise ValueError(f"unknown target '{target}'")
     opts = make_options(target, **options)
-    module = load(source) if isinstance(source, str | Path) else source.clone()
-    backend = info.load()
-    spec = pipeline if pipeline is not None else backend.pipeline(
-        document_format(module).name, opts)
+
+    def fresh(_options: Any) -> tuple[str, ModuleOp]:
+        module = load(source) if isinstance(source, str | Path) else source.clone()
+        return document_format(module).name, module
+
     with without_garbage_collection():
-        run_pipeline(module, spec)
-        product = backend.emit(module, opts)
+        _, product = lower(fresh, info.load(), opts, pipeline)
     if output is not None:
         write_product(str(output), product)
     return product

@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -542,15 +542,11 @@ def compile_command(args: argparse.Namespace) -> int:
     # collections during it cost a third of the import at 10k operators.
     with without_garbage_collection():
         steps = {"load": perf_counter()}
-        source, module = _synthesize_or_load(args, target, options)
-        backend = target.load()
-        spec = args.pipeline if args.pipeline is not None else backend.pipeline(source, options)
-        steps["pipeline"] = perf_counter()
         try:
-            passes = run_pipeline(module, spec, print_ir=args.print_ir_after_all,
-                                  verify_each=args.verify_each or None)
-            steps["emit"] = perf_counter()
-            product = backend.emit(module, options)
+            passes, product = lower(lambda opts: _synthesize_or_load(args, target, opts),
+                                    target.load(), options, args.pipeline, steps,
+                                    print_ir=args.print_ir_after_all,
+                                    verify_each=args.verify_each or None)
         except PlancError as e:
             # With several inputs, only the error itself knows which file it is about.
             raise e.in_file(args.input) if len(args.inputs) == 1 else e from None
@@ -570,6 +566,39 @@ def compile_command(args: argparse.Namespace) -> int:
                           "seconds": seconds,
                           "passes": [{"name": n, "seconds": round(t, 6)} for n, t in passes]}))
     return 0
+
+
+MAX_RETRIES = 4
+"""Attempts a backend's `retry` may add (each one loads and plans the input again)."""
+
+
+def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: Any,
+          pipeline: str | None, steps: dict[str, float] | None = None,
+          **run: Any) -> tuple[list[tuple[str, float]], Any]:
+    """Load the input (`load(options)` gives its format and a fresh module), run the target's
+    pipeline (or `pipeline`) and emit: ((pass, seconds) per pass, the product). A backend with
+    `retry(error, options)` may answer an error of its pipeline with options for another
+    attempt (Gemini plans again with a smaller L2 budget when a cut overflows L2); an explicit
+    `--pipeline` is run as given."""
+    from time import perf_counter
+
+    steps = {} if steps is None else steps
+    retry = getattr(backend, "retry", None) if pipeline is None else None
+    for attempt in range(MAX_RETRIES + 1):
+        source, module = load(options)
+        spec = pipeline if pipeline is not None else backend.pipeline(source, options)
+        steps["pipeline"] = perf_counter()
+        try:
+            passes = run_pipeline(module, spec, **run)
+            steps["emit"] = perf_counter()
+            return passes, backend.emit(module, options)
+        except PlancError as e:
+            again = retry(e, options) if retry is not None and attempt < MAX_RETRIES else None
+            if again is None:
+                raise
+            LOG.info("%s; planning again with %s", e.message, again.retry_note)
+            options = again
+    raise AssertionError("unreachable")
 
 
 def _step_seconds(starts: dict[str, float], end: float) -> dict[str, float]:

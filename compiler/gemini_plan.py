@@ -49,6 +49,12 @@ def error_at(op: Operation, message: str) -> PlancError:
     return PlancError(message, path=source_path(op))
 
 
+class L2Overflow(PlancError):
+    """What a workload needs does not fit L2. The layer groups were chosen by an estimate
+    (gemini-group-layers), which the real cut over the cores can exceed, so the Gemini target
+    plans again with a smaller budget (`backends.gemini.retry`)."""
+
+
 def set_int(op: Operation, name: str, value: int) -> None:
     op.attributes[name] = IntegerAttr(value, i64)
 

@@ -7,6 +7,8 @@ error points into the user's file just like an import error does.
 
 from __future__ import annotations
 
+from typing import Any
+
 from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -58,9 +60,18 @@ def verify_module(module: ModuleOp) -> None:
             if id(op) in done:
                 continue  # verified by its parent, which checks it first
             try:
-                verify_op(op)
+                quick = _QUICK.get(type(op), _QUICK)
+                if quick is _QUICK:
+                    quick = _QUICK[type(op)] = getattr(type(op), "verify_quickly", None)
+                if quick is None or not quick(op):
+                    verify_op(op)
             except (VerifyException, DiagnosticException) as e:
                 raise verifier_error(op, e) from None
+
+
+_QUICK: dict[type, Any] = {}
+"""Per op class, its `verify_quickly(op)` (True when it verified the op itself, False when
+the generic verification must; see `dialects.plan`), or None."""
 
 
 def verify_all(module: ModuleOp, limit: int = 100) -> list[PlancError]:

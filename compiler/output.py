@@ -34,8 +34,13 @@ def write_file_atomic(path: str | Path, text: str | bytes) -> None:
     device, pipe or socket (`-o /dev/null`, `-o /dev/stdout`, a FIFO) is written into
     instead: renaming a file over it would replace the node itself (as root, `/dev/null`
     became a regular file holding the plan). A write the system refuses (a full disk,
-    `/dev/full`, a directory planc may not create files in) is one clean error."""
+    `/dev/full`, a directory planc may not create files in) is one clean error. A symbolic
+    link is written through, as the shell's `>` would: the file it names gets the result and
+    the link stays (renaming over the link would have replaced it with a plain file). An
+    existing file keeps its permissions."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     data = text.encode("utf-8") if isinstance(text, str) else text
     if path.is_dir():
         raise PlancError("is a directory; this target writes a single file", file=str(path))
@@ -51,12 +56,22 @@ def write_file_atomic(path: str | Path, text: str | bytes) -> None:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            # mkstemp makes the file private (0600); a written result gets the umask's mode.
-            os.chmod(tmp, _umask_mode(0o666))
+            # mkstemp makes the file private (0600); a new result gets the umask's mode, a
+            # replaced one the mode it had.
+            os.chmod(tmp, _existing_mode(path) or _umask_mode(0o666))
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _existing_mode(path: Path) -> int | None:
+    """The permission bits of the regular file at `path`, or None if there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
 def _is_special(path: Path) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -60,6 +60,7 @@ from dialects.utils import (
     build_with_properties,
     i64_attr,
     op_list,
+    verified_so_far,
     verify_first,
     verify_operation,
     walk_ops,
@@ -168,6 +169,103 @@ def _new_range(begin: int, end: int, step: int | None) -> RangeAttr:
 
 
 # ---------------------------------------------------------------------------------------------
+# Quick verification of plan ops
+# ---------------------------------------------------------------------------------------------
+
+
+def _i64(value: Attribute) -> bool:
+    """Does `value` meet `IntegerAttr[I64]`?"""
+    return type(value) is IntegerAttr and (value.type is i64 or value.type == i64)
+
+
+def _exactly(cls: type) -> Callable[[Attribute], bool]:
+    """Is the value of class `cls` (subclasses are left to the generic check)?"""
+    return lambda value: type(value) is cls
+
+
+@dataclass(frozen=True)
+class _Form:
+    """What xDSL's generic verification checks of a plan op, as plain tests: no operands,
+    results or successors; the properties (each required or optional one meets its test,
+    and there are no others); `regions` regions of one block without arguments at most (the
+    `NoTerminator` trait, the region definitions); a parent of class `parent` when attached
+    (`HasParent`). `holds` says False also where it is unsure (attributes, subclasses):
+    the generic verification then decides, in its own words."""
+
+    required: tuple[tuple[str, Callable[[Attribute], bool]], ...]
+    optional: tuple[tuple[str, Callable[[Attribute], bool]], ...] = (
+        ("extra", _exactly(DictionaryAttr)),)
+    regions: int = 0
+    parent: type | None = None
+
+    def holds(self, op: Operation) -> bool:
+        if op._operands or op.results or op.successors or op.attributes \
+                or len(op.regions) != self.regions:
+            return False
+        props = op.properties
+        count = len(self.required)
+        for name, test in self.required:
+            value = props.get(name)
+            if value is None or not test(value):
+                return False
+        for name, test in self.optional:
+            value = props.get(name)
+            if value is not None:
+                if not test(value):
+                    return False
+                count += 1
+        if len(props) != count:
+            return False
+        for region in op.regions:
+            first = region._first_block  # noqa: SLF001 (`blocks` is a view made per call)
+            if first is not region._last_block or (first is not None and first._args):  # noqa: SLF001
+                return False
+        if self.parent is not None:
+            parent = op.parent_op()
+            if parent is not None and not isinstance(parent, self.parent):
+                return False
+        return True
+
+
+class _QuickVerify:
+    """Plan ops verify themselves at a fraction of the generic cost: `verify_quickly()` checks
+    the op's `FORM` and, when it holds, runs the op's own rules (`own_rules`, which `verify_`
+    runs too) and says True; it says False, having checked nothing, when the generic
+    verification must decide (`compiler.locations.verify_module` and `verify_children` then
+    run it). A plan of 10k operators has 12k of these ops."""
+
+    FORM: ClassVar[_Form]
+
+    def verify_quickly(self) -> bool:
+        if not self.FORM.holds(self):
+            return False
+        self.own_rules()
+        return True
+
+    def own_rules(self) -> None:
+        pass
+
+
+def verify_children(ops: Sequence[Operation]) -> None:
+    """`verify_first(ops)`, taking `verify_quickly` where the op has it."""
+    done = verified_so_far()
+    for op in ops:
+        if done is not None and id(op) in done:
+            continue
+        quick = getattr(op, "verify_quickly", None)
+        try:
+            verified = quick is not None and quick()
+        except VerifyAt:
+            raise
+        except VerifyException as e:
+            raise VerifyAt(str(e), op) from None
+        if not verified:
+            verify_first((op,))
+        elif done is not None:
+            done.add(id(op))
+
+
+# ---------------------------------------------------------------------------------------------
 # Ops
 # ---------------------------------------------------------------------------------------------
 
@@ -175,7 +273,7 @@ ARCHITECTURE = re.compile(r"ANY|CUDA(_\d+)?|ROCM(_\w+)?")
 
 
 @irdl_op_definition
-class TaskOp(IRDLOperation):
+class TaskOp(_QuickVerify, IRDLOperation):
     """A TaskInfo: a sequence of operators run together per task index.
 
     `num_warps` and `sram_bytes` are what one task needs on a processor; the operators are the
@@ -212,6 +310,9 @@ class TaskOp(IRDLOperation):
         return self.sram_bytes.value.data
 
     def verify_(self) -> None:
+        self.own_rules()
+
+    def own_rules(self) -> None:
         if self.warps < 1:
             raise VerifyException(f"task {self.task_id}: NumWarps must be >= 1, got {self.warps}")
         if self.sram < 0:
@@ -219,7 +320,7 @@ class TaskOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TaskGroupOp(IRDLOperation):
+class TaskGroupOp(_QuickVerify, IRDLOperation):
     """Runs task indices `task_range` of TaskInfo `task_id`, `granularity` consecutive task
     indices per processor at a time (1: round-robin)."""
 
@@ -254,12 +355,15 @@ class TaskGroupOp(IRDLOperation):
         return self.granularity.value.data
 
     def verify_(self) -> None:
+        self.own_rules()
+
+    def own_rules(self) -> None:
         if self.gran < 1:
             raise VerifyException(f"Granularity must be a positive integer, got {self.gran}")
 
 
 @irdl_op_definition
-class ResourceGroupOp(IRDLOperation):
+class ResourceGroupOp(_QuickVerify, IRDLOperation):
     """Processors, warps (per processor) and shared-memory bytes (per processor) that run the
     task groups of the body, one after another."""
 
@@ -298,13 +402,16 @@ class ResourceGroupOp(IRDLOperation):
         return [op for op in op_list(body_block(self.body)) if isinstance(op, TaskGroupOp)]
 
     def verify_(self) -> None:
+        self.own_rules()
+
+    def own_rules(self) -> None:
         sram = self.sram
         if sram.step != 1:
             raise VerifyException(f"SramRange {sram} must have step 1")
 
 
 @irdl_op_definition
-class ProcessorGroupOp(IRDLOperation):
+class ProcessorGroupOp(_QuickVerify, IRDLOperation):
     """Processors whose resource groups run next; a later group that shares processors with an
     earlier one waits for it at a barrier, a disjoint one runs concurrently."""
 
@@ -332,12 +439,23 @@ class ProcessorGroupOp(IRDLOperation):
         return [op for op in op_list(body_block(self.body)) if isinstance(op, ResourceGroupOp)]
 
     def verify_(self) -> None:
+        self.own_rules()
+
+    def own_rules(self) -> None:
         processors = self.processors
         for rg in self.resource_groups():
             if not rg.processors.within(processors):
                 raise VerifyAt(
                     f"resource group processors {rg.processors} are not inside the processor "
                     f"group's {processors}", rg)
+
+
+_RANGE = _exactly(RangeAttr)
+TaskOp.FORM = _Form((("id", _i64), ("num_warps", _i64), ("sram_bytes", _i64)))
+TaskGroupOp.FORM = _Form((("task_id", _i64), ("task_range", _RANGE), ("granularity", _i64)),
+                         parent=ResourceGroupOp)
+ResourceGroupOp.FORM = _Form((("processor_range", _RANGE), ("warp_range", _RANGE),
+                              ("sram_range", _RANGE)), regions=1, parent=ProcessorGroupOp)
 
 
 REQUIRED_CONFIG: dict[type[ark.ArkOp], tuple[str, ...]] = {
@@ -474,11 +592,13 @@ class PlanOp(IRDLOperation):
         if limits is not None and self.processor_count > limits.max_processors:
             raise VerifyException(self._too_many_processors(limits.max_processors))
         ark.check_buffers_consistent(self.graph)
-        tasks = self._verify_tasks()
-        for pg in self.processor_groups():
-            self._verify_processor_group(pg, tasks)
+        contents = plan_contents(self)
+        tasks = self._verify_tasks(contents)
+        for pg in contents.groups:
+            tree = _group_tree(pg)
+            self._verify_processor_group(pg, tree, tasks)
             if limits is not None:
-                _verify_sram_limit(pg, limits.max_sram, self.arch_name)
+                _verify_sram_limit(tree, limits.max_sram, self.arch_name)
 
     def _too_many_processors(self, most: int) -> str:
         """ARK's loop kernel is persistent: all NumProcessors blocks grid-sync with each other,
@@ -497,17 +617,18 @@ class PlanOp(IRDLOperation):
 
         return architecture_limits(self.arch_name)
 
-    def _verify_tasks(self) -> dict[int, tuple[TaskOp, int]]:
+    def _verify_tasks(self, contents: PlanContents | None = None
+                      ) -> dict[int, tuple[TaskOp, int]]:
         """Check every TaskInfo; return (task op, NumTasks) by id."""
+        contents = contents or plan_contents(self)
         tasks: dict[int, tuple[TaskOp, int]] = {}
-        task_ops = [op for op in op_list(self.graph) if isinstance(op, TaskOp)]
-        verify_first(task_ops)  # slots divide by NumWarps
-        for task in task_ops:
+        verify_children(contents.task_ops)  # slots divide by NumWarps
+        for task in contents.task_ops:
             if task.task_id in tasks:
                 raise VerifyAt(f"TaskInfo id {task.task_id} is used twice", task)
             tasks[task.task_id] = (task, -1)
-        configs: dict[int, tuple[Attribute, dict]] = {}
-        for task_id, ops in self.task_operators().items():
+        configs = _Configs()
+        for task_id, ops in contents.task_operators().items():
             if task_id not in tasks:
                 raise VerifyAt(f"operator belongs to TaskInfo {task_id}, which does not "
                                     "exist", ops[0])
@@ -523,20 +644,24 @@ class PlanOp(IRDLOperation):
             tasks[task_id] = (task, num_tasks if num_tasks is not None else 0)
         return tasks
 
-    def _verify_processor_group(self, pg: ProcessorGroupOp,
+    def _verify_processor_group(self, pg: ProcessorGroupOp, tree: _GroupTree,
                                 tasks: dict[int, tuple[TaskOp, int]]) -> None:
         # The checks below rely on each group's own rules (SramRange step 1, ...).
-        verify_first(walk_ops(pg)[1:])
-        all_processors = Range(0, self.processor_count)
-        if not pg.processors.within(all_processors):
+        verify_children(tree.descendants)
+        if type(pg.properties.get("processor_range")) is not RangeAttr:
+            # Only MLIR text can say so; the group's generic rules report it (rather than
+            # a crash below), before its own turn in the walk.
+            verify_children([pg])
+        count, warps = self.processor_count, self.warps_per_processor
+        if not pg.processors.within(Range(0, count)):
             raise VerifyAt(f"ProcessorRange {pg.processors} is not inside [0, "
-                                f"NumProcessors {self.processor_count})", pg)
-        all_warps = Range(0, self.warps_per_processor)
-        for rg in pg.resource_groups():
-            if not rg.warps.within(all_warps):
-                raise VerifyAt(f"WarpRange {rg.warps} is not inside [0, "
-                                    f"NumWarpsPerProcessor {self.warps_per_processor})", rg)
-            for tg in rg.task_groups():
+                                f"NumProcessors {count})", pg)
+        for rg, task_groups in tree.groups:
+            rg_warps = rg.warps
+            if not rg_warps.within(Range(0, warps)):
+                raise VerifyAt(f"WarpRange {rg_warps} is not inside [0, "
+                                    f"NumWarpsPerProcessor {warps})", rg)
+            for tg in task_groups:
                 if tg.task not in tasks:
                     raise VerifyAt(f"TaskId {tg.task} names no TaskInfo", tg)
                 task, num_tasks = tasks[tg.task]
@@ -544,26 +669,155 @@ class PlanOp(IRDLOperation):
                     raise VerifyAt(f"TaskRange {tg.tasks} is not inside [0, NumTasks "
                                         f"{num_tasks}) of task {tg.task}", tg,
                                    rule="ark-plan.task-range")
-                if slot_layout(rg, task).num_slots < 1:
+                if slot_count(rg, task) < 1:
                     raise VerifyAt(
                         f"task {tg.task} needs {task.warps} warps and {task.sram} SRAM bytes, "
                         f"but the resource group has {len(rg.warps)} warps and "
                         f"{len(rg.sram)} SRAM bytes: no slot fits", tg, rule="ark-plan.slots")
 
 
-def _verify_sram_limit(pg: ProcessorGroupOp, max_sram: int, arch: str | None) -> None:
-    for rg in pg.resource_groups():
+ProcessorGroupOp.FORM = _Form((("processor_range", _RANGE),), regions=1, parent=PlanOp)
+
+
+class _GroupTree:
+    """A processor group's ops: every op nested in it (`walk_ops` order, without the group)
+    and, once those passed their own verification, its resource groups with their task
+    groups."""
+
+    def __init__(self, pg: ProcessorGroupOp, descendants: list[Operation],
+                 groups: list[tuple[ResourceGroupOp, list[TaskGroupOp]]] | None):
+        self.pg = pg
+        self.descendants = descendants
+        self._groups = groups
+
+    @property
+    def groups(self) -> list[tuple[ResourceGroupOp, list[TaskGroupOp]]]:
+        if self._groups is None:  # an unusual tree, read the usual way once it verified
+            self._groups = [(rg, rg.task_groups()) for rg in self.pg.resource_groups()]
+        return self._groups
+
+
+def _one_block(op: Operation) -> bool:
+    """Is `op`'s only region its body, of one block at most?"""
+    return len(op.regions) == 1 and \
+        op.regions[0]._first_block is op.regions[0]._last_block  # noqa: SLF001
+
+
+def _body_ops(op: Operation) -> list[Operation]:
+    """The ops of the first block of `op`'s first region (none without a block)."""
+    first = op.regions[0]._first_block  # noqa: SLF001
+    return [] if first is None else op_list(first)
+
+
+def _group_tree(pg: ProcessorGroupOp) -> _GroupTree:
+    """`pg`'s tree, read once: the usual two levels (resource groups of one block holding
+    ops without regions) in one pass; anything else, which the generic verification
+    rejects, by `walk_ops`."""
+    if not _one_block(pg):
+        return _GroupTree(pg, walk_ops(pg)[1:], None)
+    descendants: list[Operation] = []
+    groups: list[tuple[ResourceGroupOp, list[TaskGroupOp]]] = []
+    for rg in _body_ops(pg):
+        descendants.append(rg)
+        if not isinstance(rg, ResourceGroupOp):
+            if rg.regions:
+                return _GroupTree(pg, walk_ops(pg)[1:], None)
+            continue
+        if not _one_block(rg):
+            return _GroupTree(pg, walk_ops(pg)[1:], None)
+        task_groups = _body_ops(rg)
+        if any(tg.regions for tg in task_groups):
+            return _GroupTree(pg, walk_ops(pg)[1:], None)
+        descendants += task_groups
+        groups.append((rg, [tg for tg in task_groups if isinstance(tg, TaskGroupOp)]))
+    return _GroupTree(pg, descendants, groups)
+
+
+@dataclass
+class PlanContents:
+    """What a plan's block holds, by kind, found in one walk: the TaskInfos, the operators
+    that belong to a TaskInfo (in block order) and the processor groups."""
+
+    task_ops: list[TaskOp]
+    operators: list[ark.ArkOp]
+    groups: list[ProcessorGroupOp]
+
+    def task_operators(self) -> dict[int, list[ark.ArkOp]]:
+        """`PlanOp.task_operators()`: the operators of each TaskInfo id, the TaskInfos' ids
+        first (in their order), then ids that name no TaskInfo."""
+        grouped: dict[int, list[ark.ArkOp]] = {t.task_id: [] for t in self.task_ops}
+        for op in self.operators:
+            task_id = op.properties["task"].value.data
+            found = grouped.get(task_id)
+            if found is None:
+                grouped[task_id] = [op]
+            else:
+                found.append(op)
+        return grouped
+
+
+_KINDS: dict[type, type | None] = {}
+
+
+def _kind(cls: type) -> type | None:
+    """Which of TaskOp, ProcessorGroupOp and ArkOp ops of class `cls` are, decided once per
+    class (`isinstance` against the abstract ArkOp is slow)."""
+    found = _KINDS.get(cls, _KINDS)
+    if found is _KINDS:
+        found = _KINDS[cls] = next((kind for kind in (TaskOp, ProcessorGroupOp, ark.ArkOp)
+                                    if issubclass(cls, kind)), None)
+    return found
+
+
+def plan_contents(p: PlanOp) -> PlanContents:
+    contents = PlanContents([], [], [])
+    for op in op_list(p.graph):
+        kind = _kind(type(op))
+        if kind is ark.ArkOp:
+            if op.properties.get("task") is not None:
+                contents.operators.append(op)
+        elif kind is TaskOp:
+            contents.task_ops.append(op)
+        elif kind is ProcessorGroupOp:
+            contents.groups.append(op)
+    return contents
+
+
+def _verify_sram_limit(tree: _GroupTree, max_sram: int, arch: str | None) -> None:
+    for rg, _ in tree.groups:
         if rg.sram.end > max_sram:
             raise VerifyAt(f"SramRange {rg.sram} exceeds the {max_sram} bytes of shared "
                                 f"memory a plan may use on one processor of {arch}", rg,
                            rule="ark-plan.sram")
 
 
-def _verify_operator_config(op: ark.ArkOp, task: TaskOp,
-                            configs: dict[int, tuple[Attribute, dict]] | None = None) -> int:
-    """Check an operator's Config against its type and task; return its NumTasks. `configs`
-    remembers Config values by the attribute's identity (operators that share a tiling share
-    the attribute); they are only read here."""
+class _Configs:
+    """The Config values of a plan's operators, by the identity of the attribute (operators
+    that share a tiling share it; the table keeps it alive), and the (operator class,
+    Config) pairs whose checks that depend on nothing else passed, and tile counts by
+    (Config, output shape)."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, tuple[Attribute, dict]] = {}
+        self.passed: set[tuple[type, int]] = set()
+        self.tile_counts: dict[tuple[int, tuple[int, ...]], int] = {}
+
+    def value(self, attr: DictionaryAttr) -> dict:
+        found = self.values.get(id(attr))
+        if found is None:
+            found = self.values[id(attr)] = (attr, _config_value(attr))
+        return found[1]
+
+
+def _config_value(attr: DictionaryAttr) -> dict:
+    from dialects.json_value import dict_value
+
+    return dict_value(attr)
+
+
+def _verify_operator_config(op: ark.ArkOp, task: TaskOp, configs: _Configs | None = None
+                            ) -> int:
+    """Check an operator's Config against its type and task; return its NumTasks."""
     if op.config is None:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
@@ -571,13 +825,22 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp,
         verify_operation(op)
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
-    if configs is None:
-        config = op.config_value()
-    else:
-        found = configs.get(id(op.config))
-        if found is None:
-            found = configs[id(op.config)] = (op.config, op.config_value())
-        config = found[1]
+    configs = configs or _Configs()
+    config = configs.value(op.config)
+    key = (type(op), id(op.config))
+    if key not in configs.passed:
+        _verify_config_keys(op, config)
+        configs.passed.add(key)
+    if config["NumWarps"] > task.warps or config["SramBytes"] > task.sram:
+        raise VerifyAt(
+            f"'{op.label.data}' needs {config['NumWarps']} warps and {config['SramBytes']} SRAM "
+            f"bytes, more than its task {task.task_id} reserves ({task.warps}, {task.sram})", op)
+    _verify_tiling(op, config, configs)
+    return config["NumTasks"]
+
+
+def _verify_config_keys(op: ark.ArkOp, config: dict) -> None:
+    """The rules of a Config that depend on the operator's class alone."""
     for key in required_config(op):
         if key not in config:
             raise VerifyAt(f"Config of {op.ark_type} '{op.label.data}' lacks '{key}'", op)
@@ -585,25 +848,35 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp,
         if not isinstance(config[key], int) or isinstance(config[key], bool) or config[key] < 0:
             raise VerifyAt(f"Config {key} of '{op.label.data}' must be a non-negative "
                                 f"integer, got {config[key]!r}", op)
-    if config["NumWarps"] > task.warps or config["SramBytes"] > task.sram:
-        raise VerifyAt(
-            f"'{op.label.data}' needs {config['NumWarps']} warps and {config['SramBytes']} SRAM "
-            f"bytes, more than its task {task.task_id} reserves ({task.warps}, {task.sram})", op)
-    _verify_tiling(op, config)
-    return config["NumTasks"]
 
 
-def _verify_tiling(op: ark.ArkOp, config: dict) -> None:
+_TILINGS: dict[type, str | None] = {}
+
+
+def _tiling(cls: type) -> str | None:
+    """How NumTasks of an operator class is counted: "matmul" (M x N tiles), "tile" (`Tile`s
+    over the output), "reduce" (ImplType decides) or None; decided once per class."""
+    if cls not in _TILINGS:
+        _TILINGS[cls] = (
+            "matmul" if issubclass(cls, ark.MatmulOp) else "reduce"
+            if issubclass(cls, ark.ReduceOp) else "tile"
+            if issubclass(cls, (*TILED_ELEMENTWISE, ark.TransposeOp, ark.ScalarAssignOp))
+            else None)
+    return _TILINGS[cls]
+
+
+def _verify_tiling(op: ark.ArkOp, config: dict, configs: _Configs | None = None) -> None:
     """NumTasks must be the number of output tiles, or tiles are skipped or run twice."""
     expected = None
-    if isinstance(op, ark.MatmulOp):
+    tiling = _tiling(type(op))
+    if tiling == "matmul":
         tile = config["TileShapeMNK"]
         if not (isinstance(tile, list) and len(tile) == 3 and all(
                 isinstance(v, int) and v > 0 for v in tile)):
             raise VerifyAt(f"TileShapeMNK of '{op.label.data}' must be 3 positive "
                                 f"integers, got {tile!r}", op)
         expected = matmul_task_count(op, tile)
-    elif isinstance(op, ark.ReduceOp):
+    elif tiling == "reduce":
         if config["ImplType"] not in ("WarpWise", "ElementWise"):
             raise VerifyAt(f"ImplType of '{op.label.data}' must be WarpWise or "
                                 f"ElementWise, got {config['ImplType']!r}", op)
@@ -611,17 +884,27 @@ def _verify_tiling(op: ark.ArkOp, config: dict) -> None:
         if config["ImplType"] == "WarpWise" and op.axis_index != last_axis:
             raise VerifyAt(f"ImplType WarpWise of '{op.label.data}' needs the last axis, "
                                 f"but Axis is {op.axis_index}", op)
-    elif isinstance(op, (*TILED_ELEMENTWISE, ark.TransposeOp, ark.ScalarAssignOp)):
+    elif tiling == "tile":
+        expected = _tile_count(op, config, configs or _Configs())
+    if expected is not None and config["NumTasks"] != expected:
+        raise VerifyAt(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
+                            f"tiling covers the output with {expected} tiles", op,
+                       rule="ark-plan.num-tasks")
+
+
+def _tile_count(op: ark.ArkOp, config: dict, configs: _Configs) -> int:
+    """`output_tile_count` of the op's output and Tile, once per (Config, output shape)."""
+    shape = op.operand_groups()[1][0].type.shape_tuple
+    key = (id(op.config), shape)
+    found = configs.tile_counts.get(key)
+    if found is None:
         tile = config["Tile"]
         if not (isinstance(tile, list) and 1 <= len(tile) <= 4 and all(
                 isinstance(v, int) and v > 0 for v in tile)):
             raise VerifyAt(f"Tile of '{op.label.data}' must be 1 to 4 positive integers, "
                                 f"got {tile!r}", op)
-        expected = output_tile_count(op.outputs[0].shape_list, tile)
-    if expected is not None and config["NumTasks"] != expected:
-        raise VerifyAt(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
-                            f"tiling covers the output with {expected} tiles", op,
-                       rule="ark-plan.num-tasks")
+        found = configs.tile_counts[key] = output_tile_count(shape, tile)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -637,6 +920,14 @@ class SlotLayout:
     num_slots: int
     slot_warps: int
     slot_sram: int
+
+
+def slot_count(rg: ResourceGroupOp, task: TaskOp) -> int:
+    """How many tasks of `task` a processor of `rg` runs at once (`slot_layout`'s)."""
+    slots = len(rg.warps) // task.warps
+    if task.sram > 0:
+        slots = min(slots, len(rg.sram) // task.sram)
+    return slots
 
 
 def slot_layout(rg: ResourceGroupOp, task: TaskOp) -> SlotLayout:

@@ -19,6 +19,7 @@ What a target cannot express is one error naming the ONNX node, its operator and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,14 +50,47 @@ class OnnxImport:
     output_dtypes: dict[str, np.dtype] = field(default_factory=dict)
 
 
+MAX_ONNX_BYTES = 2 << 30
+"""Protobuf's limit on one message: a larger ONNX model keeps its weights as external data."""
+
+
+def read_bounded(path: str) -> bytes:
+    """The bytes of the ONNX file. `onnx.load` reads a file to its end, so `planc /dev/zero`
+    (or a pipe that never closes) read until memory ran out: a regular file is refused
+    beyond protobuf's 2 GiB before it is read, a pipe or device is read up to the bound
+    planc keeps for every input (`MAX_INPUT_BYTES`)."""
+    import stat
+
+    from compiler.json_reader import MAX_INPUT_BYTES
+
+    try:
+        with open(path, "rb") as f:
+            info = os.fstat(f.fileno())
+            limit = MAX_ONNX_BYTES if stat.S_ISREG(info.st_mode) else MAX_INPUT_BYTES
+            if info.st_size > limit:
+                raise PlancError(f"{info.st_size:,} bytes, larger than the {limit:,} of one "
+                                 "ONNX (protobuf) message; a bigger model keeps its weights "
+                                 "as external data", file=path)
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise PlancError(f"cannot read: {e.strerror or e}", file=path) from None
+    if len(data) > limit:
+        raise PlancError(f"larger than the {limit:,} bytes planc reads from a pipe or device "
+                         "as one ONNX model", file=path)
+    return data
+
+
 def load(path: str) -> Any:
     try:
         import onnx
     except ImportError:
         raise PlancError("reading ONNX models needs the onnx package: pip install "
                          "'planc[onnx]'", file=path) from None
+    data = read_bounded(path)
     try:
-        model = onnx.load(path)
+        model = onnx.load_model_from_string(data)
+        # As onnx.load does: weights kept beside the model are read from its directory.
+        onnx.load_external_data_for_model(model, os.path.dirname(path) or ".")
     except Exception as e:  # noqa: BLE001 -- protobuf reports a bad file in many ways
         raise PlancError(f"not a readable ONNX model: {' '.join(str(e).split())[:200]}",
                          file=path) from None

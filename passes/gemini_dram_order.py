@@ -40,13 +40,14 @@ from compiler.gemini_plan import (
     ISSUE,
     ORDER,
     HardwarePass,
-    error_at,
+    L2Overflow,
     graph_of,
     layer_table,
     schedule_of,
     set_int,
     workload_step,
 )
+from compiler.locations import source_path
 from dialects import dnn, gemini
 from passes.gemini_cycles import plan_workload
 
@@ -234,10 +235,11 @@ class GeminiDramOrderPass(HardwarePass):
                 used = occupancy.peak(position, position)
                 if used > limit:
                     wl = timelines[core].workloads[position]
-                    raise error_at(wl, f"{name} overflow: the data live at workload {wl.id} of "
-                                       f"core {core} need {int(used)} {unit}, more than the "
-                                       f"{int(limit)} that may be filled; use a larger "
-                                       f"--buffer-size, a smaller --batch or more cores")
+                    error = L2Overflow if name == "L2" else PlancError
+                    raise error(f"{name} overflow: the data live at workload {wl.id} of core "
+                                f"{core} need {int(used)} {unit}, more than the {int(limit)} "
+                                f"that may be filled; use a larger --buffer-size, a smaller "
+                                f"--batch or more cores", path=source_path(wl))
 
     def _spans(self, load, loaded, layers, timelines) -> list[tuple[str, int, int, int, int]]:
         """(memory, core, first reader, last reader, size) of a load on each core it feeds:

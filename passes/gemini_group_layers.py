@@ -29,6 +29,7 @@ from compiler.gemini_plan import (
     HardwarePass,
     batch_of,
     consumers,
+    error_at,
     graph_of,
     is_network_output,
     parse_mesh,
@@ -42,7 +43,8 @@ from compiler.locations import source_path
 from dialects import dnn
 
 MAX_SEGMENT_LAYERS = 96
-"""Longest segment the search considers (keeps the search quadratic in practice)."""
+"""Longest segment the search considers: the search grows at most this many segments from
+each start, so it is linear in the number of layers."""
 
 
 @dataclass
@@ -117,6 +119,18 @@ def _refuse_oversized(graph: dnn.GraphOp) -> None:
                                  path=source_path(op))
 
 
+def _refuse_too_many_layers(layers: list[dnn.LayerOp]) -> None:
+    """Every layer is at least one workload, so a network of more layers than gemini-partition
+    schedules workloads is refused before the search rather than after it (20,000 layers took
+    minutes to reach that refusal)."""
+    from passes.gemini_partition import MAX_WORKLOADS
+
+    if len(layers) > MAX_WORKLOADS:
+        raise error_at(layers[MAX_WORKLOADS],
+                       f"the network has {len(layers)} layers to schedule, each at least one "
+                       f"workload: more than the {MAX_WORKLOADS} workloads planc schedules")
+
+
 @dataclass(frozen=True)
 class SegmentPlan:
     sub_batch: int
@@ -126,18 +140,34 @@ class SegmentPlan:
 
 def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, cores: int,
                      hw: GeminiHardware) -> SegmentPlan | None:
-    """The best batch cut of layers [start, end) that fits the planned L2 budget, or None."""
-    budget = hw.planned_l2_bytes
+    """The best batch cut of layers [start, end) that fits the planned L2 budget, or None.
+    A single layer always has a plan (`unfit_sub_batch` when no cut fits: gemini-partition
+    cuts it further or refuses it)."""
     segment = facts[start:end]
     all_weights = sum(f.weight_bytes for f in segment)
-    for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
+
+    def peak(sub_batch: int) -> float:
         groups = batch // sub_batch
-        resident = all_weights if groups > 1 else 0
-        peak = resident + _peak_fmaps(segment, start, end, sub_batch / batch / cores,
-                                      streaming=groups == 1)
-        if peak <= budget or (end - start == 1 and sub_batch == 1):
-            return SegmentPlan(sub_batch, peak, _cycles(facts, start, end, cores, hw))
+        return (all_weights if groups > 1 else 0) + _peak_fmaps(
+            segment, start, end, sub_batch / batch / cores, streaming=groups == 1)
+
+    for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
+        if (bytes_ := peak(sub_batch)) <= hw.planned_l2_bytes:
+            return SegmentPlan(sub_batch, bytes_, _cycles(facts, start, end, cores, hw))
+    if end - start == 1:
+        sub_batch = unfit_sub_batch(all_weights, batch, hw)
+        return SegmentPlan(sub_batch, peak(sub_batch), _cycles(facts, start, end, cores, hw))
     return None
+
+
+def unfit_sub_batch(weight_bytes: int, batch: int, hw: GeminiHardware) -> int:
+    """The batch cut of a single layer that fits no cut (gemini-partition then cuts it into
+    parts that fit, or refuses it). Sub-batch 1 keeps its feature maps smallest; but several
+    batch groups keep the layer's weights resident in L2 from the first group to the last,
+    which no cut of the layer can shrink, so a layer whose weights alone exceed the budget
+    runs as one group and streams them part by part (AlexNet's 38 MB dense layer at batch 4
+    was cut into 4 groups and overflowed L2)."""
+    return batch if weight_bytes > hw.planned_l2_bytes else 1
 
 
 def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
@@ -173,19 +203,111 @@ def _cycles(facts: list[LayerFacts], start: int, end: int, cores: int,
     return max(compute, dram / hw.dram_bytes_per_cycle)
 
 
+class SegmentGrowth:
+    """`evaluate_segment` of [start, end) for one start and every end in turn, each step in
+    time proportional to what the new layer changes rather than to the segment's length.
+
+    Layer by layer the quantities `evaluate_segment` computes only grow: a new last layer adds
+    its output and loaded inputs at its own position, extends the live range of the outputs
+    it reads (a suffix of positions), and streams its weights beside the previous layer. So
+    the largest L2 use is kept as a running maximum over the positions that changed (exact:
+    every position's bytes are integers, and scaling by a positive share keeps the order of
+    floats), the sums of compute cycles and DRAM bytes run in the order `_cycles` adds them,
+    and the plans are the ones `evaluate_segment` returns, to the bit
+    (tests/gemini/test_group_layers.py compares them on generated networks). Growth is
+    monotone in every sub-batch, so once a segment fits no cut, no longer one from the same
+    start does: `grow` stops there."""
+
+    def __init__(self, facts: list[LayerFacts], batch: int, cores: int, hw: GeminiHardware):
+        self.facts, self.batch, self.cores, self.hw = facts, batch, cores, hw
+        self.sub_batches = sorted((d for d in range(1, batch + 1) if batch % d == 0),
+                                  reverse=True)
+        # The layers each layer reads, and those it is the last reader of (from end e + 1
+        # on, their output no longer leaves the segment unless it is a network output).
+        self.reads: list[list[int]] = [[] for _ in facts]
+        self.last_read_by: list[list[int]] = [[] for _ in facts]
+        for f in facts:
+            for user in sorted(set(f.users)):
+                self.reads[user].append(f.index)
+            if f.users:
+                self.last_read_by[max(f.users)].append(f.index)
+
+    def grow(self, start: int, limit: int):
+        """Yield (end, plan) for end = start + 1, ... up to `limit` while a cut fits."""
+        facts, cores = self.facts, self.cores
+        streaming_share = 1 / cores         # the one sub-batch run as a single group
+        live: list[int] = []                # bytes in L2 at each position (live + loaded)
+        streamed: list[int] = []            # streamed weight bytes at each position
+        last: dict[int, int] = {}           # layer -> position of its last reader so far
+        most_live = 0
+        most_streaming = 0.0
+        all_weights = compute = dram_bytes = 0
+        for end in range(start + 1, limit + 1):
+            e = end - 1
+            fact = facts[e]
+            pos = e - start
+            loaded = sum(size for producer, size in fact.inputs
+                         if not start <= producer < end)
+            live.append(fact.out_bytes + loaded)
+            streamed.append(fact.l2_weight_bytes)
+            changed = [pos]
+            if pos:
+                streamed[pos - 1] += fact.l2_weight_bytes
+                changed.append(pos - 1)
+            for producer in self.reads[e]:
+                if producer >= start:           # its output now lives up to this layer
+                    since = last.get(producer, producer - start) + 1
+                    for q in range(since, pos + 1):
+                        live[q] += facts[producer].out_bytes
+                    changed.extend(range(since, pos + 1))
+                    last[producer] = pos
+            for q in changed:
+                most_live = max(most_live, live[q])
+                most_streaming = max(most_streaming,
+                                     live[q] * streaming_share + streamed[q])
+            all_weights += fact.weight_bytes
+            compute += fact.cycles
+            dram_bytes += fact.weight_bytes + loaded
+            if fact.leaves or fact.users:
+                dram_bytes += fact.out_bytes
+            for producer in self.last_read_by[e]:
+                if producer >= start and not facts[producer].leaves:
+                    dram_bytes -= facts[producer].out_bytes
+            plan = self._fit(end - start, all_weights, most_live, most_streaming,
+                             max(compute / cores, dram_bytes / self.hw.dram_bytes_per_cycle))
+            if plan is None:
+                return
+            yield end, plan
+
+    def _fit(self, length: int, all_weights: int, most_live: int, most_streaming: float,
+             cycles: float) -> SegmentPlan | None:
+        def peak(sub_batch: int) -> float:
+            if sub_batch == self.batch:       # one group: weights streamed
+                return 0 + max(0.0, most_streaming)
+            return all_weights + max(0.0, most_live * (sub_batch / self.batch / self.cores))
+
+        for sub_batch in self.sub_batches:
+            if (bytes_ := peak(sub_batch)) <= self.hw.planned_l2_bytes:
+                return SegmentPlan(sub_batch, bytes_, cycles)
+        if length > 1:
+            return None
+        sub_batch = unfit_sub_batch(all_weights, self.batch, self.hw)
+        return SegmentPlan(sub_batch, peak(sub_batch), cycles)
+
+
 def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,
                       hw: GeminiHardware) -> list[tuple[int, int]]:
-    """Segment boundaries [(start, end)] minimising total cycles (then segment count)."""
+    """Segment boundaries [(start, end)] minimising total cycles (then segment count; on a
+    tie the earliest start). Starts are taken in order, so a start's own best is final when
+    its segments are grown."""
     n = len(facts)
     best: list[tuple[float, int, int] | None] = [None] * (n + 1)
     best[0] = (0.0, 0, -1)
-    for end in range(1, n + 1):
-        for start in range(max(0, end - MAX_SEGMENT_LAYERS), end):
-            if best[start] is None:
-                continue
-            plan = evaluate_segment(facts, start, end, batch, cores, hw)
-            if plan is None:
-                continue
+    growth = SegmentGrowth(facts, batch, cores, hw)
+    for start in range(n):
+        if best[start] is None:
+            continue
+        for end, plan in growth.grow(start, min(n, start + MAX_SEGMENT_LAYERS)):
             cost = (best[start][0] + plan.cycles, best[start][1] + 1, start)
             if best[end] is None or cost[:2] < best[end][:2]:
                 best[end] = cost
@@ -215,6 +337,7 @@ class GeminiGroupLayersPass(HardwarePass):
         xlen, ylen = parse_mesh(self.mesh)
         set_ints(graph, MESH, [xlen, ylen])
         layers = scheduled_layers(graph)
+        _refuse_too_many_layers(layers)
         facts = layer_facts(layers, hw)
         cores = xlen * ylen
         for segment, (start, end) in enumerate(best_segmentation(facts, batch_of(graph), cores,

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from compiler.driver import main as planc_main
-from compiler.driver import single_threaded_blas
+# Bytecode caches even under PYTHONDONTWRITEBYTECODE: without them every xdist worker compiles
+# planc's modules and rewrites the asserts of ~170 test modules again on every run (about 2.7
+# CPU s per worker); __pycache__ is git-ignored and Python checks each file's mtime.
+sys.dont_write_bytecode = False
+
+from compiler.driver import main as planc_main  # noqa: E402
+from compiler.driver import single_threaded_blas  # noqa: E402
 
 # As the command line does, before any test module imports numpy: simulating plans multiplies
 # many small matrices.
@@ -35,6 +42,23 @@ def corpus_params(subdir: str, pattern: str = "*.json") -> list:
     return [pytest.param(f, id=f.name) for f in files]
 
 
+def diagonal(*axes: list, ids=None) -> list:
+    """The product of `axes` as pytest params, all but a covering "diagonal" marked slow.
+
+    Combination k of the diagonal takes value k mod len(axis) of every axis (k below the
+    longest axis' length), so `-m "not slow"` still tries every value of every axis once while
+    CI runs the whole product. For parametrized tests whose cost is the product of independent
+    choices (model x target, model x architecture)."""
+    fast = {tuple(k % len(axis) for axis in axes) for k in range(max(map(len, axes)))}
+    params = []
+    for index in itertools.product(*(range(len(axis)) for axis in axes)):
+        values = [axis[i] for axis, i in zip(axes, index, strict=True)]
+        params.append(pytest.param(
+            *values, marks=[] if index in fast else [pytest.mark.slow],
+            id="-".join(ids(v) if ids else str(v) for v in values)))
+    return params
+
+
 @dataclass
 class Result:
     code: int
@@ -55,6 +79,55 @@ def planc(capsys):
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+SMALL_FFN_SIZES = {256: 128, 1024: 256, 2816: 768}
+"""examples/ffn.json's tokens, model and hidden sizes, and the small model's: still multiples
+of ARK's default 128x256 tile, so ARK's default planner accepts it too."""
+
+
+def small_ffn_doc() -> dict:
+    """examples/ffn.json (a gated MLP: three matmuls, a sigmoid, two muls) at smaller sizes
+    (1/29 of its multiply-adds): the same operators, tensors and plan structure, but its
+    functional simulation takes about 0.1 CPU s instead of 1.3 (the example's FP16 matmuls
+    have no BLAS in numpy)."""
+    doc = json.loads((EXAMPLES / "ffn.json").read_text())
+
+    def shrink(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("Shape", "Strides", "PaddedShape"):
+                    node[key] = [SMALL_FFN_SIZES.get(v, v) for v in value]
+                else:
+                    shrink(value)
+        elif isinstance(node, list):
+            for value in node:
+                shrink(value)
+
+    shrink(doc)
+    return doc
+
+
+@pytest.fixture(scope="session")
+def small_ffn(tmp_path_factory) -> Path:
+    """`small_ffn_doc()` as a file."""
+    return write_json(tmp_path_factory.mktemp("small_ffn") / "ffn.json", small_ffn_doc())
+
+
+@pytest.fixture(scope="session")
+def ffn_plan_text(small_ffn, tmp_path_factory) -> str:
+    """`planc ffn.json -t ark` (an A100 plan) of the small ffn, compiled once per session."""
+    out = tmp_path_factory.mktemp("ffn_plan") / "p.json"
+    assert planc_main([str(small_ffn), "-t", "ark", "-o", str(out)]) == 0
+    return out.read_text()
+
+
+@pytest.fixture
+def ffn_plan(tmp_path, ffn_plan_text) -> Path:
+    """A fresh copy of that plan, `tmp_path / "p.json"`, for the test to read or damage."""
+    path = tmp_path / "p.json"
+    path.write_text(ffn_plan_text)
+    return path
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,9 +43,11 @@ def allowed(value) -> bool:
     return True
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(values)
-def test_documents_read_as_python_reads_them(value):
+FAST_EXAMPLES, FULL_EXAMPLES = 100, 300
+"""Examples per property in `-m "not slow"` and in CI (a slow twin of each test runs 300)."""
+
+
+def read_as_python_reads(value):
     text = json.dumps(value)
     try:
         read = parse_json(text).value
@@ -54,9 +57,7 @@ def test_documents_read_as_python_reads_them(value):
     assert allowed(value) and read == value
 
 
-@settings(max_examples=300)
-@given(values, st.integers(min_value=0, max_value=200), st.text(max_size=3))
-def test_any_damage_is_one_clean_error(value, cut, junk):
+def damage_is_one_clean_error(value, cut, junk):
     text = json.dumps(value)
     damaged = text[:cut % (len(text) + 1)] + junk
     try:
@@ -69,6 +70,20 @@ def test_any_damage_is_one_clean_error(value, cut, junk):
         assert "\n" not in str(e)
         return
     assert expected is not PlancError and read == expected
+
+
+def _property(body, examples: int, *strategies, **options):
+    return settings(max_examples=examples, **options)(given(*strategies)(body))
+
+
+DAMAGE = (values, st.integers(min_value=0, max_value=200), st.text(max_size=3))
+test_documents_read_as_python_reads_them = _property(
+    read_as_python_reads, FAST_EXAMPLES, values, suppress_health_check=[HealthCheck.too_slow])
+test_documents_read_as_python_reads_them_300 = pytest.mark.slow(_property(
+    read_as_python_reads, FULL_EXAMPLES, values, suppress_health_check=[HealthCheck.too_slow]))
+test_any_damage_is_one_clean_error = _property(damage_is_one_clean_error, FAST_EXAMPLES, *DAMAGE)
+test_any_damage_is_one_clean_error_300 = pytest.mark.slow(
+    _property(damage_is_one_clean_error, FULL_EXAMPLES, *DAMAGE))
 
 
 @given(st.integers(min_value=1, max_value=3 * MAX_DEPTH))

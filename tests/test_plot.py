@@ -1,4 +1,4 @@
-"""Pictures and traces of shipped examples: files that are real images, timelines that agree
+"""Pictures and traces of plans of a shipped example (ffn.json, made small): files that are real images, timelines that agree
 with the cost model's figures."""
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ matplotlib = pytest.importorskip("matplotlib", reason="matplotlib is the plot ex
 
 
 @pytest.fixture(scope="module")
-def plans(tmp_path_factory):
+def plans(tmp_path_factory, small_ffn):
+    """ffn.json's plans for three targets, of the small ffn of tests/conftest.py (the same
+    operators and pictures, a fraction of the simulated work)."""
     from compiler.driver import main
 
     folder = tmp_path_factory.mktemp("plans")
     made = {}
     for target, flags in (("ark", ()), ("tt", ("--grid", "4x4")), ("gemini", ("--mesh", "2x2"))):
         out = folder / f"ffn.{target}.json"
-        assert main([str(EXAMPLES / "ffn.json"), "-t", target, "-o", str(out), *flags]) == 0
+        assert main([str(small_ffn), "-t", target, "-o", str(out), *flags]) == 0
         made[target] = out
     return made
 

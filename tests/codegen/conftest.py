@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,41 +21,60 @@ EMULATED = [name for name in CASES if name not in ("small_plan", "concurrent_cha
 matmuls with little or no SRAM, fused operators, slot layouts."""
 
 
+class _Programs(dict):
+    """A case's programs by kind ("plan", and "emulated" for EMULATED cases), each built with
+    g++ on first use: a run selecting a few cases (`-m "not slow"`) builds only theirs."""
+
+    def __init__(self, directory: Path, name: str):
+        super().__init__()
+        self.directory, self.name = directory, name
+
+    def __missing__(self, kind: str) -> Path:
+        if kind == "plan":
+            flags: tuple[str, ...] = ()
+        elif kind == "emulated" and self.name in EMULATED:
+            # -O0: the emulated build only has to be right, and builds 40% faster.
+            flags = ("-O0", f"-DPLANC_EMULATE_WARPS={EMULATED_WARP_THREADS}")
+        else:
+            raise KeyError(kind)
+        programs.run_checked([programs.CXX, *programs.CPU_FLAGS, *flags, "plan.cpp", "-o", kind],
+                             cwd=self.directory)
+        self[kind] = self.directory / kind
+        return self[kind]
+
+
 @dataclass
 class Built:
-    """A test case's CPU program, built normally and with warp emulation."""
+    """A test case's CPU program, built normally and with warp emulation (on first use)."""
 
     directory: Path
     model_doc: dict
-    programs: dict[str, Path] = field(default_factory=dict)
+    programs: _Programs
 
     def reference(self) -> ModelRun:
         return run_model(plans.import_model_doc(self.model_doc))
 
 
-def _build(job: tuple[Path, str, tuple[str, ...]]) -> None:
-    directory, name, flags = job
-    programs.run_checked([programs.CXX, *programs.CPU_FLAGS, *flags, "plan.cpp", "-o", name],
-                         cwd=directory)
+class _Cases(dict):
+    """Every case of tests/codegen/cases.py by name, emitted on first use."""
+
+    def __init__(self, root: Path):
+        super().__init__()
+        self.root = root
+
+    def __missing__(self, name: str) -> Built:
+        case = CASES[name]
+        model_doc = case.model()
+        module = plans.import_plan_doc(case.plan(model_doc))
+        directory = programs.emit(module, "cpu", self.root / name)
+        self[name] = Built(directory, model_doc, _Programs(directory, name))
+        return self[name]
 
 
 @pytest.fixture(scope="session")
 def cpu_cases(tmp_path_factory) -> dict[str, Built]:
+    """The cases' CPU programs, each emitted and built once per session when a test first
+    asks for it (a full run builds all 16 programs, 25 CPU s)."""
     if programs.CXX is None:
         pytest.skip("no C++ compiler (g++ or clang++) on PATH")
-    root = tmp_path_factory.mktemp("cpu_cases")
-    built, jobs = {}, []
-    for name, case in CASES.items():
-        model_doc = case.model()
-        module = plans.import_plan_doc(case.plan(model_doc))
-        directory = programs.emit(module, "cpu", root / name)
-        built[name] = Built(directory, model_doc)
-        jobs.append((directory, "plan", ()))
-        built[name].programs["plan"] = directory / "plan"
-        if name in EMULATED:
-            # -O0: the emulated build only has to be right, and builds 40% faster.
-            jobs.append((directory, "emulated",
-                         ("-O0", f"-DPLANC_EMULATE_WARPS={EMULATED_WARP_THREADS}")))
-            built[name].programs["emulated"] = directory / "emulated"
-    programs.in_parallel(jobs, _build)
-    return built
+    return _Cases(tmp_path_factory.mktemp("cpu_cases"))

@@ -24,6 +24,7 @@ from frontends.ark_model import import_document as import_ark
 from frontends.model_builder import ModelBuilder
 from frontends.model_zoo import llama_decoder_layer
 from passes.gemini_dram_order import Occupancy
+from tests.conftest import diagonal
 from tests.gemini.ark_family import REFUSABLE, family
 
 
@@ -126,9 +127,12 @@ CASES = {"strided_leading_slice": strided_leading_slice,
          "llama_block": llama_block}
 
 
-@pytest.mark.parametrize("mesh,batch", [("1x1", None), ("2x2", None), ("2x1", 4)])
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_user_models_lower_and_are_proven_equal(name, mesh, batch):
+@pytest.mark.parametrize("name, mesh_batch", diagonal(
+    sorted(CASES), [("1x1", None), ("2x2", None), ("2x1", 4)],
+    ids=lambda v: f"{v[0]}-{v[1]}" if isinstance(v, tuple) else v))
+def test_user_models_lower_and_are_proven_equal(name, mesh_batch):
+    """Every model and every mesh in `-m "not slow"`; every pair in CI."""
+    mesh, batch = mesh_batch
     proof = prove_model(CASES[name](), mesh=mesh, batch=batch)
     assert proof.ok, proof.problem
     assert proof.tiles_ok

@@ -17,6 +17,7 @@ from compiler.collectives.program import expand
 from compiler.collectives.simulator import _cell_bytes, check_plan
 from compiler.collectives.synthesis import ALGORITHMS, Spec, synthesize, variants
 from frontends.collective_models import all_reduce_models, ring_shift_models
+from tests.conftest import diagonal
 
 SIZES = list(range(1, 65)) + [420, 516, 1001, 4290, 65537]
 COMBINATIONS = [(collective, name, protocol, ranks) for ranks in (2, 3)
@@ -51,9 +52,10 @@ def test_every_size_runs_padded_and_is_proven(collective, name, protocol, ranks)
             proven.add(chunk)
 
 
-@pytest.mark.parametrize("size", [1, 2, 420, 516, 4290])
-@pytest.mark.parametrize("algorithm", ["auto", "ring", "allpairs"])
+@pytest.mark.parametrize("size, algorithm", diagonal([1, 2, 420, 516, 4290],
+                                                     ["auto", "ring", "allpairs"]))
 def test_the_cli_pads_odd_all_reduces(planc, tmp_path, size, algorithm):
+    """Every size and every algorithm in `-m "not slow"`; every pair in CI."""
     out = tmp_path / "plan.json"
     made = planc("--collective", "allreduce", "--ranks", "2", "--algorithm", algorithm,
                  "--message-size", str(size), "-t", "mscclpp", "--mscclpp-schema",

@@ -143,32 +143,42 @@ def brute_force_box(layer: dnn.LayerOp, out_box) -> tuple[list[int], list[int]]:
     """The bounding box of every input coordinate some output coordinate of `out_box` reads,
     by ONNX's definition of the operator (an LRN window is [c - floor((size-1)/2),
     c + ceil((size-1)/2)]; grouped output channel k reads the C/g channels of group
-    k // (K/g)), padding cut off."""
+    k // (K/g)), padding cut off.
+
+    What output (n, k, h, w) reads is a product of one set per axis (channels from k alone,
+    rows from h alone, columns from w alone), so the union over the box is the product of the
+    per-axis unions: each axis' coordinates are enumerated on their own, not their product."""
     n_in, c_in, h_in, w_in = dnn.fmap(layer.inputs[0]).nchw
-    seen = [set() for _ in range(4)]
     ranges = [range(lo, hi + 1) for lo, hi in zip(*out_box, strict=True)]
-    for n, k, h, w in itertools.product(*ranges):
+
+    def channels(k: int):
         if isinstance(layer, dnn.ChannelShuffleOp):    # ONNX's reshape-transpose-reshape
             g = layer.group_count
             source = np.arange(c_in).reshape(1, g, c_in // g, 1, 1).transpose(0, 2, 1, 3, 4)
-            channels, rows, cols = [int(source.reshape(c_in)[k])], [h], [w]
-        elif isinstance(layer, dnn.LrnOp):
+            return [int(source.reshape(c_in)[k])]
+        if isinstance(layer, dnn.LrnOp):
             size = layer.window_size
-            channels = range(max(0, k - (size - 1) // 2),
-                             min(c_in - 1, k + int(np.ceil((size - 1) / 2))) + 1)
-            rows, cols = [h], [w]
-        else:
-            (r, s), (sh, sw), (top, _, left, _) = layer.window, layer.strides, layer.pads
-            if isinstance(layer, dnn.Conv2dOp):
-                g = layer.group_count
-                k_per, c_per = layer.out_type.nchw[1] // g, c_in // g
-                channels = range(k // k_per * c_per, (k // k_per + 1) * c_per)
-            else:
-                channels = [k]
-            rows = [h * sh - top + i for i in range(r) if 0 <= h * sh - top + i < h_in]
-            cols = [w * sw - left + j for j in range(s) if 0 <= w * sw - left + j < w_in]
-        for dim, values in enumerate(([n], channels, rows, cols)):
-            seen[dim].update(values)
+            return range(max(0, k - (size - 1) // 2),
+                         min(c_in - 1, k + int(np.ceil((size - 1) / 2))) + 1)
+        if isinstance(layer, dnn.Conv2dOp):
+            g = layer.group_count
+            k_per, c_per = layer.out_type.nchw[1] // g, c_in // g
+            return range(k // k_per * c_per, (k // k_per + 1) * c_per)
+        return [k]
+
+    def window(axis: int, x: int, size: int):
+        if isinstance(layer, dnn.ChannelShuffleOp | dnn.LrnOp):
+            return [x]
+        stride, before = layer.strides[axis], layer.pads[2 * axis]
+        return [x * stride - before + i for i in range(layer.window[axis])
+                if 0 <= x * stride - before + i < size]
+
+    seen = [set(ranges[0]), set(), set(), set()]
+    for k in ranges[1]:
+        seen[1].update(channels(k))
+    for axis, size in enumerate((h_in, w_in)):
+        for x in ranges[2 + axis]:
+            seen[2 + axis].update(window(axis, x, size))
     return [min(d) for d in seen], [max(d) for d in seen]
 
 

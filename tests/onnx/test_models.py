@@ -213,3 +213,59 @@ def test_light_networks_compute_tile_by_tile(name, mesh):
         mesh=mesh, batch=None, buffer_size=None, dram_bw=None)))
     check = check_tiles(imp.module)
     assert check.ok, check.problem
+
+
+def small_matmul_model() -> onnx.ModelProto:
+    weight = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [weight])
+    return helper.make_model(graph)
+
+
+def test_weights_kept_as_external_data_are_read(tmp_path):
+    """planc reads ONNX files itself (bounded) and then, as `onnx.load` does, the weights a
+    model keeps in a file beside it."""
+    from frontends.onnx_model import load
+
+    path = tmp_path / "m.onnx"
+    onnx.save_model(small_matmul_model(), path, save_as_external_data=True,
+                    location="weights.bin", size_threshold=0)
+    assert (tmp_path / "weights.bin").stat().st_size == 48
+    loaded = numpy_helper.to_array(load(str(path)).graph.initializer[0])
+    assert loaded.tolist() == np.arange(12, dtype=np.float32).reshape(3, 4).tolist()
+
+
+def test_an_onnx_model_from_a_pipe(planc, tmp_path):
+    import threading
+
+    fifo = tmp_path / "m.onnx"
+    os.mkfifo(fifo)
+    data = small_matmul_model().SerializeToString()
+    writer = threading.Thread(target=lambda: fifo.write_bytes(data), daemon=True)
+    writer.start()
+    result = planc(fifo, "-t", "ark")
+    writer.join(10)
+    assert result.code == 0, result.err
+    assert '"TaskInfos"' in result.out
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_an_endless_onnx_input_is_refused(planc, tmp_path):
+    """`onnx.load` read an endless input until memory ran out."""
+    link = tmp_path / "zero.onnx"
+    link.symlink_to("/dev/zero")
+    result = planc(link, "-t", "ark")
+    assert result.code == 1 and result.err.count("\n") == 1, result.err
+    assert "bytes planc reads from a pipe or device" in result.err
+
+
+def test_alexnet_at_batch_4_schedules_on_gemini(planc, tmp_path):
+    """Its 38 MB dense layer, cut into 4 batch groups, kept every weight slice in L2 and the
+    schedule was refused; as one streamed group it fits, checks and simulates."""
+    out = tmp_path / "alexnet.json"
+    r = planc(LIGHT / "light_bvlc_alexnet.onnx", "-t", "gemini", "--batch", "4", "-o", out)
+    assert r.code == 0, r.err
+    assert planc("check", "--strict", out).code == 0
+    assert planc("simulate", out).code == 0

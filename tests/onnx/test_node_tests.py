@@ -7,6 +7,8 @@ of the run says how many are covered."""
 
 from __future__ import annotations
 
+import os
+import pickle
 import warnings
 
 import numpy as np
@@ -20,9 +22,59 @@ from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 from compiler.diagnostics import PlancError  # noqa: E402
 from frontends.onnx_model import import_model  # noqa: E402
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")   # some generators overflow on purpose
-    CASES = {case.name: case for case in collect_testcases(None)}
+CASES: dict = {}
+"""ONNX's node test cases by name, filled when pytest collects this module."""
+
+
+def _generated_cases() -> list:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # some generators overflow on purpose
+        return collect_testcases(None)
+
+
+def _load_cases(config) -> None:
+    """ONNX generates its cases by running every operator's reference (4-6 CPU s, in every
+    xdist worker): the result is kept in pytest's cache directory (.pytest_cache, 10 MB), one
+    file per onnx version, and generated again without it (`-p no:cacheprovider`)."""
+    if CASES:
+        return
+    cache = getattr(config, "cache", None)
+    path = None if cache is None else \
+        cache.mkdir("onnx-node-cases") / f"onnx-{onnx.__version__}.pickle"
+    if path is not None and path.is_file():
+        try:
+            cases = pickle.loads(path.read_bytes())
+        except Exception:   # a damaged or foreign file: generate again
+            cases = _generated_cases()
+    else:
+        cases = _generated_cases()
+        if path is not None:
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_bytes(pickle.dumps(cases, protocol=pickle.HIGHEST_PROTOCOL))
+            partial.replace(path)   # atomic: xdist workers may write it together
+    CASES.update((case.name, case) for case in cases)
+
+
+def _lowered(name: str) -> bool:
+    """Does planc import this case (else its test only skips)? Errors other than planc's
+    own refusal count as lowered, so that the test runs and shows them."""
+    try:
+        import_model(CASES[name].model, f"{name}.onnx")
+    except PlancError:
+        return False
+    except Exception:
+        return True
+    return True
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """Cases planc does not lower are marked slow: in `-m "not slow"` the ~1,700 of them would
+    only skip (2 ms of pytest each); CI lists each with the importer's message."""
+    _load_cases(metafunc.config)
+    if "name" in metafunc.fixturenames:
+        metafunc.parametrize("name", [
+            pytest.param(name, marks=[] if _lowered(name) else [pytest.mark.slow])
+            for name in sorted(CASES)])
 
 
 def _array(value):
@@ -49,7 +101,6 @@ def outputs_of(imp, case, data_in):
     return [by_name[name] for name in imp.outputs]
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
 def test_node_case(name):
     case = CASES[name]
     try:

@@ -42,14 +42,24 @@ needs_compiler = pytest.mark.skipif(programs.CXX is None,
                                     reason="no C++ compiler (g++ or clang++) on PATH")
 
 
+FAST = {("llama_layer", "a100")}
+"""The pair `-m "not slow"` builds (2.2 CPU s, most of it g++): a whole layer (norms, rotary
+embeddings, attention, fused MLP); the other eleven pairs, and the warp
+emulation of fused tasks (3.3 CPU s each; tests/codegen/test_cpu.py emulates warps on every
+kernel family and on fused softmax rows in the fast set), are slow."""
+
+
 @needs_compiler
-@pytest.mark.parametrize("arch", ["a100", "mi300x"])
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name,arch", [
+    pytest.param(name, arch, id=f"{name}-{arch}",
+                 marks=[] if (name, arch) in FAST else [pytest.mark.slow])
+    for name in sorted(CASES) for arch in ("a100", "mi300x")])
 def test_planned_programs_compute_the_model(name, arch, tmp_path):
     check_program(CASES[name](), arch, tmp_path)
 
 
 @needs_compiler
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["attention", "llama_layer"])
 def test_fused_tasks_hold_under_warp_emulation(name, tmp_path):
     """The GPU forms of the kernels (several threads per slot, slot barriers) on fused tasks:

@@ -9,12 +9,12 @@ import pytest
 
 from backends.ark_plan import PLANC_PASSES, model_pipeline, plan_json, single_plan
 from compiler.driver import run_pipeline
-from compiler.json_reader import load_json_file
+from compiler.json_reader import load_json_file, parse_json
 from compiler.locations import verify_module
 from compiler.model_interpreter import run_model
 from compiler.plan_simulator import simulate
 from frontends.ark_model import import_document
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, diagonal, small_ffn_doc
 from tests.sched.models import MODELS
 
 ARCHES = ("a100", "h100", "mi300x")
@@ -41,10 +41,22 @@ def planned(build, arch: str, planner: str = "planc"):
     return reference, single_plan(module)
 
 
-@pytest.mark.parametrize("arch", ARCHES)
-@pytest.mark.parametrize("name", [*EXAMPLE_MODELS, *MODELS])
+def small_ffn():
+    return import_document(parse_json(json.dumps(small_ffn_doc())))
+
+
+FAST_FFN = {"small_ffn": small_ffn}
+"""ffn.json at smaller sizes (tests/conftest.py) stands for it in `-m "not slow"`: simulating the
+example's FP16 matmuls takes 2.3 CPU s a GPU."""
+
+
+@pytest.mark.parametrize("name, arch", [
+    *diagonal([n for n in EXAMPLE_MODELS if n != "ffn.json"] + [*FAST_FFN, *MODELS], ARCHES),
+    *(pytest.param("ffn.json", arch, marks=pytest.mark.slow, id=f"ffn.json-{arch}")
+      for arch in ARCHES)])
 def test_plan_computes_the_model(name, arch):
-    build = example(name) if name in EXAMPLE_MODELS else MODELS[name]
+    """Every model and every GPU in `-m "not slow"` (15 of 48 pairs); every pair in CI."""
+    build = example(name) if name in EXAMPLE_MODELS else {**FAST_FFN, **MODELS}[name]
     reference, p = planned(build, arch)
     report = simulate(p, model=reference)
     assert report["ok"], report["problems"]
@@ -55,10 +67,12 @@ def test_plan_computes_the_model(name, arch):
     assert list(p.tasks()) == list(range(len(p.tasks())))
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[pytest.mark.slow] if n == "llama_layer" else []) for n in sorted(MODELS)])
 def test_arks_default_plans_compute_the_model_too(name):
     """The baseline is right as well (and exercises ARK's per-element reductions, 8x8
-    transposes and one-row embedding tasks in the simulator)."""
+    transposes and one-row embedding tasks in the simulator). llama_layer (1.8 CPU s, the
+    others 0.1-0.2 s) is slow: it is made of the other models' operators."""
     module = MODELS[name]()
     reference = run_model(module, seed=7)
     run_pipeline(module, "ark-default-plan{device=mi300x partial-tiles=true}")
@@ -164,7 +178,9 @@ class TestStructure:
 
 
 class TestAgainstArkDefault:
-    @pytest.mark.parametrize("arch", ARCHES)
+    # mi300x in `-m "not slow"` (0.9 CPU s each): the CUDA pair in CI.
+    @pytest.mark.parametrize("arch", [pytest.param(a, marks=[] if a == "mi300x" else
+                                                   [pytest.mark.slow]) for a in ARCHES])
     def test_faster_and_smaller_than_arks_default_plan(self, arch):
         _, ours = planned(example("ffn.json"), arch)
         _, arks = planned(example("ffn.json"), arch, "ark-default")

@@ -1,0 +1,138 @@
+"""The segment search of gemini-group-layers against `evaluate_segment` evaluated afresh for
+every segment (the search before it grew segments layer by layer), on generated networks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from compiler.gemini_model import GeminiHardware
+from passes.gemini_group_layers import (
+    MAX_SEGMENT_LAYERS,
+    LayerFacts,
+    SegmentGrowth,
+    best_segmentation,
+    evaluate_segment,
+)
+
+
+def random_facts(rng: random.Random, n: int) -> list[LayerFacts]:
+    """A network in topological order: each layer reads one to three earlier layers (often
+    the previous one, sometimes a long skip) or a network input."""
+    facts = []
+    for i in range(n):
+        producers = {i - 1} if i and rng.random() < 0.8 else {-1}
+        for _ in range(rng.randrange(3)):
+            producers.add(rng.randrange(-1, i) if i else -1)
+        sizes = [rng.choice([0, 64, 4096, 50_000, 300_000, 2_000_000]) for _ in range(9)]
+        weights = sizes[0] if rng.random() < 0.6 else 0
+        facts.append(LayerFacts(
+            i, None, sizes[1] or 1, weights if rng.random() < 0.5 else 0, weights,
+            [(p, sizes[2 + k] or 8) for k, p in enumerate(sorted(producers))], [],
+            rng.random() < 0.1, rng.uniform(0, 5e5)))
+    for f in facts:
+        for producer, _ in f.inputs:
+            if producer >= 0:
+                facts[producer].users.append(f.index)
+    for f in facts:
+        f.users.sort()
+    return facts
+
+
+def reference_segmentation(facts, batch, cores, hw):
+    """The search as it was: every segment of up to MAX_SEGMENT_LAYERS layers evaluated
+    from scratch, ends in order, starts in order."""
+    n = len(facts)
+    best = [None] * (n + 1)
+    best[0] = (0.0, 0, -1)
+    for end in range(1, n + 1):
+        for start in range(max(0, end - MAX_SEGMENT_LAYERS), end):
+            if best[start] is None:
+                continue
+            plan = evaluate_segment(facts, start, end, batch, cores, hw)
+            if plan is None:
+                continue
+            cost = (best[start][0] + plan.cycles, best[start][1] + 1, start)
+            if best[end] is None or cost[:2] < best[end][:2]:
+                best[end] = cost
+    bounds, end = [], n
+    while end > 0:
+        bounds.append((best[end][2], end))
+        end = best[end][2]
+    return bounds[::-1]
+
+
+CASES = [(seed, *config) for seed in range(8)
+         for config in [(1, 1, 1 << 20), (4, 1, 4 << 20), (6, 4, 8 << 20), (16, 16, 64 << 20)]]
+
+
+@pytest.mark.parametrize("seed, batch, cores, buffer", CASES)
+def test_grown_segments_are_evaluated_segments(seed, batch, cores, buffer):
+    rng = random.Random(seed)
+    facts = random_facts(rng, rng.randrange(2, 60))
+    hw = GeminiHardware(buffer_bytes=buffer)
+    growth = SegmentGrowth(facts, batch, cores, hw)
+    stopped = 0
+    for start in range(len(facts)):
+        limit = min(len(facts), start + MAX_SEGMENT_LAYERS)
+        grown = dict(growth.grow(start, limit))
+        for end in range(start + 1, limit + 1):
+            expected = evaluate_segment(facts, start, end, batch, cores, hw)
+            assert grown.get(end) == expected, (start, end)
+        stopped += len(grown) < limit - start
+    assert best_segmentation(facts, batch, cores, hw) == \
+        reference_segmentation(facts, batch, cores, hw)
+    if buffer == 1 << 20:       # the small buffer stops growth somewhere: the cut-off is used
+        assert stopped
+
+
+def test_a_long_chain_is_searched_in_linear_steps():
+    """3,000 layers: the search before this took about 3,000 x 96 segment evaluations of up
+    to 96 layers each (seconds per thousand layers); growth touches each (start, end) once."""
+    rng = random.Random(7)
+    facts = random_facts(rng, 3000)
+    hw = GeminiHardware()
+    bounds = best_segmentation(facts, 1, 1, hw)
+    assert bounds[0][0] == 0 and bounds[-1][1] == 3000
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+def test_more_layers_than_workloads_are_refused_before_the_search(monkeypatch):
+    import argparse
+    import json
+
+    import passes.gemini_partition
+    from backends.gemini import schedule_pipeline
+    from compiler.diagnostics import PlancError
+    from compiler.driver import run_pipeline
+    from compiler.json_reader import parse_json
+    from frontends.gemini_layers import import_document
+    from tests.gemini.fixtures import small_network
+
+    def schedule():
+        module = import_document(parse_json(json.dumps(small_network())))
+        run_pipeline(module, schedule_pipeline(argparse.Namespace(
+            mesh="1x1", batch=None, buffer_size=None, dram_bw=None)))
+
+    schedule()                                              # the control
+    monkeypatch.setattr(passes.gemini_partition, "MAX_WORKLOADS", 3)
+    with pytest.raises(PlancError, match=r"network has \d+ layers to schedule, each at least "
+                                         r"one workload: more than the 3 workloads"):
+        schedule()
+
+
+def test_a_layer_whose_weights_fit_no_cut_runs_as_one_group():
+    """Several batch groups keep a layer's weights resident from the first group to the last,
+    which no later cut can shrink; a layer whose weights alone exceed the budget streams them
+    in one group (AlexNet's 38 MB dense layer at batch 4 was cut into 4 groups and overflowed
+    L2). A layer of large feature maps that fits no cut keeps the smallest sub-batch."""
+    hw = GeminiHardware()
+    heavy = LayerFacts(0, None, 16_384, 37_879_808, 37_879_808, [(-1, 36_864)], [], True, 1e6)
+    plan = evaluate_segment([heavy], 0, 1, 4, 1, hw)
+    assert plan.sub_batch == 4
+    maps = LayerFacts(0, None, 40_000_000, 0, 0, [(-1, 40_000_000)], [], True, 1e6)
+    assert evaluate_segment([maps], 0, 1, 4, 1, hw).sub_batch == 1
+    for facts in ([heavy], [maps]):
+        assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 1))[1] == \
+            evaluate_segment(facts, 0, 1, 4, 1, hw)
