@@ -51,7 +51,7 @@ from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
     """An i64 integer attribute (shared: attributes are immutable, and passes make many)."""
     return i64_attr(value)

@@ -18,22 +18,26 @@ from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from compiler.locations import source_path
 from dialects import ark, sched
-from dialects.utils import i64_attr
+from dialects.utils import op_list
 from passes.ark_compress import remove_virtual_operators
-from passes.sched_graph import op_kind
+from passes.sched_graph import is_a, op_kind
 
 
-def schedule_model(model: ark.ModelOp, device: str) -> sched.ScheduleOp:
+def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True) -> sched.ScheduleOp:
+    """The schedule of `model`; without `kernels`, its operators belong to no kernel yet
+    (`ark-plan` fuses them next, which replaces the one-operator kernels anyway)."""
     remove_virtual_operators(model)
     block = model.graph
     kernel = 0
-    for op in list(block.ops):
-        if not isinstance(op, ark.ArkOp):
+    for op in op_list(block):
+        if not is_a(type(op), ark.ArkOp):
             continue
-        block.insert_op_before(sched.KernelOp(kernel, op_kind(op)), op)
-        op.task = i64_attr(kernel)
-        for prop in ("node", "node_info"):
-            op.properties.pop(prop, None)
+        if kernels:
+            block.insert_op_before(sched.KernelOp(kernel, op_kind(op)), op)
+            op.task = sched.int_attr(kernel)
+        properties = op.properties
+        properties.pop("node", None)
+        properties.pop("node_info", None)
         kernel += 1
     body = model.detach_region(model.body)
     return sched.ScheduleOp(model.rank_value, model.world_size_value, device, body)
@@ -59,11 +63,16 @@ class ArkToSchedPass(ModulePass):
     device: str = "a100"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        device = gpu_device(self.device)  # unknown devices fail here, before any rewriting
-        for model in [m for m in op.ops if isinstance(m, ark.ModelOp)]:
-            refuse_oversized(model, device)
-            schedule = schedule_model(model, self.device)
-            schedule.location = model.location
-            op.body.block.insert_op_before(schedule, model)
-            model.detach()
-            model.erase()
+        to_schedules(op, self.device)
+
+
+def to_schedules(module: ModuleOp, device_name: str, kernels: bool = True) -> None:
+    """Replace each model of `module` by its schedule (see `schedule_model`)."""
+    device = gpu_device(device_name)  # unknown devices fail here, before any rewriting
+    for model in [m for m in module.ops if isinstance(m, ark.ModelOp)]:
+        refuse_oversized(model, device)
+        schedule = schedule_model(model, device_name, kernels)
+        schedule.location = model.location
+        module.body.block.insert_op_before(schedule, model)
+        model.detach()
+        model.erase()

@@ -32,6 +32,7 @@ from xdsl.rewriter import Rewriter
 
 from dialects import ark, sched
 from passes.sched_graph import shape4
+from passes.sched_tables import ScheduleTables
 
 Position = tuple[int, int, int]
 """(phase, kernel's place in the execution order, operator's place in its kernel)."""
@@ -99,10 +100,11 @@ def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
 class Lifetimes:
     """The lifetime of every buffer of a schedule, in execution order."""
 
-    def __init__(self, schedule: sched.ScheduleOp):
+    def __init__(self, schedule: sched.ScheduleOp, tables: ScheduleTables | None = None):
         self.schedule = schedule
-        kernels = schedule.kernels()
-        operators = schedule.kernel_operators()
+        tables = tables or ScheduleTables(schedule)
+        kernels = tables.kernels()
+        operators = tables.kernel_operators()
         rank = schedule.rank.value.data
         self.lives: dict[int, Life] = {}
         for value in _tensor_values(schedule):
@@ -116,9 +118,13 @@ class Lifetimes:
             if isinstance(value.owner, ark.ArkOp) and not value.uses:
                 life.pinned = True  # a model output
         order = 0
-        for p, phase in enumerate(schedule.phases()):
-            for launch in phase.launches():
-                kernel = kernels[launch.kernel_id]
+        launch_kernels = tables.launch_kernels
+        if launch_kernels is None:
+            launch_kernels = [[launch.kernel_id for launch in phase.launches()]
+                              for phase in schedule.phases()]
+        for p, phase in enumerate(launch_kernels):
+            for kernel_id in phase:
+                kernel = kernels[kernel_id]
                 for i, op in enumerate(operators[kernel.kernel_id]):
                     at = (p, order, i)
                     reads, writes = op.operand_groups()
@@ -234,6 +240,9 @@ class SchedAllocatePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for schedule in sched.schedules(op):
-            regions = assign_regions(Lifetimes(schedule), self.reuse, self.in_place)
-            move_buffers(schedule, regions)
-            record_regions(schedule, regions)
+            self.run(schedule, ScheduleTables(schedule))
+
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        regions = assign_regions(Lifetimes(schedule, tables), self.reuse, self.in_place)
+        move_buffers(schedule, regions)
+        record_regions(schedule, regions)

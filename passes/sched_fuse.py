@@ -30,7 +30,6 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from dialects import ark, sched
-from dialects.utils import i64_attr
 from passes.sched_graph import (
     data_producers,
     is_fresh_write,
@@ -38,6 +37,7 @@ from passes.sched_graph import (
     operator_dependencies,
     shape4,
 )
+from passes.sched_tables import ScheduleTables
 
 MERGED_KIND = {
     frozenset({"matmul"}): "matmul", frozenset({"matmul", "elementwise"}): "matmul",
@@ -63,10 +63,14 @@ class Group:
 
 
 class Fuser:
-    def __init__(self, schedule: sched.ScheduleOp, pass_: SchedFusePass):
+    def __init__(self, schedule: sched.ScheduleOp, pass_: SchedFusePass,
+                 tables: ScheduleTables | None = None):
         self.options = pass_
-        self.ops = [op for op in schedule.operators() if not op.is_virtual]
-        self.deps = operator_dependencies(self.ops)
+        tables = tables or ScheduleTables(schedule)
+        operators = tables.operators()
+        self.ops = [op for op in operators if not op.is_virtual]
+        self.deps = (tables.dependencies(operator_dependencies)
+                     if len(self.ops) == len(operators) else operator_dependencies(self.ops))
         self.groups: dict[int, Group] = {}
         self.group_of: dict[ark.ArkOp, int] = {}
         self.next_id = 0
@@ -253,17 +257,22 @@ class Fuser:
         return sorted(groups, key=lambda g: position[g.ops[0]])
 
 
-def write_kernels(schedule: sched.ScheduleOp, groups: list[Group]) -> None:
+def write_kernels(schedule: sched.ScheduleOp, groups: list[Group],
+                  tables: ScheduleTables | None = None) -> None:
     """Replace the schedule's kernels by `groups`, numbered in order of their first operator."""
-    for kernel in list(schedule.kernels().values()):
+    for kernel in list((tables or ScheduleTables(schedule)).kernels().values()):
         kernel.detach()
         kernel.erase()
     block = schedule.graph
+    kernels: dict[int, sched.KernelOp] = {}
     for kernel_id, group in enumerate(groups):
-        block.insert_op_before(sched.KernelOp(kernel_id, group.kind), group.ops[0])
-        attr = i64_attr(kernel_id)
+        kernel = kernels[kernel_id] = sched.KernelOp(kernel_id, group.kind)
+        block.insert_op_before(kernel, group.ops[0])
+        attr = kernel.id
         for op in group.ops:
             op.task = attr
+    if tables is not None:
+        tables.set_kernels(kernels, {k: group.ops for k, group in enumerate(groups)})
 
 
 @dataclass(frozen=True)
@@ -278,4 +287,10 @@ class SchedFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for schedule in sched.schedules(op):
-            write_kernels(schedule, Fuser(schedule, self).run())
+            self.run(schedule, ScheduleTables(schedule))
+
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        fuser = Fuser(schedule, self, tables)
+        write_kernels(schedule, fuser.run(), tables)
+        if len(fuser.ops) != len(tables.operators()):
+            tables.forget()  # virtual operators keep whatever kernel they had

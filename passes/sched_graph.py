@@ -28,13 +28,13 @@ def data_producers(value: SSAValue) -> list[ark.ArkOp]:
     """The operators whose results `value` holds or waits for, looking through views."""
     owner = value.owner
     kind = type(owner)
-    if _is_a(kind, ark.ViewOp):
+    if is_a(kind, ark.ViewOp):
         return [op for operand in owner.operands for op in data_producers(operand)]
-    return [owner] if _is_a(kind, ark.ArkOp) else []
+    return [owner] if is_a(kind, ark.ArkOp) else []
 
 
 @functools.cache
-def _is_a(cls: type, kind: type) -> bool:
+def is_a(cls: type, kind: type) -> bool:
     """`issubclass`, remembered: `isinstance` on xDSL's abstract op classes goes through
     `ABCMeta` on every call."""
     return issubclass(cls, kind)

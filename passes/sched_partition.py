@@ -47,7 +47,8 @@ from compiler.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
 from dialects.plan import Range
 from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
-from passes.sched_tile import Tiler, signature, slots
+from passes.sched_tables import ScheduleTables
+from passes.sched_tile import Tiler, cached_signature, slots
 
 CONCURRENCY = ("auto", "ranges", "sequence")
 
@@ -63,13 +64,15 @@ class Kernel:
 class Estimates:
     """Kernel estimates, shared by kernels of equal structure and configuration."""
 
-    def __init__(self, device: GpuDevice):
+    def __init__(self, device: GpuDevice, signatures: dict[tuple, tuple] | None = None):
         self.device = device
         self.cache: dict[tuple, KernelEstimate] = {}
+        self.signatures = signatures
 
     def kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
         count = max(slots(kernel.warps, kernel.sram, self.device), 1)
-        key = (signature(kernel.kind_name, ops), tuple(op.config for op in ops),
+        key = (cached_signature(kernel.kind_name, ops, self.signatures),
+               tuple(op.config for op in ops),
                kernel.tiles, kernel.warps, count)
         estimate = self.cache.get(key)
         if estimate is None:
@@ -490,12 +493,14 @@ def _topological(order: list[int], deps: dict[int, set[int]]) -> list[int]:
     return out
 
 
-def phases_of(schedule: sched.ScheduleOp) -> list[list[int]]:
+def phases_of(schedule: sched.ScheduleOp,
+              tables: ScheduleTables | None = None) -> list[list[int]]:
     """Kernels grouped by dependency depth, in order."""
-    operators = schedule.kernel_operators()
+    tables = tables or ScheduleTables(schedule)
+    operators = tables.kernel_operators()
     kernel_of = {op: k for k, ops in operators.items() for op in ops}
-    deps = kernel_dependencies(kernel_of, operator_dependencies(schedule.operators()))
-    order = list(schedule.kernels())
+    deps = kernel_dependencies(kernel_of, tables.dependencies(operator_dependencies))
+    order = list(tables.kernels())
     level = levels(deps, _topological(order, deps))
     grouped: dict[int, list[int]] = {}
     for k in order:
@@ -503,12 +508,16 @@ def phases_of(schedule: sched.ScheduleOp) -> list[list[int]]:
     return [grouped[d] for d in sorted(grouped)]
 
 
-def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int]) -> None:
+def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int],
+                         tables: ScheduleTables | None = None) -> None:
     """Give kernels ids 0, 1, ... in `order` and put their declarations in that order: each
     right before its first operator when the operators already come in that order, else
     rebuild the block: each kernel's declaration, its operators, each after its views."""
-    kernels = schedule.kernels()
-    operators = schedule.kernel_operators()
+    tables = tables or ScheduleTables(schedule)
+    kernels = tables.kernels()
+    operators = tables.kernel_operators()
+    tables.set_kernels({i: kernels[old] for i, old in enumerate(order)},
+                       {i: operators[old] for i, old in enumerate(order)})
     new_id = {old: i for i, old in enumerate(order)}
     block = schedule.graph
     for phase in schedule.phases():
@@ -569,41 +578,59 @@ class SchedPartitionPass(ModulePass):
     granularity: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.check_options()
+        for schedule in sched.schedules(op):
+            self.partition(schedule)
+
+    def partition(self, schedule: sched.ScheduleOp, tables: ScheduleTables | None = None
+                  ) -> None:
+        tables = tables or ScheduleTables(schedule)
+        device = gpu_device(schedule.device_name)
+        estimates = Estimates(device, tables.signatures)
+        for phase in schedule.phases():
+            phase.detach()
+            phase.erase()
+        phases = phases_of(schedule, tables)
+        if self.split_k and self.split_lone_matmuls(schedule, phases, estimates, tables):
+            tables.forget()
+            estimates.signatures = tables.signatures
+            phases = phases_of(schedule, tables)
+        operators = tables.kernel_operators()
+        kernels = tables.kernels()
+        order: list[int] = []
+        launch_kernels: list[list[int]] = []
+        for members in phases:
+            phase_kernels = [estimates.kernel(kernels[k], operators[k]) for k in members]
+            launches = phase_launches(phase_kernels, device, self.concurrency,
+                                      self.granularity)
+            schedule.graph.add_op(sched.PhaseOp(launches))
+            launch_kernels.append([launch.kernel_id for launch in launches])
+            order.extend(members)
+        renumber_and_reorder(schedule, order, tables)
+        new_id = {old: i for i, old in enumerate(order)}
+        tables.launch_kernels = [[new_id[k] for k in phase] for phase in launch_kernels]
+
+    def check_options(self) -> None:
         if self.concurrency not in CONCURRENCY:
             from compiler.diagnostics import UsageError
 
             raise UsageError(f"sched-partition: concurrency must be one of "
                              f"{', '.join(CONCURRENCY)}, got '{self.concurrency}'")
-        for schedule in sched.schedules(op):
-            self.partition(schedule)
 
-    def partition(self, schedule: sched.ScheduleOp) -> None:
-        device = gpu_device(schedule.device_name)
-        estimates = Estimates(device)
-        for phase in schedule.phases():
-            phase.detach()
-            phase.erase()
-        phases = phases_of(schedule)
-        if self.split_k and self.split_lone_matmuls(schedule, phases, estimates):
-            phases = phases_of(schedule)
-        operators = schedule.kernel_operators()
-        kernels = schedule.kernels()
-        order: list[int] = []
-        for members in phases:
-            phase_kernels = [estimates.kernel(kernels[k], operators[k]) for k in members]
-            schedule.graph.add_op(sched.PhaseOp(phase_launches(
-                phase_kernels, device, self.concurrency, self.granularity)))
-            order.extend(members)
-        renumber_and_reorder(schedule, order)
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        """The pass on one schedule (for `ark-plan`)."""
+        self.check_options()
+        self.partition(schedule, tables)
 
     def split_lone_matmuls(self, schedule: sched.ScheduleOp, phases: list[list[int]],
-                           estimates: Estimates) -> bool:
+                           estimates: Estimates, tables: ScheduleTables | None = None) -> bool:
         """Split the lone matmul kernels of `phases` where it pays; did any split?"""
+        tables = tables or ScheduleTables(schedule)
         device = estimates.device
         ids: Ids | None = None
-        tiler = Tiler(device)
-        operators = schedule.kernel_operators()
-        kernels = schedule.kernels()
+        tiler = Tiler(device, tables.signatures)
+        operators = tables.kernel_operators()
+        kernels = tables.kernels()
         next_id = max(kernels, default=-1) + 1
         budget = SPLIT_K_MEMORY * model_bytes(schedule)
         cuts: dict[tuple, SplitK | None] = {}  # kernels of equal structure share their cut
@@ -612,7 +639,8 @@ class SchedPartitionPass(ModulePass):
                 continue
             op, ops = kernels[members[0]], operators[members[0]]
             kernel = estimates.kernel(op, ops)
-            key = (signature(op.kind_name, ops), tuple(o.config for o in ops), op.tiles,
+            key = (cached_signature(op.kind_name, ops, tables.signatures),
+                   tuple(o.config for o in ops), op.tiles,
                    op.warps, kernel.slots)
             if key not in cuts:
                 cuts[key] = split_plan(kernel, device, budget)

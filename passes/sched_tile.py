@@ -39,6 +39,7 @@ from dialects import ark, sched
 from dialects.json_value import dict_attr
 from passes.ark_default_plan import default_config
 from passes.sched_graph import shape4
+from passes.sched_tables import ScheduleTables
 
 ROW_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TILE_WIDTHS = (64, 256, 1024, 4096)
@@ -209,13 +210,28 @@ def choose_tiling(kind: str, ops: Sequence[ark.ArkOp], device: GpuDevice) -> Til
     return best
 
 
+def cached_signature(kind: str, ops: Sequence[ark.ArkOp],
+                     cache: dict[tuple, tuple] | None) -> tuple:
+    """`signature(kind, ops)`, remembered in `cache` (see `ScheduleTables.signatures`)."""
+    if cache is None:
+        return signature(kind, ops)
+    key = (kind, *ops)
+    found = cache.get(key)
+    operands = [op._operands for op in ops]  # noqa: SLF001 -- replaced, never mutated
+    if found is None or any(a is not b for a, b in zip(found[0], operands, strict=True)):
+        # (an operator whose operands were replaced may read other layouts now)
+        found = cache[key] = (operands, signature(kind, ops))
+    return found[1]
+
+
 class Tiler:
-    def __init__(self, device: GpuDevice):
+    def __init__(self, device: GpuDevice, signatures: dict[tuple, tuple] | None = None):
         self.device = device
         self.cache: dict[tuple, Tiling] = {}
+        self.signatures = signatures
 
     def tile(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Tiling:
-        key = signature(kernel.kind_name, ops)
+        key = cached_signature(kernel.kind_name, ops, self.signatures)
         tiling = self.cache.get(key)
         if tiling is None:
             tiling = self.cache[key] = choose_tiling(kernel.kind_name, ops, self.device)
@@ -231,7 +247,10 @@ class SchedTilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for schedule in sched.schedules(op):
-            tiler = Tiler(gpu_device(schedule.device_name))
-            operators = schedule.kernel_operators()
-            for kernel_id, kernel in schedule.kernels().items():
-                tiler.tile(kernel, operators[kernel_id])
+            self.run(schedule, ScheduleTables(schedule))
+
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        tiler = Tiler(gpu_device(schedule.device_name), tables.signatures)
+        operators = tables.kernel_operators()
+        for kernel_id, kernel in tables.kernels().items():
+            tiler.tile(kernel, operators[kernel_id])

@@ -22,6 +22,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from dialects import ark, plan, sched
+from passes.sched_tables import ScheduleTables, tables_for
 
 
 def _attr(r: plan.Range) -> plan.RangeAttr:
@@ -43,10 +44,10 @@ def resource_groups(phase: sched.PhaseOp) -> list[plan.ResourceGroupOp]:
     return groups
 
 
-def lower(schedule: sched.ScheduleOp) -> plan.PlanOp:
+def lower(schedule: sched.ScheduleOp, tables: ScheduleTables | None = None) -> plan.PlanOp:
     device = gpu_device(schedule.device_name)
     block = schedule.graph
-    has_kernels = bool(schedule.kernels())
+    has_kernels = bool((tables or ScheduleTables(schedule)).kernels())
     everything = plan.range_attr(0, device.processors)
     groups = []
     for op in list(block.ops):
@@ -79,9 +80,11 @@ def lower(schedule: sched.ScheduleOp) -> plan.PlanOp:
 class SchedToPlanPass(ModulePass):
     name = "sched-to-plan"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def apply(self, ctx: Context, op: ModuleOp,
+              shared: dict[sched.ScheduleOp, ScheduleTables] | None = None) -> None:
+        """Lower every schedule of `op` (with `shared`: the tables `ark-plan` kept of them)."""
         for schedule in [s for s in op.ops if isinstance(s, sched.ScheduleOp)]:
-            result = lower(schedule)
+            result = lower(schedule, tables_for(schedule, shared))
             result.location = schedule.location
             op.body.block.insert_op_before(result, schedule)
             schedule.detach()
