@@ -39,8 +39,9 @@ class ArkPlanPass(ModulePass):
         # model nodes, which plans do not have.
         to_schedules(op, self.device, kernels=False)
         shared: dict[sched.ScheduleOp, ScheduleTables] = {}
+        schedules = sched.schedules(op)  # the passes below keep them (and make no others)
         for step in (SchedFusePass(), SchedTilePass(), SchedPartitionPass(),
                      SchedAllocatePass()):
-            for schedule in sched.schedules(op):
+            for schedule in schedules:
                 step.run(schedule, tables_for(schedule, shared))
         SchedToPlanPass().apply(ctx, op, shared)

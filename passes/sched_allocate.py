@@ -28,10 +28,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from dialects import ark, sched
-from passes.sched_graph import shape4
+from dialects.utils import op_list
+from passes.sched_graph import is_a, shape4
 from passes.sched_tables import ScheduleTables
 
 Position = tuple[int, int, int]
@@ -106,17 +106,25 @@ class Lifetimes:
         kernels = tables.kernels()
         operators = tables.kernel_operators()
         rank = schedule.rank.value.data
-        self.lives: dict[int, Life] = {}
-        for value in _tensor_values(schedule):
+        self.values = _tensor_values(schedule)
+        """The schedule's tensor values, in block order."""
+        lives: dict[int, Life] = {}
+        self.lives = lives
+        for value in self.values:
             tensor = value.type
-            life = self.lives.setdefault(tensor.buffer_id, Life(tensor.buffer_id, 0))
-            life.size = max(life.size, tensor.span_bytes)
             buffer = tensor.buffer
-            if buffer.rank.data not in (-1, rank) or buffer.send_tag_pairs or \
-                    buffer.recv_tag_pairs:
+            buffer_id = buffer.id.data
+            life = lives.get(buffer_id)
+            if life is None:
+                life = lives[buffer_id] = Life(buffer_id, 0)
+            size = tensor.span_bytes
+            if size > life.size:
+                life.size = size
+            if not life.pinned and (
+                    _remote_or_tagged(buffer, rank)
+                    # a model output
+                    or (is_a(type(value.owner), ark.ArkOp) and value.first_use is None)):
                 life.pinned = True
-            if isinstance(value.owner, ark.ArkOp) and not value.uses:
-                life.pinned = True  # a model output
         order = 0
         launch_kernels = tables.launch_kernels
         if launch_kernels is None:
@@ -125,15 +133,16 @@ class Lifetimes:
         for p, phase in enumerate(launch_kernels):
             for kernel_id in phase:
                 kernel = kernels[kernel_id]
+                kind = kernel.kind_name
                 for i, op in enumerate(operators[kernel.kernel_id]):
                     at = (p, order, i)
                     reads, writes = op.operand_groups()
                     for value in reads:
-                        self.lives[value.type.buffer_id].touch(
-                            at, False, op, value, _aligned(op, value, kernel.kind_name))
+                        lives[value.type.buffer.id.data].touch(
+                            at, False, op, value, _aligned(op, value, kind))
                     for value in writes:
-                        self.lives[value.type.buffer_id].touch(
-                            at, True, op, value, _aligned(op, value, kernel.kind_name))
+                        lives[value.type.buffer.id.data].touch(
+                            at, True, op, value, _aligned(op, value, kind))
                 order += 1
         for life in self.lives.values():
             if life.first is None or not life.first_is_write:
@@ -141,8 +150,14 @@ class Lifetimes:
 
 
 def _tensor_values(schedule: sched.ScheduleOp) -> list[SSAValue]:
-    return [r for op in schedule.graph.ops for r in op.results
-            if isinstance(r.type, ark.TensorType)]
+    return [r for op in op_list(schedule.graph) for r in op.results
+            if type(r.type) is ark.TensorType]
+
+
+def _remote_or_tagged(buffer: ark.BufferAttr, rank: int) -> bool:
+    """Does the buffer belong to another rank, or connect to other ranks' buffers?"""
+    return (buffer.rank.data not in (-1, rank) or bool(ark.int_values(buffer.send_tags))
+            or bool(ark.int_values(buffer.recv_tags)))
 
 
 def disjoint(a: Life, b: Life, in_place: bool) -> bool:
@@ -204,19 +219,42 @@ def assign_regions(lifetimes: Lifetimes, reuse: bool, in_place: bool) -> list[Re
     return regions
 
 
-def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
-    """Put every tensor of a region's later occupants on the region's buffer."""
+def move_buffers(schedule: sched.ScheduleOp, regions: list[Region],
+                 values: list[SSAValue] | None = None) -> None:
+    """Put every tensor of a region's later occupants on the region's buffer (`values`: the
+    schedule's tensor values, when known)."""
     target = {}
     for region in regions:
         physical = ark.BufferAttr.get(region.buffer)
         target.update({life.buffer: physical for life in region.lives[1:]})
     if not target:
         return
-    for value in _tensor_values(schedule):
+    for value in _tensor_values(schedule) if values is None else values:
         tensor = value.type
-        new = target.get(tensor.buffer_id)
+        new = target.get(tensor.buffer.id.data)
         if new is not None:
-            Rewriter.replace_value_with_new_type(value, tensor.with_buffer(new))
+            retype(value, _on_buffer(tensor, new))
+
+
+_TENSOR_FIELDS = tuple(name for name, _ in ark.TensorType.get_irdl_definition().parameters)
+
+
+def _on_buffer(tensor: ark.TensorType, buffer: ark.BufferAttr) -> ark.TensorType:
+    """`tensor.with_buffer(buffer)`, its parameters copied in one step (tens of thousands of
+    tensors move; values cached with `tensor`, e.g. its byte region, are not copied)."""
+    moved = ark.TensorType.__new__(ark.TensorType)
+    source = tensor.__dict__
+    fields = {name: source[name] for name in _TENSOR_FIELDS}
+    fields["buffer"] = buffer
+    moved.__dict__.update(fields)
+    return moved
+
+
+def retype(value: SSAValue, new_type: ark.TensorType) -> None:
+    """Give `value` another type in place. `Rewriter.replace_value_with_new_type` makes a new
+    value and moves every use onto it, tens of thousands of times here; the value's type is
+    all that changes (no rule of a use depends on the buffer a tensor lives on)."""
+    value._type = new_type  # noqa: SLF001 -- SSAValue.type is read-only only by convention
 
 
 def record_regions(schedule: sched.ScheduleOp, regions: list[Region]) -> int:
@@ -224,9 +262,10 @@ def record_regions(schedule: sched.ScheduleOp, regions: list[Region]) -> int:
         region.detach()
         region.erase()
     offset = 0
+    block = schedule.graph
     for region in sorted(regions, key=lambda r: r.buffer):
-        schedule.graph.add_op(sched.RegionOp(region.buffer, offset, region.size,
-                                             [life.buffer for life in region.lives]))
+        block.add_op(sched.RegionOp(region.buffer, offset, region.size,
+                                    [life.buffer for life in region.lives]))
         offset += region.size
     return offset
 
@@ -243,6 +282,7 @@ class SchedAllocatePass(ModulePass):
             self.run(schedule, ScheduleTables(schedule))
 
     def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
-        regions = assign_regions(Lifetimes(schedule, tables), self.reuse, self.in_place)
-        move_buffers(schedule, regions)
+        lifetimes = Lifetimes(schedule, tables)
+        regions = assign_regions(lifetimes, self.reuse, self.in_place)
+        move_buffers(schedule, regions, lifetimes.values)
         record_regions(schedule, regions)
