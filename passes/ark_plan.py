@@ -37,8 +37,10 @@ class ArkPlanPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # ark-to-sched removes virtual operators itself; ark-compress would only renumber
         # model nodes, which plans do not have.
-        to_schedules(op, self.device, kernels=False)
-        shared: dict[sched.ScheduleOp, ScheduleTables] = {}
+        made = to_schedules(op, self.device, kernels=False)
+        # The schedules just made from models are planned by the passes as one (see
+        # `ScheduleTables.planning`); any others the module had, pass by pass.
+        shared = {schedule: ScheduleTables(schedule, planning=True) for schedule in made}
         schedules = sched.schedules(op)  # the passes below keep them (and make no others)
         for step in (SchedFusePass(), SchedTilePass(), SchedPartitionPass(),
                      SchedAllocatePass()):

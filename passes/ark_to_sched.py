@@ -66,9 +66,12 @@ class ArkToSchedPass(ModulePass):
         to_schedules(op, self.device)
 
 
-def to_schedules(module: ModuleOp, device_name: str, kernels: bool = True) -> None:
-    """Replace each model of `module` by its schedule (see `schedule_model`)."""
+def to_schedules(module: ModuleOp, device_name: str,
+                 kernels: bool = True) -> list[sched.ScheduleOp]:
+    """Replace each model of `module` by its schedule (see `schedule_model`); the new
+    schedules."""
     device = gpu_device(device_name)  # unknown devices fail here, before any rewriting
+    made = []
     for model in [m for m in module.ops if isinstance(m, ark.ModelOp)]:
         refuse_oversized(model, device)
         schedule = schedule_model(model, device_name, kernels)
@@ -76,3 +79,5 @@ def to_schedules(module: ModuleOp, device_name: str, kernels: bool = True) -> No
         module.body.block.insert_op_before(schedule, model)
         model.detach()
         model.erase()
+        made.append(schedule)
+    return made

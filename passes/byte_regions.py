@@ -49,14 +49,21 @@ class ByteRegion:
     @staticmethod
     def of(tensor: ark.TensorType) -> ByteRegion:
         """The region of `tensor`, made once per (immutable) tensor type and kept with it:
-        passes ask for the regions of every operand of every operator, repeatedly."""
+        passes ask for the regions of every operand of every operator, repeatedly. Tensors
+        of one layout share one region (and so its derived figures)."""
         try:
             return tensor.__dict__["_planc_region"]
         except KeyError:
-            region = tensor.__dict__["_planc_region"] = ByteRegion.make(
-                tensor.buffer_id, tensor.element_bytes, tensor.strides_list,
-                tensor.offsets_list, tensor.shape_list)
-            return region
+            pass
+        key = (tensor.buffer.id.data, tensor.element_bytes, ark.int_values(tensor.strides),
+               ark.int_values(tensor.offsets), ark.int_values(tensor.shape))
+        region = _SHARED.get(key)
+        if region is None:
+            if len(_SHARED) >= MAX_SHARED:
+                _SHARED.clear()
+            region = _SHARED[key] = ByteRegion.make(key[0], key[1], *key[2:])
+        tensor.__dict__["_planc_region"] = region
+        return region
 
     @staticmethod
     def make(buffer: int, element_bytes: int, extents: Sequence[int], offsets: Sequence[int],
@@ -112,6 +119,13 @@ class ByteRegion:
     @cached_property
     def _intervals(self) -> tuple[tuple[int, int], ...]:
         return tuple((o, o + s) for o, s in zip(self.offsets, self.shape, strict=True))
+
+
+MAX_SHARED = 1 << 16
+"""The most layouts `_SHARED` remembers (it starts over beyond)."""
+
+_SHARED: dict[tuple, ByteRegion] = {}
+"""Regions by (buffer, element size, extents, offsets, shape): immutable, so shared."""
 
 
 def _pad4(values: Sequence[int], fill: int) -> tuple[int, ...]:

@@ -126,13 +126,9 @@ class Lifetimes:
                     or (is_a(type(value.owner), ark.ArkOp) and value.first_use is None)):
                 life.pinned = True
         order = 0
-        launch_kernels = tables.launch_kernels
-        if launch_kernels is None:
-            launch_kernels = [[launch.kernel_id for launch in phase.launches()]
-                              for phase in schedule.phases()]
-        for p, phase in enumerate(launch_kernels):
-            for kernel_id in phase:
-                kernel = kernels[kernel_id]
+        for p, phase in enumerate(tables.phases()):
+            for launch in phase:
+                kernel = kernels[launch.kernel_id]
                 kind = kernel.kind_name
                 for i, op in enumerate(operators[kernel.kernel_id]):
                     at = (p, order, i)
@@ -285,4 +281,5 @@ class SchedAllocatePass(ModulePass):
         lifetimes = Lifetimes(schedule, tables)
         regions = assign_regions(lifetimes, self.reuse, self.in_place)
         move_buffers(schedule, regions, lifetimes.values)
-        record_regions(schedule, regions)
+        if not tables.planning:  # (`sched-to-plan` would only erase them)
+            record_regions(schedule, regions)

@@ -29,7 +29,8 @@ def data_producers(value: SSAValue) -> list[ark.ArkOp]:
     owner = value.owner
     kind = type(owner)
     if is_a(kind, ark.ViewOp):
-        return [op for operand in owner.operands for op in data_producers(operand)]
+        return [op for operand in owner._operands  # noqa: SLF001
+                for op in data_producers(operand)]
     return [owner] if is_a(kind, ark.ArkOp) else []
 
 
@@ -43,7 +44,8 @@ def is_a(cls: type, kind: type) -> bool:
 def is_fresh_write(value: SSAValue) -> bool:
     """Does an operator writing `value` write into a tensor nothing produced (a new buffer)?"""
     owner = value.owner
-    return isinstance(owner, ark.ViewOp) and owner.source is None and not owner.after
+    # A view without a source and without values to wait for: one without operands.
+    return is_a(type(owner), ark.ViewOp) and not owner._operands  # noqa: SLF001
 
 
 def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.ArkOp]]:
@@ -51,7 +53,7 @@ def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.A
     deps: dict[ark.ArkOp, set[ark.ArkOp]] = {}
     accesses: dict[int, BufferAccesses] = {}
     for op in ops:
-        found = {p for value in op.operands for p in data_producers(value)}
+        found = {p for value in op._operands for p in data_producers(value)}  # noqa: SLF001
         reads, writes = op.operand_groups()
         read_regions = [ByteRegion.of(v.type) for v in reads]
         write_regions = [ByteRegion.of(v.type) for v in writes]

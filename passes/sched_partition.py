@@ -47,7 +47,7 @@ from compiler.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
 from dialects.plan import Range
 from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
-from passes.sched_tables import ScheduleTables
+from passes.sched_tables import Launch, ScheduleTables
 from passes.sched_tile import Tiler, cached_signature, slots
 
 CONCURRENCY = ("auto", "ranges", "sequence")
@@ -123,17 +123,17 @@ def sequence_seconds(kernels: Sequence[Kernel], processors: int) -> float:
 
 
 def launch(kernel: Kernel, units: Range, granularity: int,
-           resources: tuple[int, int] | None = None) -> sched.LaunchOp:
+           resources: tuple[int, int] | None = None) -> Launch:
     """A launch of all tiles of `kernel` on `units`, with its slots' warps and shared memory
     (or `resources` = (warps, sram), when several launches share their processors)."""
     op = kernel.op
     warps, sram = resources or (kernel.slots * op.warps, kernel.slots * op.sram)
-    return sched.LaunchOp(op.kernel_id, Range(0, op.tiles), units, Range(0, warps),
-                          Range(0, sram), granularity)
+    return Launch(op.kernel_id, Range(0, op.tiles), units, Range(0, warps), Range(0, sram),
+                  granularity)
 
 
 def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: str,
-                   granularity: int) -> list[sched.LaunchOp]:
+                   granularity: int) -> list[Launch]:
     processors = device.processors
     if len(kernels) == 1:
         (kernel,) = kernels
@@ -512,27 +512,29 @@ def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int],
                          tables: ScheduleTables | None = None) -> None:
     """Give kernels ids 0, 1, ... in `order` and put their declarations in that order: each
     right before its first operator when the operators already come in that order, else
-    rebuild the block: each kernel's declaration, its operators, each after its views."""
+    rebuild the block: each kernel's declaration, its operators, each after its views.
+    (Launches are made after, with the new ids.)"""
     tables = tables or ScheduleTables(schedule)
     kernels = tables.kernels()
     operators = tables.kernel_operators()
+    # Operators keep their relative order in the block: their places among the operators
+    # order their kernels.
+    position = {op: i for i, op in enumerate(tables.operators())}
     tables.set_kernels({i: kernels[old] for i, old in enumerate(order)},
                        {i: operators[old] for i, old in enumerate(order)})
     new_id = {old: i for i, old in enumerate(order)}
     block = schedule.graph
-    for phase in schedule.phases():
-        for lop in phase.launches():
-            lop.kernel = sched.int_attr(new_id[lop.kernel_id])
-    position = {op: i for i, op in enumerate(block.ops)}
     firsts = [position[operators[k][0]] for k in order if operators[k]]
     if all(operators[k] for k in order) and firsts == sorted(firsts):
         for old in order:
-            kernel = kernels[old]
+            kernel, first = kernels[old], operators[old][0]
+            if new_id[old] == old and kernel.next_op is first:
+                continue  # its id, its operators' and its place are right already
             kernel.id = sched.int_attr(new_id[old])
             for op in operators[old]:
                 op.task = kernel.id
             kernel.detach()
-            block.insert_op_before(kernel, operators[old][0])
+            block.insert_op_before(kernel, first)
         return
     _rebuild(schedule, order, new_id, kernels, operators)
 
@@ -587,7 +589,7 @@ class SchedPartitionPass(ModulePass):
         tables = tables or ScheduleTables(schedule)
         device = gpu_device(schedule.device_name)
         estimates = Estimates(device, tables.signatures)
-        for phase in schedule.phases():
+        for phase in [] if tables.planning else schedule.phases():
             phase.detach()
             phase.erase()
         phases = phases_of(schedule, tables)
@@ -598,17 +600,20 @@ class SchedPartitionPass(ModulePass):
         operators = tables.kernel_operators()
         kernels = tables.kernels()
         order: list[int] = []
-        launch_kernels: list[list[int]] = []
+        planned: list[list[Launch]] = []
         for members in phases:
             phase_kernels = [estimates.kernel(kernels[k], operators[k]) for k in members]
-            launches = phase_launches(phase_kernels, device, self.concurrency,
-                                      self.granularity)
-            schedule.graph.add_op(sched.PhaseOp(launches))
-            launch_kernels.append([launch.kernel_id for launch in launches])
+            planned.append(phase_launches(phase_kernels, device, self.concurrency,
+                                          self.granularity))
             order.extend(members)
         renumber_and_reorder(schedule, order, tables)
         new_id = {old: i for i, old in enumerate(order)}
-        tables.launch_kernels = [[new_id[k] for k in phase] for phase in launch_kernels]
+        planned = [[replace(launch, kernel_id=new_id[launch.kernel_id]) for launch in phase]
+                   for phase in planned]
+        tables.set_phases(planned)
+        if not tables.planning:  # (`ark-plan` lowers the plain phases to the plan directly)
+            schedule.graph.add_ops(sched.PhaseOp([launch.op() for launch in phase])
+                                   for phase in planned)
 
     def check_options(self) -> None:
         if self.concurrency not in CONCURRENCY:

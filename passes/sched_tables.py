@@ -14,23 +14,52 @@ operators), so a later pass never sees a stale table.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from dialects import ark, sched
+from dialects.plan import Range
 
 Dependencies = dict[ark.ArkOp, set[ark.ArkOp]]
 
 
-class ScheduleTables:
-    """Lazily computed, shared views of one `sched.schedule` (see the module docstring)."""
+@dataclass(frozen=True)
+class Launch:
+    """A `sched.launch` as plain data (the same names as `LaunchOp`'s accessors)."""
 
-    def __init__(self, schedule: sched.ScheduleOp):
+    kernel_id: int
+    tile_range: Range
+    unit_range: Range
+    warp_range: Range
+    sram_range: Range
+    gran: int = 1
+
+    @staticmethod
+    def of(op: sched.LaunchOp) -> Launch:
+        return Launch(op.kernel_id, op.tile_range, op.unit_range, op.warp_range,
+                      op.sram_range, op.gran)
+
+    def op(self) -> sched.LaunchOp:
+        return sched.LaunchOp(self.kernel_id, self.tile_range, self.unit_range,
+                              self.warp_range, self.sram_range, self.gran)
+
+
+class ScheduleTables:
+    """Lazily computed, shared views of one `sched.schedule` (see the module docstring).
+
+    With `planning` (the passes run as one, `ark-plan`): the schedule was made from a model in
+    this run (it has no kernels, phases or memory regions yet), and what only the following
+    passes of the run read (phases, memory regions) is kept here as plain data rather than
+    built as ops.
+    """
+
+    def __init__(self, schedule: sched.ScheduleOp, planning: bool = False):
         self.schedule = schedule
+        self.planning = planning
         self._operators: list[ark.ArkOp] | None = None
         self._dependencies: Dependencies | None = None
-        self._kernels: dict[int, sched.KernelOp] | None = None
-        self._kernel_operators: dict[int, list[ark.ArkOp]] | None = None
-        self.launch_kernels: list[list[int]] | None = None
-        """Per phase, the kernel of each launch (set by partitioning, None: read the IR)."""
+        self._kernels: dict[int, sched.KernelOp] | None = {} if planning else None
+        self._kernel_operators: dict[int, list[ark.ArkOp]] | None = {} if planning else None
+        self._phases: list[list[Launch]] | None = [] if planning else None
         self.signatures: dict[tuple, tuple] = {}
         """`sched_tile.signature` by (kind, operators): a kernel's structure, asked by tiling
         and partitioning alike."""
@@ -60,14 +89,27 @@ class ScheduleTables:
             self._kernel_operators = self.schedule.kernel_operators()
         return self._kernel_operators
 
+    def phases(self) -> list[list[Launch]]:
+        """The launches of each phase (`ScheduleOp.phases()`, as plain data)."""
+        if self._phases is None:
+            self._phases = [[Launch.of(op) for op in phase.launches()]
+                            for phase in self.schedule.phases()]
+        return self._phases
+
+    def set_phases(self, phases: list[list[Launch]]) -> None:
+        self._phases = phases
+
     def set_kernels(self, kernels: dict[int, sched.KernelOp],
                     operators: dict[int, list[ark.ArkOp]]) -> None:
         """Record the kernels a pass has just written (ids in block order of declaration)."""
         self._kernels, self._kernel_operators = kernels, operators
 
     def forget(self) -> None:
-        """Drop every view: the pass changed operators or kernels in ways it does not track."""
-        self.__init__(self.schedule)
+        """Drop the views of operators and kernels: the pass changed them in ways it does not
+        track."""
+        self._operators = self._dependencies = None
+        self._kernels = self._kernel_operators = None
+        self.signatures = {}
 
 
 def tables_for(schedule: sched.ScheduleOp,

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -22,17 +23,18 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from dialects import ark, plan, sched
-from passes.sched_tables import ScheduleTables, tables_for
+from passes.sched_tables import Launch, ScheduleTables, tables_for
 
 
 def _attr(r: plan.Range) -> plan.RangeAttr:
     return plan.range_attr(r.begin, r.end, None if r.step == 1 else r.step)
 
 
-def resource_groups(phase: sched.PhaseOp) -> list[plan.ResourceGroupOp]:
+def resource_groups(launches: Sequence[Launch | sched.LaunchOp]) -> list[plan.ResourceGroupOp]:
+    """The resource groups of a phase's launches."""
     groups: list[plan.ResourceGroupOp] = []
     key = None
-    for launch in phase.launches():
+    for launch in launches:
         here = (launch.unit_range, launch.warp_range, launch.sram_range)
         task_group = plan.TaskGroupOp(launch.kernel_id, _attr(launch.tile_range), launch.gran)
         if here == key:
@@ -45,11 +47,17 @@ def resource_groups(phase: sched.PhaseOp) -> list[plan.ResourceGroupOp]:
 
 
 def lower(schedule: sched.ScheduleOp, tables: ScheduleTables | None = None) -> plan.PlanOp:
+    """The plan of `schedule`, whose ops it takes (with `tables.planning`: its phases come
+    from the tables)."""
     device = gpu_device(schedule.device_name)
     block = schedule.graph
-    has_kernels = bool((tables or ScheduleTables(schedule)).kernels())
+    tables = tables or ScheduleTables(schedule)
+    has_kernels = bool(tables.kernels())
     everything = plan.range_attr(0, device.processors)
     groups = []
+    if tables.planning:
+        groups = [plan.ProcessorGroupOp(everything, resource_groups(phase))
+                  for phase in tables.phases()]
     for op in list(block.ops):
         if isinstance(op, sched.KernelOp):
             if not op.tiled:
@@ -58,7 +66,7 @@ def lower(schedule: sched.ScheduleOp, tables: ScheduleTables | None = None) -> p
             op.detach()
             op.erase()
         elif isinstance(op, sched.PhaseOp):
-            groups.append(plan.ProcessorGroupOp(everything, resource_groups(op)))
+            groups.append(plan.ProcessorGroupOp(everything, resource_groups(op.launches())))
             op.detach()
             op.erase()
         elif isinstance(op, sched.RegionOp):
