@@ -51,10 +51,9 @@ class ByteRegion:
         """The region of `tensor`, made once per (immutable) tensor type and kept with it:
         passes ask for the regions of every operand of every operator, repeatedly. Tensors
         of one layout share one region (and so its derived figures)."""
-        try:
-            return tensor.__dict__["_planc_region"]
-        except KeyError:
-            pass
+        region = tensor.__dict__.get("_planc_region")
+        if region is not None:
+            return region
         key = (tensor.buffer.id.data, tensor.element_bytes, ark.int_values(tensor.strides),
                ark.int_values(tensor.offsets), ark.int_values(tensor.shape))
         region = _SHARED.get(key)
@@ -70,6 +69,15 @@ class ByteRegion:
              shape: Sequence[int]) -> ByteRegion:
         return ByteRegion(buffer, element_bytes, _pad4(extents, 1), _pad4(offsets, 0),
                           _pad4(shape, 1))
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once (regions key the access tables of every buffer)."""
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.buffer, self.element_bytes, self.extents, self.offsets,
+                          self.shape))
+            object.__setattr__(self, "_hash", found)
+        return found
 
     # -- derived figures ---------------------------------------------------------------------
 
@@ -137,6 +145,8 @@ def overlaps(a: ByteRegion, b: ByteRegion) -> bool:
     """May `a` and `b` share a byte? Exact on one grid, by hulls otherwise (see module)."""
     if a.buffer != b.buffer or a.empty or b.empty:
         return False
+    if a is b:  # (tensors of one layout share their region)
+        return True
     if a.same_grid(b):
         return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2)
                    in zip(a._intervals, b._intervals, strict=True))

@@ -47,7 +47,7 @@ from compiler.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
 from dialects.plan import Range
 from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
-from passes.sched_tables import Launch, ScheduleTables
+from passes.sched_tables import Launch, ScheduleTables, Signatures
 from passes.sched_tile import Tiler, cached_signature, slots
 
 CONCURRENCY = ("auto", "ranges", "sequence")
@@ -64,7 +64,7 @@ class Kernel:
 class Estimates:
     """Kernel estimates, shared by kernels of equal structure and configuration."""
 
-    def __init__(self, device: GpuDevice, signatures: dict[tuple, tuple] | None = None):
+    def __init__(self, device: GpuDevice, signatures: Signatures | None = None):
         self.device = device
         self.cache: dict[tuple, KernelEstimate] = {}
         self.signatures = signatures
@@ -214,14 +214,20 @@ undoing the memory reuse (issue 3: activations at most 0.6x ARK's default on the
 keeps the tutorial FFN on mi300x at 0.58x, where 0.15 gives 1.19x)."""
 
 
-def model_bytes(schedule: sched.ScheduleOp) -> int:
+def model_bytes(schedule: sched.ScheduleOp,
+                operators: Sequence[ark.ArkOp] | None = None) -> int:
     """Bytes of the distinct buffers the schedule's operators read or write (inputs, weights
     and activations: what ARK's default plan allocates)."""
     sizes: dict[int, int] = {}
-    for op in schedule.operators():
-        for value in (*op.operand_groups()[0], *op.operand_groups()[1]):
+    for op in operators if operators is not None else schedule.operators():
+        for value in op._operands:  # noqa: SLF001 -- the reads, then the writes
             t = value.type
-            sizes[t.buffer_id] = max(sizes.get(t.buffer_id, 0), t.num_elements * t.element_bytes)
+            buffer = t.buffer.id.data
+            size = math.prod(ark.int_values(t.shape)) * t.element_bytes
+            if size > sizes.get(buffer, 0):
+                sizes[buffer] = size
+            elif buffer not in sizes:
+                sizes[buffer] = 0
     return sum(sizes.values())
 
 
@@ -595,7 +601,6 @@ class SchedPartitionPass(ModulePass):
         phases = phases_of(schedule, tables)
         if self.split_k and self.split_lone_matmuls(schedule, phases, estimates, tables):
             tables.forget()
-            estimates.signatures = tables.signatures
             phases = phases_of(schedule, tables)
         operators = tables.kernel_operators()
         kernels = tables.kernels()
@@ -637,7 +642,7 @@ class SchedPartitionPass(ModulePass):
         operators = tables.kernel_operators()
         kernels = tables.kernels()
         next_id = max(kernels, default=-1) + 1
-        budget = SPLIT_K_MEMORY * model_bytes(schedule)
+        budget = SPLIT_K_MEMORY * model_bytes(schedule, tables.operators())
         cuts: dict[tuple, SplitK | None] = {}  # kernels of equal structure share their cut
         for members in phases:
             if len(members) != 1 or kernels[members[0]].kind_name != "matmul":

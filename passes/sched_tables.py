@@ -22,6 +22,16 @@ from dialects.plan import Range
 Dependencies = dict[ark.ArkOp, set[ark.ArkOp]]
 
 
+class Signatures:
+    """Kernel signatures as numbers, remembered per kernel (`sched_tile.cached_signature`):
+    equal numbers for equal signatures, within one schedule's tables."""
+
+    def __init__(self) -> None:
+        self.by_kernel: dict[tuple, tuple[list, int]] = {}
+        """(kind, *operators) -> (the operators' operands, the signature's number)."""
+        self.numbers: dict[tuple, int] = {}
+
+
 @dataclass(frozen=True)
 class Launch:
     """A `sched.launch` as plain data (the same names as `LaunchOp`'s accessors)."""
@@ -60,9 +70,8 @@ class ScheduleTables:
         self._kernels: dict[int, sched.KernelOp] | None = {} if planning else None
         self._kernel_operators: dict[int, list[ark.ArkOp]] | None = {} if planning else None
         self._phases: list[list[Launch]] | None = [] if planning else None
-        self.signatures: dict[tuple, tuple] = {}
-        """`sched_tile.signature` by (kind, operators): a kernel's structure, asked by tiling
-        and partitioning alike."""
+        self.signatures = Signatures()
+        """Kernels' `sched_tile.signature`s, asked by tiling and partitioning alike."""
 
     def operators(self) -> list[ark.ArkOp]:
         """The schedule's operators, in block order."""
@@ -109,7 +118,8 @@ class ScheduleTables:
         track."""
         self._operators = self._dependencies = None
         self._kernels = self._kernel_operators = None
-        self.signatures = {}
+        # (signatures stay: they are checked against the operators' operands, and estimates
+        # made meanwhile are keyed by their numbers)
 
 
 def tables_for(schedule: sched.ScheduleOp,

@@ -39,7 +39,7 @@ from dialects import ark, sched
 from dialects.json_value import dict_attr
 from passes.ark_default_plan import default_config
 from passes.sched_graph import shape4
-from passes.sched_tables import ScheduleTables
+from passes.sched_tables import ScheduleTables, Signatures
 
 ROW_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TILE_WIDTHS = (64, 256, 1024, 4096)
@@ -211,21 +211,25 @@ def choose_tiling(kind: str, ops: Sequence[ark.ArkOp], device: GpuDevice) -> Til
 
 
 def cached_signature(kind: str, ops: Sequence[ark.ArkOp],
-                     cache: dict[tuple, tuple] | None) -> tuple:
-    """`signature(kind, ops)`, remembered in `cache` (see `ScheduleTables.signatures`)."""
+                     cache: Signatures | None) -> tuple | int:
+    """`signature(kind, ops)`, or with `cache` (see `ScheduleTables.signatures`) a number
+    standing for it: equal signatures get equal numbers (cheap keys for the caches of
+    tilings and estimates), remembered per kernel."""
     if cache is None:
         return signature(kind, ops)
     key = (kind, *ops)
-    found = cache.get(key)
+    found = cache.by_kernel.get(key)
     operands = [op._operands for op in ops]  # noqa: SLF001 -- replaced, never mutated
     if found is None or any(a is not b for a, b in zip(found[0], operands, strict=True)):
         # (an operator whose operands were replaced may read other layouts now)
-        found = cache[key] = (operands, signature(kind, ops))
+        numbers = cache.numbers
+        number = numbers.setdefault(signature(kind, ops), len(numbers))
+        found = cache.by_kernel[key] = (operands, number)
     return found[1]
 
 
 class Tiler:
-    def __init__(self, device: GpuDevice, signatures: dict[tuple, tuple] | None = None):
+    def __init__(self, device: GpuDevice, signatures: Signatures | None = None):
         self.device = device
         self.cache: dict[tuple, Tiling] = {}
         self.signatures = signatures
