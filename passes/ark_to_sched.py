@@ -8,6 +8,7 @@ passes fuse, tile, partition and place these kernels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -26,12 +27,13 @@ from passes.sched_graph import is_a, op_kind
 def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True) -> sched.ScheduleOp:
     """The schedule of `model`; without `kernels`, its operators belong to no kernel yet
     (`ark-plan` fuses them next, which replaces the one-operator kernels anyway)."""
-    remove_virtual_operators(model)
     block = model.graph
+    operators = [op for op in op_list(block) if is_a(type(op), ark.ArkOp)]
+    if any(op.is_virtual for op in operators):
+        remove_virtual_operators(model)
+        operators = [op for op in op_list(block) if is_a(type(op), ark.ArkOp)]
     kernel = 0
-    for op in op_list(block):
-        if not is_a(type(op), ark.ArkOp):
-            continue
+    for op in operators:
         if kernels:
             block.insert_op_before(sched.KernelOp(kernel, op_kind(op)), op)
             op.task = sched.int_attr(kernel)
@@ -46,10 +48,12 @@ def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True) -> sch
 def refuse_oversized(model: ark.ModelOp, device) -> None:
     """A tensor larger than the device's memory cannot be placed: an error naming it, before
     any planning (whose work grows with the tensors' tiles)."""
-    for op in model.graph.ops:
+    limit = device.memory_bytes
+    for op in op_list(model.graph):
         for value in op.results:
             tensor = value.type
-            if isinstance(tensor, ark.TensorType) and tensor.span_bytes > device.memory_bytes:
+            if type(tensor) is ark.TensorType and \
+                    math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes > limit:
                 raise PlancError(f"tensor {tensor.tensor_id} {tensor.shape_list} "
                                  f"{tensor.data_type} holds {tensor.span_bytes / 1e9:.3g} GB, "
                                  f"more than the {device.memory_bytes / 1e9:.3g} GB of memory "

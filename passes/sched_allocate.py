@@ -54,47 +54,58 @@ class Life:
 
     def touch(self, at: Position, write: bool, op: ark.ArkOp, value: SSAValue,
               aligned: bool) -> None:
-        if self.first is None or at < self.first:
+        first = self.first
+        if first is None or at < first:
             self.first, self.first_is_write = at, write
-        elif at == self.first:
+        elif at == first:
             self.first_is_write = self.first_is_write and write
         if self.last is None or at >= self.last:
             self.last, self.last_op = at, op
-        self.kernels_in_phase.setdefault(at[0], set()).add(at[1])
-        self.aligned_in_phase[at[0]] = self.aligned_in_phase.get(at[0], True) and aligned
-        self.layouts_in_phase.setdefault(at[0], set()).add(_layout(value.type))
+        phase = at[0]
+        kernels = self.kernels_in_phase.get(phase)
+        if kernels is None:
+            kernels = self.kernels_in_phase[phase] = set()
+            self.layouts_in_phase[phase] = set()
+        kernels.add(at[1])
+        if not aligned:
+            self.aligned_in_phase[phase] = False
+        elif phase not in self.aligned_in_phase:
+            self.aligned_in_phase[phase] = True
+        self.layouts_in_phase[phase].add(_layout(value.type))
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
     """Shape, strides, offsets and element size, made once per (immutable) tensor type."""
-    try:
-        return tensor.__dict__["_planc_alloc_layout"]
-    except KeyError:
+    layout = tensor.__dict__.get("_planc_alloc_layout")
+    if layout is None:
         layout = tensor.__dict__["_planc_alloc_layout"] = (
             tensor.shape_tuple, tensor.strides_tuple, tensor.offsets_tuple,
             tensor.element_bytes)
-        return layout
+    return layout
 
 
 def _shape4(tensor: ark.TensorType) -> tuple[int, ...]:
     """The shape with leading ones to four dimensions, made once per tensor type."""
-    try:
-        return tensor.__dict__["_planc_shape4"]
-    except KeyError:
+    shape = tensor.__dict__.get("_planc_shape4")
+    if shape is None:
         shape = tensor.__dict__["_planc_shape4"] = shape4(tensor.shape_tuple)
-        return shape
+    return shape
 
 
 def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
     """Does the tile of `op` touch exactly the tile-shaped part of `value` (no broadcast)?"""
+    cls = type(op)
     if kind == "rows":
-        return not isinstance(op, ark.MatmulOp)
-    if isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)):
+        return not is_a(cls, ark.MatmulOp)
+    if is_a(cls, _ELEMENTWISE):
         outputs = op.operand_groups()[1]
         return _shape4(value.type) == (_shape4(outputs[0].type) if outputs else ())
-    if isinstance(op, ark.MatmulOp):
+    if is_a(cls, ark.MatmulOp):
         return value in op.operand_groups()[1]
     return False
+
+
+_ELEMENTWISE = (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)
 
 
 class Lifetimes:
