@@ -31,7 +31,7 @@ from xdsl.passes import ModulePass
 
 from dialects import ark, sched
 from dialects.utils import op_list
-from passes.sched_graph import is_a, shape4
+from passes.sched_graph import ELEMENTWISE, is_a, tensor_shape4
 from passes.sched_tables import ScheduleTables
 
 Position = tuple[int, int, int]
@@ -84,28 +84,19 @@ def _layout(tensor: ark.TensorType) -> tuple:
     return layout
 
 
-def _shape4(tensor: ark.TensorType) -> tuple[int, ...]:
-    """The shape with leading ones to four dimensions, made once per tensor type."""
-    shape = tensor.__dict__.get("_planc_shape4")
-    if shape is None:
-        shape = tensor.__dict__["_planc_shape4"] = shape4(tensor.shape_tuple)
-    return shape
-
-
 def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
     """Does the tile of `op` touch exactly the tile-shaped part of `value` (no broadcast)?"""
     cls = type(op)
     if kind == "rows":
         return not is_a(cls, ark.MatmulOp)
-    if is_a(cls, _ELEMENTWISE):
+    if is_a(cls, ELEMENTWISE):
         outputs = op.operand_groups()[1]
-        return _shape4(value.type) == (_shape4(outputs[0].type) if outputs else ())
+        return tensor_shape4(value.type) == (tensor_shape4(outputs[0].type) if outputs else ())
     if is_a(cls, ark.MatmulOp):
         return value in op.operand_groups()[1]
     return False
 
 
-_ELEMENTWISE = (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)
 
 
 class Lifetimes:

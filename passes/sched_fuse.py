@@ -35,7 +35,7 @@ from passes.sched_graph import (
     is_fresh_write,
     op_kind,
     operator_dependencies,
-    shape4,
+    tensor_shape4,
 )
 from passes.sched_tables import ScheduleTables
 
@@ -138,7 +138,7 @@ class Fuser:
         """Does each tile of an output `out` in kernel `gid` read only the same tile of
         `value` (a result of that kernel)?"""
         group = self.groups[gid]
-        have = shape4(value.type.shape_list)
+        have = tensor_shape4(value.type)
         if group.kind == "rows":
             # Tiles are blocks of whole rows: any row-shaped or reduced value is local.
             return have in (group.space, group.space[:-1] + (1,))
@@ -157,14 +157,14 @@ class Fuser:
         merges: list[int] = []
         for value in op.operand_groups()[0]:
             owner = value.owner
-            if isinstance(owner, ark.ArkOp) and self.group_of.get(owner) == gid:
+            if self.group_of.get(owner) == gid:  # (only operators have kernels)
                 if not self.local(value, gid, out):
                     return None
                 continue
             producers = {self.group_of[p] for p in data_producers(value) if p in self.group_of}
             if gid in producers:
                 return None  # through a view: another tile layout
-            direct = self.group_of.get(owner) if isinstance(owner, ark.ArkOp) else None
+            direct = self.group_of.get(owner)
             if (direct is not None and direct not in merges
                     and self.local(value, direct, out) and self.fits(gid, out)
                     and self.mergeable(direct, gid)):
@@ -202,7 +202,7 @@ class Fuser:
         found: list[int] = []
         for value in op.operand_groups()[0]:
             owner = value.owner
-            if isinstance(owner, ark.ArkOp) and owner in self.group_of:
+            if owner in self.group_of:
                 gid = self.group_of[owner]
                 if gid not in found and self.allowed(gid):
                     found.append(gid)
@@ -211,7 +211,7 @@ class Fuser:
     def place(self, op: ark.ArkOp) -> None:
         kind = op_kind(op)
         reads, writes = op.operand_groups()
-        out = shape4(writes[0].type.shape_list) if writes else ()
+        out = tensor_shape4(writes[0].type) if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
         fresh = all(is_fresh_write(v) and v.type.buffer_id not in self.touched
                     for v in writes)
@@ -221,7 +221,7 @@ class Fuser:
                 return
             self.new_group(op, "elementwise", out)
         elif kind == "rows":
-            rows = shape4(op.inputs[0].shape_list)
+            rows = tensor_shape4(reads[0].type)
             if fresh and self.options.rows and self.join_rows(op, rows):
                 return
             self.new_group(op, "rows", rows)
@@ -234,7 +234,7 @@ class Fuser:
         """A row reduction joins the rows kernel of its input, or turns the element-wise
         kernel computing its input into one."""
         owner = op.read_tensors[0].owner
-        if not isinstance(owner, ark.ArkOp) or owner not in self.group_of:
+        if owner not in self.group_of:
             return False
         gid = self.group_of[owner]
         group = self.groups[gid]

@@ -24,6 +24,14 @@ def shape4(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple([1] * (4 - len(shape)) + list(shape))
 
 
+def tensor_shape4(tensor: ark.TensorType) -> tuple[int, ...]:
+    """`shape4` of the tensor's shape, made once per (immutable) tensor type."""
+    shape = tensor.__dict__.get("_planc_shape4")
+    if shape is None:
+        shape = tensor.__dict__["_planc_shape4"] = shape4(ark.int_values(tensor.shape))
+    return shape
+
+
 def data_producers(value: SSAValue) -> list[ark.ArkOp]:
     """The operators whose results `value` holds or waits for, looking through views."""
     owner = value.owner
@@ -137,18 +145,23 @@ def levels(deps: dict[int, set[int]], order: Sequence[int]) -> dict[int, int]:
 
 def op_kind(op: ark.ArkOp) -> str:
     """The kind of kernel an operator starts (see `dialects.sched.KernelOp`)."""
-    if isinstance(op, ark.MatmulOp):
+    cls = type(op)
+    if is_a(cls, ark.MatmulOp):
         return "matmul"
     if is_row_reduction(op):
         return "rows"
-    if isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)):
+    if is_a(cls, ELEMENTWISE):
         return "elementwise"
-    if isinstance(op, ark.TransposeOp):
+    if is_a(cls, ark.TransposeOp):
         return "transpose"
     return "single"
 
 
+ELEMENTWISE = (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)
+"""The operator classes of element-wise kernels."""
+
+
 def is_row_reduction(op: ark.ArkOp) -> bool:
     """A reduction along the last axis that keeps it: the anchor of a `rows` kernel."""
-    return (isinstance(op, ark.ReduceOp) and op.keeps_dim
+    return (is_a(type(op), ark.ReduceOp) and op.keeps_dim
             and op.axis_index == len(op.inputs[0].shape_list) - 1)
