@@ -137,8 +137,8 @@ _SHARED: dict[tuple, ByteRegion] = {}
 
 
 def _pad4(values: Sequence[int], fill: int) -> tuple[int, ...]:
-    values = list(values)
-    return tuple([fill] * (4 - len(values)) + values)
+    values = tuple(values)
+    return (fill,) * (4 - len(values)) + values if len(values) < 4 else values
 
 
 def overlaps(a: ByteRegion, b: ByteRegion) -> bool:

@@ -60,15 +60,26 @@ def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.A
     """For each operator (in block order), the operators it must run after."""
     deps: dict[ark.ArkOp, set[ark.ArkOp]] = {}
     accesses: dict[int, BufferAccesses] = {}
+    region_of = ByteRegion.of
     for op in ops:
-        found = {p for value in op._operands for p in data_producers(value)}  # noqa: SLF001
+        found: set[ark.ArkOp] = set()
+        for value in op._operands:  # noqa: SLF001
+            owner = value.owner
+            if is_a(type(owner), ark.ArkOp):
+                found.add(owner)
+            else:
+                found.update(data_producers(value))
         reads, writes = op.operand_groups()
-        read_regions = [ByteRegion.of(v.type) for v in reads]
-        write_regions = [ByteRegion.of(v.type) for v in writes]
+        read_regions = [region_of(v.type) for v in reads]
+        write_regions = [region_of(v.type) for v in writes]
         for region in read_regions:
-            found |= accesses.get(region.buffer, NO_ACCESSES).conflicts(region, write=False)
+            table = accesses.get(region.buffer)
+            if table is not None:
+                table.collect(region, False, found)
         for region in write_regions:
-            found |= accesses.get(region.buffer, NO_ACCESSES).conflicts(region, write=True)
+            table = accesses.get(region.buffer)
+            if table is not None:
+                table.collect(region, True, found)
         for region in write_regions:
             _accesses(accesses, region.buffer).overwrite(region)
         for region in read_regions:
@@ -103,11 +114,15 @@ class BufferAccesses:
     def conflicts(self, region: ByteRegion, write: bool) -> set[ark.ArkOp]:
         """Earlier operators an access of `region` must follow."""
         found: set[ark.ArkOp] = set()
+        self.collect(region, write, found)
+        return found
+
+    def collect(self, region: ByteRegion, write: bool, found: set[ark.ArkOp]) -> None:
+        """Add `conflicts(region, write)` to `found`."""
         for table in (self.writes, self.reads) if write else (self.writes,):
             for other, ops in table.items():
                 if overlaps(other, region):
                     found |= ops
-        return found
 
     def overwrite(self, region: ByteRegion) -> None:
         """Forget the accesses a write of `region` covers."""

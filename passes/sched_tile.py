@@ -165,12 +165,11 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
 
 def _layout(tensor: ark.TensorType) -> tuple:
     """Shape, strides and data type, made once per (immutable) tensor type."""
-    try:
-        return tensor.__dict__["_planc_tile_layout"]
-    except KeyError:
+    layout = tensor.__dict__.get("_planc_tile_layout")
+    if layout is None:
         layout = tensor.__dict__["_planc_tile_layout"] = (
             tensor.shape_tuple, tensor.strides_tuple, tensor.data_type)
-        return layout
+    return layout
 
 
 def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
