@@ -22,6 +22,8 @@ id, back to back, as ARK's executor lays buffers out); their total is the device
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -52,7 +54,7 @@ class Life:
     last_op: ark.ArkOp | None = None
     pinned: bool = False
 
-    def touch(self, at: Position, write: bool, op: ark.ArkOp, value: SSAValue,
+    def touch(self, at: Position, write: bool, op: ark.ArkOp, tensor: ark.TensorType,
               aligned: bool) -> None:
         first = self.first
         if first is None or at < first:
@@ -71,7 +73,7 @@ class Life:
             self.aligned_in_phase[phase] = False
         elif phase not in self.aligned_in_phase:
             self.aligned_in_phase[phase] = True
-        self.layouts_in_phase[phase].add(_layout(value.type))
+        self.layouts_in_phase[phase].add(_layout(tensor))
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
@@ -84,16 +86,19 @@ def _layout(tensor: ark.TensorType) -> tuple:
     return layout
 
 
-def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
-    """Does the tile of `op` touch exactly the tile-shaped part of `value` (no broadcast)?"""
+def _alignment(op: ark.ArkOp, kind: str, writes: Sequence[SSAValue]
+               ) -> bool | Callable[[SSAValue], bool]:
+    """Does the tile of `op` (in a kernel of `kind`, its write tensors `writes`) touch exactly
+    the tile-shaped part of an operand (no broadcast)? The answer, when it does not depend on
+    the operand, else a function of the operand."""
     cls = type(op)
     if kind == "rows":
         return not is_a(cls, ark.MatmulOp)
     if is_a(cls, ELEMENTWISE):
-        outputs = op.operand_groups()[1]
-        return tensor_shape4(value.type) == (tensor_shape4(outputs[0].type) if outputs else ())
+        out = tensor_shape4(writes[0].type) if writes else ()
+        return lambda value: tensor_shape4(value.type) == out
     if is_a(cls, ark.MatmulOp):
-        return value in op.operand_groups()[1]
+        return writes.__contains__
     return False
 
 
@@ -119,7 +124,7 @@ class Lifetimes:
             life = lives.get(buffer_id)
             if life is None:
                 life = lives[buffer_id] = Life(buffer_id, 0)
-            size = tensor.span_bytes
+            size = math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes  # span
             if size > life.size:
                 life.size = size
             if not life.pinned and (
@@ -135,12 +140,24 @@ class Lifetimes:
                 for i, op in enumerate(operators[kernel.kernel_id]):
                     at = (p, order, i)
                     reads, writes = op.operand_groups()
+                    aligned = _alignment(op, kind, writes)
                     for value in reads:
-                        lives[value.type.buffer.id.data].touch(
-                            at, False, op, value, _aligned(op, value, kind))
+                        tensor = value.type
+                        life = lives[tensor.buffer.id.data]
+                        if life.pinned:
+                            continue  # (nothing more about it matters)
+                        if life.first is None:
+                            # Read before written (accesses come in execution order): an input.
+                            life.pinned = True
+                            continue
+                        life.touch(at, False, op, tensor,
+                                   aligned if type(aligned) is bool else aligned(value))
                     for value in writes:
-                        lives[value.type.buffer.id.data].touch(
-                            at, True, op, value, _aligned(op, value, kind))
+                        tensor = value.type
+                        life = lives[tensor.buffer.id.data]
+                        if not life.pinned:
+                            life.touch(at, True, op, tensor,
+                                       aligned if type(aligned) is bool else aligned(value))
                 order += 1
         for life in self.lives.values():
             if life.first is None or not life.first_is_write:

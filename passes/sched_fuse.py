@@ -76,6 +76,9 @@ class Fuser:
         self.next_id = 0
         self.touched: set[int] = set()
         """Buffers operators visited so far read or write."""
+        self.allowed_kinds = {"matmul": pass_.epilogue, "rows": pass_.rows,
+                              "elementwise": pass_.elementwise,
+                              "transpose": pass_.elementwise}
 
     # -- the kernel graph ------------------------------------------------------------------
 
@@ -161,10 +164,10 @@ class Fuser:
                 if not self.local(value, gid, out):
                     return None
                 continue
-            producers = {self.group_of[p] for p in data_producers(value) if p in self.group_of}
-            if gid in producers:
-                return None  # through a view: another tile layout
             direct = self.group_of.get(owner)
+            if direct is None and any(self.group_of.get(p) == gid
+                                      for p in data_producers(value)):
+                return None  # through a view: another tile layout
             if (direct is not None and direct not in merges
                     and self.local(value, direct, out) and self.fits(gid, out)
                     and self.mergeable(direct, gid)):
@@ -193,9 +196,7 @@ class Fuser:
 
     def allowed_kind(self, kind: str) -> bool:
         """May element-wise operators join kernels of this kind?"""
-        return {"matmul": self.options.epilogue, "rows": self.options.rows,
-                "elementwise": self.options.elementwise,
-                "transpose": self.options.elementwise}.get(kind, False)
+        return self.allowed_kinds.get(kind, False)
 
     def candidates(self, op: ark.ArkOp) -> list[int]:
         """Kernels producing `op`'s inputs directly: matmul first, then the most recent."""
@@ -213,9 +214,11 @@ class Fuser:
         reads, writes = op.operand_groups()
         out = tensor_shape4(writes[0].type) if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
-        fresh = all(is_fresh_write(v) and v.type.buffer_id not in self.touched
+        touched = self.touched
+        fresh = all(is_fresh_write(v) and v.type.buffer.id.data not in touched
                     for v in writes)
-        self.touched.update(v.type.buffer_id for v in (*reads, *writes))
+        touched.update([v.type.buffer.id.data for v in reads])
+        touched.update([v.type.buffer.id.data for v in writes])
         if kind == "elementwise" and fresh and reads:
             if self.join_any(op, self.candidates(op), out):
                 return
@@ -233,7 +236,7 @@ class Fuser:
     def join_rows(self, op: ark.ArkOp, rows: tuple[int, ...]) -> bool:
         """A row reduction joins the rows kernel of its input, or turns the element-wise
         kernel computing its input into one."""
-        owner = op.read_tensors[0].owner
+        owner = op.operand_groups()[0][0].owner
         if owner not in self.group_of:
             return False
         gid = self.group_of[owner]
