@@ -68,8 +68,22 @@ class Estimates:
         self.device = device
         self.cache: dict[tuple, KernelEstimate] = {}
         self.signatures = signatures
+        self.kernels: dict[tuple, tuple[tuple, Kernel]] = {}
+        """(kernel op, *operators) -> ((tiling, configs) it was made for, the `Kernel`)."""
 
     def kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
+        # A kernel asked for again (split-K's search, then the phases) with the same tiling
+        # and configs gets its `Kernel` again.
+        made_for = (kernel.num_tiles, kernel.num_warps, kernel.sram_bytes,
+                    *[op.config for op in ops])
+        found = self.kernels.get((kernel, *ops))
+        if found is not None and all(a is b for a, b in zip(found[0], made_for, strict=True)):
+            return found[1]
+        made = self._kernel(kernel, ops)
+        self.kernels[(kernel, *ops)] = (made_for, made)
+        return made
+
+    def _kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
         count = max(slots(kernel.warps, kernel.sram, self.device), 1)
         key = (cached_signature(kernel.kind_name, ops, self.signatures),
                tuple(op.config for op in ops),

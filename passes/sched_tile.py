@@ -178,10 +178,10 @@ def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
     parts = []
     for i, op in enumerate(ops):
         read_values, write_values = op.operand_groups()
-        reads = tuple((_layout(v.type), position.get(v, -1)) for v in read_values)
-        outs = tuple(_layout(v.type) for v in write_values)
+        reads = tuple([(_layout(v.type), position.get(v, -1)) for v in read_values])
+        outs = tuple([_layout(v.type) for v in write_values])
         parts.append((type(op).__name__, reads, outs, tuple(op.arg_attrs().items())))
-        for value in op.result_tensors:
+        for value in op.results:  # (an operator's results are its result tensors)
             position[value] = i
     return kind, tuple(parts)
 
