@@ -117,6 +117,7 @@ class Lifetimes:
         """The schedule's tensor values, in block order."""
         lives: dict[int, Life] = {}
         self.lives = lives
+        remote: dict[int, bool] = {}  # by buffer attribute (shared by a buffer's tensors)
         for value in self.values:
             tensor = value.type
             buffer = tensor.buffer
@@ -127,10 +128,13 @@ class Lifetimes:
             size = math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes  # span
             if size > life.size:
                 life.size = size
-            if not life.pinned and (
-                    _remote_or_tagged(buffer, rank)
-                    # a model output
-                    or (is_a(type(value.owner), ark.ArkOp) and value.first_use is None)):
+            if life.pinned:
+                continue
+            far = remote.get(id(buffer))
+            if far is None:
+                far = remote[id(buffer)] = _remote_or_tagged(buffer, rank)
+            # (a model output: an operator's result nothing uses)
+            if far or (is_a(type(value.owner), ark.ArkOp) and value.first_use is None):
                 life.pinned = True
         order = 0
         for p, phase in enumerate(tables.phases()):

@@ -627,7 +627,7 @@ class SchedPartitionPass(ModulePass):
             order.extend(members)
         renumber_and_reorder(schedule, order, tables)
         new_id = {old: i for i, old in enumerate(order)}
-        planned = [[replace(launch, kernel_id=new_id[launch.kernel_id]) for launch in phase]
+        planned = [[Launch(new_id[launch.kernel_id], *launch[1:]) for launch in phase]
                    for phase in planned]
         tables.set_phases(planned)
         if not tables.planning:  # (`ark-plan` lowers the plain phases to the plan directly)

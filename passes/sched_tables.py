@@ -14,7 +14,7 @@ operators), so a later pass never sees a stale table.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dialects import ark, sched
 from dialects.plan import Range
@@ -32,8 +32,7 @@ class Signatures:
         self.numbers: dict[tuple, int] = {}
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(NamedTuple):
     """A `sched.launch` as plain data (the same names as `LaunchOp`'s accessors)."""
 
     kernel_id: int
