@@ -557,6 +557,7 @@ def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int],
             block.insert_op_before(kernel, first)
         return
     _rebuild(schedule, order, new_id, kernels, operators)
+    tables.reordered()
 
 
 def _rebuild(schedule: sched.ScheduleOp, order: list[int], new_id: dict[int, int],

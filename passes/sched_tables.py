@@ -112,6 +112,11 @@ class ScheduleTables:
         """Record the kernels a pass has just written (ids in block order of declaration)."""
         self._kernels, self._kernel_operators = kernels, operators
 
+    def reordered(self) -> None:
+        """The operators moved in the block: their order (and the dependencies, listed in it)
+        is to be read again."""
+        self._operators = self._dependencies = None
+
     def forget(self) -> None:
         """Drop the views of operators and kernels: the pass changed them in ways it does not
         track."""
