@@ -54,14 +54,26 @@ class ByteRegion:
         region = tensor.__dict__.get("_planc_region")
         if region is not None:
             return region
-        key = (tensor.buffer.id.data, tensor.element_bytes, ark.int_values(tensor.strides),
-               ark.int_values(tensor.offsets), ark.int_values(tensor.shape))
+        values = ark.int_values
+        key = (tensor.buffer.id.data, ark.DATA_TYPE_BYTES[tensor.dtype.data],
+               values(tensor.strides), values(tensor.offsets), values(tensor.shape))
         region = _SHARED.get(key)
         if region is None:
             if len(_SHARED) >= MAX_SHARED:
                 _SHARED.clear()
-            region = _SHARED[key] = ByteRegion.make(key[0], key[1], *key[2:])
+            region = _SHARED[key] = ByteRegion._of_fields(
+                key[0], key[1], _pad4(key[2], 1), _pad4(key[3], 0), _pad4(key[4], 1))
         tensor.__dict__["_planc_region"] = region
+        return region
+
+    @staticmethod
+    def _of_fields(buffer: int, element_bytes: int, extents: tuple[int, ...],
+                   offsets: tuple[int, ...], shape: tuple[int, ...]) -> ByteRegion:
+        """`ByteRegion(...)` of fields already in their final form, set in one step (the
+        frozen dataclass's `__init__` sets them one `object.__setattr__` at a time)."""
+        region = object.__new__(ByteRegion)
+        region.__dict__.update(buffer=buffer, element_bytes=element_bytes, extents=extents,
+                               offsets=offsets, shape=shape)
         return region
 
     @staticmethod
