@@ -52,7 +52,7 @@ def resource_groups(launches: Sequence[Launch | sched.LaunchOp]) -> list[plan.Re
 
 # The plan ops this pass makes by the thousand, built with xDSL's generic `create` from the
 # properties their constructors would give them (the constructors' generic argument handling
-# costs more than the lowering; `tests/sched/test_pipeline.py` checks both agree).
+# costs more than the lowering; `tests/sched/test_plan_tables.py` checks both agree).
 
 
 def task_op(kernel: sched.KernelOp) -> plan.TaskOp:
