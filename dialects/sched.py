@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import I64, BytesAttr, DenseArrayBase, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
@@ -46,18 +46,30 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.plan import Range, RangeAttr, range_attr
-from dialects.utils import VerifyAt, body_block, build_with_properties, i64_attr, op_list
+from dialects.utils import VerifyAt, body_block, build_with_properties, built, i64_attr, op_list
 
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
     """An i64 integer attribute (shared: attributes are immutable, and passes make many)."""
     return i64_attr(value)
 
 
 _int = int_attr
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    """`DenseArrayBase.from_list(i64, values)`; for values in the signed range (which that
+    normalizes to themselves) without the per-value normalization."""
+    values = tuple(values)
+    if all(type(v) is int and _I64_MIN <= v <= _I64_MAX for v in values):
+        return built(DenseArrayBase, i64, BytesAttr(i64.pack(values)))
+    return DenseArrayBase.from_list(i64, values)
+
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @functools.lru_cache(maxsize=64)
@@ -217,7 +229,7 @@ class RegionOp(IRDLOperation):
     def __init__(self, buffer: int, offset: int, size: int, holds: Sequence[int]):
         build_with_properties(self, {
             "buffer": _int(buffer), "offset": _int(offset), "size": _int(size),
-            "holds": DenseArrayBase.from_list(i64, list(holds))})
+            "holds": i64_array(holds)})
 
     @property
     def bytes(self) -> int:

@@ -8,6 +8,7 @@ passes fuse, tile, partition and place these kernels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -18,22 +19,27 @@ from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from compiler.locations import source_path
 from dialects import ark, sched
-from dialects.utils import i64_attr
+from dialects.utils import op_list
 from passes.ark_compress import remove_virtual_operators
-from passes.sched_graph import op_kind
+from passes.sched_graph import is_a, op_kind
 
 
-def schedule_model(model: ark.ModelOp, device: str) -> sched.ScheduleOp:
-    remove_virtual_operators(model)
+def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True) -> sched.ScheduleOp:
+    """The schedule of `model`; without `kernels`, its operators belong to no kernel yet
+    (`ark-plan` fuses them next, which replaces the one-operator kernels anyway)."""
     block = model.graph
+    operators = [op for op in op_list(block) if is_a(type(op), ark.ArkOp)]
+    if any(op.is_virtual for op in operators):
+        remove_virtual_operators(model)
+        operators = [op for op in op_list(block) if is_a(type(op), ark.ArkOp)]
     kernel = 0
-    for op in list(block.ops):
-        if not isinstance(op, ark.ArkOp):
-            continue
-        block.insert_op_before(sched.KernelOp(kernel, op_kind(op)), op)
-        op.task = i64_attr(kernel)
-        for prop in ("node", "node_info"):
-            op.properties.pop(prop, None)
+    for op in operators:
+        if kernels:
+            block.insert_op_before(sched.KernelOp(kernel, op_kind(op)), op)
+            op.task = sched.int_attr(kernel)
+        properties = op.properties
+        properties.pop("node", None)
+        properties.pop("node_info", None)
         kernel += 1
     body = model.detach_region(model.body)
     return sched.ScheduleOp(model.rank_value, model.world_size_value, device, body)
@@ -42,10 +48,12 @@ def schedule_model(model: ark.ModelOp, device: str) -> sched.ScheduleOp:
 def refuse_oversized(model: ark.ModelOp, device) -> None:
     """A tensor larger than the device's memory cannot be placed: an error naming it, before
     any planning (whose work grows with the tensors' tiles)."""
-    for op in model.graph.ops:
+    limit = device.memory_bytes
+    for op in op_list(model.graph):
         for value in op.results:
             tensor = value.type
-            if isinstance(tensor, ark.TensorType) and tensor.span_bytes > device.memory_bytes:
+            if type(tensor) is ark.TensorType and \
+                    math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes > limit:
                 raise PlancError(f"tensor {tensor.tensor_id} {tensor.shape_list} "
                                  f"{tensor.data_type} holds {tensor.span_bytes / 1e9:.3g} GB, "
                                  f"more than the {device.memory_bytes / 1e9:.3g} GB of memory "
@@ -59,11 +67,21 @@ class ArkToSchedPass(ModulePass):
     device: str = "a100"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        device = gpu_device(self.device)  # unknown devices fail here, before any rewriting
-        for model in [m for m in op.ops if isinstance(m, ark.ModelOp)]:
-            refuse_oversized(model, device)
-            schedule = schedule_model(model, self.device)
-            schedule.location = model.location
-            op.body.block.insert_op_before(schedule, model)
-            model.detach()
-            model.erase()
+        to_schedules(op, self.device)
+
+
+def to_schedules(module: ModuleOp, device_name: str,
+                 kernels: bool = True) -> list[sched.ScheduleOp]:
+    """Replace each model of `module` by its schedule (see `schedule_model`); the new
+    schedules."""
+    device = gpu_device(device_name)  # unknown devices fail here, before any rewriting
+    made = []
+    for model in [m for m in module.ops if isinstance(m, ark.ModelOp)]:
+        refuse_oversized(model, device)
+        schedule = schedule_model(model, device_name, kernels)
+        schedule.location = model.location
+        module.body.block.insert_op_before(schedule, model)
+        model.detach()
+        model.erase()
+        made.append(schedule)
+    return made

@@ -49,20 +49,47 @@ class ByteRegion:
     @staticmethod
     def of(tensor: ark.TensorType) -> ByteRegion:
         """The region of `tensor`, made once per (immutable) tensor type and kept with it:
-        passes ask for the regions of every operand of every operator, repeatedly."""
-        try:
-            return tensor.__dict__["_planc_region"]
-        except KeyError:
-            region = tensor.__dict__["_planc_region"] = ByteRegion.make(
-                tensor.buffer_id, tensor.element_bytes, tensor.strides_list,
-                tensor.offsets_list, tensor.shape_list)
+        passes ask for the regions of every operand of every operator, repeatedly. Tensors
+        of one layout share one region (and so its derived figures)."""
+        region = tensor.__dict__.get("_planc_region")
+        if region is not None:
             return region
+        values = ark.int_values
+        key = (tensor.buffer.id.data, ark.DATA_TYPE_BYTES[tensor.dtype.data],
+               values(tensor.strides), values(tensor.offsets), values(tensor.shape))
+        region = _SHARED.get(key)
+        if region is None:
+            if len(_SHARED) >= MAX_SHARED:
+                _SHARED.clear()
+            region = _SHARED[key] = ByteRegion._of_fields(
+                key[0], key[1], _pad4(key[2], 1), _pad4(key[3], 0), _pad4(key[4], 1))
+        tensor.__dict__["_planc_region"] = region
+        return region
+
+    @staticmethod
+    def _of_fields(buffer: int, element_bytes: int, extents: tuple[int, ...],
+                   offsets: tuple[int, ...], shape: tuple[int, ...]) -> ByteRegion:
+        """`ByteRegion(...)` of fields already in their final form, set in one step (the
+        frozen dataclass's `__init__` sets them one `object.__setattr__` at a time)."""
+        region = object.__new__(ByteRegion)
+        region.__dict__.update(buffer=buffer, element_bytes=element_bytes, extents=extents,
+                               offsets=offsets, shape=shape)
+        return region
 
     @staticmethod
     def make(buffer: int, element_bytes: int, extents: Sequence[int], offsets: Sequence[int],
              shape: Sequence[int]) -> ByteRegion:
         return ByteRegion(buffer, element_bytes, _pad4(extents, 1), _pad4(offsets, 0),
                           _pad4(shape, 1))
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once (regions key the access tables of every buffer)."""
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.buffer, self.element_bytes, self.extents, self.offsets,
+                          self.shape))
+            object.__setattr__(self, "_hash", found)
+        return found
 
     # -- derived figures ---------------------------------------------------------------------
 
@@ -114,15 +141,24 @@ class ByteRegion:
         return tuple((o, o + s) for o, s in zip(self.offsets, self.shape, strict=True))
 
 
+MAX_SHARED = 1 << 16
+"""The most layouts `_SHARED` remembers (it starts over beyond)."""
+
+_SHARED: dict[tuple, ByteRegion] = {}
+"""Regions by (buffer, element size, extents, offsets, shape): immutable, so shared."""
+
+
 def _pad4(values: Sequence[int], fill: int) -> tuple[int, ...]:
-    values = list(values)
-    return tuple([fill] * (4 - len(values)) + values)
+    values = tuple(values)
+    return (fill,) * (4 - len(values)) + values if len(values) < 4 else values
 
 
 def overlaps(a: ByteRegion, b: ByteRegion) -> bool:
     """May `a` and `b` share a byte? Exact on one grid, by hulls otherwise (see module)."""
     if a.buffer != b.buffer or a.empty or b.empty:
         return False
+    if a is b:  # (tensors of one layout share their region)
+        return True
     if a.same_grid(b):
         return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2)
                    in zip(a._intervals, b._intervals, strict=True))

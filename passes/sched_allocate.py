@@ -22,16 +22,19 @@ id, back to back, as ARK's executor lays buffers out); their total is the device
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from dialects import ark, sched
-from passes.sched_graph import shape4
+from dialects.utils import op_list
+from passes.sched_graph import ELEMENTWISE, is_a, tensor_shape4
+from passes.sched_tables import ScheduleTables
 
 Position = tuple[int, int, int]
 """(phase, kernel's place in the execution order, operator's place in its kernel)."""
@@ -51,83 +54,114 @@ class Life:
     last_op: ark.ArkOp | None = None
     pinned: bool = False
 
-    def touch(self, at: Position, write: bool, op: ark.ArkOp, value: SSAValue,
+    def touch(self, at: Position, write: bool, op: ark.ArkOp, tensor: ark.TensorType,
               aligned: bool) -> None:
-        if self.first is None or at < self.first:
+        first = self.first
+        if first is None or at < first:
             self.first, self.first_is_write = at, write
-        elif at == self.first:
+        elif at == first:
             self.first_is_write = self.first_is_write and write
         if self.last is None or at >= self.last:
             self.last, self.last_op = at, op
-        self.kernels_in_phase.setdefault(at[0], set()).add(at[1])
-        self.aligned_in_phase[at[0]] = self.aligned_in_phase.get(at[0], True) and aligned
-        self.layouts_in_phase.setdefault(at[0], set()).add(_layout(value.type))
+        phase = at[0]
+        kernels = self.kernels_in_phase.get(phase)
+        if kernels is None:
+            kernels = self.kernels_in_phase[phase] = set()
+            self.layouts_in_phase[phase] = set()
+        kernels.add(at[1])
+        if not aligned:
+            self.aligned_in_phase[phase] = False
+        elif phase not in self.aligned_in_phase:
+            self.aligned_in_phase[phase] = True
+        self.layouts_in_phase[phase].add(_layout(tensor))
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
     """Shape, strides, offsets and element size, made once per (immutable) tensor type."""
-    try:
-        return tensor.__dict__["_planc_alloc_layout"]
-    except KeyError:
+    layout = tensor.__dict__.get("_planc_alloc_layout")
+    if layout is None:
         layout = tensor.__dict__["_planc_alloc_layout"] = (
             tensor.shape_tuple, tensor.strides_tuple, tensor.offsets_tuple,
             tensor.element_bytes)
-        return layout
+    return layout
 
 
-def _shape4(tensor: ark.TensorType) -> tuple[int, ...]:
-    """The shape with leading ones to four dimensions, made once per tensor type."""
-    try:
-        return tensor.__dict__["_planc_shape4"]
-    except KeyError:
-        shape = tensor.__dict__["_planc_shape4"] = shape4(tensor.shape_tuple)
-        return shape
-
-
-def _aligned(op: ark.ArkOp, value: SSAValue, kind: str) -> bool:
-    """Does the tile of `op` touch exactly the tile-shaped part of `value` (no broadcast)?"""
+def _alignment(op: ark.ArkOp, kind: str, writes: Sequence[SSAValue]
+               ) -> bool | Callable[[SSAValue], bool]:
+    """Does the tile of `op` (in a kernel of `kind`, its write tensors `writes`) touch exactly
+    the tile-shaped part of an operand (no broadcast)? The answer, when it does not depend on
+    the operand, else a function of the operand."""
+    cls = type(op)
     if kind == "rows":
-        return not isinstance(op, ark.MatmulOp)
-    if isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)):
-        outputs = op.operand_groups()[1]
-        return _shape4(value.type) == (_shape4(outputs[0].type) if outputs else ())
-    if isinstance(op, ark.MatmulOp):
-        return value in op.operand_groups()[1]
+        return not is_a(cls, ark.MatmulOp)
+    if is_a(cls, ELEMENTWISE):
+        out = tensor_shape4(writes[0].type) if writes else ()
+        return lambda value: tensor_shape4(value.type) == out
+    if is_a(cls, ark.MatmulOp):
+        return writes.__contains__
     return False
+
+
 
 
 class Lifetimes:
     """The lifetime of every buffer of a schedule, in execution order."""
 
-    def __init__(self, schedule: sched.ScheduleOp):
+    def __init__(self, schedule: sched.ScheduleOp, tables: ScheduleTables | None = None):
         self.schedule = schedule
-        kernels = schedule.kernels()
-        operators = schedule.kernel_operators()
+        tables = tables or ScheduleTables(schedule)
+        kernels = tables.kernels()
+        operators = tables.kernel_operators()
         rank = schedule.rank.value.data
-        self.lives: dict[int, Life] = {}
-        for value in _tensor_values(schedule):
+        self.values = _tensor_values(schedule)
+        """The schedule's tensor values, in block order."""
+        lives: dict[int, Life] = {}
+        self.lives = lives
+        remote: dict[int, bool] = {}  # by buffer attribute (shared by a buffer's tensors)
+        for value in self.values:
             tensor = value.type
-            life = self.lives.setdefault(tensor.buffer_id, Life(tensor.buffer_id, 0))
-            life.size = max(life.size, tensor.span_bytes)
             buffer = tensor.buffer
-            if buffer.rank.data not in (-1, rank) or buffer.send_tag_pairs or \
-                    buffer.recv_tag_pairs:
+            buffer_id = buffer.id.data
+            life = lives.get(buffer_id)
+            if life is None:
+                life = lives[buffer_id] = Life(buffer_id, 0)
+            size = math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes  # span
+            if size > life.size:
+                life.size = size
+            if life.pinned:
+                continue
+            far = remote.get(id(buffer))
+            if far is None:
+                far = remote[id(buffer)] = _remote_or_tagged(buffer, rank)
+            # (a model output: an operator's result nothing uses)
+            if far or (is_a(type(value.owner), ark.ArkOp) and value.first_use is None):
                 life.pinned = True
-            if isinstance(value.owner, ark.ArkOp) and not value.uses:
-                life.pinned = True  # a model output
         order = 0
-        for p, phase in enumerate(schedule.phases()):
-            for launch in phase.launches():
+        for p, phase in enumerate(tables.phases()):
+            for launch in phase:
                 kernel = kernels[launch.kernel_id]
+                kind = kernel.kind_name
                 for i, op in enumerate(operators[kernel.kernel_id]):
                     at = (p, order, i)
                     reads, writes = op.operand_groups()
+                    aligned = _alignment(op, kind, writes)
                     for value in reads:
-                        self.lives[value.type.buffer_id].touch(
-                            at, False, op, value, _aligned(op, value, kernel.kind_name))
+                        tensor = value.type
+                        life = lives[tensor.buffer.id.data]
+                        if life.pinned:
+                            continue  # (nothing more about it matters)
+                        if life.first is None:
+                            # Read before written (accesses come in execution order): an input.
+                            life.pinned = True
+                            continue
+                        life.touch(at, False, op, tensor,
+                                   aligned if type(aligned) is bool else aligned(value))
                     for value in writes:
-                        self.lives[value.type.buffer_id].touch(
-                            at, True, op, value, _aligned(op, value, kernel.kind_name))
+                        tensor = value.type
+                        life = lives[tensor.buffer.id.data]
+                        if not life.pinned:
+                            life.touch(at, True, op, tensor,
+                                       aligned if type(aligned) is bool else aligned(value))
                 order += 1
         for life in self.lives.values():
             if life.first is None or not life.first_is_write:
@@ -135,8 +169,14 @@ class Lifetimes:
 
 
 def _tensor_values(schedule: sched.ScheduleOp) -> list[SSAValue]:
-    return [r for op in schedule.graph.ops for r in op.results
-            if isinstance(r.type, ark.TensorType)]
+    return [r for op in op_list(schedule.graph) for r in op.results
+            if type(r.type) is ark.TensorType]
+
+
+def _remote_or_tagged(buffer: ark.BufferAttr, rank: int) -> bool:
+    """Does the buffer belong to another rank, or connect to other ranks' buffers?"""
+    return (buffer.rank.data not in (-1, rank) or bool(ark.int_values(buffer.send_tags))
+            or bool(ark.int_values(buffer.recv_tags)))
 
 
 def disjoint(a: Life, b: Life, in_place: bool) -> bool:
@@ -198,19 +238,42 @@ def assign_regions(lifetimes: Lifetimes, reuse: bool, in_place: bool) -> list[Re
     return regions
 
 
-def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
-    """Put every tensor of a region's later occupants on the region's buffer."""
+def move_buffers(schedule: sched.ScheduleOp, regions: list[Region],
+                 values: list[SSAValue] | None = None) -> None:
+    """Put every tensor of a region's later occupants on the region's buffer (`values`: the
+    schedule's tensor values, when known)."""
     target = {}
     for region in regions:
         physical = ark.BufferAttr.get(region.buffer)
         target.update({life.buffer: physical for life in region.lives[1:]})
     if not target:
         return
-    for value in _tensor_values(schedule):
+    for value in _tensor_values(schedule) if values is None else values:
         tensor = value.type
-        new = target.get(tensor.buffer_id)
+        new = target.get(tensor.buffer.id.data)
         if new is not None:
-            Rewriter.replace_value_with_new_type(value, tensor.with_buffer(new))
+            retype(value, _on_buffer(tensor, new))
+
+
+_TENSOR_FIELDS = tuple(name for name, _ in ark.TensorType.get_irdl_definition().parameters)
+
+
+def _on_buffer(tensor: ark.TensorType, buffer: ark.BufferAttr) -> ark.TensorType:
+    """`tensor.with_buffer(buffer)`, its parameters copied in one step (tens of thousands of
+    tensors move; values cached with `tensor`, e.g. its byte region, are not copied)."""
+    moved = ark.TensorType.__new__(ark.TensorType)
+    source = tensor.__dict__
+    fields = {name: source[name] for name in _TENSOR_FIELDS}
+    fields["buffer"] = buffer
+    moved.__dict__.update(fields)
+    return moved
+
+
+def retype(value: SSAValue, new_type: ark.TensorType) -> None:
+    """Give `value` another type in place. `Rewriter.replace_value_with_new_type` makes a new
+    value and moves every use onto it, tens of thousands of times here; the value's type is
+    all that changes (no rule of a use depends on the buffer a tensor lives on)."""
+    value._type = new_type  # noqa: SLF001 -- SSAValue.type is read-only only by convention
 
 
 def record_regions(schedule: sched.ScheduleOp, regions: list[Region]) -> int:
@@ -218,9 +281,10 @@ def record_regions(schedule: sched.ScheduleOp, regions: list[Region]) -> int:
         region.detach()
         region.erase()
     offset = 0
+    block = schedule.graph
     for region in sorted(regions, key=lambda r: r.buffer):
-        schedule.graph.add_op(sched.RegionOp(region.buffer, offset, region.size,
-                                             [life.buffer for life in region.lives]))
+        block.add_op(sched.RegionOp(region.buffer, offset, region.size,
+                                    [life.buffer for life in region.lives]))
         offset += region.size
     return offset
 
@@ -234,6 +298,11 @@ class SchedAllocatePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for schedule in sched.schedules(op):
-            regions = assign_regions(Lifetimes(schedule), self.reuse, self.in_place)
-            move_buffers(schedule, regions)
+            self.run(schedule, ScheduleTables(schedule))
+
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        lifetimes = Lifetimes(schedule, tables)
+        regions = assign_regions(lifetimes, self.reuse, self.in_place)
+        move_buffers(schedule, regions, lifetimes.values)
+        if not tables.planning:  # (`sched-to-plan` would only erase them)
             record_regions(schedule, regions)

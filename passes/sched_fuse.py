@@ -30,14 +30,14 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from dialects import ark, sched
-from dialects.utils import i64_attr
 from passes.sched_graph import (
     data_producers,
     is_fresh_write,
     op_kind,
     operator_dependencies,
-    shape4,
+    tensor_shape4,
 )
+from passes.sched_tables import ScheduleTables
 
 MERGED_KIND = {
     frozenset({"matmul"}): "matmul", frozenset({"matmul", "elementwise"}): "matmul",
@@ -63,15 +63,22 @@ class Group:
 
 
 class Fuser:
-    def __init__(self, schedule: sched.ScheduleOp, pass_: SchedFusePass):
+    def __init__(self, schedule: sched.ScheduleOp, pass_: SchedFusePass,
+                 tables: ScheduleTables | None = None):
         self.options = pass_
-        self.ops = [op for op in schedule.operators() if not op.is_virtual]
-        self.deps = operator_dependencies(self.ops)
+        tables = tables or ScheduleTables(schedule)
+        operators = tables.operators()
+        self.ops = [op for op in operators if not op.is_virtual]
+        self.deps = (tables.dependencies(operator_dependencies)
+                     if len(self.ops) == len(operators) else operator_dependencies(self.ops))
         self.groups: dict[int, Group] = {}
         self.group_of: dict[ark.ArkOp, int] = {}
         self.next_id = 0
         self.touched: set[int] = set()
         """Buffers operators visited so far read or write."""
+        self.allowed_kinds = {"matmul": pass_.epilogue, "rows": pass_.rows,
+                              "elementwise": pass_.elementwise,
+                              "transpose": pass_.elementwise}
 
     # -- the kernel graph ------------------------------------------------------------------
 
@@ -134,7 +141,7 @@ class Fuser:
         """Does each tile of an output `out` in kernel `gid` read only the same tile of
         `value` (a result of that kernel)?"""
         group = self.groups[gid]
-        have = shape4(value.type.shape_list)
+        have = tensor_shape4(value.type)
         if group.kind == "rows":
             # Tiles are blocks of whole rows: any row-shaped or reduced value is local.
             return have in (group.space, group.space[:-1] + (1,))
@@ -153,14 +160,14 @@ class Fuser:
         merges: list[int] = []
         for value in op.operand_groups()[0]:
             owner = value.owner
-            if isinstance(owner, ark.ArkOp) and self.group_of.get(owner) == gid:
+            if self.group_of.get(owner) == gid:  # (only operators have kernels)
                 if not self.local(value, gid, out):
                     return None
                 continue
-            producers = {self.group_of[p] for p in data_producers(value) if p in self.group_of}
-            if gid in producers:
+            direct = self.group_of.get(owner)
+            if direct is None and any(self.group_of.get(p) == gid
+                                      for p in data_producers(value)):
                 return None  # through a view: another tile layout
-            direct = self.group_of.get(owner) if isinstance(owner, ark.ArkOp) else None
             if (direct is not None and direct not in merges
                     and self.local(value, direct, out) and self.fits(gid, out)
                     and self.mergeable(direct, gid)):
@@ -189,16 +196,14 @@ class Fuser:
 
     def allowed_kind(self, kind: str) -> bool:
         """May element-wise operators join kernels of this kind?"""
-        return {"matmul": self.options.epilogue, "rows": self.options.rows,
-                "elementwise": self.options.elementwise,
-                "transpose": self.options.elementwise}.get(kind, False)
+        return self.allowed_kinds.get(kind, False)
 
     def candidates(self, op: ark.ArkOp) -> list[int]:
         """Kernels producing `op`'s inputs directly: matmul first, then the most recent."""
         found: list[int] = []
         for value in op.operand_groups()[0]:
             owner = value.owner
-            if isinstance(owner, ark.ArkOp) and owner in self.group_of:
+            if owner in self.group_of:
                 gid = self.group_of[owner]
                 if gid not in found and self.allowed(gid):
                     found.append(gid)
@@ -207,17 +212,19 @@ class Fuser:
     def place(self, op: ark.ArkOp) -> None:
         kind = op_kind(op)
         reads, writes = op.operand_groups()
-        out = shape4(writes[0].type.shape_list) if writes else ()
+        out = tensor_shape4(writes[0].type) if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
-        fresh = all(is_fresh_write(v) and v.type.buffer_id not in self.touched
+        touched = self.touched
+        fresh = all(is_fresh_write(v) and v.type.buffer.id.data not in touched
                     for v in writes)
-        self.touched.update(v.type.buffer_id for v in (*reads, *writes))
+        touched.update([v.type.buffer.id.data for v in reads])
+        touched.update([v.type.buffer.id.data for v in writes])
         if kind == "elementwise" and fresh and reads:
             if self.join_any(op, self.candidates(op), out):
                 return
             self.new_group(op, "elementwise", out)
         elif kind == "rows":
-            rows = shape4(op.inputs[0].shape_list)
+            rows = tensor_shape4(reads[0].type)
             if fresh and self.options.rows and self.join_rows(op, rows):
                 return
             self.new_group(op, "rows", rows)
@@ -229,8 +236,8 @@ class Fuser:
     def join_rows(self, op: ark.ArkOp, rows: tuple[int, ...]) -> bool:
         """A row reduction joins the rows kernel of its input, or turns the element-wise
         kernel computing its input into one."""
-        owner = op.read_tensors[0].owner
-        if not isinstance(owner, ark.ArkOp) or owner not in self.group_of:
+        owner = op.operand_groups()[0][0].owner
+        if owner not in self.group_of:
             return False
         gid = self.group_of[owner]
         group = self.groups[gid]
@@ -253,17 +260,22 @@ class Fuser:
         return sorted(groups, key=lambda g: position[g.ops[0]])
 
 
-def write_kernels(schedule: sched.ScheduleOp, groups: list[Group]) -> None:
+def write_kernels(schedule: sched.ScheduleOp, groups: list[Group],
+                  tables: ScheduleTables | None = None) -> None:
     """Replace the schedule's kernels by `groups`, numbered in order of their first operator."""
-    for kernel in list(schedule.kernels().values()):
+    for kernel in list((tables or ScheduleTables(schedule)).kernels().values()):
         kernel.detach()
         kernel.erase()
     block = schedule.graph
+    kernels: dict[int, sched.KernelOp] = {}
     for kernel_id, group in enumerate(groups):
-        block.insert_op_before(sched.KernelOp(kernel_id, group.kind), group.ops[0])
-        attr = i64_attr(kernel_id)
+        kernel = kernels[kernel_id] = sched.KernelOp(kernel_id, group.kind)
+        block.insert_op_before(kernel, group.ops[0])
+        attr = kernel.id
         for op in group.ops:
             op.task = attr
+    if tables is not None:
+        tables.set_kernels(kernels, {k: group.ops for k, group in enumerate(groups)})
 
 
 @dataclass(frozen=True)
@@ -278,4 +290,10 @@ class SchedFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for schedule in sched.schedules(op):
-            write_kernels(schedule, Fuser(schedule, self).run())
+            self.run(schedule, ScheduleTables(schedule))
+
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        fuser = Fuser(schedule, self, tables)
+        write_kernels(schedule, fuser.run(), tables)
+        if len(fuser.ops) != len(tables.operators()):
+            tables.forget()  # virtual operators keep whatever kernel they had

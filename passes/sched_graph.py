@@ -24,17 +24,26 @@ def shape4(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple([1] * (4 - len(shape)) + list(shape))
 
 
+def tensor_shape4(tensor: ark.TensorType) -> tuple[int, ...]:
+    """`shape4` of the tensor's shape, made once per (immutable) tensor type."""
+    shape = tensor.__dict__.get("_planc_shape4")
+    if shape is None:
+        shape = tensor.__dict__["_planc_shape4"] = shape4(ark.int_values(tensor.shape))
+    return shape
+
+
 def data_producers(value: SSAValue) -> list[ark.ArkOp]:
     """The operators whose results `value` holds or waits for, looking through views."""
     owner = value.owner
     kind = type(owner)
-    if _is_a(kind, ark.ViewOp):
-        return [op for operand in owner.operands for op in data_producers(operand)]
-    return [owner] if _is_a(kind, ark.ArkOp) else []
+    if is_a(kind, ark.ViewOp):
+        return [op for operand in owner._operands  # noqa: SLF001
+                for op in data_producers(operand)]
+    return [owner] if is_a(kind, ark.ArkOp) else []
 
 
 @functools.cache
-def _is_a(cls: type, kind: type) -> bool:
+def is_a(cls: type, kind: type) -> bool:
     """`issubclass`, remembered: `isinstance` on xDSL's abstract op classes goes through
     `ABCMeta` on every call."""
     return issubclass(cls, kind)
@@ -43,22 +52,34 @@ def _is_a(cls: type, kind: type) -> bool:
 def is_fresh_write(value: SSAValue) -> bool:
     """Does an operator writing `value` write into a tensor nothing produced (a new buffer)?"""
     owner = value.owner
-    return isinstance(owner, ark.ViewOp) and owner.source is None and not owner.after
+    # A view without a source and without values to wait for: one without operands.
+    return is_a(type(owner), ark.ViewOp) and not owner._operands  # noqa: SLF001
 
 
 def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.ArkOp]]:
     """For each operator (in block order), the operators it must run after."""
     deps: dict[ark.ArkOp, set[ark.ArkOp]] = {}
     accesses: dict[int, BufferAccesses] = {}
+    region_of = ByteRegion.of
     for op in ops:
-        found = {p for value in op.operands for p in data_producers(value)}
+        found: set[ark.ArkOp] = set()
+        for value in op._operands:  # noqa: SLF001
+            owner = value.owner
+            if is_a(type(owner), ark.ArkOp):
+                found.add(owner)
+            else:
+                found.update(data_producers(value))
         reads, writes = op.operand_groups()
-        read_regions = [ByteRegion.of(v.type) for v in reads]
-        write_regions = [ByteRegion.of(v.type) for v in writes]
+        read_regions = [region_of(v.type) for v in reads]
+        write_regions = [region_of(v.type) for v in writes]
         for region in read_regions:
-            found |= accesses.get(region.buffer, NO_ACCESSES).conflicts(region, write=False)
+            table = accesses.get(region.buffer)
+            if table is not None:
+                table.collect(region, False, found)
         for region in write_regions:
-            found |= accesses.get(region.buffer, NO_ACCESSES).conflicts(region, write=True)
+            table = accesses.get(region.buffer)
+            if table is not None:
+                table.collect(region, True, found)
         for region in write_regions:
             _accesses(accesses, region.buffer).overwrite(region)
         for region in read_regions:
@@ -93,11 +114,15 @@ class BufferAccesses:
     def conflicts(self, region: ByteRegion, write: bool) -> set[ark.ArkOp]:
         """Earlier operators an access of `region` must follow."""
         found: set[ark.ArkOp] = set()
+        self.collect(region, write, found)
+        return found
+
+    def collect(self, region: ByteRegion, write: bool, found: set[ark.ArkOp]) -> None:
+        """Add `conflicts(region, write)` to `found`."""
         for table in (self.writes, self.reads) if write else (self.writes,):
             for other, ops in table.items():
                 if overlaps(other, region):
                     found |= ops
-        return found
 
     def overwrite(self, region: ByteRegion) -> None:
         """Forget the accesses a write of `region` covers."""
@@ -135,18 +160,23 @@ def levels(deps: dict[int, set[int]], order: Sequence[int]) -> dict[int, int]:
 
 def op_kind(op: ark.ArkOp) -> str:
     """The kind of kernel an operator starts (see `dialects.sched.KernelOp`)."""
-    if isinstance(op, ark.MatmulOp):
+    cls = type(op)
+    if is_a(cls, ark.MatmulOp):
         return "matmul"
     if is_row_reduction(op):
         return "rows"
-    if isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)):
+    if is_a(cls, ELEMENTWISE):
         return "elementwise"
-    if isinstance(op, ark.TransposeOp):
+    if is_a(cls, ark.TransposeOp):
         return "transpose"
     return "single"
 
 
+ELEMENTWISE = (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)
+"""The operator classes of element-wise kernels."""
+
+
 def is_row_reduction(op: ark.ArkOp) -> bool:
     """A reduction along the last axis that keeps it: the anchor of a `rows` kernel."""
-    return (isinstance(op, ark.ReduceOp) and op.keeps_dim
+    return (is_a(type(op), ark.ReduceOp) and op.keeps_dim
             and op.axis_index == len(op.inputs[0].shape_list) - 1)

@@ -47,7 +47,8 @@ from compiler.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
 from dialects.plan import Range
 from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
-from passes.sched_tile import Tiler, signature, slots
+from passes.sched_tables import Launch, ScheduleTables, Signatures
+from passes.sched_tile import Tiler, cached_signature, slots
 
 CONCURRENCY = ("auto", "ranges", "sequence")
 
@@ -63,13 +64,29 @@ class Kernel:
 class Estimates:
     """Kernel estimates, shared by kernels of equal structure and configuration."""
 
-    def __init__(self, device: GpuDevice):
+    def __init__(self, device: GpuDevice, signatures: Signatures | None = None):
         self.device = device
         self.cache: dict[tuple, KernelEstimate] = {}
+        self.signatures = signatures
+        self.kernels: dict[tuple, tuple[tuple, Kernel]] = {}
+        """(kernel op, *operators) -> ((tiling, configs) it was made for, the `Kernel`)."""
 
     def kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
+        # A kernel asked for again (split-K's search, then the phases) with the same tiling
+        # and configs gets its `Kernel` again.
+        made_for = (kernel.num_tiles, kernel.num_warps, kernel.sram_bytes,
+                    *[op.config for op in ops])
+        found = self.kernels.get((kernel, *ops))
+        if found is not None and all(a is b for a, b in zip(found[0], made_for, strict=True)):
+            return found[1]
+        made = self._kernel(kernel, ops)
+        self.kernels[(kernel, *ops)] = (made_for, made)
+        return made
+
+    def _kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
         count = max(slots(kernel.warps, kernel.sram, self.device), 1)
-        key = (signature(kernel.kind_name, ops), tuple(op.config for op in ops),
+        key = (cached_signature(kernel.kind_name, ops, self.signatures),
+               tuple(op.config for op in ops),
                kernel.tiles, kernel.warps, count)
         estimate = self.cache.get(key)
         if estimate is None:
@@ -120,17 +137,17 @@ def sequence_seconds(kernels: Sequence[Kernel], processors: int) -> float:
 
 
 def launch(kernel: Kernel, units: Range, granularity: int,
-           resources: tuple[int, int] | None = None) -> sched.LaunchOp:
+           resources: tuple[int, int] | None = None) -> Launch:
     """A launch of all tiles of `kernel` on `units`, with its slots' warps and shared memory
     (or `resources` = (warps, sram), when several launches share their processors)."""
     op = kernel.op
     warps, sram = resources or (kernel.slots * op.warps, kernel.slots * op.sram)
-    return sched.LaunchOp(op.kernel_id, Range(0, op.tiles), units, Range(0, warps),
-                          Range(0, sram), granularity)
+    return Launch(op.kernel_id, Range(0, op.tiles), units, Range(0, warps), Range(0, sram),
+                  granularity)
 
 
 def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: str,
-                   granularity: int) -> list[sched.LaunchOp]:
+                   granularity: int) -> list[Launch]:
     processors = device.processors
     if len(kernels) == 1:
         (kernel,) = kernels
@@ -211,14 +228,20 @@ undoing the memory reuse (issue 3: activations at most 0.6x ARK's default on the
 keeps the tutorial FFN on mi300x at 0.58x, where 0.15 gives 1.19x)."""
 
 
-def model_bytes(schedule: sched.ScheduleOp) -> int:
+def model_bytes(schedule: sched.ScheduleOp,
+                operators: Sequence[ark.ArkOp] | None = None) -> int:
     """Bytes of the distinct buffers the schedule's operators read or write (inputs, weights
     and activations: what ARK's default plan allocates)."""
     sizes: dict[int, int] = {}
-    for op in schedule.operators():
-        for value in (*op.operand_groups()[0], *op.operand_groups()[1]):
+    for op in operators if operators is not None else schedule.operators():
+        for value in op._operands:  # noqa: SLF001 -- the reads, then the writes
             t = value.type
-            sizes[t.buffer_id] = max(sizes.get(t.buffer_id, 0), t.num_elements * t.element_bytes)
+            buffer = t.buffer.id.data
+            size = math.prod(ark.int_values(t.shape)) * t.element_bytes
+            if size > sizes.get(buffer, 0):
+                sizes[buffer] = size
+            elif buffer not in sizes:
+                sizes[buffer] = 0
     return sum(sizes.values())
 
 
@@ -490,12 +513,14 @@ def _topological(order: list[int], deps: dict[int, set[int]]) -> list[int]:
     return out
 
 
-def phases_of(schedule: sched.ScheduleOp) -> list[list[int]]:
+def phases_of(schedule: sched.ScheduleOp,
+              tables: ScheduleTables | None = None) -> list[list[int]]:
     """Kernels grouped by dependency depth, in order."""
-    operators = schedule.kernel_operators()
+    tables = tables or ScheduleTables(schedule)
+    operators = tables.kernel_operators()
     kernel_of = {op: k for k, ops in operators.items() for op in ops}
-    deps = kernel_dependencies(kernel_of, operator_dependencies(schedule.operators()))
-    order = list(schedule.kernels())
+    deps = kernel_dependencies(kernel_of, tables.dependencies(operator_dependencies))
+    order = list(tables.kernels())
     level = levels(deps, _topological(order, deps))
     grouped: dict[int, list[int]] = {}
     for k in order:
@@ -503,29 +528,36 @@ def phases_of(schedule: sched.ScheduleOp) -> list[list[int]]:
     return [grouped[d] for d in sorted(grouped)]
 
 
-def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int]) -> None:
+def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int],
+                         tables: ScheduleTables | None = None) -> None:
     """Give kernels ids 0, 1, ... in `order` and put their declarations in that order: each
     right before its first operator when the operators already come in that order, else
-    rebuild the block: each kernel's declaration, its operators, each after its views."""
-    kernels = schedule.kernels()
-    operators = schedule.kernel_operators()
+    rebuild the block: each kernel's declaration, its operators, each after its views.
+    (Launches are made after, with the new ids.)"""
+    tables = tables or ScheduleTables(schedule)
+    kernels = tables.kernels()
+    operators = tables.kernel_operators()
+    # Operators keep their relative order in the block: their places among the operators
+    # order their kernels.
+    position = {op: i for i, op in enumerate(tables.operators())}
+    tables.set_kernels({i: kernels[old] for i, old in enumerate(order)},
+                       {i: operators[old] for i, old in enumerate(order)})
     new_id = {old: i for i, old in enumerate(order)}
     block = schedule.graph
-    for phase in schedule.phases():
-        for lop in phase.launches():
-            lop.kernel = sched.int_attr(new_id[lop.kernel_id])
-    position = {op: i for i, op in enumerate(block.ops)}
     firsts = [position[operators[k][0]] for k in order if operators[k]]
     if all(operators[k] for k in order) and firsts == sorted(firsts):
         for old in order:
-            kernel = kernels[old]
+            kernel, first = kernels[old], operators[old][0]
+            if new_id[old] == old and kernel.next_op is first:
+                continue  # its id, its operators' and its place are right already
             kernel.id = sched.int_attr(new_id[old])
             for op in operators[old]:
                 op.task = kernel.id
             kernel.detach()
-            block.insert_op_before(kernel, operators[old][0])
+            block.insert_op_before(kernel, first)
         return
     _rebuild(schedule, order, new_id, kernels, operators)
+    tables.reordered()
 
 
 def _rebuild(schedule: sched.ScheduleOp, order: list[int], new_id: dict[int, int],
@@ -569,50 +601,71 @@ class SchedPartitionPass(ModulePass):
     granularity: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.check_options()
+        for schedule in sched.schedules(op):
+            self.partition(schedule)
+
+    def partition(self, schedule: sched.ScheduleOp, tables: ScheduleTables | None = None
+                  ) -> None:
+        tables = tables or ScheduleTables(schedule)
+        device = gpu_device(schedule.device_name)
+        estimates = Estimates(device, tables.signatures)
+        for phase in [] if tables.planning else schedule.phases():
+            phase.detach()
+            phase.erase()
+        phases = phases_of(schedule, tables)
+        if self.split_k and self.split_lone_matmuls(schedule, phases, estimates, tables):
+            tables.forget()
+            phases = phases_of(schedule, tables)
+        operators = tables.kernel_operators()
+        kernels = tables.kernels()
+        order: list[int] = []
+        planned: list[list[Launch]] = []
+        for members in phases:
+            phase_kernels = [estimates.kernel(kernels[k], operators[k]) for k in members]
+            planned.append(phase_launches(phase_kernels, device, self.concurrency,
+                                          self.granularity))
+            order.extend(members)
+        renumber_and_reorder(schedule, order, tables)
+        new_id = {old: i for i, old in enumerate(order)}
+        planned = [[Launch(new_id[launch.kernel_id], *launch[1:]) for launch in phase]
+                   for phase in planned]
+        tables.set_phases(planned)
+        if not tables.planning:  # (`ark-plan` lowers the plain phases to the plan directly)
+            schedule.graph.add_ops(sched.PhaseOp([launch.op() for launch in phase])
+                                   for phase in planned)
+
+    def check_options(self) -> None:
         if self.concurrency not in CONCURRENCY:
             from compiler.diagnostics import UsageError
 
             raise UsageError(f"sched-partition: concurrency must be one of "
                              f"{', '.join(CONCURRENCY)}, got '{self.concurrency}'")
-        for schedule in sched.schedules(op):
-            self.partition(schedule)
 
-    def partition(self, schedule: sched.ScheduleOp) -> None:
-        device = gpu_device(schedule.device_name)
-        estimates = Estimates(device)
-        for phase in schedule.phases():
-            phase.detach()
-            phase.erase()
-        phases = phases_of(schedule)
-        if self.split_k and self.split_lone_matmuls(schedule, phases, estimates):
-            phases = phases_of(schedule)
-        operators = schedule.kernel_operators()
-        kernels = schedule.kernels()
-        order: list[int] = []
-        for members in phases:
-            phase_kernels = [estimates.kernel(kernels[k], operators[k]) for k in members]
-            schedule.graph.add_op(sched.PhaseOp(phase_launches(
-                phase_kernels, device, self.concurrency, self.granularity)))
-            order.extend(members)
-        renumber_and_reorder(schedule, order)
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        """The pass on one schedule (for `ark-plan`)."""
+        self.check_options()
+        self.partition(schedule, tables)
 
     def split_lone_matmuls(self, schedule: sched.ScheduleOp, phases: list[list[int]],
-                           estimates: Estimates) -> bool:
+                           estimates: Estimates, tables: ScheduleTables | None = None) -> bool:
         """Split the lone matmul kernels of `phases` where it pays; did any split?"""
+        tables = tables or ScheduleTables(schedule)
         device = estimates.device
         ids: Ids | None = None
-        tiler = Tiler(device)
-        operators = schedule.kernel_operators()
-        kernels = schedule.kernels()
+        tiler = Tiler(device, tables.signatures)
+        operators = tables.kernel_operators()
+        kernels = tables.kernels()
         next_id = max(kernels, default=-1) + 1
-        budget = SPLIT_K_MEMORY * model_bytes(schedule)
+        budget = SPLIT_K_MEMORY * model_bytes(schedule, tables.operators())
         cuts: dict[tuple, SplitK | None] = {}  # kernels of equal structure share their cut
         for members in phases:
             if len(members) != 1 or kernels[members[0]].kind_name != "matmul":
                 continue
             op, ops = kernels[members[0]], operators[members[0]]
             kernel = estimates.kernel(op, ops)
-            key = (signature(op.kind_name, ops), tuple(o.config for o in ops), op.tiles,
+            key = (cached_signature(op.kind_name, ops, tables.signatures),
+                   tuple(o.config for o in ops), op.tiles,
                    op.warps, kernel.slots)
             if key not in cuts:
                 cuts[key] = split_plan(kernel, device, budget)

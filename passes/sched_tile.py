@@ -39,6 +39,7 @@ from dialects import ark, sched
 from dialects.json_value import dict_attr
 from passes.ark_default_plan import default_config
 from passes.sched_graph import shape4
+from passes.sched_tables import ScheduleTables, Signatures
 
 ROW_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TILE_WIDTHS = (64, 256, 1024, 4096)
@@ -164,12 +165,11 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
 
 def _layout(tensor: ark.TensorType) -> tuple:
     """Shape, strides and data type, made once per (immutable) tensor type."""
-    try:
-        return tensor.__dict__["_planc_tile_layout"]
-    except KeyError:
+    layout = tensor.__dict__.get("_planc_tile_layout")
+    if layout is None:
         layout = tensor.__dict__["_planc_tile_layout"] = (
             tensor.shape_tuple, tensor.strides_tuple, tensor.data_type)
-        return layout
+    return layout
 
 
 def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
@@ -178,10 +178,10 @@ def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
     parts = []
     for i, op in enumerate(ops):
         read_values, write_values = op.operand_groups()
-        reads = tuple((_layout(v.type), position.get(v, -1)) for v in read_values)
-        outs = tuple(_layout(v.type) for v in write_values)
+        reads = tuple([(_layout(v.type), position.get(v, -1)) for v in read_values])
+        outs = tuple([_layout(v.type) for v in write_values])
         parts.append((type(op).__name__, reads, outs, tuple(op.arg_attrs().items())))
-        for value in op.result_tensors:
+        for value in op.results:  # (an operator's results are its result tensors)
             position[value] = i
     return kind, tuple(parts)
 
@@ -209,13 +209,32 @@ def choose_tiling(kind: str, ops: Sequence[ark.ArkOp], device: GpuDevice) -> Til
     return best
 
 
+def cached_signature(kind: str, ops: Sequence[ark.ArkOp],
+                     cache: Signatures | None) -> tuple | int:
+    """`signature(kind, ops)`, or with `cache` (see `ScheduleTables.signatures`) a number
+    standing for it: equal signatures get equal numbers (cheap keys for the caches of
+    tilings and estimates), remembered per kernel."""
+    if cache is None:
+        return signature(kind, ops)
+    key = (kind, *ops)
+    found = cache.by_kernel.get(key)
+    operands = [op._operands for op in ops]  # noqa: SLF001 -- replaced, never mutated
+    if found is None or any(a is not b for a, b in zip(found[0], operands, strict=True)):
+        # (an operator whose operands were replaced may read other layouts now)
+        numbers = cache.numbers
+        number = numbers.setdefault(signature(kind, ops), len(numbers))
+        found = cache.by_kernel[key] = (operands, number)
+    return found[1]
+
+
 class Tiler:
-    def __init__(self, device: GpuDevice):
+    def __init__(self, device: GpuDevice, signatures: Signatures | None = None):
         self.device = device
         self.cache: dict[tuple, Tiling] = {}
+        self.signatures = signatures
 
     def tile(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Tiling:
-        key = signature(kernel.kind_name, ops)
+        key = cached_signature(kernel.kind_name, ops, self.signatures)
         tiling = self.cache.get(key)
         if tiling is None:
             tiling = self.cache[key] = choose_tiling(kernel.kind_name, ops, self.device)
@@ -231,7 +250,10 @@ class SchedTilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for schedule in sched.schedules(op):
-            tiler = Tiler(gpu_device(schedule.device_name))
-            operators = schedule.kernel_operators()
-            for kernel_id, kernel in schedule.kernels().items():
-                tiler.tile(kernel, operators[kernel_id])
+            self.run(schedule, ScheduleTables(schedule))
+
+    def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
+        tiler = Tiler(gpu_device(schedule.device_name), tables.signatures)
+        operators = tables.kernel_operators()
+        for kernel_id, kernel in tables.kernels().items():
+            tiler.tile(kernel, operators[kernel_id])

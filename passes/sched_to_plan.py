@@ -13,51 +13,102 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from dialects import ark, plan, sched
+from passes.sched_tables import Launch, ScheduleTables, tables_for
 
 
 def _attr(r: plan.Range) -> plan.RangeAttr:
     return plan.range_attr(r.begin, r.end, None if r.step == 1 else r.step)
 
 
-def resource_groups(phase: sched.PhaseOp) -> list[plan.ResourceGroupOp]:
+def resource_groups(launches: Sequence[Launch | sched.LaunchOp]) -> list[plan.ResourceGroupOp]:
+    """The resource groups of a phase's launches."""
     groups: list[plan.ResourceGroupOp] = []
     key = None
-    for launch in phase.launches():
+    members: list[plan.TaskGroupOp] = []
+    for launch in launches:
         here = (launch.unit_range, launch.warp_range, launch.sram_range)
-        task_group = plan.TaskGroupOp(launch.kernel_id, _attr(launch.tile_range), launch.gran)
+        task_group = task_group_op(launch.kernel_id, _attr(launch.tile_range), launch.gran)
         if here == key:
-            groups[-1].body.block.add_op(task_group)
+            members.append(task_group)
             continue
-        key = here
-        groups.append(plan.ResourceGroupOp(_attr(here[0]), _attr(here[1]), _attr(here[2]),
-                                           [task_group]))
+        if key is not None:
+            groups.append(resource_group_op(*(_attr(r) for r in key), members))
+        key, members = here, [task_group]
+    if key is not None:
+        groups.append(resource_group_op(*(_attr(r) for r in key), members))
     return groups
 
 
-def lower(schedule: sched.ScheduleOp) -> plan.PlanOp:
+# The plan ops this pass makes by the thousand, built with xDSL's generic `create` from the
+# properties their constructors would give them (the constructors' generic argument handling
+# costs more than the lowering; `tests/sched/test_plan_tables.py` checks both agree).
+
+
+def task_op(kernel: sched.KernelOp) -> plan.TaskOp:
+    """`plan.TaskOp(kernel.kernel_id, kernel.warps, kernel.sram)`."""
+    return plan.TaskOp.create(properties={
+        "id": kernel.id, "num_warps": kernel.num_warps, "sram_bytes": kernel.sram_bytes})
+
+
+def task_group_op(task: int, tasks: plan.RangeAttr, granularity: int) -> plan.TaskGroupOp:
+    """`plan.TaskGroupOp(task, tasks, granularity)`."""
+    return plan.TaskGroupOp.create(properties={
+        "task_id": sched.int_attr(task), "task_range": tasks,
+        "granularity": sched.int_attr(granularity)})
+
+
+def resource_group_op(processors: plan.RangeAttr, warps: plan.RangeAttr, sram: plan.RangeAttr,
+                      task_groups: Sequence[plan.TaskGroupOp]) -> plan.ResourceGroupOp:
+    """`plan.ResourceGroupOp(processors, warps, sram, task_groups)`."""
+    return plan.ResourceGroupOp.create(
+        properties={"processor_range": processors, "warp_range": warps, "sram_range": sram},
+        regions=[Region(Block(task_groups))])
+
+
+def processor_group_op(processors: plan.RangeAttr, resource_groups: Sequence[plan.ResourceGroupOp]
+                       ) -> plan.ProcessorGroupOp:
+    """`plan.ProcessorGroupOp(processors, resource_groups)`."""
+    return plan.ProcessorGroupOp.create(properties={"processor_range": processors},
+                                        regions=[Region(Block(resource_groups))])
+
+
+def lower(schedule: sched.ScheduleOp, tables: ScheduleTables | None = None) -> plan.PlanOp:
+    """The plan of `schedule`, whose ops it takes (with `tables.planning`: its phases come
+    from the tables, and every operator is known to be tiled)."""
     device = gpu_device(schedule.device_name)
     block = schedule.graph
-    has_kernels = bool(schedule.kernels())
+    tables = tables or ScheduleTables(schedule)
+    has_kernels = bool(tables.kernels())
     everything = plan.range_attr(0, device.processors)
     groups = []
-    for op in list(block.ops):
+    warps = 1
+    if tables.planning:
+        for phase in tables.phases():
+            groups.append(processor_group_op(everything, resource_groups(phase)))
+            warps = max([warps, *(launch.warp_range.end for launch in phase)])
+        ops = list(tables.kernels().values())
+    else:
+        ops = list(block.ops)
+    for op in ops:
         if isinstance(op, sched.KernelOp):
             if not op.tiled:
                 raise PlancError(f"kernel {op.kernel_id} is not tiled; run sched-tile first")
-            block.insert_op_before(plan.TaskOp(op.kernel_id, op.warps, op.sram), op)
+            block.insert_op_before(task_op(op), op)
             op.detach()
             op.erase()
         elif isinstance(op, sched.PhaseOp):
-            groups.append(plan.ProcessorGroupOp(everything, resource_groups(op)))
+            groups.append(processor_group_op(everything, resource_groups(op.launches())))
             op.detach()
             op.erase()
         elif isinstance(op, sched.RegionOp):
@@ -69,7 +120,8 @@ def lower(schedule: sched.ScheduleOp) -> plan.PlanOp:
     if not groups and has_kernels:
         raise PlancError("the schedule has no phases; run sched-partition first")
     block.add_ops(groups)
-    warps = max([1, *(rg.warps.end for g in groups for rg in g.resource_groups())])
+    if not tables.planning:
+        warps = max([1, *(rg.warps.end for g in groups for rg in g.resource_groups())])
     body = schedule.detach_region(schedule.body)
     return plan.PlanOp(schedule.rank.value.data, schedule.world_size.value.data,
                        device.processors, warps, body, architecture=device.architecture)
@@ -79,9 +131,11 @@ def lower(schedule: sched.ScheduleOp) -> plan.PlanOp:
 class SchedToPlanPass(ModulePass):
     name = "sched-to-plan"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def apply(self, ctx: Context, op: ModuleOp,
+              shared: dict[sched.ScheduleOp, ScheduleTables] | None = None) -> None:
+        """Lower every schedule of `op` (with `shared`: the tables `ark-plan` kept of them)."""
         for schedule in [s for s in op.ops if isinstance(s, sched.ScheduleOp)]:
-            result = lower(schedule)
+            result = lower(schedule, tables_for(schedule, shared))
             result.location = schedule.location
             op.body.block.insert_op_before(result, schedule)
             schedule.detach()
