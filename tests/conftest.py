@@ -139,3 +139,16 @@ def planc_cli(planc):
 def write_json(path: Path, doc) -> Path:
     path.write_text(json.dumps(doc, indent=2))
     return path
+
+
+SLOW_CASES = Path(__file__).with_name("slow_cases.txt")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark the measured heavy cases of `slow_cases.txt` slow (node ids, without xdist's
+    `@group` suffix)."""
+    listed = {line.strip() for line in SLOW_CASES.read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid.split("@")[0] in listed:
+            item.add_marker(pytest.mark.slow)
