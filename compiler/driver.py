@@ -96,7 +96,9 @@ def configure_output(args: argparse.Namespace) -> None:
     logger.removeHandler(_STDERR_LOG)
     verbose = getattr(args, "verbose", 0)
     if verbose:
-        _STDERR_LOG.setStream(sys.stderr)     # the current stderr (tests replace it)
+        # The current stderr (tests replace it). Not `setStream`, which first flushes the
+        # previous stream: in-process runs had closed it, an internal error.
+        _STDERR_LOG.stream = sys.stderr
         logger.addHandler(_STDERR_LOG)
         logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
 

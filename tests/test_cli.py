@@ -223,3 +223,22 @@ def test_verification_after_the_last_pass_or_each(planc, model, tmp_path, monkey
     assert passes > 1
     # One more call: the input is verified when it is loaded.
     assert len(calls) == 1 + (passes if verified == "all" else verified)
+
+
+def test_verbose_twice_in_one_process(model, tmp_path, capsys):
+    """`-v` in a second in-process run, after the first run's stderr was closed: setting the
+    log stream flushed the closed one (an internal error in the next test using -v)."""
+    import io
+
+    from compiler.driver import main
+
+    old = io.StringIO()
+    sys_stderr = sys.stderr
+    sys.stderr = old
+    try:
+        assert main([str(model), "-t", "tt", "-o", str(tmp_path / "a.json"), "-v"]) == 0
+    finally:
+        sys.stderr = sys_stderr
+    old.close()
+    assert main([str(model), "-t", "tt", "-o", str(tmp_path / "b.json"), "-v"]) == 0
+    assert "planc: load " in capsys.readouterr().err
