@@ -228,11 +228,9 @@ def test_verification_after_the_last_pass_or_each(planc, model, tmp_path, monkey
 def test_verbose_twice_in_one_process(model, tmp_path, capsys):
     """`-v` in a second in-process run, after the first run's stderr was closed: setting the
     log stream flushed the closed one (an internal error in the next test using -v)."""
-    import io
-
     from compiler.driver import main
 
-    old = io.StringIO()
+    old = open(tmp_path / "stderr.txt", "w")  # noqa: SIM115 -- closed below, as pytest's is
     sys_stderr = sys.stderr
     sys.stderr = old
     try:
