@@ -80,8 +80,8 @@ def retry(error: Exception, options: argparse.Namespace) -> argparse.Namespace |
                                              getattr(options, "l2_budget", None) is not None):
         return None
     buffer = _option(options, "buffer_size", DEFAULT_BUFFER)
-    current = getattr(options, "l2_budget", None) or int(buffer * min(
-        GeminiHardware.l2_plan, GeminiHardware.l2_fill))
+    current = getattr(options, "l2_budget", None) or int(
+        GeminiHardware(buffer_bytes=buffer).planned_l2_bytes)
     budget = max(1, int(current * L2_RETRY_SHRINK))
     return argparse.Namespace(**{**vars(options), "l2_budget": budget, "l2_retries": tried + 1,
                                  "retry_note": f"--l2-budget {budget}"})

@@ -586,7 +586,8 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
 
     steps = {} if steps is None else steps
     retry = getattr(backend, "retry", None) if pipeline is None else None
-    for attempt in range(MAX_RETRIES + 1):
+    attempts = 0
+    while True:
         source, module = load(options)
         spec = pipeline if pipeline is not None else backend.pipeline(source, options)
         steps["pipeline"] = perf_counter()
@@ -595,12 +596,11 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
             steps["emit"] = perf_counter()
             return passes, backend.emit(module, options)
         except PlancError as e:
-            again = retry(e, options) if retry is not None and attempt < MAX_RETRIES else None
+            again = retry(e, options) if retry is not None and attempts < MAX_RETRIES else None
             if again is None:
                 raise
             LOG.info("%s; planning again with %s", e.message, again.retry_note)
-            options = again
-    raise AssertionError("unreachable")
+            options, attempts = again, attempts + 1
 
 
 def _step_seconds(starts: dict[str, float], end: float) -> dict[str, float]:

@@ -42,10 +42,11 @@ def write_file_atomic(path: str | Path, text: str | bytes) -> None:
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     data = text.encode("utf-8") if isinstance(text, str) else text
-    if path.is_dir():
+    existing = _stat(path)
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
         raise PlancError("is a directory; this target writes a single file", file=str(path))
     with _refused_writes(path):
-        if _is_special(path):
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
             with open(path, "wb") as f:
                 f.write(data)
             return
@@ -58,29 +59,20 @@ def write_file_atomic(path: str | Path, text: str | bytes) -> None:
                 f.write(data)
             # mkstemp makes the file private (0600); a new result gets the umask's mode, a
             # replaced one the mode it had.
-            os.chmod(tmp, _existing_mode(path) or _umask_mode(0o666))
+            os.chmod(tmp, stat.S_IMODE(existing.st_mode) if existing is not None
+                     else _umask_mode(0o666))
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
 
-def _existing_mode(path: Path) -> int | None:
-    """The permission bits of the regular file at `path`, or None if there is none."""
+def _stat(path: Path) -> os.stat_result | None:
+    """What is at `path` (through links), or None if nothing is."""
     try:
-        st = os.stat(path)
+        return os.stat(path)
     except OSError:
         return None
-    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
-
-
-def _is_special(path: Path) -> bool:
-    """Whether `path` exists and is neither a regular file nor a directory (through links)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 @contextmanager
