@@ -415,7 +415,6 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
 
     from xdsl.passes import PassPipeline
 
-    from backends.mlir import print_module
     from compiler.context import planc_context
     from compiler.locations import verify_module
     from compiler.progress import Stages
@@ -434,6 +433,8 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
             timings.append((previous.name, perf_counter() - clock[0]))
             stages.done()
             if print_ir:
+                from backends.mlir import print_module  # xDSL's printer, only when asked
+
                 sys.stderr.write(f"// -----// IR Dump After {previous.name} //----- //\n")
                 sys.stderr.write(print_module(module))
         if following is not None:

@@ -27,7 +27,7 @@ from abc import ABC
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from xdsl.dialects.builtin import (
     I64,
@@ -75,12 +75,14 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser
-from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import body_block, built, i64_attr, op_list
+from dialects.utils import body_block, built, format_on_first_use, i64_attr, op_list
+
+if TYPE_CHECKING:  # annotations only: compiling JSON loads neither xDSL's parser nor printer
+    from xdsl.parser import AttrParser
+    from xdsl.printer import Printer
 
 # ---------------------------------------------------------------------------------------------
 # Data types
@@ -880,16 +882,22 @@ class ArkOp(IRDLOperation, ABC):
             "label": _string_attr(label) if type(label) is str else StringAttr(label)}
         if args:
             properties.update(args)
-        optional = {
-            "node": None if node is None else _i64(node),
-            "task": None if task is None else _i64(task),
-            "virtual": None if virtual is None or virtual == self.IS_VIRTUAL
-            else IntegerAttr(int(virtual), i1),
-            "config": config, "extra": extra, "extra_args": extra_args, "node_info": node_info,
-        }
-        for key, value in optional.items():
-            if value is not None:
-                properties[key] = value
+        # The optional properties that are given, in this order (an import makes thousands
+        # of operators, most with a node id and nothing else).
+        if node is not None:
+            properties["node"] = _i64(node)
+        if task is not None:
+            properties["task"] = _i64(task)
+        if virtual is not None and virtual != self.IS_VIRTUAL:
+            properties["virtual"] = IntegerAttr(int(virtual), i1)
+        if config is not None:
+            properties["config"] = config
+        if extra is not None:
+            properties["extra"] = extra
+        if extra_args is not None:
+            properties["extra_args"] = extra_args
+        if node_info is not None:
+            properties["node_info"] = node_info
         reads, writes = tuple(reads), tuple(writes)
         operands = reads + writes
         if not _PLAIN_VALUES.issuperset(map(type, operands)):
@@ -898,7 +906,8 @@ class ArkOp(IRDLOperation, ABC):
             return
         # `build_fast` for the definitions every operator has (two variadic operand groups,
         # variadic results), with the values already known to be plain SSA values.
-        properties = {k: v for k, v in properties.items() if v is not None}
+        if args:
+            properties = {k: v for k, v in properties.items() if v is not None}
         properties["operandSegmentSizes"] = _segment_sizes((len(reads), len(writes)))
         assemble(self, operands, result_types, properties, location)
 
@@ -1371,6 +1380,7 @@ class GenericOp(ArkOp):
 
 
 @irdl_op_definition
+@format_on_first_use
 class ViewOp(IRDLOperation):
     """A tensor object that no operator of this graph produces.
 
@@ -1401,6 +1411,7 @@ class ViewOp(IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class ModelOp(IRDLOperation):
     """An ARK model file: the graph of one rank out of `world_size`.
 

@@ -48,8 +48,6 @@ from xdsl.irdl import (
     region_def,
     traits_def,
 )
-from xdsl.parser import AttrParser
-from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
@@ -58,6 +56,7 @@ from dialects.utils import (
     VerifyAt,
     body_block,
     build_with_properties,
+    format_on_first_use,
     i64_attr,
     op_list,
     verified_so_far,
@@ -66,8 +65,10 @@ from dialects.utils import (
     walk_ops,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the ARK path never loads xDSL's parser and printer
     import numpy as np
+    from xdsl.parser import AttrParser
+    from xdsl.printer import Printer
 
 # ---------------------------------------------------------------------------------------------
 # Ranges
@@ -273,6 +274,7 @@ ARCHITECTURE = re.compile(r"ANY|CUDA(_\d+)?|ROCM(_\w+)?")
 
 
 @irdl_op_definition
+@format_on_first_use
 class TaskOp(_QuickVerify, IRDLOperation):
     """A TaskInfo: a sequence of operators run together per task index.
 
@@ -320,6 +322,7 @@ class TaskOp(_QuickVerify, IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class TaskGroupOp(_QuickVerify, IRDLOperation):
     """Runs task indices `task_range` of TaskInfo `task_id`, `granularity` consecutive task
     indices per processor at a time (1: round-robin)."""
@@ -363,6 +366,7 @@ class TaskGroupOp(_QuickVerify, IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class ResourceGroupOp(_QuickVerify, IRDLOperation):
     """Processors, warps (per processor) and shared-memory bytes (per processor) that run the
     task groups of the body, one after another."""
@@ -411,6 +415,7 @@ class ResourceGroupOp(_QuickVerify, IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class ProcessorGroupOp(_QuickVerify, IRDLOperation):
     """Processors whose resource groups run next; a later group that shares processors with an
     earlier one waits for it at a barrier, a disjoint one runs concurrently."""
@@ -496,6 +501,7 @@ def matmul_task_count(op: ark.MatmulOp, tile_mnk: Sequence[int]) -> int:
 
 
 @irdl_op_definition
+@format_on_first_use
 class PlanOp(IRDLOperation):
     """An ARK plan file: one rank's tasks and their placement on `num_processors` processors
     of `num_warps_per_processor` warps. `architecture` is kept only when the file has one;

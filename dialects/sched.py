@@ -46,7 +46,15 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.plan import Range, RangeAttr, range_attr
-from dialects.utils import VerifyAt, body_block, build_with_properties, built, i64_attr, op_list
+from dialects.utils import (
+    VerifyAt,
+    body_block,
+    build_with_properties,
+    built,
+    format_on_first_use,
+    i64_attr,
+    op_list,
+)
 
 KERNEL_KINDS = ("matmul", "rows", "elementwise", "transpose", "single")
 
@@ -79,6 +87,7 @@ def _string(value: str) -> StringAttr:
 
 
 @irdl_op_definition
+@format_on_first_use
 class KernelOp(IRDLOperation):
     """A kernel: the `ark` operators whose `task` is `id`, run tile by tile.
 
@@ -139,6 +148,7 @@ class KernelOp(IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class LaunchOp(IRDLOperation):
     """Runs tiles `tiles` of kernel `kernel` on units `units`, with `warps` and `sram` of each
     unit (as many concurrent tiles as fit), `granularity` consecutive tiles per unit at a
@@ -197,6 +207,7 @@ class LaunchOp(IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class PhaseOp(IRDLOperation):
     """A barrier on every unit, then the launches of the body (see the module docstring)."""
 
@@ -213,6 +224,7 @@ class PhaseOp(IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class RegionOp(IRDLOperation):
     """Physical buffer `buffer`: `size` bytes at `offset` of the device arena, holding the
     logical buffers `holds` (whose lifetimes do not overlap)."""
@@ -237,6 +249,7 @@ class RegionOp(IRDLOperation):
 
 
 @irdl_op_definition
+@format_on_first_use
 class ScheduleOp(IRDLOperation):
     """A model scheduled on device `device` (see the module docstring)."""
 

@@ -351,9 +351,10 @@ class TensorTable:
                              f"{self.described_at[tensor_id]}", path=path)
         if value is None:
             view = ark.ViewOp(tensor, view_source(tensor), location=json_location(path))
-            view.result._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
+            (value,) = view.results  # `view.result`, without IRDL's accessor
+            value._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
             _append(self.block, view)
-            value = self.values[tensor_id] = view.result
+            self.values[tensor_id] = value
             self.described_at[tensor_id] = path
         self.raw[tensor_id] = (raw, value)
         return value
@@ -435,11 +436,13 @@ def read_operator(
     writes = table.use_list(node, "WriteTensors", view_source)
     result_nodes = node["ResultTensors"].elements()
     results = [read_tensor(t) if repeat else table.declare_result(t) for t in result_nodes]
-    args_node = node["Args"]
-    args_node.as_dict()
-    if not args_node.value and not op_class.ARGS and op_class is not ark.GenericOp:
+    args = raw.get("Args")
+    if type(args) is not dict:
+        node["Args"].as_dict()  # refused, with the checked accessor's message
+    if not args and not op_class.ARGS and op_class is not ark.GenericOp:
         typed, others = {}, {}
     elif op_class is ark.GenericOp:
+        args_node = node["Args"]
         typed: dict[str, Attribute] = {"type_name": StringAttr(type_name)}
         all_args = {k: read_arg(a) for k, a in args_node.items()}
         if all_args:
@@ -448,7 +451,8 @@ def read_operator(
     else:
         # Operators repeat a few argument objects: one read serves every equal one. The key
         # is the object's repr, which tells true from 1 and 1.0 (equality does not).
-        key = (op_class, repr(args_node.value))
+        args_node = node["Args"]
+        key = (op_class, repr(args))
         read = _ARGS.get(key)
         if read is None:
             read = read_args(args_node, op_class)

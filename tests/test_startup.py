@@ -46,3 +46,38 @@ def test_the_compile_path_does_not_load_asyncio():
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     assert out.strip() == "False"
+
+
+def test_compiling_json_loads_no_mlir_text_modules(tmp_path):
+    """IRDL reads assembly formats when an op class is defined, which loads xDSL's format,
+    parser and printer modules; planc's dialects read theirs on first use
+    (`dialects.utils.format_on_first_use`), so compiling JSON to JSON loads none of them."""
+    text_modules = ("xdsl.parser", "xdsl.printer", "xdsl.irdl.declarative_assembly_format")
+    code = ("import sys\nfrom compiler import driver\ntry:\n"
+            f"    driver.main([{str(ROOT / 'examples' / 'ffn.json')!r}, '--target', 'ark', "
+            f"'-o', {str(tmp_path / 'plan.json')!r}])\nexcept SystemExit:\n    pass\n"
+            f"print([m for m in {text_modules!r} if m in sys.modules])")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "plan.json").exists()
+
+
+def test_formats_read_on_first_use_print_and_parse_as_irdl_would():
+    """Every op class given its format on first use prints and parses through the same
+    format program IRDL would have made of its `assembly_format`."""
+    from xdsl.irdl.declarative_assembly_format import FormatProgram
+
+    from dialects import ark, plan, sched
+
+    lazy = [cls for module in (ark, plan, sched) for cls in vars(module).values()
+            if isinstance(cls, type) and cls.__module__ == module.__name__
+            and "print" in cls.__dict__ and cls.__dict__.get("assembly_format", 0) is None]
+    assert {ark.ViewOp, ark.ModelOp, plan.PlanOp, sched.ScheduleOp} <= set(lazy)
+    for cls in lazy:
+        assert cls.get_irdl_definition().assembly_format is None  # nothing read at import
+        source = cls.print.__code__.co_freevars
+        assert "load" in source, cls
+        program = cls.print.__closure__[source.index("load")].cell_contents()
+        assert isinstance(program, FormatProgram)

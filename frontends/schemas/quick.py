@@ -43,33 +43,53 @@ def _dims(values: Any, least: int) -> bool:
         max(values) <= INT64[1]
 
 
-def _tag_lists(buffer: dict) -> bool:
-    for key in ("SendTags", "RecvTags"):
-        tags = buffer.get(key)
-        if type(tags) is not list:
-            return False
-        for tag in tags:
-            if type(tag) is not list or len(tag) != 2 or not _int64s(tag):
-                return False
-    return True
+def _tag(tag: Any) -> bool:
+    return type(tag) is list and len(tag) == 2 and _int64s(tag)
 
 
 def _buffer(buffer: Any) -> bool:
-    return type(buffer) is dict and _int64(buffer.get("Id")) and _int64(buffer.get("Rank")) \
-        and _tag_lists(buffer) \
-        and ("IsExternal" not in buffer or type(buffer["IsExternal"]) is bool)
+    if type(buffer) is not dict:
+        return False
+    get = buffer.get
+    buffer_id, rank, send, recv = get("Id"), get("Rank"), get("SendTags"), get("RecvTags")
+    if type(buffer_id) is not int or type(rank) is not int or type(send) is not list \
+            or type(recv) is not list or not INT64[0] <= buffer_id <= INT64[1] \
+            or not INT64[0] <= rank <= INT64[1]:
+        return False
+    if (send or recv) and not all(map(_tag, send + recv)):
+        return False
+    return "IsExternal" not in buffer or type(buffer["IsExternal"]) is bool
 
 
 def _tensor(tensor: Any) -> bool:
+    """`_dims` of each integer list, with the lists of one bound checked together: one call
+    per tensor instead of seven (40,000 tensors at 10,000 operators)."""
     if type(tensor) is not dict:
         return False
     get = tensor.get
-    dtype = get("DataType")
-    return _int64(get("Id")) and type(dtype) is str and dtype in _DATA_TYPES \
-        and _dims(get("Shape"), 1) and _dims(get("Strides"), 1) and _dims(get("Offsets"), 0) \
-        and ("PaddedShape" not in tensor or _dims(tensor["PaddedShape"], 1)) \
-        and ("Pads" not in tensor or _dims(tensor["Pads"], 0)) \
-        and _buffer(get("Buffer"))
+    tensor_id, dtype, shape, strides, offsets = (
+        get("Id"), get("DataType"), get("Shape"), get("Strides"), get("Offsets"))
+    if type(tensor_id) is not int or type(dtype) is not str or type(shape) is not list \
+            or type(strides) is not list or type(offsets) is not list \
+            or dtype not in _DATA_TYPES or not INT64[0] <= tensor_id <= INT64[1] \
+            or not 1 <= len(shape) <= 4 or not 1 <= len(strides) <= 4 \
+            or not 1 <= len(offsets) <= 4:
+        return False
+    sizes = shape + strides  # each element in [1, 2^63 - 1]
+    if "PaddedShape" in tensor:
+        padded = tensor["PaddedShape"]
+        if type(padded) is not list or not 1 <= len(padded) <= 4:
+            return False
+        sizes += padded
+    indices = offsets  # each element in [0, 2^63 - 1]
+    if "Pads" in tensor:
+        pads = tensor["Pads"]
+        if type(pads) is not list or not 1 <= len(pads) <= 4:
+            return False
+        indices = offsets + pads
+    return _INTS.issuperset(map(type, sizes)) and _INTS.issuperset(map(type, indices)) \
+        and min(sizes) >= 1 and min(indices) >= 0 and max(sizes) <= INT64[1] \
+        and max(indices) <= INT64[1] and _buffer(get("Buffer"))
 
 
 def _arg(arg: Any) -> bool:
