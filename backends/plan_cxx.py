@@ -25,19 +25,19 @@ from __future__ import annotations
 import io
 import json
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from importlib import resources
 
-import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.base_printer import BasePrinter
 
 from compiler.cost_model import refuse_impossible_grid
 from compiler.diagnostics import PlancError
 from compiler.locations import source_path
-from compiler.model_interpreter import final_outputs
+from compiler.model_outputs import final_outputs
 from dialects import ark, plan
 from passes.byte_regions import ByteRegion, covered_by_union
 
@@ -111,12 +111,24 @@ def broadcast_strides(tensor: ark.TensorType, out_shape4: Sequence[int]) -> list
 
 def float_literal(value: float) -> str:
     """A C++ float literal of the float32 nearest to `value` (ARK's FLOAT args are float32)."""
-    single = float(np.float32(value))
+    single = float32(value)
     if math.isnan(single):
         return "NAN"
     if math.isinf(single):
         return "INFINITY" if single > 0 else "-INFINITY"
     return f"{single!r}f"
+
+
+def float32(value: float) -> float:
+    """`float(np.float32(value))` without importing numpy (the compile path does not): the C
+    cast to float both do. Out of float32's range numpy gives an infinity and warns, so numpy
+    does it then."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        import numpy as np
+
+        return float(np.float32(value))
 
 
 def spans_buffer(tensor: ark.TensorType) -> bool:
@@ -275,7 +287,7 @@ class PlanPrinter(BasePrinter):
 
     def output_files(self) -> list[TensorFile]:
         """Results no operator uses and no later operator overwrites through another view
-        (`compiler.model_interpreter.final_outputs`): what the plan computes for its user."""
+        (`compiler.model_outputs.final_outputs`): what the plan computes for its user."""
         return [TensorFile(value.type, self.offset(value.type))
                 for value in final_outputs(self.model_order())]
 

@@ -24,7 +24,11 @@ the slowest, plus `barrier_s`), then each processor runs its resource groups' ta
 order. Concurrent groups on disjoint processors overlap. The modeled time is the last clock.
 
 The same per-tile formulas (`op_work`) serve the tiling pass, which asks what a candidate
-configuration would cost before any plan exists (`kernel_estimate`).
+configuration would cost before any plan exists (`kernel_estimate`). That asks about one task
+(task 0), so it runs them in plain Python floats and ints (`first_task_work`), with numpy's
+operation order and number types, so that compiling neither imports numpy (~0.07 s) nor pays
+its per-call cost on 1-element arrays; `tests/test_cost_model_scalar.py` checks the two agree
+bit for bit. numpy is imported by the functions that use it (the simulator's path).
 """
 
 from __future__ import annotations
@@ -32,12 +36,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
 from xdsl.ir import SSAValue
 
 from compiler.hardware import GpuDevice
 from dialects import ark, plan
+
+if TYPE_CHECKING:
+    import numpy as np
 
 VECTOR_FLOPS_PER_ELEMENT: dict[type[ark.ArkOp], float] = {
     ark.ExpOp: 4, ark.SigmoidOp: 5, ark.GeluOp: 8, ark.RsqrtOp: 4, ark.SqrtOp: 4,
@@ -57,6 +64,8 @@ class Work:
 
     @staticmethod
     def zeros(n: int) -> Work:
+        import numpy as np
+
         return Work(*(np.zeros(n) for _ in range(4)))
 
     def add(self, other: Work) -> None:
@@ -73,6 +82,8 @@ def _pad4(shape: Sequence[int]) -> list[int]:
 def tile_extents(shape: Sequence[int], unit: Sequence[int], indices: np.ndarray) -> np.ndarray:
     """Extents (n x 4) of the output tiles `indices` of a `shape` cut into `unit` tiles,
     clipped at the edges (task indices run row-major over the tiles, as `plan.task_tile`)."""
+    import numpy as np
+
     shape4, unit4 = np.array(_pad4(shape)), np.array(unit)
     counts = -(-shape4 // unit4)
     coords = np.stack(np.unravel_index(indices, counts), axis=1)
@@ -85,6 +96,8 @@ def tile_count(shape: Sequence[int], unit: Sequence[int]) -> int:
 
 def _region(input_shape: Sequence[int], out4: Sequence[int], ext: np.ndarray) -> np.ndarray:
     """Elements of a (broadcast) input that output tiles of extents `ext` read."""
+    import numpy as np
+
     in4 = _pad4(input_shape)
     cols = [ext[:, d] if in4[d] == out4[d] else np.ones(len(ext)) for d in range(4)]
     return np.prod(np.stack(cols, axis=1), axis=1)
@@ -94,6 +107,8 @@ def op_work(op: ark.ArkOp, config: dict, indices: np.ndarray, local: set[SSAValu
             total_tasks: int) -> Work:
     """The work of `op`'s tiles `indices` under `config`; `local` are the values an earlier
     operator of the same task wrote (read from cache, not device memory)."""
+    import numpy as np
+
     n = len(indices)
     work = Work.zeros(n)
     if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
@@ -189,12 +204,16 @@ class Rates:
 
 
 def _saturation(warps: np.ndarray | float, full: int) -> np.ndarray | float:
+    import numpy as np
+
     return np.minimum(1.0, np.asarray(warps, dtype=float) / full)
 
 
 def task_seconds(work: Work, n_ops: int, slot_warps: int, rates: Rates,
                  device: GpuDevice) -> np.ndarray:
     """Serial time of each task on one slot of `slot_warps` warps."""
+    import numpy as np
+
     compute = _saturation(slot_warps, device.warps_to_saturate_compute)
     memory = _saturation(slot_warps, device.warps_to_saturate_memory)
     busy = np.maximum.reduce([
@@ -211,6 +230,8 @@ def processor_seconds(work: Work, serial: np.ndarray, processors: np.ndarray,
                       device: GpuDevice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(processor ids, time, active warps) of a task group's processors: the slowest slot's
     serial time or the processor's total work at its shared rates, whichever is longer."""
+    import numpy as np
+
     ids, where = np.unique(processors, return_inverse=True)
     per_slot = np.zeros((len(ids), max(num_slots, 1)))
     np.add.at(per_slot, (where, slots), serial)
@@ -290,8 +311,8 @@ class KernelEstimate:
         per_proc = math.ceil(self.tasks / active)
         per_slot = math.ceil(per_proc / max(self.slots, 1))
         warps = min(per_proc, self.slots) * self.slot_warps
-        compute = float(_saturation(warps, self.device.warps_to_saturate_compute))
-        memory = float(_saturation(warps, self.device.warps_to_saturate_memory))
+        compute = saturation(warps, self.device.warps_to_saturate_compute)
+        memory = saturation(warps, self.device.warps_to_saturate_memory)
         rates = Rates.of(self.device, self.dtype, sharing)
         matmul, vector, l2, dram = self.work
         throughput = per_proc * max(matmul / (rates.matmul * compute),
@@ -312,11 +333,164 @@ class KernelEstimate:
 def kernel_estimate(ops: Sequence[ark.ArkOp], configs: Sequence[dict], num_tasks: int,
                     slot_warps: int, num_slots: int, device: GpuDevice) -> KernelEstimate:
     """The cost of a kernel's `num_tasks` tasks with `num_slots` slots per processor."""
-    work = task_work(ops, configs, np.zeros(1, dtype=np.int64), max(num_tasks, 1))
-    totals = (float(work.matmul_flops[0]), float(work.vector_flops[0]),
-              float(work.l2_bytes[0]), float(work.dram_bytes[0]))
+    total_tasks = max(num_tasks, 1)
+    try:
+        totals = first_task_work(ops, configs, total_tasks)
+    except _NumpyOnly:
+        totals = first_task_work_numpy(ops, configs, total_tasks)
     return KernelEstimate(num_tasks, num_slots, slot_warps, len(ops), totals,
                           kernel_dtype(ops), device)
+
+
+def first_task_work_numpy(ops: Sequence[ark.ArkOp], configs: Sequence[dict],
+                          total_tasks: int) -> tuple[float, float, float, float]:
+    """Task 0's (matmul FLOPs, vector FLOPs, L2 bytes, memory bytes) by `task_work`."""
+    import numpy as np
+
+    work = task_work(ops, configs, np.zeros(1, dtype=np.int64), total_tasks)
+    return (float(work.matmul_flops[0]), float(work.vector_flops[0]),
+            float(work.l2_bytes[0]), float(work.dram_bytes[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Task 0 in plain Python numbers
+# ---------------------------------------------------------------------------------------------
+#
+# `first_task_work` is `first_task_work_numpy` without numpy: every value is computed with the
+# operations, in the order and in the number type (int64 or float64) numpy uses for a
+# 1-element task. Where an int64 would overflow (numpy wraps), a tile count exceeds what
+# `np.unravel_index` accepts, a shape or tile is not positive ints of 4 dims, or a float
+# product's order could matter, it raises `_NumpyOnly` and `kernel_estimate` asks numpy
+# instead (which then also raises whatever numpy raised before).
+
+_INT64 = 1 << 63
+_EXACT = 1 << 53
+"""Integers below this are exact doubles (so products of them below it do not depend on order)."""
+
+
+class _NumpyOnly(Exception):
+    """The plain-Python path cannot promise numpy's result here."""
+
+
+def _i64(value: int) -> int:
+    """`value` as numpy's int64 arithmetic leaves it (which it does only inside the range)."""
+    if -_INT64 <= value < _INT64:
+        return value
+    raise _NumpyOnly
+
+
+def saturation(warps: int, full: int) -> float:
+    """`float(_saturation(warps, full))` for a number of warps: np.minimum keeps a NaN."""
+    if not full:
+        return float(_saturation(warps, full))   # numpy's inf/nan and its warning
+    share = float(warps) / full
+    return 1.0 if share >= 1.0 else share
+
+
+def _first_tile(shape4: Sequence[int], unit: Sequence[int]) -> list[int]:
+    """`tile_extents(shape4, unit, [0])[0]`: tile 0 starts at the origin, so its extents are
+    the unit clipped to the shape."""
+    if len(shape4) != 4 or len(unit) != 4:
+        raise _NumpyOnly
+    tiles = 1
+    for s, u in zip(shape4, unit, strict=True):
+        if type(s) is not int or type(u) is not int or not (0 < s < _INT64 and 0 < u < _INT64):
+            raise _NumpyOnly
+        tiles *= -(-s // u)
+    if tiles >= _INT64:
+        raise _NumpyOnly      # np.unravel_index refuses dimensions this large
+    return [min(u, s) for s, u in zip(shape4, unit, strict=True)]
+
+
+def _first_region(input_shape: Sequence[int], out4: Sequence[int],
+                  ext: list[int]) -> int | float:
+    """`_region(...)[0]`: an int64 where no dimension broadcasts (numpy stacks ints), else a
+    float64 (the stack holds np.ones)."""
+    in4 = _pad4(input_shape)
+    kept = [in4[d] == out4[d] for d in range(4)]
+    exact = math.prod(e for e, keep in zip(ext, kept, strict=True) if keep)
+    if all(kept):
+        return _i64(exact)
+    if exact >= _EXACT:
+        raise _NumpyOnly
+    return float(exact)
+
+
+def _read_bytes(elems: int | float, value: SSAValue) -> float:
+    """`_read`'s bytes: elems x element size, in int64 for an int64 count."""
+    if type(elems) is int:
+        return float(_i64(elems * value.type.element_bytes))
+    return elems * value.type.element_bytes
+
+
+def _op_first_work(op: ark.ArkOp, config: dict, local: set[SSAValue],
+                   total_tasks: int) -> list[float]:
+    """`op_work(op, config, [0], local, total_tasks)` as [matmul, vector, l2, dram]."""
+    work = [0.0, 0.0, 0.0, 0.0]
+    if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
+        return work
+    out = op.outputs[0]
+    out4 = _pad4(plan.output_shape(op))
+    ext = _first_tile(_pad4(out4), plan.unit_shape(op, config))
+    elems = float(_i64(math.prod(ext)))
+    work[2] += elems * out.element_bytes
+    work[3] += elems * out.element_bytes
+
+    def read(value: SSAValue, count: int | float) -> None:
+        nbytes = _read_bytes(count, value)
+        work[2] += nbytes
+        if value not in local:
+            work[3] += nbytes
+
+    if isinstance(op, ark.MatmulOp):
+        _, _, k = op.problem_mnk()
+        a, b = op.inputs
+        batch = _i64(ext[0] * ext[1])
+        rows, cols = ext[2], ext[3]
+        work[0] += 2.0 * batch * rows * cols * k
+        per_k = _i64(_i64(rows * a.element_bytes) + _i64(cols * b.element_bytes))
+        work[2] += float(_i64(_i64(batch * _i64(k)) * per_k))
+        operands = a.num_elements * a.element_bytes + b.num_elements * b.element_bytes
+        work[3] += operands / total_tasks
+        return work
+    if isinstance(op, ark.ReduceOp):
+        axis_len = op.inputs[0].shape_list[op.axis_index]
+        count = elems * axis_len
+        read(op.read_tensors[0], count)
+        work[1] += count
+        return work
+    if isinstance(op, ark.EmbeddingOp):
+        indices_t, weight = op.read_tensors
+        read(weight, elems)
+        read(indices_t, 1.0)
+        return work
+    if isinstance(op, ark.TransposeOp):
+        read(op.read_tensors[0], elems)
+        return work
+    for value in op.operand_groups()[0]:
+        region = _first_region(value.type.shape_list, out4, ext)
+        if float(region) < elems:      # numpy compares an int64 with a float64 as doubles
+            work[2] += _read_bytes(region, value)
+            work[3] += value.type.num_elements * value.type.element_bytes / total_tasks
+        else:
+            read(value, region)
+    work[1] += elems * VECTOR_FLOPS_PER_ELEMENT.get(type(op), 1)
+    return work
+
+
+def first_task_work(ops: Sequence[ark.ArkOp], configs: Sequence[dict],
+                    total_tasks: int) -> tuple[float, float, float, float]:
+    """`first_task_work_numpy` in plain Python numbers (raises `_NumpyOnly` where it cannot
+    promise the same bits)."""
+    totals = [0.0, 0.0, 0.0, 0.0]
+    local: set[SSAValue] = set()
+    for op, config in zip(ops, configs, strict=True):
+        work = _op_first_work(op, config, local, total_tasks)
+        for i in range(4):
+            totals[i] += work[i]
+        local.update(op.result_tensors)
+        local.update(op.operand_groups()[1])
+    return (totals[0], totals[1], totals[2], totals[3])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,6 +533,8 @@ class PlanCost:
     spans: list[Span] = field(default_factory=list)
 
     def summary(self, processors: int, warps_per_processor: int) -> dict:
+        import numpy as np
+
         total = self.modeled_time_s
         utilisation = self.busy_s / total if total > 0 else np.zeros_like(self.busy_s)
         occupancy = (self.warp_seconds / (processors * warps_per_processor * total)
@@ -394,6 +570,8 @@ def refuse_impossible_grid(p: plan.PlanOp) -> None:
 
 def plan_cost(p: plan.PlanOp, device: GpuDevice) -> PlanCost:
     """The modeled execution of plan `p` on `device` (see the module docstring)."""
+    import numpy as np
+
     refuse_impossible_grid(p)
     plan.refuse_too_many_tasks(p, "the cost model")
     nproc = p.processor_count

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from argparse import Namespace
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,8 +30,8 @@ from xdsl.ir import SSAValue
 from compiler import dtypes
 from compiler.diagnostics import PlancError
 from compiler.locations import source_path
+from compiler.model_outputs import final_outputs
 from dialects import ark
-from passes.byte_regions import ByteRegion, overlaps
 
 # ---------------------------------------------------------------------------------------------
 # Memory
@@ -331,26 +331,6 @@ def _fill_unheld(memory: Memory, tensor: ark.TensorType, data: np.ndarray,
         values = np.broadcast_to(values.reshape(_squeeze_to(values.shape, len(shape))), shape)
     view = memory.view(tensor)
     view[unheld] = dtypes.to_storage(values, tensor.data_type)[unheld]
-
-
-def final_outputs(ops: Iterable[ark.ArkOp]) -> list[SSAValue]:
-    """Results no operator uses and no later operator overwrites (through any view of the
-    same bytes): what a model computes for its user, in operator order. A result that a later
-    write may overlap (decided on byte regions, `passes.byte_regions`) is no longer in memory
-    at the end, so it is not an output."""
-    ops = list(ops)
-    later: dict[int, set[ByteRegion]] = {}
-    found: list[SSAValue] = []
-    for op in reversed(ops):
-        for value in reversed(op.result_tensors):
-            region = ByteRegion.of(value.type)
-            if not value.uses and not any(overlaps(w, region)
-                                          for w in later.get(region.buffer, ())):
-                found.append(value)
-        for tensor in op.outputs:
-            region = ByteRegion.of(tensor)
-            later.setdefault(region.buffer, set()).add(region)
-    return found[::-1]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import warnings
 
+import pytest
 import typing_extensions
 
 from tests.conftest import ROOT
@@ -81,3 +82,17 @@ def test_formats_read_on_first_use_print_and_parse_as_irdl_would():
         assert "load" in source, cls
         program = cls.print.__closure__[source.index("load")].cell_contents()
         assert isinstance(program, FormatProgram)
+
+
+@pytest.mark.parametrize("target", ["ark", "tt", "cpu", "mlir"])
+def test_compiling_does_not_import_numpy(target, tmp_path):
+    """numpy is the simulators' (0.07 s of start-up): the cost model's estimates for the
+    planners run in plain Python (`compiler.cost_model.first_task_work`)."""
+    code = ("import sys; from compiler import driver; "
+            f"code = driver.main([{str(ROOT / 'examples' / 'ffn.json')!r}, '--target', "
+            f"{target!r}, '-o', {str(tmp_path / 'out')!r}]); "
+            "print(code, 'numpy' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.split()[-2:] == ["0", "False"]
