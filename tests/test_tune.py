@@ -4,11 +4,15 @@ verified, resumable, and equal to a brute force over the command line."""
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
 from compiler import api
+from compiler.diagnostics import PlancError
 from compiler.tune import TuneOptions, tune
+from compiler.tune.evaluate import Job
+from compiler.tune.search import RayExecutor
 from compiler.tune.space import parse_space, space_for
 from tests.conftest import EXAMPLES
 
@@ -128,3 +132,69 @@ def test_explored_and_fixed_options_are_checked(planc, tmp_path):
     assert result.code == 1 and "--mesh is not an option of --target mscclpp" in result.err
     result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark-model", "-o", tmp_path / "y")
     assert result.code == 1 and "planc tune explores --target" in result.err
+
+
+class StandInRay:
+    """Ray's `wait`, `get` and `cancel`, and a remote function, over tasks that finish at once
+    except the copies listed in `lost` (by submission number), whose results never come."""
+
+    def __init__(self, lost=(), eval_s=0.5):
+        self.lost, self.eval_s = set(lost), eval_s
+        self.submitted, self.cancelled, self.waits = [], [], []
+
+    def remote(self, job):
+        self.submitted.append(job)
+        return len(self.submitted) - 1
+
+    def wait(self, refs, num_returns, timeout):
+        self.waits.append(timeout)
+        ready = [r for r in refs if r not in self.lost][:num_returns]
+        if not ready:
+            time.sleep(timeout)     # what ray.wait does when nothing finishes in time
+        return ready, [r for r in refs if r not in ready]
+
+    def get(self, ref):
+        assert ref not in self.lost
+        return {"key": self.submitted[ref].key, "eval_s": self.eval_s}
+
+    def cancel(self, ref):
+        self.cancelled.append(ref)
+
+
+def jobs(n):
+    return [Job(None, "ark", "a100", {"planner": "planc", "sched-partition.granularity": g}, {})
+            for g in range(1, n + 1)]
+
+
+def test_a_ray_result_that_never_comes_is_an_error_not_a_hang():
+    ray = StandInRay(lost={1, 3})      # the second candidate's task and its second copy
+    executor = RayExecutor.over(ray, ray, stall_s=0.01)
+    done = []
+    with pytest.raises(PlancError, match="Ray returned no result for 0.01 s, after submitting "
+                                         "the 1 outstanding candidate"):
+        for _job, row in executor.run(jobs(3)):
+            done.append(row["key"])
+    assert len(done) == 2 and ray.submitted[3] is ray.submitted[1]   # retried once, then out
+
+
+def test_a_lost_ray_result_is_computed_again():
+    ray = StandInRay(lost={0})
+    executor = RayExecutor.over(ray, ray, stall_s=0.01)
+    keys = [row["key"] for _, row in executor.run(jobs(2))]
+    assert sorted(keys) == sorted(j.key for j in jobs(2))
+    assert ray.submitted[2] is ray.submitted[0] and ray.cancelled == [0]
+
+
+def test_the_ray_stall_bound_follows_the_slowest_evaluation():
+    ray = StandInRay(eval_s=30.0)
+    executor = RayExecutor.over(ray, ray)
+    assert executor.stall_bound() == RayExecutor.FIRST_RESULT_S
+    list(executor.run(jobs(2)))
+    assert ray.waits == [RayExecutor.FIRST_RESULT_S, 300.0]
+    assert executor.stall_bound() == 10 * 30.0
+    ray.eval_s = 0.001      # never below the floor, never shrinking
+    list(executor.run(jobs(1)))
+    assert executor.stall_bound() == 300.0
+    assert RayExecutor.over(ray, ray, stall_s=5).stall_bound() == 5
+    with pytest.raises(Exception, match="must be positive"):
+        RayExecutor.over(ray, ray, stall_s=0)
