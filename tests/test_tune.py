@@ -44,11 +44,13 @@ def test_space_declares_plancs_decision_first():
 
 @pytest.fixture(scope="module")
 def local(tmp_path_factory, small_ffn):
-    """On the small ffn of tests/conftest.py: the same candidates, a fraction of the work."""
+    """On the small ffn of tests/conftest.py: the same candidates, a fraction of the work.
+    Built once per xdist worker: the tests using it share the group "tune-local"."""
     return run(tmp_path_factory.mktemp("tune"), "local", small_ffn, workers=2,
                strategy="exhaustive")
 
 
+@pytest.mark.xdist_group("tune-local")
 def test_exhaustive_on_two_workers_finds_a_verified_best_no_worse_than_default(local):
     assert len(local.rows) == 5 and all(r["status"] == "scored" for r in local.rows)
     assert local.default is not None and local.best is not None
@@ -62,16 +64,21 @@ def test_exhaustive_on_two_workers_finds_a_verified_best_no_worse_than_default(l
 
 
 @pytest.mark.slow
-def test_ray_local_mode_finds_the_same_best(tmp_path):
-    """On the full ffn.json, whose candidates do not tie: on the small ffn two granularities
-    model the same time and bytes, and which of them is `best` follows the order results
-    arrive in (the local pool's and Ray's differ)."""
+@pytest.mark.xdist_group("tune-local")
+def test_ray_local_mode_finds_the_same_best(local, small_ffn, tmp_path):
+    """Ray scores every candidate as the local pool does, and its best ties the pool's. On the
+    small ffn two granularities model the same time and bytes, and which of them is `best`
+    follows the order results arrive in (the local pool's and Ray's differ), so the best is
+    compared by its figures."""
     pytest.importorskip("ray", reason="Ray is the planc[ray] extra")
-    local = run(tmp_path, "local", workers=2, strategy="exhaustive")
-    on_ray = run(tmp_path, "ray", workers=2, ray="local", strategy="exhaustive")
-    assert on_ray.best["key"] == local.best["key"]
+    on_ray = run(tmp_path, "ray", small_ffn, workers=2, ray="local", strategy="exhaustive",
+                 ray_stall_s=120.0)
     assert {r["key"]: r["modeled_time_s"] for r in on_ray.rows} == {
         r["key"]: r["modeled_time_s"] for r in local.rows}
+    assert len(on_ray.rows) == 5 and on_ray.best is not None
+    figures = ("modeled_time_s", "device_bytes")
+    assert [on_ray.best[f] for f in figures] == [local.best[f] for f in figures]
+    assert api.check(on_ray.best_file, strict=True).ok
 
 
 def test_an_interrupted_study_resumes(tmp_path, small_ffn):
@@ -85,20 +92,22 @@ def test_an_interrupted_study_resumes(tmp_path, small_ffn):
     assert db.execute("SELECT COUNT(*) FROM candidates").fetchone()[0] == 4
 
 
-@pytest.mark.slow  # 14-23 s under load
-def test_tpe_strategy_runs_within_its_budget(tmp_path):
+@pytest.mark.slow
+def test_tpe_strategy_runs_within_its_budget(tmp_path, small_ffn):
     pytest.importorskip("optuna", reason="the tpe strategy is the planc[tune] extra")
-    result = tune(TuneOptions(target="tt", models=[str(EXAMPLES / "ffn.json")], archs=[None],
+    result = tune(TuneOptions(target="tt", models=[str(small_ffn)], archs=[None],
                               out=tmp_path / "tpe", budget=6, strategy="tpe", verify=1,
                               progress=False))[0]
     assert len(result.rows) == 6 and result.best is not None
     assert result.best["modeled_time_s"] <= result.default["modeled_time_s"]
 
 
-@pytest.mark.slow  # 14-23 s under load
-def test_tt_best_equals_a_brute_force_over_the_command_line(planc, tmp_path):
+@pytest.mark.slow
+def test_tt_best_equals_a_brute_force_over_the_command_line(planc, tmp_path, small_ffn):
+    """On the small ffn, whose four candidates model four different times (as the full one's
+    do, with the same best: 4x4 row-major)."""
     grids, partitions = ("2x2", "4x4"), ("row_major", "block")
-    result = tune(TuneOptions(target="tt", models=[str(EXAMPLES / "ffn.json")], archs=[None],
+    result = tune(TuneOptions(target="tt", models=[str(small_ffn)], archs=[None],
                               out=tmp_path / "tt", budget=10, verify=1, progress=False,
                               space=f"grid={','.join(grids)}; partition={','.join(partitions)}"
                               ))[0]
@@ -106,10 +115,11 @@ def test_tt_best_equals_a_brute_force_over_the_command_line(planc, tmp_path):
     for grid in grids:
         for partition in partitions:
             plan = tmp_path / f"{grid}-{partition}.json"
-            assert planc(EXAMPLES / "ffn.json", "-t", "tt", "--grid", grid, "--partition",
+            assert planc(small_ffn, "-t", "tt", "--grid", grid, "--partition",
                          partition, "-o", plan).code == 0
             times[grid, partition] = planc("simulate", plan, "--cost-only", "--json"
                                            ).json()["modeled_time_s"]
+    assert len(set(times.values())) == len(times)     # no ties: the best is one candidate
     assert result.best["modeled_time_s"] == pytest.approx(min(times.values()))
     best = result.best["decisions"]
     assert times[best["grid"], best["partition"]] == pytest.approx(min(times.values()))
