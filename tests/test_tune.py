@@ -79,6 +79,9 @@ def test_ray_local_mode_finds_the_same_best(local, small_ffn, tmp_path):
     figures = ("modeled_time_s", "device_bytes")
     assert [on_ray.best[f] for f in figures] == [local.best[f] for f in figures]
     assert api.check(on_ray.best_file, strict=True).ok
+    import ray
+
+    assert not ray.is_initialized()     # the Ray tune started is stopped again
 
 
 def test_an_interrupted_study_resumes(tmp_path, small_ffn):

@@ -213,7 +213,8 @@ class RayExecutor:
             raise UsageError("--ray needs Ray: pip install 'planc[ray]'") from None
         root = str(Path(__file__).resolve().parents[2])
         runtime = {"env_vars": {"PYTHONPATH": root, "OPENBLAS_NUM_THREADS": "1"}}
-        if not ray.is_initialized():
+        self.started = not ray.is_initialized()
+        if self.started:
             kwargs: dict[str, Any] = {"runtime_env": runtime, "include_dashboard": False,
                                       "logging_level": "ERROR", "log_to_driver": False}
             if address == "local":
@@ -227,6 +228,7 @@ class RayExecutor:
     def over(cls, ray, remote, stall_s: float | None = None) -> RayExecutor:
         """An executor on an initialised `ray` (module or stand-in) running `remote` tasks."""
         executor = cls.__new__(cls)
+        executor.started = False
         executor._attach(ray, remote, stall_s)
         return executor
 
@@ -279,7 +281,13 @@ class RayExecutor:
             pass
 
     def close(self) -> None:
-        pass
+        """Stop the Ray this executor started (not one the caller had initialised): left
+        running, its object store stays mapped into this process (a later fork with an
+        address-space limit, as bench/fuzz.py's runner sets, then fails with MemoryError) and
+        its daemons outlive the study."""
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
 
 
 # ---------------------------------------------------------------------------------------------
