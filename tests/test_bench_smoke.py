@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.codegen import programs
-from tests.conftest import ROOT, corpus_root
+from tests.conftest import ROOT, corpus_root, small_ffn_doc, write_json
 
 BENCH = ROOT / "bench"
 
@@ -19,7 +19,7 @@ SMALLEST: dict[str, list[str]] = {
     "aliasing_models.py": ["--seeds", "2", "--cpu", "1"],
     "check_simulate.py": ["--smoke"],
     "compile_speed.py": ["--ops", "100"],
-    "cpu_ffn.py": ["--iterations", "1", "--rounds", "1"],
+    "cpu_ffn.py": ["--iterations", "1", "--rounds", "1", "--model", "{small_ffn}"],
     "fuzz.py": ["--mutants", "5", "--fork"],
     "gemini_schedule.py": ["--smoke"],
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
@@ -29,7 +29,8 @@ SMALLEST: dict[str, list[str]] = {
     "tt_plans.py": ["--grid", "2x2"],
     "tune.py": ["--smoke"],
 }
-"""The smallest setting of each benchmark: its arguments."""
+"""The smallest setting of each benchmark: its arguments ("{small_ffn}" is the small ffn of
+tests/conftest.py: the example's operators and plan structure at 1/29 of its work)."""
 
 MODULES = {"roofline.py": "a model plan_quality.py imports, not a benchmark of its own"}
 """Files of `bench/` that are not benchmarks, and why."""
@@ -59,7 +60,11 @@ def test_benchmark_runs_on_its_smallest_setting(name, tmp_path):
     if need == "corpus" and not (corpus_root() / "gemini").is_dir():
         pytest.skip(f"upstream corpus not found at {corpus_root()}")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, str(BENCH / name), *SMALLEST[name]], cwd=ROOT,
+    args = SMALLEST[name]
+    if "{small_ffn}" in args:
+        small = str(write_json(tmp_path / "small_ffn.json", small_ffn_doc()))
+        args = [small if a == "{small_ffn}" else a for a in args]
+    done = subprocess.run([sys.executable, str(BENCH / name), *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, f"{name} {SMALLEST[name]} failed:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{name} {args} failed:\n{done.stderr[-3000:]}"
     assert done.stdout.strip(), f"{name} printed nothing"

@@ -11,6 +11,9 @@ from compiler.api import load
 from compiler.plot import Timeline, pictures
 from tests.conftest import EXAMPLES
 
+# One xdist worker runs them: the three plans are a module fixture, built once per worker.
+pytestmark = pytest.mark.xdist_group("plot-plans")
+
 matplotlib = pytest.importorskip("matplotlib", reason="matplotlib is the plot extra: "
                                  "pip install -e '.[plot]'")
 

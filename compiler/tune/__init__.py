@@ -34,6 +34,9 @@ class TuneOptions:
     objective: str = "time"
     workers: int = 1
     ray: str | None = None
+    ray_stall_s: float | None = None
+    """Seconds without a Ray result before the outstanding tasks count as lost (None: bounded
+    by the slowest evaluation seen, see `RayExecutor.stall_bound`)."""
     seed: int = 0
     verify: int = 3
     fixed: dict[str, Any] | None = None
@@ -53,7 +56,7 @@ def tune(options: TuneOptions) -> list[StudyResult]:
     store.set("study", {"target": options.target, "objective": options.objective,
                         "space": {d.name: list(d.values) for d in space.dimensions},
                         "fixed": space.fixed})
-    executor = (RayExecutor(options.ray, options.workers) if options.ray
+    executor = (RayExecutor(options.ray, options.workers, options.ray_stall_s) if options.ray
                 else LocalExecutor(options.workers))
     results = []
     studies = [(m, a) for m in (options.models or [None]) for a in options.archs]

@@ -190,17 +190,31 @@ class LocalExecutor:
 
 
 class RayExecutor:
-    """Ray tasks: `--ray local` starts Ray on this machine, `--ray ADDRESS` joins a cluster."""
+    """Ray tasks: `--ray local` starts Ray on this machine, `--ray ADDRESS` joins a cluster.
 
-    def __init__(self, address: str, workers: int):
+    Every wait for a result is bounded (see `stall_bound`): a task whose result never comes
+    (once in about six test runs, `ray.wait` waited forever with both local workers idle) is
+    submitted again, and a second wait in vain without any result in between ends the study
+    with a PlancError instead of a hang."""
+
+    FIRST_RESULT_S = 300.0
+    """The bound before any result: long enough for a worker to start and import and compile
+    one candidate of a large model."""
+    STALL_FLOOR_S = 60.0
+    STALL_FACTOR = 10.0
+    """After results have come: no new result for STALL_FACTOR times the slowest evaluation
+    seen (at least STALL_FLOOR_S) is a stall, whatever the size of the model."""
+    RETRIES = 1
+
+    def __init__(self, address: str, workers: int, stall_s: float | None = None):
         try:
             import ray
         except ImportError:
             raise UsageError("--ray needs Ray: pip install 'planc[ray]'") from None
-        self.ray = ray
         root = str(Path(__file__).resolve().parents[2])
         runtime = {"env_vars": {"PYTHONPATH": root, "OPENBLAS_NUM_THREADS": "1"}}
-        if not ray.is_initialized():
+        self.started = not ray.is_initialized()
+        if self.started:
             kwargs: dict[str, Any] = {"runtime_env": runtime, "include_dashboard": False,
                                       "logging_level": "ERROR", "log_to_driver": False}
             if address == "local":
@@ -208,17 +222,72 @@ class RayExecutor:
             else:
                 kwargs["address"] = address
             ray.init(**kwargs)
-        self.remote = ray.remote(num_cpus=1)(evaluate)
+        self._attach(ray, ray.remote(num_cpus=1)(evaluate), stall_s)
+
+    @classmethod
+    def over(cls, ray, remote, stall_s: float | None = None) -> RayExecutor:
+        """An executor on an initialised `ray` (module or stand-in) running `remote` tasks."""
+        executor = cls.__new__(cls)
+        executor.started = False
+        executor._attach(ray, remote, stall_s)
+        return executor
+
+    def _attach(self, ray, remote, stall_s: float | None) -> None:
+        if stall_s is not None and not stall_s > 0:
+            raise UsageError(f"the Ray stall bound must be positive, got {stall_s}")
+        self.ray, self.remote, self.stall_s = ray, remote, stall_s
+        self.slowest_s: float | None = None
+
+    def stall_bound(self) -> float:
+        """Seconds without a new result after which the outstanding tasks count as lost."""
+        if self.stall_s is not None:
+            return self.stall_s
+        if self.slowest_s is None:
+            return self.FIRST_RESULT_S
+        return max(self.STALL_FLOOR_S, self.STALL_FACTOR * self.slowest_s)
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[Job, dict[str, Any]]]:
-        refs = {self.remote.remote(job): job for job in jobs}
-        pending = list(refs)
-        while pending:
-            ready, pending = self.ray.wait(pending, num_returns=1)
-            yield refs[ready[0]], self.ray.get(ready[0])
+        owners = {self.remote.remote(job): job for job in jobs}   # task -> its candidate
+        retries = 0
+        while owners:
+            bound = self.stall_bound()
+            ready, _ = self.ray.wait(list(owners), num_returns=1, timeout=bound)
+            if not ready:
+                lost = list({id(j): j for j in owners.values()}.values())
+                if retries >= self.RETRIES:
+                    raise PlancError(
+                        f"Ray returned no result for {bound:.3g} s, after submitting the "
+                        f"{len(lost)} outstanding candidate(s) again; are its workers alive? "
+                        f"(first lost: {candidate_key(lost[0].decisions)})")
+                retries += 1
+                for job in lost:     # the first copy to finish wins; the others are cancelled
+                    owners[self.remote.remote(job)] = job
+                continue
+            job = owners.pop(ready[0])
+            row = self.ray.get(ready[0])
+            for ref in [r for r, j in owners.items() if j is job]:
+                del owners[ref]
+                self._cancel(ref)
+            retries = 0
+            seconds = row.get("eval_s") if isinstance(row, dict) else None
+            if isinstance(seconds, (int, float)):
+                self.slowest_s = max(self.slowest_s or 0.0, float(seconds))
+            yield job, row
+
+    def _cancel(self, ref) -> None:
+        try:
+            self.ray.cancel(ref)
+        except Exception:   # noqa: BLE001 - a copy that already finished or died: nothing to do
+            pass
 
     def close(self) -> None:
-        pass
+        """Stop the Ray this executor started (not one the caller had initialised): left
+        running, its object store stays mapped into this process (a later fork with an
+        address-space limit, as bench/fuzz.py's runner sets, then fails with MemoryError) and
+        its daemons outlive the study."""
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -107,6 +107,10 @@ class TestProgramErrors:
 
 
 @pytest.mark.slow  # 160 s under load
+# Its own group: it builds its own program (not cpu_cases), so it need not queue behind the
+# cpu-builds worker's 16 builds (xdist names an item's group after all its xdist_group
+# marks: this one's is "cpu-builds_upstream-split-k", a group of its own).
+@pytest.mark.xdist_group("upstream-split-k")
 def test_upstream_split_k_plan_runs_like_its_operators(tmp_path):
     """ARK's tutorial plan at full size: 108 processors, the last matmul split along K into two
     concurrent processor groups, element-wise results written in place into a shared buffer."""

@@ -27,6 +27,10 @@ from dialects import ark, plan
 from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
 
+# One xdist worker runs them: the module's harness program (g++, about 3 CPU s) is a module
+# fixture, which every worker running one of these tests would otherwise build again.
+pytestmark = pytest.mark.xdist_group("runtime-harness")
+
 RNG = random.Random(7)
 
 
