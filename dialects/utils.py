@@ -156,7 +156,9 @@ def verify_operation(op: Operation) -> None:
             op.verify()  # the terminator rules: xDSL's own words
             return
     try:
-        verify_op(op)
+        quick = getattr(type(op), "verify_quickly", None)  # see `ArkOp.verify_quickly`
+        if quick is None or not quick(op):
+            verify_op(op)
     except VerifyException as err:
         op.emit_error(f"Operation does not verify: {err}", err)
     done = _VERIFIED.get()
