@@ -1042,8 +1042,8 @@ class ArkOp(IRDLOperation, ABC):
         found = verdict_key(self)
         if found is None:
             return False
-        key, objects = found
-        if key in _PASSED and _aliases_hold(self):
+        key, objects, types = found
+        if key in _PASSED and _aliases_hold(self, types):
             return True
         verify_op(self)  # every rule, with its own message when one fails
         if len(_PASSED) >= 4096:
@@ -1057,8 +1057,9 @@ _PASSED: dict[tuple, tuple] = {}
 whose identities the key holds (kept alive here, so those ids are not reused)."""
 
 
-def verdict_key(op: ArkOp) -> tuple[tuple, tuple] | None:
-    """(key, attributes it names by identity): everything the verification of `op` reads
+def verdict_key(op: ArkOp) -> tuple[tuple, tuple, tuple[TensorType, ...]] | None:
+    """(key, attributes it names by identity, the operands' then the results' types):
+    everything the verification of `op` reads
     but the tensors' buffers (`_aliases_hold`), ids and names (messages only). The key holds
     the class; the properties' names and classes, and by identity (attributes are
     immutable) the properties whose rules read more than their class (ARGS,
@@ -1082,7 +1083,7 @@ def verdict_key(op: ArkOp) -> tuple[tuple, tuple] | None:
         layouts.append(layout if layout is not None else _layout_of(tensor))
     key = (cls, tuple(props), tuple(map(type, props.values())), tuple(map(id, read_values)),
            len(operands), *map(id, layouts))
-    return key, (read_values, layouts)
+    return key, (read_values, layouts), types
 
 
 _TYPE_OF = operator.attrgetter("_type")
@@ -1123,19 +1124,22 @@ def _read_properties(cls: type[ArkOp]) -> tuple[str, ...]:
     return tuple(sorted(names | {"operandSegmentSizes"}))
 
 
-def _aliases_hold(op: ArkOp) -> bool:
-    """Whether `op` passes `_verify_aliases` (False also when unsure)."""
+def _aliases_hold(op: ArkOp, types: tuple[TensorType, ...]) -> bool:
+    """Whether `op`, whose operands' then results' types are `types` (each a `TensorType`)
+    and whose segment sizes hold, passes `_verify_aliases` (False also when unsure)."""
     aliases = op.RESULT_ALIASES
     if aliases is None:
         return True
-    reads, writes = op.operand_groups()
-    for value, source_value in zip(op.results, writes if aliases == "write" else reads,
-                                   strict=False):
-        result, source = value._type, source_value._type  # noqa: SLF001
-        if type(source) is not TensorType:
-            return False
-        if result.buffer is not source.buffer and \
-                result.buffer.id.data != source.buffer.id.data:
+    count = len(op._operands)  # noqa: SLF001 -- `operands`, a tuple
+    sizes = op.properties["operandSegmentSizes"]
+    reads = sizes.__dict__.get("_planc_counts")
+    if reads is None:
+        reads = sizes.__dict__["_planc_counts"] = tuple(sizes.get_values())
+    reads = reads[0]
+    sources = types[reads:count] if aliases == "write" else types[:reads]
+    for result, source in zip(types[count:], sources, strict=False):
+        buffer, source_buffer = result.buffer, source.buffer
+        if buffer is not source_buffer and buffer.id.data != source_buffer.id.data:
             return False
         if result.shape is not source.shape and \
                 int_values(result.shape) != int_values(source.shape):
@@ -1599,10 +1603,11 @@ class ModelOp(IRDLOperation):
 
 def check_buffers_consistent(block: Block) -> None:
     """Every tensor of one buffer must describe that buffer (rank, tags) the same way."""
-    seen: dict[int, tuple[BufferAttr, int]] = {}
-    agreed: dict[int, BufferAttr] = {}
-    """Buffer objects known to equal the first description of their id, by identity (kept
-    alive here, so an id is not reused): tensors of one buffer usually share the object."""
+    seen: dict[int, tuple[BufferAttr, TensorType]] = {}
+    agreed: set[int] = set()
+    """The ids of buffer objects known to equal the first description of their buffer (the
+    block's tensors keep them alive while it is checked): tensors of one buffer usually
+    share the object."""
     for op in op_list(block):
         for value in op.results:
             tensor = value._type  # noqa: SLF001 -- `value.type`, without the property
@@ -1611,12 +1616,14 @@ def check_buffers_consistent(block: Block) -> None:
             buffer = tensor.buffer
             if id(buffer) in agreed:
                 continue
-            first = seen.setdefault(buffer.id.data, (buffer, tensor.tensor_id))
-            if first[0] is not buffer and first[0] != buffer:
+            first = seen.get(buffer.id.data)
+            if first is None:
+                seen[buffer.id.data] = (buffer, tensor)
+            elif first[0] is not buffer and first[0] != buffer:
                 raise VerifyException(
                     f"buffer {tensor.buffer_id} is described differently by tensor "
-                    f"{first[1]} and tensor {tensor.tensor_id}")
-            agreed[id(buffer)] = buffer
+                    f"{first[1].tensor_id} and tensor {tensor.tensor_id}")
+            agreed.add(id(buffer))
 
 
 def producer_nodes(value: SSAValue) -> list[int]:

@@ -199,8 +199,8 @@ class _Form:
     parent: type | None = None
 
     def holds(self, op: Operation) -> bool:
-        if op._operands or op.results or op.successors or op.attributes \
-                or len(op.regions) != self.regions:
+        if op._operands or op.results or op._successors or op.attributes \
+                or len(op.regions) != self.regions:  # noqa: SLF001 (`successors`, a view)
             return False
         props = op.properties
         count = len(self.required)
@@ -633,6 +633,7 @@ class PlanOp(IRDLOperation):
                 raise VerifyAt(f"operator belongs to TaskInfo {task_id}, which does not "
                                     "exist", ops[0])
             task = tasks[task_id][0]
+            configs.task_limits = (task.warps, task.sram)
             num_tasks = None
             for op in ops:
                 count = _verify_operator_config(op, task, configs)
@@ -771,15 +772,21 @@ def _kind(cls: type) -> type | None:
 
 def plan_contents(p: PlanOp) -> PlanContents:
     contents = PlanContents([], [], [])
-    for op in op_list(p.graph):
-        kind = _kind(type(op))
+    operators, task_ops, groups = contents.operators, contents.task_ops, contents.groups
+    kinds = _KINDS
+    op = p.graph._first_op  # noqa: SLF001 -- `op_list`, without the list
+    while op is not None:
+        kind = kinds.get(type(op), kinds)
+        if kind is kinds:
+            kind = _kind(type(op))
         if kind is ark.ArkOp:
             if op.properties.get("task") is not None:
-                contents.operators.append(op)
+                operators.append(op)
         elif kind is TaskOp:
-            contents.task_ops.append(op)
+            task_ops.append(op)
         elif kind is ProcessorGroupOp:
-            contents.groups.append(op)
+            groups.append(op)
+        op = op._next_op  # noqa: SLF001
     return contents
 
 
@@ -801,6 +808,11 @@ class _Configs:
         self.values: dict[int, tuple[Attribute, dict]] = {}
         self.passed: set[tuple[type, int]] = set()
         self.tile_counts: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.matmul_counts: dict[tuple[int, ...], int] = {}
+        """Matmul task counts by the identities of the Config, the three tensors' shapes
+        and the two transpose flags (attributes the IR keeps alive while it is verified)."""
+        self.task_limits: tuple[int, int] | None = None
+        """(NumWarps, SramBytes) of the task whose operators are being checked."""
 
     def value(self, attr: DictionaryAttr) -> dict:
         found = self.values.get(id(attr))
@@ -818,7 +830,8 @@ def _config_value(attr: DictionaryAttr) -> dict:
 def _verify_operator_config(op: ark.ArkOp, task: TaskOp, configs: _Configs | None = None
                             ) -> int:
     """Check an operator's Config against its type and task; return its NumTasks."""
-    if op.config is None:
+    attr = op.properties.get("config")
+    if attr is None:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
         # The operator's own rules first: the plan's rules below use its shapes and operands.
@@ -826,12 +839,14 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp, configs: _Configs | Non
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
     configs = configs or _Configs()
-    config = configs.value(op.config)
-    key = (type(op), id(op.config))
+    found = configs.values.get(id(attr))
+    config = found[1] if found is not None else configs.value(attr)
+    key = (type(op), id(attr))
     if key not in configs.passed:
         _verify_config_keys(op, config)
         configs.passed.add(key)
-    if config["NumWarps"] > task.warps or config["SramBytes"] > task.sram:
+    warps, sram = configs.task_limits or (task.warps, task.sram)
+    if config["NumWarps"] > warps or config["SramBytes"] > sram:
         raise VerifyAt(
             f"'{op.label.data}' needs {config['NumWarps']} warps and {config['SramBytes']} SRAM "
             f"bytes, more than its task {task.task_id} reserves ({task.warps}, {task.sram})", op)
@@ -875,7 +890,7 @@ def _verify_tiling(op: ark.ArkOp, config: dict, configs: _Configs | None = None)
                 isinstance(v, int) and v > 0 for v in tile)):
             raise VerifyAt(f"TileShapeMNK of '{op.label.data}' must be 3 positive "
                                 f"integers, got {tile!r}", op)
-        expected = matmul_task_count(op, tile)
+        expected = _matmul_count(op, tile, configs or _Configs())
     elif tiling == "reduce":
         if config["ImplType"] not in ("WarpWise", "ElementWise"):
             raise VerifyAt(f"ImplType of '{op.label.data}' must be WarpWise or "
@@ -890,6 +905,19 @@ def _verify_tiling(op: ark.ArkOp, config: dict, configs: _Configs | None = None)
         raise VerifyAt(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
                             f"tiling covers the output with {expected} tiles", op,
                        rule="ark-plan.num-tasks")
+
+
+def _matmul_count(op: ark.MatmulOp, tile: list[int], configs: _Configs) -> int:
+    """`matmul_task_count(op, tile)` once per (Config, shapes, transposes): it reads the
+    three tensors' shapes and the transpose flags, and `tile` comes from the Config."""
+    props = op.properties
+    (a, b), (out,) = op.operand_groups()
+    key = (id(props["config"]), id(a.type.shape), id(b.type.shape), id(out.type.shape),
+           id(props.get("transpose_input")), id(props.get("transpose_other")))
+    found = configs.matmul_counts.get(key)
+    if found is None:
+        found = configs.matmul_counts[key] = matmul_task_count(op, tile)
+    return found
 
 
 def _tile_count(op: ark.ArkOp, config: dict, configs: _Configs) -> int:

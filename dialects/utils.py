@@ -15,6 +15,7 @@ from xdsl.ir import (
     Block,
     ErasedSSAValue,
     Operation,
+    OpResult,
     ParametrizedAttribute,
     Region,
 )
@@ -143,14 +144,15 @@ def verify_operation(op: Operation) -> None:
     failure reported through `emit_error`), with the verifiers run by `verify_op`. Ops with
     regions or successors take `op.verify()` itself. Within `verifying_once`, the op is
     remembered as verified."""
-    if op.regions or op.successors:
+    if op.regions or op._successors:  # noqa: SLF001 -- `successors`, without its view object
         op.verify()
         return
-    if any(isinstance(operand, ErasedSSAValue) for operand in op.operands):
-        raise ValueError("Erased SSA value is used by the operation")
+    for operand in op._operands:  # noqa: SLF001 -- `operands`, a tuple
+        if type(operand) is not OpResult and isinstance(operand, ErasedSSAValue):
+            raise ValueError("Erased SSA value is used by the operation")
     block = op.parent
     region = None if block is None else block.parent
-    if block is not None and region is not None and block.last_op is op:
+    if block is not None and region is not None and block._last_op is op:  # noqa: SLF001
         parent = region.parent
         if len(region.blocks) > 1 or (parent is not None and not parent.has_trait(NoTerminator)):
             op.verify()  # the terminator rules: xDSL's own words
