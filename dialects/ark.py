@@ -1535,12 +1535,13 @@ class ViewOp(IRDLOperation):
         if len(props) != 1 or self.regions or self._successors or self.attributes:
             return False
         operands, results = self._operands, self.results
+        item = tuple.__getitem__  # `SSAValues` indexes in Python
         if sizes is _VIEW_SEGMENTS[1]:
-            if len(operands) != 1 or type(operands[0]._type) is not TensorType:
+            if len(operands) != 1 or type(item(operands, 0)._type) is not TensorType:
                 return False
         elif sizes is not _VIEW_SEGMENTS[0] or operands:
             return False
-        return len(results) == 1 and type(results[0]._type) is TensorType
+        return len(results) == 1 and type(item(results, 0)._type) is TensorType
 
 
 @irdl_op_definition

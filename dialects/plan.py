@@ -173,14 +173,26 @@ def _new_range(begin: int, end: int, step: int | None) -> RangeAttr:
 # ---------------------------------------------------------------------------------------------
 
 
-def _i64(value: Attribute) -> bool:
-    """Does `value` meet `IntegerAttr[I64]`?"""
-    return type(value) is IntegerAttr and (value.type is i64 or value.type == i64)
+@dataclass(frozen=True)
+class _Test:
+    """Is an attribute of class `cls` (subclasses are left to the generic check), and with
+    `i64`, an `IntegerAttr` of type i64 (`IntegerAttr[I64]`)?"""
+
+    cls: type
+    i64: bool = False
+
+    def __call__(self, value: Attribute) -> bool:
+        return type(value) is self.cls and (
+            not self.i64 or value.type is i64 or value.type == i64)
 
 
-def _exactly(cls: type) -> Callable[[Attribute], bool]:
+_i64 = _Test(IntegerAttr, i64=True)
+"""Does a value meet `IntegerAttr[I64]`?"""
+
+
+def _exactly(cls: type) -> _Test:
     """Is the value of class `cls` (subclasses are left to the generic check)?"""
-    return lambda value: type(value) is cls
+    return _Test(cls)
 
 
 @dataclass(frozen=True)
@@ -206,7 +218,11 @@ class _Form:
         count = len(self.required)
         for name, test in self.required:
             value = props.get(name)
-            if value is None or not test(value):
+            if type(test) is _Test:  # its test, written out
+                if type(value) is not test.cls or (test.i64 and value.type is not i64
+                                                   and value.type != i64):
+                    return False
+            elif value is None or not test(value):
                 return False
         for name, test in self.optional:
             value = props.get(name)
@@ -221,7 +237,8 @@ class _Form:
             if first is not region._last_block or (first is not None and first._args):  # noqa: SLF001
                 return False
         if self.parent is not None:
-            parent = op.parent_op()
+            block = op.parent
+            parent = None if block is None or block.parent is None else block.parent.parent
             if parent is not None and not isinstance(parent, self.parent):
                 return False
         return True

@@ -206,6 +206,33 @@ def op_list(block: Block) -> list[Operation]:
 def walk_ops(root: Operation) -> list[Operation]:
     """`root` and every op nested in it, in pre-order (`Operation.walk`'s order), as a list:
     one generator per op, as `walk` makes, costs more than the visit on large modules."""
+    found: list[Operation] = [root]
+    if root.regions:
+        _walk_regions(root, found, 0)
+    return found
+
+
+def _walk_regions(op: Operation, found: list[Operation], depth: int) -> None:
+    """Append the ops nested in `op`, in pre-order, following the blocks' linked lists (a
+    stack of ops past a nesting depth no document of planc's reaches, not recursion)."""
+    if depth > 32:
+        found += _walk_with_stack(op)[1:]
+        return
+    append = found.append
+    for region in op.regions:
+        block = region._first_block  # noqa: SLF001 -- `region.blocks`, followed directly
+        while block is not None:
+            child = block._first_op  # noqa: SLF001
+            while child is not None:
+                append(child)
+                if child.regions:
+                    _walk_regions(child, found, depth + 1)
+                child = child._next_op  # noqa: SLF001
+            block = block._next_block  # noqa: SLF001
+
+
+def _walk_with_stack(root: Operation) -> list[Operation]:
+    """`walk_ops` with a stack of ops, for any depth."""
     found: list[Operation] = []
     stack = [root]
     while stack:
