@@ -1029,14 +1029,15 @@ class ArkOp(IRDLOperation, ABC):
     ARGS (which `verdict_key` always keys by value); a subclass whose `verify_` reads
     another property names it here."""
 
-    def verify_quickly(self) -> bool:
-        """Verify the op (xDSL's generic rules and `verify_`) and say True, remembering the
-        verdict under `verdict_key`: an operator whose key passed before passes again, so
-        only its aliasing (which reads the buffers, not in the key) is checked. Raises as
-        `fast_verify.verify_op` does; False (nothing checked) for an unusual op (regions,
-        successors, discardable attributes, a value not of `TensorType`), which the caller
-        verifies the usual way. Generated models repeat a few operator shapes thousands of
-        times."""
+    def verify_quickly(self) -> tuple | bool:
+        """Verify the op (xDSL's generic rules and `verify_`) and return its `verdict_key`
+        (a true value), remembering that it passed: an operator whose key passed before
+        passes again, so only its aliasing (which reads the buffers, not in the key) is
+        checked. Raises as `fast_verify.verify_op` does; False (nothing checked) for an
+        unusual op (regions, successors, discardable attributes, a value not of
+        `TensorType`), which the caller verifies the usual way. Generated models repeat a
+        few operator shapes thousands of times. The key also serves callers whose own
+        checks read no more than it holds (a plan's Config checks)."""
         if self.regions or self._successors or self.attributes:
             return False
         found = verdict_key(self)
@@ -1044,12 +1045,12 @@ class ArkOp(IRDLOperation, ABC):
             return False
         key, objects, types = found
         if key in _PASSED and _aliases_hold(self, types):
-            return True
+            return key
         verify_op(self)  # every rule, with its own message when one fails
         if len(_PASSED) >= 4096:
             _PASSED.clear()
         _PASSED[key] = objects
-        return True
+        return key
 
 
 _PASSED: dict[tuple, tuple] = {}

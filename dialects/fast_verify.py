@@ -281,9 +281,12 @@ def _isolated(op: Operation) -> bool:
                     regions.extend(child.regions)
                 child = child._next_op  # noqa: SLF001
     for child in checked:
+        own = child.parent
         for operand in child._operands:  # noqa: SLF001 -- `operands`, a tuple
             if type(operand) is OpResult:
                 block = operand.op.parent
+                if block is own:  # the usual case: defined in the same block
+                    continue
             elif type(operand) is BlockArgument:
                 block = operand.block
             else:

@@ -828,6 +828,8 @@ class _Configs:
         self.matmul_counts: dict[tuple[int, ...], int] = {}
         """Matmul task counts by the identities of the Config, the three tensors' shapes
         and the two transpose flags (attributes the IR keeps alive while it is verified)."""
+        self.tiled: set[tuple[tuple, int]] = set()
+        """(verdict key, Config identity) of operators whose tiling passed."""
         self.task_limits: tuple[int, int] | None = None
         """(NumWarps, SramBytes) of the task whose operators are being checked."""
 
@@ -852,7 +854,7 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp, configs: _Configs | Non
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
         # The operator's own rules first: the plan's rules below use its shapes and operands.
-        verify_operation(op)
+        verdict = verify_operation(op)
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
     configs = configs or _Configs()
@@ -867,7 +869,15 @@ def _verify_operator_config(op: ark.ArkOp, task: TaskOp, configs: _Configs | Non
         raise VerifyAt(
             f"'{op.label.data}' needs {config['NumWarps']} warps and {config['SramBytes']} SRAM "
             f"bytes, more than its task {task.task_id} reserves ({task.warps}, {task.sram})", op)
-    _verify_tiling(op, config, configs)
+    if verdict is None:
+        _verify_tiling(op, config, configs)
+    else:
+        # The tiling rules read the operator's class, shapes and arguments (all in its
+        # verdict key) and its Config: an operator alike in those passes them too.
+        tiled = (verdict, id(attr))
+        if tiled not in configs.tiled:
+            _verify_tiling(op, config, configs)
+            configs.tiled.add(tiled)
     return config["NumTasks"]
 
 

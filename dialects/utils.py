@@ -139,11 +139,12 @@ def verify_first(ops: Iterable[Operation]) -> None:
             done.add(id(child))
 
 
-def verify_operation(op: Operation) -> None:
+def verify_operation(op: Operation) -> tuple | None:
     """`op.verify()` (xDSL's checks of the op's place in its block, then its verifiers, a
     failure reported through `emit_error`), with the verifiers run by `verify_op`. Ops with
     regions or successors take `op.verify()` itself. Within `verifying_once`, the op is
-    remembered as verified."""
+    remembered as verified. Returns the verdict key of an operator verified the quick way
+    (`ArkOp.verify_quickly`), else None."""
     if op.regions or op._successors:  # noqa: SLF001 -- `successors`, without its view object
         op.verify()
         return
@@ -157,15 +158,18 @@ def verify_operation(op: Operation) -> None:
         if len(region.blocks) > 1 or (parent is not None and not parent.has_trait(NoTerminator)):
             op.verify()  # the terminator rules: xDSL's own words
             return
+    verdict = None
     try:
         quick = getattr(type(op), "verify_quickly", None)  # see `ArkOp.verify_quickly`
-        if quick is None or not quick(op):
+        verdict = None if quick is None else quick(op)
+        if not verdict:
             verify_op(op)
     except VerifyException as err:
         op.emit_error(f"Operation does not verify: {err}", err)
     done = _VERIFIED.get()
     if done is not None:
         done.add(id(op))
+    return verdict if type(verdict) is tuple else None
 
 
 _VERIFIED: ContextVar[set[int] | None] = ContextVar("planc_verified", default=None)

@@ -253,3 +253,27 @@ def test_a_planned_model_verifies_and_keeps_its_verdicts_bounded():
     run_pipeline(module, "ark-plan{device=h100}")
     verify_module(module)
     assert 0 < len(ark._PASSED) <= 4096  # noqa: SLF001
+
+
+@pytest.mark.parametrize("key", ["NumTasks", "NumWarps"])
+def test_config_checks_fire_on_the_last_of_many_alike_operators(key):
+    """A planned stack of alike blocks: its operators share verdict keys and Configs, so
+    all but the first pass on remembered verdicts. The last operator of a tiled kind, given
+    a Config that differs in one number, is still refused."""
+    from compiler.diagnostics import PlancError
+    from dialects import plan
+    from dialects.json_value import dict_attr, dict_value
+
+    module = generated(30)
+    run_pipeline(module, "ark-plan{device=a100}")
+    verify_module(module)
+    operators = [op for op in walk_ops(module) if isinstance(op, ark.ArkOp)
+                 and op.properties.get("config") is not None
+                 and plan._tiling(type(op)) == "tile"]  # noqa: SLF001
+    last = operators[-1]
+    config = dict_value(last.properties["config"])
+    config[key] = config[key] + (1 if key == "NumTasks" else 64)
+    last.properties["config"] = dict_attr(config)
+    with pytest.raises(PlancError, match="tiling covers" if key == "NumTasks"
+                       else "more than its task"):
+        verify_module(module)
