@@ -28,9 +28,11 @@ from backends.json_format import (
     dense_object,
     quoted,
 )
+from backends.json_format import _key as json_key
 from dialects import ark, plan
 from dialects.ark import int_values
 from dialects.json_value import dict_value
+from dialects.utils import body_block, op_list
 
 
 def _ints(values: tuple[int, ...]) -> str:
@@ -54,13 +56,15 @@ _ARGS = f',\n{_I5}"Args": '
 _CONFIG = f',\n{_I5}"Config": '
 _CLOSE4 = f"\n{_I4}}}"
 _END5 = f"\n{_I5}]"
-_I2, _I3 = "  " * 2, "  " * 3
+_I1, _I2, _I3 = "  ", "  " * 2, "  " * 3
+_NEXT4 = ",\n" + "  " * 4
 _END3 = f"\n{_I3}]"
 _CLOSE2 = f"\n{_I2}}}"
 """The fixed text between an operator's members (depth 4, members at depth 5)."""
 
 
 _ITEM = tuple.__getitem__
+_TENSOR = ark.TensorType
 _TYPE_OF = operator.attrgetter("_type")
 """`value.type`, without the property."""
 
@@ -71,6 +75,22 @@ def _lines5(lines: list[str]) -> str:
     if len(lines) == 1:
         return "[\n" + lines[0] + _END5
     return "[\n" + ",\n".join(lines) + "\n" + _I5 + "]" if lines else "[]"
+
+
+def _children(op, cls: type) -> list:
+    """`op.task_groups()` / `op.resource_groups()`: the ops of class `cls` in the body
+    (its first region's block, made when missing as `body_block` does), in order."""
+    region = op.regions[0]
+    block = region._first_block  # noqa: SLF001 -- `region.blocks`, followed directly
+    if block is None:
+        return [child for child in op_list(body_block(region)) if isinstance(child, cls)]
+    found = []
+    child = block._first_op  # noqa: SLF001
+    while child is not None:
+        if type(child) is cls or isinstance(child, cls):
+            found.append(child)
+        child = child._next_op  # noqa: SLF001
+    return found
 
 
 @dataclass(frozen=True)
@@ -110,8 +130,18 @@ class _PlanText:
     def tensor_line(self, t: ark.TensorType) -> str:
         """A tensor's compact text as an element of an operator's tensor array (depth 6)."""
         found = self.tensors.get(id(t))
-        if found is None:
-            found = self.tensors[id(t)] = _I6 + self._tensor(t)
+        if found is not None:
+            return found
+        fields = t.__dict__
+        shared = fields.get("_planc_layout")
+        layout = None if shared is None else self.shared_layouts.get(id(shared))
+        if layout is not None and type(t) is _TENSOR:  # `_tensor`'s usual case, written out
+            buffer = fields["buffer"]
+            text = self.buffers.get(id(buffer)) or self.buffer(buffer)
+            found = f'{_I6}{{"Id":{fields["id"].data},{layout},"Buffer":{text}}}'
+        else:
+            found = _I6 + self._tensor(t)
+        self.tensors[id(t)] = found
         return found
 
     def _tensor(self, t: ark.TensorType) -> str:
@@ -288,20 +318,34 @@ class _PlanText:
         return dense_object(items, 4)
 
     def task(self, task: plan.TaskOp, ops: list[ark.ArkOp]) -> str:
+        return "".join(self.task_pieces(task, ops))
+
+    def task_pieces(self, task: plan.TaskOp, ops: list[ark.ArkOp]) -> list[str]:
+        """A TaskInfo's text (depth 2) in pieces, for one join of the whole document (the
+        operators' texts are most of a plan's bytes: copied once, not at every level)."""
         props = task.properties
         operator = self.operator
-        texts = [_I4 + operator(op) for op in ops]
-        opstext = "[\n" + ",\n".join(texts) + _END3 if texts else "[]"
         extra = props.get("extra")
         if extra is None or not extra.data:
             # `dense_object` of the four members below, written out.
-            return (f'{{\n{_I3}"Id": {props["id"].value.data},\n{_I3}"NumWarps": '
-                    f'{props["num_warps"].value.data},\n{_I3}"SramBytes": '
-                    f'{props["sram_bytes"].value.data},\n{_I3}"Ops": {opstext}{_CLOSE2}')
+            pieces = [f'{{\n{_I3}"Id": {props["id"].value.data},\n{_I3}"NumWarps": '
+                      f'{props["num_warps"].value.data},\n{_I3}"SramBytes": '
+                      f'{props["sram_bytes"].value.data},\n{_I3}"Ops": ']
+            if not ops:
+                pieces.append("[]" + _CLOSE2)
+                return pieces
+            separator = "[\n" + _I4
+            for op in ops:
+                pieces += (separator, operator(op))
+                separator = _NEXT4
+            pieces.append(_END3 + _CLOSE2)
+            return pieces
+        texts = [_I4 + operator(op) for op in ops]
         items = {"Id": str(task.task_id), "NumWarps": str(task.warps),
-                 "SramBytes": str(task.sram), "Ops": opstext}
+                 "SramBytes": str(task.sram),
+                 "Ops": "[\n" + ",\n".join(texts) + _END3 if texts else "[]"}
         self.add_extra(items, task.extra, 3)
-        return dense_object(items, 2)
+        return [dense_object(items, 2)]
 
     def resource_group(self, rg: plan.ResourceGroupOp) -> str:
         props = rg.properties
@@ -312,7 +356,7 @@ class _PlanText:
             attr = props[name]
             found = ranges.get(id(attr))
             texts.append(found if found is not None else self.range(attr))
-        groups = _lines5([task_group(tg) for tg in rg.task_groups()])
+        groups = _lines5([task_group(tg) for tg in _children(rg, plan.TaskGroupOp)])
         extra = props.get("extra")
         if extra is None or not extra.data:
             # `dense_object` of the four members below, written out.
@@ -325,7 +369,8 @@ class _PlanText:
 
     def processor_group(self, pg: plan.ProcessorGroupOp) -> str:
         props = pg.properties
-        texts = [_I4 + self.resource_group(rg) for rg in pg.resource_groups()]
+        texts = [_I4 + self.resource_group(rg)
+                 for rg in _children(pg, plan.ResourceGroupOp)]
         groups = "[\n" + ",\n".join(texts) + _END3 if texts else "[]"
         processors = self.range(props["processor_range"])
         extra = props.get("extra")
@@ -353,13 +398,17 @@ class _PlanText:
         contents = plan.plan_contents(p)
         tasks = {task.task_id: task for task in contents.task_ops}  # as `p.tasks()`
         operators = contents.task_operators()
+        task_infos: list[str] = []  # `dense_array` of the TaskInfos at depth 1, in pieces
+        for task in tasks.values():
+            task_infos.append(",\n" + _I2 if task_infos else "[\n" + _I2)
+            task_infos += self.task_pieces(task, operators.get(task.task_id, []))
+        task_infos.append("\n" + _I1 + "]" if task_infos else "[]")
         header: dict[str, Any] = {
             "Rank": compact(p.rank.value.data), "WorldSize": compact(p.world_size.value.data),
             "Architecture": None if p.arch_name is None else quoted(p.arch_name),
             "NumProcessors": str(p.processor_count),
             "NumWarpsPerProcessor": str(p.warps_per_processor),
-            "TaskInfos": dense_array([self.task(task, operators.get(task.task_id, []))
-                                      for task in tasks.values()], 1),
+            "TaskInfos": task_infos,
             "ProcessorGroups": dense_array(
                 [self.processor_group(pg) for pg in contents.groups], 1),
         }
@@ -371,7 +420,20 @@ class _PlanText:
         self.add_extra(items, p.extra, 1)
         if legacy:
             items.pop("Architecture", None)
-        return dense_object(items, 0) + "\n"
+        if not items:
+            return "{}\n"
+        # `dense_object(items, 0) + "\n"`, joined once (a member may be a list of pieces).
+        pieces = ["{\n"]
+        for key, value in items.items():
+            if len(pieces) > 1:
+                pieces.append(",\n")
+            pieces.append(f"{_I1}{json_key(key)}: ")
+            if type(value) is list:
+                pieces += value
+            else:
+                pieces.append(value)
+        pieces.append("\n}\n")
+        return "".join(pieces)
 
 
 def plan_text(p: plan.PlanOp, legacy: bool = False) -> str:
