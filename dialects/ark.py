@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from abc import ABC
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,6 +79,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.fast_verify import verify_op
 from dialects.utils import body_block, built, format_on_first_use, i64_attr, op_list
 
 if TYPE_CHECKING:  # annotations only: compiling JSON loads neither xDSL's parser nor printer
@@ -1029,6 +1031,131 @@ class ArkOp(IRDLOperation, ABC):
             raise self.fail(f"tensor {tensor.tensor_id} has shape {tensor.shape_list}, "
                             f"expected {list(expected)} ({why})")
 
+    # -- the verdict of repeated operators ----------------------------------------------------
+
+    VERDICT_READS: ClassVar[tuple[str, ...]] = ()
+    """Properties whose values (beyond their class) this class's rules read besides its
+    ARGS (which `verdict_key` always keys by value); a subclass whose `verify_` reads
+    another property names it here."""
+
+    def verify_quickly(self) -> tuple | bool:
+        """Verify the op (xDSL's generic rules and `verify_`) and return its `verdict_key`
+        (a true value), remembering that it passed: an operator whose key passed before
+        passes again, so only its aliasing (which reads the buffers, not in the key) is
+        checked. Raises as `fast_verify.verify_op` does; False (nothing checked) for an
+        unusual op (regions, successors, discardable attributes, a value not of
+        `TensorType`), which the caller verifies the usual way. Generated models repeat a
+        few operator shapes thousands of times. The key also serves callers whose own
+        checks read no more than it holds (a plan's Config checks)."""
+        if self.regions or self._successors or self.attributes:
+            return False
+        found = verdict_key(self)
+        if found is None:
+            return False
+        key, objects, types = found
+        if key in _PASSED and _aliases_hold(self, types):
+            return key
+        verify_op(self)  # every rule, with its own message when one fails
+        if len(_PASSED) >= 4096:
+            _PASSED.clear()
+        _PASSED[key] = objects
+        return key
+
+
+_PASSED: dict[tuple, tuple] = {}
+"""The `verdict_key`s of operators that passed verification, each with the attributes
+whose identities the key holds (kept alive here, so those ids are not reused)."""
+
+
+def verdict_key(op: ArkOp) -> tuple[tuple, tuple, tuple[TensorType, ...]] | None:
+    """(key, attributes it names by identity, the operands' then the results' types):
+    everything the verification of `op` reads
+    but the tensors' buffers (`_aliases_hold`), ids and names (messages only). The key holds
+    the class; the properties' names and classes, and by identity (attributes are
+    immutable) the properties whose rules read more than their class (ARGS,
+    `VERDICT_READS`, constraints other than "an attribute of class X", the segment sizes);
+    the operand count; and per operand and result its tensor's layout (data type, shape,
+    strides, offsets, padded shape, pads, extra, as one shared object: `_layout_of`). None
+    when a value is not exactly a `TensorType` (the usual verification decides)."""
+    cls = type(op)
+    read = _READ_PROPERTIES.get(cls)
+    if read is None:
+        read = _READ_PROPERTIES[cls] = _read_properties(cls)
+    props = op.properties
+    read_values = tuple(map(props.get, read))
+    operands = op._operands  # noqa: SLF001 -- `operands`, a tuple
+    types = (*map(_TYPE_OF, operands), *map(_TYPE_OF, op.results))
+    layouts = []
+    for tensor in types:
+        if type(tensor) is not TensorType:
+            return None
+        layout = tensor.__dict__.get("_planc_layout")
+        layouts.append(layout if layout is not None else _layout_of(tensor))
+    key = (cls, tuple(props), tuple(map(type, props.values())), tuple(map(id, read_values)),
+           len(operands), *map(id, layouts))
+    return key, (read_values, layouts), types
+
+
+_TYPE_OF = operator.attrgetter("_type")
+"""`value.type`, without the property."""
+
+_LAYOUTS: dict[tuple[int, ...], tuple[Attribute, ...]] = {}
+"""One tuple per distinct layout, by the identities of its attributes (which it keeps
+alive). Clearing it is safe: a tensor keeps its tuple, whose id stays its own."""
+
+
+def _layout_of(tensor: TensorType) -> tuple[Attribute, ...]:
+    """The tensor's parameters but its id and buffer, as a tuple shared by the tensors of
+    equal (identical) attributes and kept with the (immutable) tensor."""
+    fields = tensor.__dict__
+    attrs = (fields["dtype"], fields["shape"], fields["strides"], fields["offsets"],
+             fields["padded_shape"], fields["pads"], fields["extra"])
+    ids = tuple(map(id, attrs))
+    layout = _LAYOUTS.get(ids)
+    if layout is None:
+        if len(_LAYOUTS) >= 65536:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[ids] = attrs
+    fields["_planc_layout"] = layout
+    return layout
+
+
+_READ_PROPERTIES: dict[type, tuple[str, ...]] = {}
+
+
+def _read_properties(cls: type[ArkOp]) -> tuple[str, ...]:
+    """The properties `verdict_key` keys by identity for `cls`: those whose check reads more
+    than the attribute's class."""
+    from dialects.fast_verify import plain_class_properties
+
+    plain = plain_class_properties(cls)
+    names = {name for name in cls.get_irdl_definition().properties if name not in plain}
+    names |= {spec.prop for spec in cls.ARGS} | set(cls.VERDICT_READS)
+    return tuple(sorted(names | {"operandSegmentSizes"}))
+
+
+def _aliases_hold(op: ArkOp, types: tuple[TensorType, ...]) -> bool:
+    """Whether `op`, whose operands' then results' types are `types` (each a `TensorType`)
+    and whose segment sizes hold, passes `_verify_aliases` (False also when unsure)."""
+    aliases = op.RESULT_ALIASES
+    if aliases is None:
+        return True
+    count = len(op._operands)  # noqa: SLF001 -- `operands`, a tuple
+    sizes = op.properties["operandSegmentSizes"]
+    reads = sizes.__dict__.get("_planc_counts")
+    if reads is None:
+        reads = sizes.__dict__["_planc_counts"] = tuple(sizes.get_values())
+    reads = reads[0]
+    sources = types[reads:count] if aliases == "write" else types[:reads]
+    for result, source in zip(types[count:], sources, strict=False):
+        buffer, source_buffer = result.buffer, source.buffer
+        if buffer is not source_buffer and buffer.id.data != source_buffer.id.data:
+            return False
+        if result.shape is not source.shape and \
+                int_values(result.shape) != int_values(source.shape):
+            return False
+    return True
+
 
 def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
     """NumPy broadcasting of two shapes, or None when they are incompatible."""
@@ -1409,6 +1536,24 @@ class ViewOp(IRDLOperation):
         build_fast(self, [[source] if source is not None else [], list(after)], [tensor], {},
                    location)
 
+    def verify_quickly(self) -> bool:
+        """True when the view meets its definition (xDSL's generic rules: views have no
+        others), decided by direct tests for the usual view (shared segment sizes, an
+        optional source, one result, every value a `TensorType`, nothing else); False, having
+        checked nothing, for any other (the generic verification decides, in its words)."""
+        props = self.properties
+        sizes = props.get("operandSegmentSizes")
+        if len(props) != 1 or self.regions or self._successors or self.attributes:
+            return False
+        operands, results = self._operands, self.results
+        item = tuple.__getitem__  # `SSAValues` indexes in Python
+        if sizes is _VIEW_SEGMENTS[1]:
+            if len(operands) != 1 or type(item(operands, 0)._type) is not TensorType:
+                return False
+        elif sizes is not _VIEW_SEGMENTS[0] or operands:
+            return False
+        return len(results) == 1 and type(item(results, 0)._type) is TensorType
+
 
 @irdl_op_definition
 @format_on_first_use
@@ -1471,18 +1616,27 @@ class ModelOp(IRDLOperation):
 
 def check_buffers_consistent(block: Block) -> None:
     """Every tensor of one buffer must describe that buffer (rank, tags) the same way."""
-    seen: dict[int, tuple[BufferAttr, int]] = {}
+    seen: dict[int, tuple[BufferAttr, TensorType]] = {}
+    agreed: set[int] = set()
+    """The ids of buffer objects known to equal the first description of their buffer (the
+    block's tensors keep them alive while it is checked): tensors of one buffer usually
+    share the object."""
     for op in op_list(block):
         for value in op.results:
-            tensor = value.type
+            tensor = value._type  # noqa: SLF001 -- `value.type`, without the property
             if type(tensor) is not TensorType and not isinstance(tensor, TensorType):
                 continue
             buffer = tensor.buffer
-            first = seen.setdefault(buffer.id.data, (buffer, tensor.tensor_id))
-            if first[0] is not buffer and first[0] != buffer:
+            if id(buffer) in agreed:
+                continue
+            first = seen.get(buffer.id.data)
+            if first is None:
+                seen[buffer.id.data] = (buffer, tensor)
+            elif first[0] is not buffer and first[0] != buffer:
                 raise VerifyException(
                     f"buffer {tensor.buffer_id} is described differently by tensor "
-                    f"{first[1]} and tensor {tensor.tensor_id}")
+                    f"{first[1].tensor_id} and tensor {tensor.tensor_id}")
+            agreed.add(id(buffer))
 
 
 def producer_nodes(value: SSAValue) -> list[int]:

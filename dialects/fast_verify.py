@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import DenseArrayBase, i32
-from xdsl.ir import Operation
+from xdsl.ir import BlockArgument, Operation, OpResult
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.constraints import BaseAttr, RangeLengthConstraint, RangeOf, VerificationContext
 from xdsl.irdl.operations import (
@@ -264,26 +264,46 @@ def _plan_of(cls: type) -> _Plan | None:
 def _isolated(op: Operation) -> bool:
     """Whether `op` meets `IsolatedFromAbove` as xDSL checks it (every operand of the ops
     in its regions, down to nested isolated ops, which check themselves, is defined inside
-    `op`); False also when unsure (xDSL's check then decides, with its message). A set of
-    the ops and blocks inside stands for xDSL's walk up the parents of each operand."""
-    inside: set[int] = set()
+    `op`); False also when unsure (xDSL's check then decides, with its message). The set of
+    the blocks inside stands for xDSL's walk up the parents of each operand: a value is
+    defined inside when the block holding its defining op (or owning it, for a block
+    argument) is one of them."""
+    blocks: set[int] = set()
     checked: list[Operation] = []
     regions = list(op.regions)
     while regions:
         for block in regions.pop().blocks:
-            inside.add(id(block))
+            blocks.add(id(block))
             child = block._first_op  # noqa: SLF001 -- `block.ops`, followed directly
             while child is not None:
-                inside.add(id(child))
                 checked.append(child)
                 if child.regions and not child.has_trait(IsolatedFromAbove):
                     regions.extend(child.regions)
                 child = child._next_op  # noqa: SLF001
     for child in checked:
+        own = child.parent
         for operand in child._operands:  # noqa: SLF001 -- `operands`, a tuple
-            if id(operand.owner) not in inside:
+            if type(operand) is OpResult:
+                block = operand.op.parent
+                if block is own:  # the usual case: defined in the same block
+                    continue
+            elif type(operand) is BlockArgument:
+                block = operand.block
+            else:
+                return False
+            if block is None or id(block) not in blocks:
                 return False
     return True
+
+
+def plain_class_properties(cls: type) -> frozenset[str]:
+    """The properties of op class `cls` whose generic check is "an attribute of class X"
+    (it reads the attribute's class alone); none for a class this module does not plan."""
+    plan = _plan_of(cls)
+    if plan is None:
+        return frozenset()
+    return frozenset(name for name, base in plan.property_checks.bases.items()
+                     if base is not None)
 
 
 def verify_op(op: Operation) -> None:

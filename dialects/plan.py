@@ -174,14 +174,26 @@ def _new_range(begin: int, end: int, step: int | None) -> RangeAttr:
 # ---------------------------------------------------------------------------------------------
 
 
-def _i64(value: Attribute) -> bool:
-    """Does `value` meet `IntegerAttr[I64]`?"""
-    return type(value) is IntegerAttr and (value.type is i64 or value.type == i64)
+@dataclass(frozen=True)
+class _Test:
+    """Is an attribute of class `cls` (subclasses are left to the generic check), and with
+    `i64`, an `IntegerAttr` of type i64 (`IntegerAttr[I64]`)?"""
+
+    cls: type
+    i64: bool = False
+
+    def __call__(self, value: Attribute) -> bool:
+        return type(value) is self.cls and (
+            not self.i64 or value.type is i64 or value.type == i64)
 
 
-def _exactly(cls: type) -> Callable[[Attribute], bool]:
+_i64 = _Test(IntegerAttr, i64=True)
+"""Does a value meet `IntegerAttr[I64]`?"""
+
+
+def _exactly(cls: type) -> _Test:
     """Is the value of class `cls` (subclasses are left to the generic check)?"""
-    return lambda value: type(value) is cls
+    return _Test(cls)
 
 
 @dataclass(frozen=True)
@@ -200,14 +212,18 @@ class _Form:
     parent: type | None = None
 
     def holds(self, op: Operation) -> bool:
-        if op._operands or op.results or op.successors or op.attributes \
-                or len(op.regions) != self.regions:
+        if op._operands or op.results or op._successors or op.attributes \
+                or len(op.regions) != self.regions:  # noqa: SLF001 (`successors`, a view)
             return False
         props = op.properties
         count = len(self.required)
         for name, test in self.required:
             value = props.get(name)
-            if value is None or not test(value):
+            if type(test) is _Test:  # its test, written out
+                if type(value) is not test.cls or (test.i64 and value.type is not i64
+                                                   and value.type != i64):
+                    return False
+            elif value is None or not test(value):
                 return False
         for name, test in self.optional:
             value = props.get(name)
@@ -222,7 +238,8 @@ class _Form:
             if first is not region._last_block or (first is not None and first._args):  # noqa: SLF001
                 return False
         if self.parent is not None:
-            parent = op.parent_op()
+            block = op.parent
+            parent = None if block is None or block.parent is None else block.parent.parent
             if parent is not None and not isinstance(parent, self.parent):
                 return False
         return True
@@ -639,6 +656,7 @@ class PlanOp(IRDLOperation):
                 raise VerifyAt(f"operator belongs to TaskInfo {task_id}, which does not "
                                     "exist", ops[0])
             task = tasks[task_id][0]
+            configs.task_limits = (task.warps, task.sram)
             num_tasks = None
             for op in ops:
                 count = _verify_operator_config(op, task, configs)
@@ -777,15 +795,21 @@ def _kind(cls: type) -> type | None:
 
 def plan_contents(p: PlanOp) -> PlanContents:
     contents = PlanContents([], [], [])
-    for op in op_list(p.graph):
-        kind = _kind(type(op))
+    operators, task_ops, groups = contents.operators, contents.task_ops, contents.groups
+    kinds = _KINDS
+    op = p.graph._first_op  # noqa: SLF001 -- `op_list`, without the list
+    while op is not None:
+        kind = kinds.get(type(op), kinds)
+        if kind is kinds:
+            kind = _kind(type(op))
         if kind is ark.ArkOp:
             if op.properties.get("task") is not None:
-                contents.operators.append(op)
+                operators.append(op)
         elif kind is TaskOp:
-            contents.task_ops.append(op)
+            task_ops.append(op)
         elif kind is ProcessorGroupOp:
-            contents.groups.append(op)
+            groups.append(op)
+        op = op._next_op  # noqa: SLF001
     return contents
 
 
@@ -807,6 +831,13 @@ class _Configs:
         self.values: dict[int, tuple[Attribute, dict]] = {}
         self.passed: set[tuple[type, int]] = set()
         self.tile_counts: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.matmul_counts: dict[tuple[int, ...], int] = {}
+        """Matmul task counts by the identities of the Config, the three tensors' shapes
+        and the two transpose flags (attributes the IR keeps alive while it is verified)."""
+        self.tiled: set[tuple[tuple, int]] = set()
+        """(verdict key, Config identity) of operators whose tiling passed."""
+        self.task_limits: tuple[int, int] | None = None
+        """(NumWarps, SramBytes) of the task whose operators are being checked."""
 
     def value(self, attr: DictionaryAttr) -> dict:
         found = self.values.get(id(attr))
@@ -824,24 +855,35 @@ def _config_value(attr: DictionaryAttr) -> dict:
 def _verify_operator_config(op: ark.ArkOp, task: TaskOp, configs: _Configs | None = None
                             ) -> int:
     """Check an operator's Config against its type and task; return its NumTasks."""
-    if op.config is None:
+    attr = op.properties.get("config")
+    if attr is None:
         raise VerifyException(f"{op.ark_type} '{op.label.data}' in a plan needs a Config")
     try:
         # The operator's own rules first: the plan's rules below use its shapes and operands.
-        verify_operation(op)
+        verdict = verify_operation(op)
     except VerifyException as e:
         raise VerifyAt(str(e), op) from None
     configs = configs or _Configs()
-    config = configs.value(op.config)
-    key = (type(op), id(op.config))
+    found = configs.values.get(id(attr))
+    config = found[1] if found is not None else configs.value(attr)
+    key = (type(op), id(attr))
     if key not in configs.passed:
         _verify_config_keys(op, config)
         configs.passed.add(key)
-    if config["NumWarps"] > task.warps or config["SramBytes"] > task.sram:
+    warps, sram = configs.task_limits or (task.warps, task.sram)
+    if config["NumWarps"] > warps or config["SramBytes"] > sram:
         raise VerifyAt(
             f"'{op.label.data}' needs {config['NumWarps']} warps and {config['SramBytes']} SRAM "
             f"bytes, more than its task {task.task_id} reserves ({task.warps}, {task.sram})", op)
-    _verify_tiling(op, config, configs)
+    if verdict is None:
+        _verify_tiling(op, config, configs)
+    else:
+        # The tiling rules read the operator's class, shapes and arguments (all in its
+        # verdict key) and its Config: an operator alike in those passes them too.
+        tiled = (verdict, id(attr))
+        if tiled not in configs.tiled:
+            _verify_tiling(op, config, configs)
+            configs.tiled.add(tiled)
     return config["NumTasks"]
 
 
@@ -881,7 +923,7 @@ def _verify_tiling(op: ark.ArkOp, config: dict, configs: _Configs | None = None)
                 isinstance(v, int) and v > 0 for v in tile)):
             raise VerifyAt(f"TileShapeMNK of '{op.label.data}' must be 3 positive "
                                 f"integers, got {tile!r}", op)
-        expected = matmul_task_count(op, tile)
+        expected = _matmul_count(op, tile, configs or _Configs())
     elif tiling == "reduce":
         if config["ImplType"] not in ("WarpWise", "ElementWise"):
             raise VerifyAt(f"ImplType of '{op.label.data}' must be WarpWise or "
@@ -896,6 +938,19 @@ def _verify_tiling(op: ark.ArkOp, config: dict, configs: _Configs | None = None)
         raise VerifyAt(f"NumTasks of '{op.label.data}' is {config['NumTasks']}, but its "
                             f"tiling covers the output with {expected} tiles", op,
                        rule="ark-plan.num-tasks")
+
+
+def _matmul_count(op: ark.MatmulOp, tile: list[int], configs: _Configs) -> int:
+    """`matmul_task_count(op, tile)` once per (Config, shapes, transposes): it reads the
+    three tensors' shapes and the transpose flags, and `tile` comes from the Config."""
+    props = op.properties
+    (a, b), (out,) = op.operand_groups()
+    key = (id(props["config"]), id(a.type.shape), id(b.type.shape), id(out.type.shape),
+           id(props.get("transpose_input")), id(props.get("transpose_other")))
+    found = configs.matmul_counts.get(key)
+    if found is None:
+        found = configs.matmul_counts[key] = matmul_task_count(op, tile)
+    return found
 
 
 def _tile_count(op: ark.ArkOp, config: dict, configs: _Configs) -> int:

@@ -15,6 +15,7 @@ from xdsl.ir import (
     Block,
     ErasedSSAValue,
     Operation,
+    OpResult,
     ParametrizedAttribute,
     Region,
 )
@@ -138,30 +139,37 @@ def verify_first(ops: Iterable[Operation]) -> None:
             done.add(id(child))
 
 
-def verify_operation(op: Operation) -> None:
+def verify_operation(op: Operation) -> tuple | None:
     """`op.verify()` (xDSL's checks of the op's place in its block, then its verifiers, a
     failure reported through `emit_error`), with the verifiers run by `verify_op`. Ops with
     regions or successors take `op.verify()` itself. Within `verifying_once`, the op is
-    remembered as verified."""
-    if op.regions or op.successors:
+    remembered as verified. Returns the verdict key of an operator verified the quick way
+    (`ArkOp.verify_quickly`), else None."""
+    if op.regions or op._successors:  # noqa: SLF001 -- `successors`, without its view object
         op.verify()
         return
-    if any(isinstance(operand, ErasedSSAValue) for operand in op.operands):
-        raise ValueError("Erased SSA value is used by the operation")
+    for operand in op._operands:  # noqa: SLF001 -- `operands`, a tuple
+        if type(operand) is not OpResult and isinstance(operand, ErasedSSAValue):
+            raise ValueError("Erased SSA value is used by the operation")
     block = op.parent
     region = None if block is None else block.parent
-    if block is not None and region is not None and block.last_op is op:
+    if block is not None and region is not None and block._last_op is op:  # noqa: SLF001
         parent = region.parent
         if len(region.blocks) > 1 or (parent is not None and not parent.has_trait(NoTerminator)):
             op.verify()  # the terminator rules: xDSL's own words
             return
+    verdict = None
     try:
-        verify_op(op)
+        quick = getattr(type(op), "verify_quickly", None)  # see `ArkOp.verify_quickly`
+        verdict = None if quick is None else quick(op)
+        if not verdict:
+            verify_op(op)
     except VerifyException as err:
         op.emit_error(f"Operation does not verify: {err}", err)
     done = _VERIFIED.get()
     if done is not None:
         done.add(id(op))
+    return verdict if type(verdict) is tuple else None
 
 
 _VERIFIED: ContextVar[set[int] | None] = ContextVar("planc_verified", default=None)
@@ -202,6 +210,33 @@ def op_list(block: Block) -> list[Operation]:
 def walk_ops(root: Operation) -> list[Operation]:
     """`root` and every op nested in it, in pre-order (`Operation.walk`'s order), as a list:
     one generator per op, as `walk` makes, costs more than the visit on large modules."""
+    found: list[Operation] = [root]
+    if root.regions:
+        _walk_regions(root, found, 0)
+    return found
+
+
+def _walk_regions(op: Operation, found: list[Operation], depth: int) -> None:
+    """Append the ops nested in `op`, in pre-order, following the blocks' linked lists (a
+    stack of ops past a nesting depth no document of planc's reaches, not recursion)."""
+    if depth > 32:
+        found += _walk_with_stack(op)[1:]
+        return
+    append = found.append
+    for region in op.regions:
+        block = region._first_block  # noqa: SLF001 -- `region.blocks`, followed directly
+        while block is not None:
+            child = block._first_op  # noqa: SLF001
+            while child is not None:
+                append(child)
+                if child.regions:
+                    _walk_regions(child, found, depth + 1)
+                child = child._next_op  # noqa: SLF001
+            block = block._next_block  # noqa: SLF001
+
+
+def _walk_with_stack(root: Operation) -> list[Operation]:
+    """`walk_ops` with a stack of ops, for any depth."""
     found: list[Operation] = []
     stack = [root]
     while stack:
