@@ -783,6 +783,12 @@ def _i64(value: int) -> IntegerAttr:
     return attr
 
 
+string_attr = _string_attr
+int64_attr = _i64
+"""Public names of the two for importers that make an operator's properties themselves
+(`ArkOp.assembled`)."""
+
+
 @functools.cache
 def _definition_shape(cls: type[IRDLOperation]) -> tuple[bool, bool]:
     """(a single result, an optional first operand) of an op class's definition."""
@@ -810,14 +816,15 @@ def assemble(op: Operation, operands: Sequence[SSAValue], result_types: Sequence
         if first is not None:
             first._prev_use = use  # noqa: SLF001
         value.first_use = use
-    fields = op.__dict__
-    fields["_operands"] = SSAValues(operands)
-    fields["_operand_uses"] = uses
-    fields["results"] = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
-    fields["properties"] = properties
-    fields["attributes"] = {}
-    fields["location"] = UNKNOWN_LOC if location is None else location
-    fields["_successors"] = fields["_successor_uses"] = fields["regions"] = ()
+    # Plain attribute assignments, not `op.__dict__[...]`: asking for the instance's
+    # dictionary makes CPython build one instead of keeping the values inline.
+    op._operands = SSAValues(operands)  # noqa: SLF001
+    op._operand_uses = uses  # noqa: SLF001
+    op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
+    op.properties = properties
+    op.attributes = {}
+    op.location = UNKNOWN_LOC if location is None else location
+    op._successors = op._successor_uses = op.regions = ()  # noqa: SLF001
 
 
 
@@ -910,6 +917,20 @@ class ArkOp(IRDLOperation, ABC):
             properties = {k: v for k, v in properties.items() if v is not None}
         properties["operandSegmentSizes"] = _segment_sizes((len(reads), len(writes)))
         assemble(self, operands, result_types, properties, location)
+
+    @classmethod
+    def assembled(cls, properties: dict[str, Attribute], operands: list[SSAValue],
+                  reads: int, result_types: Sequence[TensorType],
+                  location: Attribute) -> ArkOp:
+        """`cls(label, operands[:reads], operands[reads:], result_types, ...)` for plain SSA
+        values (`OpResult`s and `BlockArgument`s), given the properties `__init__` would
+        make, in its order (label, the typed arguments, node, task, virtual, config, extra,
+        extra_args, node_info; none of them None): the same op without the keyword
+        processing. `properties` is taken, not copied."""
+        op = cls.__new__(cls)
+        properties["operandSegmentSizes"] = _segment_sizes((reads, len(operands) - reads))
+        assemble(op, operands, result_types, properties, location)
+        return op
 
     # -- what passes and backends ask ----------------------------------------------------------
 
@@ -1408,6 +1429,15 @@ class ViewOp(IRDLOperation):
             return
         build_fast(self, [[source] if source is not None else [], list(after)], [tensor], {},
                    location)
+
+    @staticmethod
+    def assembled(tensor: TensorType, source: OpResult | None, location: Attribute) -> ViewOp:
+        """`ViewOp(tensor, source, location=location)` for a source that is an `OpResult`
+        or None, without the keyword processing."""
+        view = ViewOp.__new__(ViewOp)
+        assemble(view, () if source is None else (source,), (tensor,),
+                 {"operandSegmentSizes": _VIEW_SEGMENTS[source is not None]}, location)
+        return view
 
 
 @irdl_op_definition
