@@ -139,6 +139,9 @@ def _int_attr(value: int) -> IntAttr:
     return attr
 
 
+_LOCAL_RANK = _int_attr(-1)
+"""The rank of local buffers (nearly all), shared: attributes are immutable."""
+
 _VALID_LAYOUTS: dict[tuple, bool] = {}
 """(data type, shape, strides, offsets, padded shape, pads) of tensors that passed
 `TensorType.verify`, as tuples (None: absent)."""
@@ -202,7 +205,8 @@ class BufferAttr(ParametrizedAttribute):
             # No tags, the buffer's only rule (`verify`): nothing to check at all.
             buffer = BufferAttr.__new__(BufferAttr)
             buffer.__dict__.update(
-                id=_int_attr(buffer_id), rank=_int_attr(rank), send_tags=_NO_INTS,
+                id=_int_attr(buffer_id),
+                rank=_LOCAL_RANK if rank == -1 else _int_attr(rank), send_tags=_NO_INTS,
                 recv_tags=_NO_INTS,
                 is_external=_NONE if is_external is None else IntegerAttr(int(is_external), i1),
                 extra=extra or _EMPTY)
@@ -779,7 +783,9 @@ def _i64(value: int) -> IntegerAttr:
     if type(value) is not int or not -(1 << 63) <= value < (1 << 63):
         return i64_attr(value)
     attr = IntegerAttr.__new__(IntegerAttr)
-    attr.__dict__.update(value=_int_attr(value), type=i64)
+    fields = attr.__dict__
+    fields["value"] = _int_attr(value)
+    fields["type"] = i64
     return attr
 
 
@@ -809,18 +815,21 @@ def assemble(op: Operation, operands: Sequence[SSAValue], result_types: Sequence
     fields set directly: the same uses, results and dictionaries (`properties` is taken, not
     copied), without the generic setters' work for the regions, successors and attributes
     such an op does not have (a quarter of importing a large model went to that)."""
-    uses = tuple([Use(op, index) for index in range(len(operands))])
-    for value, use in zip(operands, uses, strict=True):
+    uses = []
+    for index, value in enumerate(operands):
+        use = Use(op, index)
         first = value.first_use      # `SSAValue.add_use`, which this inlines
-        use._next_use = first  # noqa: SLF001
-        if first is not None:
+        if first is not None:        # (a new use's links are None already)
+            use._next_use = first  # noqa: SLF001
             first._prev_use = use  # noqa: SLF001
         value.first_use = use
+        uses.append(use)
     # Plain attribute assignments, not `op.__dict__[...]`: asking for the instance's
     # dictionary makes CPython build one instead of keeping the values inline.
     op._operands = SSAValues(operands)  # noqa: SLF001
-    op._operand_uses = uses  # noqa: SLF001
-    op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
+    op._operand_uses = tuple(uses)  # noqa: SLF001
+    op.results = SSAValues((OpResult(result_types[0], op, 0),)) if len(result_types) == 1 \
+        else SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
     op.properties = properties
     op.attributes = {}
     op.location = UNKNOWN_LOC if location is None else location

@@ -163,7 +163,7 @@ def _plain_tensor(raw) -> ark.TensorType | None:
     padded = None if padded is _ABSENT else padded
     pads = None if pads is _ABSENT else pads
     # Only integers (not booleans or floats, which compare equal to them) make a layout key.
-    ints = shape + strides + offsets + (padded or []) + (pads or [])
+    ints = [*shape, *strides, *offsets, *(padded or ()), *(pads or ())]
     if not _ONLY_INT.issuperset(map(type, ints)):
         return None
     # One flat tuple (the lists' lengths, then their integers) hashes faster than nested ones.
@@ -669,6 +669,8 @@ class _PlainModel:
         self.position: dict[int, int] = {}
         self.consumers: dict[int, set[int]] = {}
         """Per node id: the nodes that use its results (`node_consumers`)."""
+        self.result_buffers: set[int] = set()
+        """The buffers of all results so far: a view of any other buffer aliases nothing."""
         self.producers: list[int] = []
         self.candidates: list[int] | None = None
         """The current node's declared producers and the view source candidates they give
@@ -703,15 +705,17 @@ class _PlainModel:
                 or type(consumers) is not list or type(raw) is not dict \
                 or not _INTS.issuperset(map(type, producers)) \
                 or not _INTS.issuperset(map(type, consumers)) \
-                or len(set(producers)) != len(producers) \
                 or len(set(consumers)) != len(consumers):
+            raise _GiveUp
+        listed = set(producers)
+        if len(listed) != len(producers):
             raise _GiveUp
         self.producers, self.candidates = producers, None
         path = f"$.Nodes[{index}].Op"
         operator, derived = self.read_operator(raw, path, node_id)
         derived.discard(node_id)
         derived.discard(None)
-        if derived != set(producers):
+        if derived != listed:
             raise _GiveUp  # `_check_list` explains
         consumers_of = self.consumers
         for producer in derived:
@@ -782,11 +786,14 @@ class _PlainModel:
         op = op_class.assembled(properties, operands, len(reads), types, json_location(path))
         _append(self.block, op)
         own = []
+        result_buffers = self.result_buffers
         for value, tensor, tensor_raw in zip(op.results, types, results, strict=True):
             tensor_id = tensor.id.data
             value._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
             tensors[tensor_id] = (tensor_raw, value, node_id)
-            own.append((tensor.buffer.id.data, value))
+            buffer_id = tensor.buffer.id.data
+            own.append((buffer_id, value))
+            result_buffers.add(buffer_id)
         self.results[node_id] = own
         return op, derived
 
@@ -803,7 +810,9 @@ class _PlainModel:
                 raise _GiveUp  # described differently: `TensorTable.use_value` explains
             entry = self.tensors[tensor_id] = (raw, entry[1], entry[2])
             return entry
-        source, node = self.source(tensor.buffer.id.data)
+        buffer_id = tensor.buffer.id.data
+        source, node = self.source(buffer_id) if buffer_id in self.result_buffers \
+            else (None, None)
         view = ark.ViewOp.assembled(tensor, source, json_location(path))
         (value,) = view.results  # `view.result`, without IRDL's accessor
         value._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
