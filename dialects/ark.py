@@ -134,9 +134,14 @@ def _dtype_attr(dtype: str) -> StringAttr:
 
 def _int_attr(value: int) -> IntAttr:
     """`IntAttr(value)` for an int, without the generic parameter checks."""
-    attr = IntAttr.__new__(IntAttr)
-    object.__setattr__(attr, "data", value)
+    attr = _new_object(IntAttr)
+    _set_field(attr, "data", value)
     return attr
+
+
+_new_object = object.__new__
+_set_field = object.__setattr__
+"""Bound once: `_int_attr` makes some 50,000 attributes per 10,000 imported operators."""
 
 
 _LOCAL_RANK = _int_attr(-1)
@@ -220,6 +225,20 @@ class BufferAttr(ParametrizedAttribute):
             _NONE if is_external is None else IntegerAttr(int(is_external), i1),
             extra or _EMPTY,
         )
+
+    @staticmethod
+    def untagged(buffer_id: int, rank: int, is_external: bool | None) -> BufferAttr:
+        """`get(buffer_id, rank, is_external=is_external)` of an int id and rank: without
+        tags the buffer's only rule (`verify`) holds, and the parameters are put in place."""
+        buffer = BufferAttr.__new__(BufferAttr)
+        fields = buffer.__dict__
+        fields["id"] = _int_attr(buffer_id)
+        fields["rank"] = _LOCAL_RANK if rank == -1 else _int_attr(rank)
+        fields["send_tags"] = fields["recv_tags"] = _NO_INTS
+        fields["is_external"] = _NONE if is_external is None else \
+            IntegerAttr(int(is_external), i1)
+        fields["extra"] = _EMPTY
+        return buffer
 
     @property
     def send_tag_pairs(self) -> list[tuple[int, int]]:
@@ -789,10 +808,16 @@ def _i64(value: int) -> IntegerAttr:
     return attr
 
 
-string_attr = _string_attr
+def string_attr(text: str) -> StringAttr:
+    """`StringAttr(text)` of a str, put together directly and not remembered (for labels,
+    which are mostly all different)."""
+    attr = StringAttr.__new__(StringAttr)
+    attr.__dict__["data"] = text
+    return attr
+
+
 int64_attr = _i64
-"""Public names of the two for importers that make an operator's properties themselves
-(`ArkOp.assembled`)."""
+"""`_i64` for importers that make an operator's properties themselves (`ArkOp.assembled`)."""
 
 
 @functools.cache

@@ -105,6 +105,9 @@ def _plain_buffer(raw: dict, key: tuple) -> ark.BufferAttr | None:
     """The buffer of a well-formed, extra-free buffer object (`key` is its `_buffer_key`),
     built and remembered without path bookkeeping; None for anything else, which takes the
     checked path (`_read_buffer`). The key already vouches for the tag lists."""
+    if len(key) == 3:  # `_buffer_key`'s commonest form: an int id and rank, no tags
+        buffer = _BUFFERS[key] = ark.BufferAttr.untagged(*key)
+        return buffer
     external = raw.get("IsExternal", False)
     send, recv = raw["SendTags"], raw["RecvTags"]
     if type(raw["Id"]) is not int or type(raw["Rank"]) is not int or type(external) is not bool:

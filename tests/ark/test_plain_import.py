@@ -15,7 +15,7 @@ import json
 import random
 
 import pytest
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from backends.ark_model import emit_model
 from compiler.diagnostics import PlancError
@@ -283,3 +283,13 @@ def test_assembled_operators_equal_constructed_ones():
     twin = ark.ViewOp(tensor, a, location=loc)
     assert list(view.properties.items()) == list(twin.properties.items())
     assert list(view.operands) == list(twin.operands) and view.location == twin.location
+
+
+def test_untagged_buffers_and_labels_equal_constructed_ones():
+    for buffer_id, rank, external in [(0, -1, None), (5, 1, True), (7, -1, False)]:
+        fast = ark.BufferAttr.untagged(buffer_id, rank, external)
+        slow = ark.BufferAttr(*ark.BufferAttr.get(buffer_id, rank, is_external=external)
+                              .parameters)
+        assert fast == slow and fast.parameters == slow.parameters
+        fast.verify()
+    assert ark.string_attr("mul_3") == StringAttr("mul_3")
