@@ -7,6 +7,10 @@ optional Buffer.IsExternal. Unknown keys anywhere are kept in `extra` properties
 ProducerNodeIds and ConsumerNodeIds are not trusted: the dataflow is rebuilt from the tensors,
 and the declared lists must agree with it (a mismatch is an error naming both node ids). The
 declared order is remembered so that export reproduces the file.
+
+Model files are read twice at most: a plain importer (`_PlainModel`) builds the module of the
+commonest documents in one pass and gives up on anything else, including every error; the
+checked importer (`_ModelImporter`) then reads the document and says what is wrong and where.
 """
 
 from __future__ import annotations
@@ -691,7 +695,8 @@ class _PlainModel:
             for node_id, listed in declared:
                 if set(listed) != consumers.get(node_id, _NO_NODES):
                     raise _GiveUp  # `_check_list` explains (duplicates were refused before)
-        except (_GiveUp, PlancError, VerifyException):
+        except Exception:  # noqa: BLE001 -- `_GiveUp`, or anything the checked importer
+            # reports its own way: it reads the document again and its outcome is the answer.
             return None
         model = ark.ModelOp(self.rank, self.world_size, Region(self.block))
         model.location = json_location("$")
