@@ -136,10 +136,18 @@ def _dtype_attr(dtype: str) -> StringAttr:
 
 def _int_attr(value: int) -> IntAttr:
     """`IntAttr(value)` for an int, without the generic parameter checks."""
-    attr = IntAttr.__new__(IntAttr)
-    object.__setattr__(attr, "data", value)
+    attr = _new_object(IntAttr)
+    _set_field(attr, "data", value)
     return attr
 
+
+_new_object = object.__new__
+_set_field = object.__setattr__
+"""Bound once: `_int_attr` makes some 50,000 attributes per 10,000 imported operators."""
+
+
+_LOCAL_RANK = _int_attr(-1)
+"""The rank of local buffers (nearly all), shared: attributes are immutable."""
 
 _VALID_LAYOUTS: dict[tuple, bool] = {}
 """(data type, shape, strides, offsets, padded shape, pads) of tensors that passed
@@ -204,7 +212,8 @@ class BufferAttr(ParametrizedAttribute):
             # No tags, the buffer's only rule (`verify`): nothing to check at all.
             buffer = BufferAttr.__new__(BufferAttr)
             buffer.__dict__.update(
-                id=_int_attr(buffer_id), rank=_int_attr(rank), send_tags=_NO_INTS,
+                id=_int_attr(buffer_id),
+                rank=_LOCAL_RANK if rank == -1 else _int_attr(rank), send_tags=_NO_INTS,
                 recv_tags=_NO_INTS,
                 is_external=_NONE if is_external is None else IntegerAttr(int(is_external), i1),
                 extra=extra or _EMPTY)
@@ -218,6 +227,20 @@ class BufferAttr(ParametrizedAttribute):
             _NONE if is_external is None else IntegerAttr(int(is_external), i1),
             extra or _EMPTY,
         )
+
+    @staticmethod
+    def untagged(buffer_id: int, rank: int, is_external: bool | None) -> BufferAttr:
+        """`get(buffer_id, rank, is_external=is_external)` of an int id and rank: without
+        tags the buffer's only rule (`verify`) holds, and the parameters are put in place."""
+        buffer = BufferAttr.__new__(BufferAttr)
+        fields = buffer.__dict__
+        fields["id"] = _int_attr(buffer_id)
+        fields["rank"] = _LOCAL_RANK if rank == -1 else _int_attr(rank)
+        fields["send_tags"] = fields["recv_tags"] = _NO_INTS
+        fields["is_external"] = _NONE if is_external is None else \
+            IntegerAttr(int(is_external), i1)
+        fields["extra"] = _EMPTY
+        return buffer
 
     @property
     def send_tag_pairs(self) -> list[tuple[int, int]]:
@@ -781,8 +804,22 @@ def _i64(value: int) -> IntegerAttr:
     if type(value) is not int or not -(1 << 63) <= value < (1 << 63):
         return i64_attr(value)
     attr = IntegerAttr.__new__(IntegerAttr)
-    attr.__dict__.update(value=_int_attr(value), type=i64)
+    fields = attr.__dict__
+    fields["value"] = _int_attr(value)
+    fields["type"] = i64
     return attr
+
+
+def string_attr(text: str) -> StringAttr:
+    """`StringAttr(text)` of a str, put together directly and not remembered (for labels,
+    which are mostly all different)."""
+    attr = StringAttr.__new__(StringAttr)
+    attr.__dict__["data"] = text
+    return attr
+
+
+int64_attr = _i64
+"""`_i64` for importers that make an operator's properties themselves (`ArkOp.assembled`)."""
 
 
 @functools.cache
@@ -805,21 +842,25 @@ def assemble(op: Operation, operands: Sequence[SSAValue], result_types: Sequence
     fields set directly: the same uses, results and dictionaries (`properties` is taken, not
     copied), without the generic setters' work for the regions, successors and attributes
     such an op does not have (a quarter of importing a large model went to that)."""
-    uses = tuple([Use(op, index) for index in range(len(operands))])
-    for value, use in zip(operands, uses, strict=True):
+    uses = []
+    for index, value in enumerate(operands):
+        use = Use(op, index)
         first = value.first_use      # `SSAValue.add_use`, which this inlines
-        use._next_use = first  # noqa: SLF001
-        if first is not None:
+        if first is not None:        # (a new use's links are None already)
+            use._next_use = first  # noqa: SLF001
             first._prev_use = use  # noqa: SLF001
         value.first_use = use
-    fields = op.__dict__
-    fields["_operands"] = SSAValues(operands)
-    fields["_operand_uses"] = uses
-    fields["results"] = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
-    fields["properties"] = properties
-    fields["attributes"] = {}
-    fields["location"] = UNKNOWN_LOC if location is None else location
-    fields["_successors"] = fields["_successor_uses"] = fields["regions"] = ()
+        uses.append(use)
+    # Plain attribute assignments, not `op.__dict__[...]`: asking for the instance's
+    # dictionary makes CPython build one instead of keeping the values inline.
+    op._operands = SSAValues(operands)  # noqa: SLF001
+    op._operand_uses = tuple(uses)  # noqa: SLF001
+    op.results = SSAValues((OpResult(result_types[0], op, 0),)) if len(result_types) == 1 \
+        else SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
+    op.properties = properties
+    op.attributes = {}
+    op.location = UNKNOWN_LOC if location is None else location
+    op._successors = op._successor_uses = op.regions = ()  # noqa: SLF001
 
 
 
@@ -912,6 +953,20 @@ class ArkOp(IRDLOperation, ABC):
             properties = {k: v for k, v in properties.items() if v is not None}
         properties["operandSegmentSizes"] = _segment_sizes((len(reads), len(writes)))
         assemble(self, operands, result_types, properties, location)
+
+    @classmethod
+    def assembled(cls, properties: dict[str, Attribute], operands: list[SSAValue],
+                  reads: int, result_types: Sequence[TensorType],
+                  location: Attribute) -> ArkOp:
+        """`cls(label, operands[:reads], operands[reads:], result_types, ...)` for plain SSA
+        values (`OpResult`s and `BlockArgument`s), given the properties `__init__` would
+        make, in its order (label, the typed arguments, node, task, virtual, config, extra,
+        extra_args, node_info; none of them None): the same op without the keyword
+        processing. `properties` is taken, not copied."""
+        op = cls.__new__(cls)
+        properties["operandSegmentSizes"] = _segment_sizes((reads, len(operands) - reads))
+        assemble(op, operands, result_types, properties, location)
+        return op
 
     # -- what passes and backends ask ----------------------------------------------------------
 
@@ -1553,6 +1608,15 @@ class ViewOp(IRDLOperation):
         elif sizes is not _VIEW_SEGMENTS[0] or operands:
             return False
         return len(results) == 1 and type(item(results, 0)._type) is TensorType
+
+    @staticmethod
+    def assembled(tensor: TensorType, source: OpResult | None, location: Attribute) -> ViewOp:
+        """`ViewOp(tensor, source, location=location)` for a source that is an `OpResult`
+        or None, without the keyword processing."""
+        view = ViewOp.__new__(ViewOp)
+        assemble(view, () if source is None else (source,), (tensor,),
+                 {"operandSegmentSizes": _VIEW_SEGMENTS[source is not None]}, location)
+        return view
 
 
 @irdl_op_definition

@@ -7,13 +7,17 @@ optional Buffer.IsExternal. Unknown keys anywhere are kept in `extra` properties
 ProducerNodeIds and ConsumerNodeIds are not trusted: the dataflow is rebuilt from the tensors,
 and the declared lists must agree with it (a mismatch is an error naming both node ids). The
 declared order is remembered so that export reproduces the file.
+
+Model files are read twice at most: a plain importer (`_PlainModel`) builds the module of the
+commonest documents in one pass and gives up on anything else, including every error; the
+checked importer (`_ModelImporter`) then reads the document and says what is wrong and where.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import DictionaryAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, IntAttr, IntegerAttr, ModuleOp, StringAttr, i1
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -105,6 +109,9 @@ def _plain_buffer(raw: dict, key: tuple) -> ark.BufferAttr | None:
     """The buffer of a well-formed, extra-free buffer object (`key` is its `_buffer_key`),
     built and remembered without path bookkeeping; None for anything else, which takes the
     checked path (`_read_buffer`). The key already vouches for the tag lists."""
+    if len(key) == 3:  # `_buffer_key`'s commonest form: an int id and rank, no tags
+        buffer = _BUFFERS[key] = ark.BufferAttr.untagged(*key)
+        return buffer
     external = raw.get("IsExternal", False)
     send, recv = raw["SendTags"], raw["RecvTags"]
     if type(raw["Id"]) is not int or type(raw["Rank"]) is not int or type(external) is not bool:
@@ -163,7 +170,7 @@ def _plain_tensor(raw) -> ark.TensorType | None:
     padded = None if padded is _ABSENT else padded
     pads = None if pads is _ABSENT else pads
     # Only integers (not booleans or floats, which compare equal to them) make a layout key.
-    ints = shape + strides + offsets + (padded or []) + (pads or [])
+    ints = [*shape, *strides, *offsets, *(padded or ()), *(pads or ())]
     if not _ONLY_INT.issuperset(map(type, ints)):
         return None
     # One flat tuple (the lists' lengths, then their integers) hashes faster than nested ones.
@@ -624,8 +631,219 @@ def _check_list(listed_node: JsonNode, node_id: int, role: str, derived: list[in
 
 
 def import_model(doc: JsonNode) -> ModuleOp:
-    """An ARK model document as a module holding one `ark.model`."""
-    return _ModelImporter(doc).run()
+    """An ARK model document as a module holding one `ark.model`.
+
+    The plain importer (`_PlainModel`) reads the commonest documents in one pass; anything it
+    does not expect, including every error, makes it give up, and the checked importer
+    (`_ModelImporter`) reads the document from the start and says what is wrong and where."""
+    rank = doc["Rank"].as_int()  # the checked importer's first two steps (and messages)
+    world_size = doc["WorldSize"].as_int(lo=1)
+    module = _PlainModel(rank, world_size).run(doc.value)
+    return module if module is not None else _ModelImporter(doc).run()
+
+
+class _GiveUp(Exception):
+    """The plain importer met something only the checked importer handles."""
+
+
+_NO_NODES: frozenset[int] = frozenset()
+_OPERAND_LISTS = ("ReadTensors", "WriteTensors")
+
+
+class _PlainModel:
+    """The checked importer (`_ModelImporter`) for documents made only of what real files
+    hold: nodes of one `Op` (a known type, no unknown members), tensors that `_plain_tensor`
+    reads, declared edges that agree with the dataflow. Anything else raises `_GiveUp`, and
+    `run` returns None.
+
+    It builds the module the checked importer builds (the same ops in the same order, with
+    the same properties, types, locations and value names; each step below names the code
+    it stands for), in one pass over the raw JSON: a tensor's value, its last tensor object
+    and the node its data comes from sit in one table, and each node's producers are
+    derived while its operator is built instead of by walking the block again
+    (`check_declared_edges`).
+    """
+
+    def __init__(self, rank: int, world_size: int):
+        self.rank, self.world_size = rank, world_size
+        self.block = Block()
+        self.tensors: dict[int, tuple[dict, SSAValue, int | None]] = {}
+        """Per tensor id seen so far: the tensor object last read for it, its value and the
+        node its data comes from (a view's: its source's; `producer_nodes`). Together
+        `TensorTable.raw` and `values`, and `produced_at` for the ids a node produced."""
+        self.results: dict[int, list[tuple[int, SSAValue]]] = {}
+        """Per node id: (buffer id, value) of each result of its operator."""
+        self.position: dict[int, int] = {}
+        self.consumers: dict[int, set[int]] = {}
+        """Per node id: the nodes that use its results (`node_consumers`)."""
+        self.result_buffers: set[int] = set()
+        """The buffers of all results so far: a view of any other buffer aliases nothing."""
+        self.producers: list[int] = []
+        self.candidates: list[int] | None = None
+        """The current node's declared producers and the view source candidates they give
+        (`_ModelImporter._view_source`, sorted on first use)."""
+
+    def run(self, doc: dict) -> ModuleOp | None:
+        try:
+            if not doc.keys() <= MODEL_KEYS:
+                raise _GiveUp
+            nodes = doc.get("Nodes")
+            if type(nodes) is not list:
+                raise _GiveUp
+            declared = [self.read_node(node, i) for i, node in enumerate(nodes)]
+            consumers = self.consumers
+            for node_id, listed in declared:
+                if set(listed) != consumers.get(node_id, _NO_NODES):
+                    raise _GiveUp  # `_check_list` explains (duplicates were refused before)
+        except Exception:  # noqa: BLE001 -- `_GiveUp`, or anything the checked importer
+            # reports its own way: it reads the document again and its outcome is the answer.
+            return None
+        model = ark.ModelOp(self.rank, self.world_size, Region(self.block))
+        model.location = json_location("$")
+        return ModuleOp([model])
+
+    def read_node(self, node, index: int) -> tuple[int, list[int]]:
+        """`_ModelImporter.read_node` of node `index`; its id and declared consumers."""
+        if type(node) is not dict or not node.keys() <= NODE_KEYS or "Ops" in node:
+            raise _GiveUp
+        get = node.get
+        node_id, producers, consumers, raw = (
+            get("Id"), get("ProducerNodeIds"), get("ConsumerNodeIds"), get("Op"))
+        if type(node_id) is not int or node_id in self.results or type(producers) is not list \
+                or type(consumers) is not list or type(raw) is not dict \
+                or not _INTS.issuperset(map(type, producers)) \
+                or not _INTS.issuperset(map(type, consumers)) \
+                or len(set(consumers)) != len(consumers):
+            raise _GiveUp
+        listed = set(producers)
+        if len(listed) != len(producers):
+            raise _GiveUp
+        self.producers, self.candidates = producers, None
+        path = f"$.Nodes[{index}].Op"
+        operator, derived = self.read_operator(raw, path, node_id)
+        derived.discard(node_id)
+        derived.discard(None)
+        if derived != listed:
+            raise _GiveUp  # `_check_list` explains
+        consumers_of = self.consumers
+        for producer in derived:
+            found = consumers_of.get(producer)
+            if found is None:
+                consumers_of[producer] = {node_id}
+            else:
+                found.add(node_id)
+        if (len(producers) > 1 and producers != sorted(producers)) or \
+                (len(consumers) > 1 and consumers != sorted(consumers)):
+            # Export lists edges in ascending order; the file's order is kept where it differs.
+            operator.node_info = dict_attr(
+                {key: listed for key, listed in (("ProducerNodeIds", producers),
+                                                 ("ConsumerNodeIds", consumers))
+                 if len(listed) > 1 and listed != sorted(listed)})
+        self.position[node_id] = len(self.position)
+        return node_id, consumers
+
+    def read_operator(self, raw: dict, path: str, node_id: int) -> tuple[ark.ArkOp, set]:
+        """`read_operator` of a node's operator; the op and the nodes its operands come from
+        (with None for a view of nothing)."""
+        if not raw.keys() <= OP_KEYS:
+            raise _GiveUp
+        get = raw.get
+        type_name, label, virtual = get("Type"), get("Name"), get("IsVirtual")
+        reads, writes, results, args = (get("ReadTensors"), get("WriteTensors"),
+                                        get("ResultTensors"), get("Args"))
+        op_class = ark.OPERATOR_BY_TYPE.get(type_name) if type(type_name) is str else None
+        if op_class is None or type(label) is not str or type(virtual) is not bool \
+                or type(reads) is not list or type(writes) is not list \
+                or type(results) is not list or type(args) is not dict:
+            raise _GiveUp
+        tensors = self.tensors
+        operands: list[SSAValue] = []
+        derived = set()
+        for key, listed in zip(_OPERAND_LISTS, (reads, writes), strict=True):
+            for i, tensor_raw in enumerate(listed):
+                # `TensorTable.use_value`: a tensor object seen before as it is now is its value.
+                tensor_id = tensor_raw.get("Id") if type(tensor_raw) is dict else None
+                entry = tensors.get(tensor_id) if type(tensor_id) is int else None
+                if entry is None or entry[0] != tensor_raw:
+                    entry = self.use(tensor_raw, f"{path}.{key}[{i}]")
+                operands.append(entry[1])
+                derived.add(entry[2])
+        types = []
+        for tensor_raw in results:  # `TensorTable.declare_result`
+            tensor = _plain_tensor(tensor_raw)
+            if tensor is None or tensor.id.data in tensors:
+                raise _GiveUp
+            types.append(tensor)
+        if not args and not op_class.ARGS:
+            typed, others = {}, {}
+        else:
+            key = (op_class, repr(args))  # as `read_operator` does
+            read = _ARGS.get(key)
+            if read is None:
+                read = read_args(JsonNode(args, f"{path}.Args"), op_class)
+                if len(_ARGS) >= 4096:
+                    _ARGS.clear()
+                _ARGS[key] = read
+            typed, others = read
+        # The properties `ArkOp.__init__` makes of what `read_operator` gives it.
+        properties = {"label": ark.string_attr(label), **typed, "node": ark.int64_attr(node_id)}
+        if virtual is not op_class.IS_VIRTUAL:
+            properties["virtual"] = IntegerAttr(int(virtual), i1)
+        if others:
+            properties["extra_args"] = DictionaryAttr(others)
+        op = op_class.assembled(properties, operands, len(reads), types, json_location(path))
+        _append(self.block, op)
+        own = []
+        result_buffers = self.result_buffers
+        for value, tensor, tensor_raw in zip(op.results, types, results, strict=True):
+            tensor_id = tensor.id.data
+            value._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
+            tensors[tensor_id] = (tensor_raw, value, node_id)
+            buffer_id = tensor.buffer.id.data
+            own.append((buffer_id, value))
+            result_buffers.add(buffer_id)
+        self.results[node_id] = own
+        return op, derived
+
+    def use(self, raw, path: str) -> tuple[dict, SSAValue, int | None]:
+        """The rest of `TensorTable.use_value`: a tensor object not seen before as it is, at
+        `path`; a new view when no operator produced its tensor."""
+        tensor = _plain_tensor(raw)
+        if tensor is None:
+            raise _GiveUp
+        tensor_id = tensor.id.data
+        entry = self.tensors.get(tensor_id)
+        if entry is not None:
+            if entry[1].type != tensor:
+                raise _GiveUp  # described differently: `TensorTable.use_value` explains
+            entry = self.tensors[tensor_id] = (raw, entry[1], entry[2])
+            return entry
+        buffer_id = tensor.buffer.id.data
+        source, node = self.source(buffer_id) if buffer_id in self.result_buffers \
+            else (None, None)
+        view = ark.ViewOp.assembled(tensor, source, json_location(path))
+        (value,) = view.results  # `view.result`, without IRDL's accessor
+        value._name = f"t{tensor_id}"  # noqa: SLF001 -- a valid `name_hint`
+        _append(self.block, view)
+        entry = self.tensors[tensor_id] = (raw, value, node)
+        return entry
+
+    def source(self, buffer_id: int) -> tuple[SSAValue | None, int | None]:
+        """`_ModelImporter._view_source` of the current node: the value a view of buffer
+        `buffer_id` aliases and its node, or (None, None)."""
+        candidates = self.candidates
+        if candidates is None:
+            position = self.position
+            candidates = [p for p in self.producers if p in position]
+            if len(candidates) > 1:
+                candidates = sorted(set(candidates), key=position.__getitem__, reverse=True)
+            self.candidates = candidates
+        results = self.results
+        for producer in candidates:
+            for buffer, value in results[producer]:
+                if buffer == buffer_id:
+                    return value, producer
+        return None, None
 
 
 def import_document(doc: JsonNode) -> ModuleOp:
