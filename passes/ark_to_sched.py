@@ -8,7 +8,6 @@ passes fuse, tile, partition and place these kernels.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -22,6 +21,7 @@ from dialects import ark, sched
 from dialects.utils import op_list
 from passes.ark_compress import remove_virtual_operators
 from passes.sched_graph import is_a, op_kind
+from passes.tensor_layouts import layout_of
 
 
 def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True) -> sched.ScheduleOp:
@@ -52,8 +52,8 @@ def refuse_oversized(model: ark.ModelOp, device) -> None:
     for op in op_list(model.graph):
         for value in op.results:
             tensor = value.type
-            if type(tensor) is ark.TensorType and \
-                    math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes > limit:
+            if type(tensor) is ark.TensorType and (tensor.__dict__.get("_planc_layout")
+                                                   or layout_of(tensor)).span_bytes > limit:
                 raise PlancError(f"tensor {tensor.tensor_id} {tensor.shape_list} "
                                  f"{tensor.data_type} holds {tensor.span_bytes / 1e9:.3g} GB, "
                                  f"more than the {device.memory_bytes / 1e9:.3g} GB of memory "

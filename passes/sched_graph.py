@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 
 from dialects import ark
 from passes.byte_regions import ByteRegion, covers, overlaps
+from passes.tensor_layouts import layout_of
 
 
 def shape4(shape: Sequence[int]) -> tuple[int, ...]:
@@ -25,11 +26,8 @@ def shape4(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 def tensor_shape4(tensor: ark.TensorType) -> tuple[int, ...]:
-    """`shape4` of the tensor's shape, made once per (immutable) tensor type."""
-    shape = tensor.__dict__.get("_planc_shape4")
-    if shape is None:
-        shape = tensor.__dict__["_planc_shape4"] = shape4(ark.int_values(tensor.shape))
-    return shape
+    """`shape4` of the tensor's shape (kept with the tensor's `Layout`)."""
+    return (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).shape4
 
 
 def data_producers(value: SSAValue) -> list[ark.ArkOp]:

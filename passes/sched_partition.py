@@ -49,6 +49,7 @@ from dialects.plan import Range
 from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
 from passes.sched_tables import Launch, ScheduleTables, Signatures
 from passes.sched_tile import Tiler, cached_signature, slots
+from passes.tensor_layouts import layout_of
 
 CONCURRENCY = ("auto", "ranges", "sequence")
 
@@ -237,7 +238,7 @@ def model_bytes(schedule: sched.ScheduleOp,
         for value in op._operands:  # noqa: SLF001 -- the reads, then the writes
             t = value.type
             buffer = t.buffer.id.data
-            size = math.prod(ark.int_values(t.shape)) * t.element_bytes
+            size = (t.__dict__.get("_planc_layout") or layout_of(t)).size_bytes
             if size > sizes.get(buffer, 0):
                 sizes[buffer] = size
             elif buffer not in sizes:

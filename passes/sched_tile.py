@@ -40,6 +40,7 @@ from dialects.json_value import dict_attr
 from passes.ark_default_plan import default_config
 from passes.sched_graph import shape4
 from passes.sched_tables import ScheduleTables, Signatures
+from passes.tensor_layouts import layout_of
 
 ROW_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TILE_WIDTHS = (64, 256, 1024, 4096)
@@ -164,12 +165,8 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
-    """Shape, strides and data type, made once per (immutable) tensor type."""
-    layout = tensor.__dict__.get("_planc_tile_layout")
-    if layout is None:
-        layout = tensor.__dict__["_planc_tile_layout"] = (
-            tensor.shape_tuple, tensor.strides_tuple, tensor.data_type)
-    return layout
+    """Shape, strides and data type (kept with the tensor's `Layout`)."""
+    return (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).tile_key
 
 
 def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
