@@ -12,7 +12,7 @@ the kernels of the operators their operators depend on.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from xdsl.ir import SSAValue
 
@@ -54,19 +54,29 @@ def is_fresh_write(value: SSAValue) -> bool:
     return is_a(type(owner), ark.ViewOp) and not owner._operands  # noqa: SLF001
 
 
-def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.ArkOp]]:
-    """For each operator (in block order), the operators it must run after."""
-    deps: dict[ark.ArkOp, set[ark.ArkOp]] = {}
+def operator_dependencies(ops: Sequence[ark.ArkOp]) -> list[set[int]]:
+    """For each operator of `ops` (in block order), the positions in `ops` of the operators it
+    must run after. (Positions rather than ops: the passes keep their tables by position, and
+    sets of ints cost less than sets of ops, whose hash is a Python call.)"""
+    position = {id(op): i for i, op in enumerate(ops)}
+    at = position.get
+    deps: list[set[int]] = []
     accesses: dict[int, BufferAccesses] = {}
     region_of = ByteRegion.of
-    for op in ops:
-        found: set[ark.ArkOp] = set()
+    arkop = ark.ArkOp
+    for i, op in enumerate(ops):
+        found: set[int] = set()
         for value in op._operands:  # noqa: SLF001
             owner = value.owner
-            if is_a(type(owner), ark.ArkOp):
-                found.add(owner)
+            if is_a(type(owner), arkop):
+                p = at(id(owner))
+                if p is not None:
+                    found.add(p)
             else:
-                found.update(data_producers(value))
+                for producer in data_producers(value):
+                    p = at(id(producer))
+                    if p is not None:
+                        found.add(p)
         reads, writes = op.operand_groups()
         read_regions = [region_of(v.type) for v in reads]
         write_regions = [region_of(v.type) for v in writes]
@@ -81,11 +91,11 @@ def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.A
         for region in write_regions:
             _accesses(accesses, region.buffer).overwrite(region)
         for region in read_regions:
-            _accesses(accesses, region.buffer).add(region, op, False)
+            _accesses(accesses, region.buffer).add(region, i, False)
         for region in write_regions:
-            _accesses(accesses, region.buffer).add(region, op, True)
-        found.discard(op)
-        deps[op] = found
+            _accesses(accesses, region.buffer).add(region, i, True)
+        found.discard(i)
+        deps.append(found)
     return deps
 
 
@@ -106,16 +116,17 @@ class BufferAccesses:
     """
 
     def __init__(self) -> None:
-        self.reads: dict[ByteRegion, set[ark.ArkOp]] = {}
-        self.writes: dict[ByteRegion, set[ark.ArkOp]] = {}
+        self.reads: dict[ByteRegion, set[int]] = {}
+        self.writes: dict[ByteRegion, set[int]] = {}
+        """Operators (by position) by the region they read or write."""
 
-    def conflicts(self, region: ByteRegion, write: bool) -> set[ark.ArkOp]:
+    def conflicts(self, region: ByteRegion, write: bool) -> set[int]:
         """Earlier operators an access of `region` must follow."""
-        found: set[ark.ArkOp] = set()
+        found: set[int] = set()
         self.collect(region, write, found)
         return found
 
-    def collect(self, region: ByteRegion, write: bool, found: set[ark.ArkOp]) -> None:
+    def collect(self, region: ByteRegion, write: bool, found: set[int]) -> None:
         """Add `conflicts(region, write)` to `found`."""
         for table in (self.writes, self.reads) if write else (self.writes,):
             for other, ops in table.items():
@@ -128,23 +139,26 @@ class BufferAccesses:
             for other in [r for r in table if covers(region, r)]:
                 del table[other]
 
-    def add(self, region: ByteRegion, op: ark.ArkOp, write: bool) -> None:
+    def add(self, region: ByteRegion, op: int, write: bool) -> None:
         (self.writes if write else self.reads).setdefault(region, set()).add(op)
 
 
 NO_ACCESSES = BufferAccesses()
 
 
-def kernel_dependencies(kernel_of: dict[ark.ArkOp, int],
-                        deps: dict[ark.ArkOp, set[ark.ArkOp]]) -> dict[int, set[int]]:
-    """For each kernel, the other kernels it must run after."""
-    out: dict[int, set[int]] = {k: set() for k in kernel_of.values()}
-    for op, found in deps.items():
-        kernel = kernel_of.get(op)
+def kernel_dependencies(kernel_of: Sequence[int | None],
+                        deps: Sequence[set[int]]) -> dict[int, set[int]]:
+    """For each kernel, the other kernels it must run after (`kernel_of`: the kernel of each
+    operator of `deps`, by position; None for those of no kernel)."""
+    out: dict[int, set[int]] = {k: set() for k in kernel_of if k is not None}
+    for kernel, found in zip(kernel_of, deps, strict=True):
         if kernel is None:
             continue
-        out[kernel].update(kernel_of[p] for p in found if p in kernel_of)
-        out[kernel].discard(kernel)
+        into = out[kernel]
+        for p in found:
+            into.add(kernel_of[p])
+        into.discard(None)
+        into.discard(kernel)
     return out
 
 

@@ -519,7 +519,11 @@ def phases_of(schedule: sched.ScheduleOp,
     """Kernels grouped by dependency depth, in order."""
     tables = tables or ScheduleTables(schedule)
     operators = tables.kernel_operators()
-    kernel_of = {op: k for k, ops in operators.items() for op in ops}
+    position = tables.positions()
+    kernel_of: list[int | None] = [None] * len(position)
+    for k, ops in operators.items():
+        for op in ops:
+            kernel_of[position[id(op)]] = k
     deps = kernel_dependencies(kernel_of, tables.dependencies(operator_dependencies))
     order = list(tables.kernels())
     level = levels(deps, _topological(order, deps))

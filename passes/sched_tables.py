@@ -19,7 +19,8 @@ from typing import NamedTuple
 from dialects import ark, sched
 from dialects.plan import Range
 
-Dependencies = dict[ark.ArkOp, set[ark.ArkOp]]
+Dependencies = list[set[int]]
+"""For each operator (by position in block order), the positions of those it must follow."""
 
 
 class Signatures:
@@ -65,6 +66,7 @@ class ScheduleTables:
         self.schedule = schedule
         self.planning = planning
         self._operators: list[ark.ArkOp] | None = None
+        self._positions: dict[int, int] | None = None
         self._dependencies: Dependencies | None = None
         self._kernels: dict[int, sched.KernelOp] | None = {} if planning else None
         self._kernel_operators: dict[int, list[ark.ArkOp]] | None = {} if planning else None
@@ -77,6 +79,12 @@ class ScheduleTables:
         if self._operators is None:
             self._operators = self.schedule.operators()
         return self._operators
+
+    def positions(self) -> dict[int, int]:
+        """The position of each operator in `operators()`, by `id` of the operator."""
+        if self._positions is None:
+            self._positions = {id(op): i for i, op in enumerate(self.operators())}
+        return self._positions
 
     def dependencies(self, compute: Callable[[Sequence[ark.ArkOp]], Dependencies]
                      ) -> Dependencies:
@@ -115,12 +123,12 @@ class ScheduleTables:
     def reordered(self) -> None:
         """The operators moved in the block: their order (and the dependencies, listed in it)
         is to be read again."""
-        self._operators = self._dependencies = None
+        self._operators = self._positions = self._dependencies = None
 
     def forget(self) -> None:
         """Drop the views of operators and kernels: the pass changed them in ways it does not
         track."""
-        self._operators = self._dependencies = None
+        self._operators = self._positions = self._dependencies = None
         self._kernels = self._kernel_operators = None
         # (signatures stay: they are checked against the operators' operands, and estimates
         # made meanwhile are keyed by their numbers)
