@@ -51,7 +51,9 @@ class ByteRegion:
     def of(tensor: ark.TensorType) -> ByteRegion:
         """The region of `tensor`, made once per (immutable) tensor type and kept with it:
         passes ask for the regions of every operand of every operator, repeatedly. Tensors
-        of one layout share one region (and so its derived figures)."""
+        of one layout share one region (and so its derived figures). A region made here also
+        knows the tensors' `Layout` (`region.layout`, not a field: regions made otherwise
+        have none), so that tables of regions answer for their tensors' layouts too."""
         region = tensor.__dict__.get("_planc_region")
         if region is not None:
             return region
@@ -63,6 +65,7 @@ class ByteRegion:
                 _SHARED.clear()
             region = _SHARED[key] = ByteRegion._of_fields(
                 key[0], layout.element_bytes, layout.extents4, layout.offsets4, layout.shape4)
+            region.__dict__["layout"] = layout
         tensor.__dict__["_planc_region"] = region
         return region
 

@@ -22,7 +22,7 @@ id, back to back, as ARK's executor lays buffers out); their total is the device
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -32,7 +32,8 @@ from xdsl.passes import ModulePass
 
 from dialects import ark, sched
 from dialects.utils import op_list
-from passes.sched_graph import ELEMENTWISE, is_a, tensor_shape4
+from passes.byte_regions import ByteRegion
+from passes.sched_graph import ELEMENTWISE, is_a
 from passes.sched_tables import ScheduleTables
 from passes.tensor_layouts import layout_of
 
@@ -74,10 +75,10 @@ class Life:
         self.first_phase: PhaseAccess | None = None
         self.last_phase: PhaseAccess | None = None
 
-    def touch(self, at: Position, write: bool, op: ark.ArkOp, tensor: ark.TensorType,
+    def touch(self, at: Position, write: bool, op: ark.ArkOp, layout: tuple,
               aligned: bool) -> None:
-        """Record an access at `at` (no earlier than any recorded before)."""
-        layout = (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).alloc_key
+        """Record an access at `at` (no earlier than any recorded before) through a tensor
+        of `layout` (`Layout.alloc_key`)."""
         if self.first is None:
             self.first, self.first_is_write = at, write
             self.first_phase = self.last_phase = PhaseAccess(at[0], at[1], layout, aligned)
@@ -97,22 +98,21 @@ class Life:
         self.last, self.last_op = at, op
 
 
-def _alignment(op: ark.ArkOp, kind: str, writes: Sequence[SSAValue]
-               ) -> bool | Callable[[SSAValue], bool]:
-    """Does the tile of `op` (in a kernel of `kind`, its write tensors `writes`) touch exactly
-    the tile-shaped part of an operand (no broadcast)? The answer, when it does not depend on
-    the operand, else a function of the operand."""
+def _alignment(op: ark.ArkOp, kind: str, write_regions: Sequence[ByteRegion]
+               ) -> bool | tuple[int, ...] | None:
+    """Does the tile of `op` (in a kernel of `kind`, the regions of its write tensors
+    `write_regions`) touch exactly the tile-shaped part of an operand (no broadcast)? The
+    answer, when it does not depend on the operand; else the output shape (4 dims) an
+    operand's shape must be (element-wise operators), or None: it must be one of the writes
+    (matmuls)."""
     cls = type(op)
     if kind == "rows":
         return not is_a(cls, ark.MatmulOp)
     if is_a(cls, ELEMENTWISE):
-        out = tensor_shape4(writes[0].type) if writes else ()
-        return lambda value: tensor_shape4(value.type) == out
+        return write_regions[0].layout.shape4 if write_regions else ()
     if is_a(cls, ark.MatmulOp):
-        return writes.__contains__
+        return None
     return False
-
-
 
 
 class Lifetimes:
@@ -126,50 +126,48 @@ class Lifetimes:
         self.values: list[SSAValue] = []
         """The schedule's tensor values, in block order."""
         self.lives: dict[int, Life] = {}
-        life_of = self._sizes_and_pins(schedule)
+        self._sizes_and_pins(schedule)
+        lives = self.lives
+        table, position = tables.operands(), tables.positions()
         order = 0
         for p, phase in enumerate(tables.phases()):
             for launch in phase:
-                kernel = kernels[launch.kernel_id]
-                kind = kernel.kind_name
-                for i, op in enumerate(operators[kernel.kernel_id]):
+                kind = kernels[launch.kernel_id].kind_name
+                for i, op in enumerate(operators[launch.kernel_id]):
                     at = (p, order, i)
-                    reads, writes = op.operand_groups()
-                    aligned = _alignment(op, kind, writes)
-                    for value in reads:
-                        tensor = value.type
-                        life = life_of.get(id(tensor.buffer)) or self.life(tensor)
+                    reads, writes, read_regions, write_regions = table[position[id(op)]]
+                    rule = _alignment(op, kind, write_regions)
+                    for value, region in zip(reads, read_regions, strict=True):
+                        life = lives[region.buffer]
                         if life.pinned:
                             continue  # (nothing more about it matters)
                         if life.first is None:
                             # Read before written (accesses come in execution order): an input.
                             life.pinned = True
                             continue
-                        life.touch(at, False, op, tensor,
-                                   aligned if type(aligned) is bool else aligned(value))
-                    for value in writes:
-                        tensor = value.type
-                        life = life_of.get(id(tensor.buffer)) or self.life(tensor)
+                        life.touch(at, False, op, region.layout.alloc_key,
+                                   rule if type(rule) is bool else
+                                   value in writes if rule is None
+                                   else region.layout.shape4 == rule)
+                    for region in write_regions:
+                        life = lives[region.buffer]
                         if not life.pinned:
-                            life.touch(at, True, op, tensor,
-                                       aligned if type(aligned) is bool else aligned(value))
+                            life.touch(at, True, op, region.layout.alloc_key,
+                                       rule if type(rule) is bool else
+                                       True if rule is None  # (a write is one of the writes)
+                                       else region.layout.shape4 == rule)
                 order += 1
         for life in self.lives.values():
             if life.first is None or not life.first_is_write:
                 life.pinned = True  # never written, or read before written: an input
 
-    def life(self, tensor: ark.TensorType) -> Life:
-        """The life of the tensor's buffer."""
-        return self.lives[tensor.buffer.id.data]
-
-    def _sizes_and_pins(self, schedule: sched.ScheduleOp) -> dict[int, Life]:
+    def _sizes_and_pins(self, schedule: sched.ScheduleOp) -> None:
         """Make the life of every buffer of the schedule's tensors, with its size (the
         largest span of its tensors), pinned when it belongs to another rank, connects to
-        other ranks or holds a model output; collect the tensor values. The lives by
-        `id` of buffer attribute (a buffer's tensors share theirs)."""
+        other ranks or holds a model output; collect the tensor values."""
         rank = schedule.rank.value.data
         lives, values = self.lives, self.values
-        life_of: dict[int, Life] = {}
+        life_of: dict[int, Life] = {}  # by `id` of buffer attribute (a buffer's tensors share)
         append = values.append
         tensor_type, arkop = ark.TensorType, ark.ArkOp
         for op in op_list(schedule.graph):
@@ -194,7 +192,6 @@ class Lifetimes:
                     life.size = size
                 if operator and value.first_use is None:
                     life.pinned = True  # a model output: an operator's result nothing uses
-        return life_of
 
 
 def _tensor_values(schedule: sched.ScheduleOp) -> list[SSAValue]:
@@ -342,5 +339,6 @@ class SchedAllocatePass(ModulePass):
         lifetimes = Lifetimes(schedule, tables)
         regions = assign_regions(lifetimes, self.reuse, self.in_place)
         move_buffers(schedule, regions, lifetimes.values)
+        tables.retyped()
         if not tables.planning:  # (`sched-to-plan` would only erase them)
             record_regions(schedule, regions)

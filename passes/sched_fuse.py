@@ -32,13 +32,14 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dialects import ark, sched
+from passes.byte_regions import ByteRegion
 from passes.op_building import bare_op
 from passes.sched_graph import (
     data_producers,
     is_fresh_write,
     op_kind,
+    operand_table,
     operator_dependencies,
-    tensor_shape4,
 )
 from passes.sched_tables import ScheduleTables
 
@@ -77,10 +78,12 @@ class Fuser:
         operators = tables.operators()
         self.ops = [op for op in operators if not op.is_virtual]
         if len(self.ops) == len(operators):
+            self.operands = tables.operands()
             self.deps = tables.dependencies(operator_dependencies)
             self.position = tables.positions()
         else:
-            self.deps = operator_dependencies(self.ops)
+            self.operands = operand_table(self.ops)
+            self.deps = operator_dependencies(self.ops, self.operands)
             self.position = {id(op): i for i, op in enumerate(self.ops)}
         self.groups: dict[int, Group] = {}
         self.group_of: list[int | None] = [None] * len(self.ops)
@@ -154,11 +157,11 @@ class Fuser:
             return out in (group.space, group.space[:-1] + (1,))
         return out == group.space
 
-    def local(self, value: SSAValue, gid: int, out: tuple[int, ...]) -> bool:
-        """Does each tile of an output `out` in kernel `gid` read only the same tile of
-        `value` (a result of that kernel)?"""
+    def local(self, region: ByteRegion, gid: int, out: tuple[int, ...]) -> bool:
+        """Does each tile of an output `out` in kernel `gid` read only the same tile of the
+        value of `region` (a result of that kernel)?"""
         group = self.groups[gid]
-        have = tensor_shape4(value.type)
+        have = region.layout.shape4
         if group.kind == "rows":
             # Tiles are blocks of whole rows: any row-shaped or reduced value is local.
             return have in (group.space, group.space[:-1] + (1,))
@@ -176,17 +179,18 @@ class Fuser:
         """The kernels to merge into `gid` for operator `op` to join it, or None if it
         cannot."""
         merges: list[int] = []
-        for value in self.ops[op].operand_groups()[0]:
+        reads, _, read_regions, _ = self.operands[op]
+        for value, region in zip(reads, read_regions, strict=True):
             direct = self.kernel_of(value.owner)  # (only operators have kernels)
             if direct == gid:
-                if not self.local(value, gid, out):
+                if not self.local(region, gid, out):
                     return None
                 continue
             if direct is None and any(self.kernel_of(p) == gid
                                       for p in data_producers(value)):
                 return None  # through a view: another tile layout
             if (direct is not None and direct not in merges
-                    and self.local(value, direct, out) and self.fits(gid, out)
+                    and self.local(region, direct, out) and self.fits(gid, out)
                     and self.mergeable(direct, gid)):
                 merges.append(direct)
         group_of = self.group_of
@@ -227,22 +231,21 @@ class Fuser:
         return sorted(found, key=lambda g: (KIND_PREFERENCE.get(self.groups[g].kind, 9), -g))
 
     def place(self, i: int) -> None:
-        op = self.ops[i]
-        kind = op_kind(op)
-        reads, writes = op.operand_groups()
-        out = tensor_shape4(writes[0].type) if writes else ()
+        kind = op_kind(self.ops[i])
+        reads, writes, read_regions, write_regions = self.operands[i]
+        out = write_regions[0].layout.shape4 if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
         touched = self.touched
-        fresh = all(is_fresh_write(v) and v.type.buffer.id.data not in touched
-                    for v in writes)
-        touched.update([v.type.buffer.id.data for v in reads])
-        touched.update([v.type.buffer.id.data for v in writes])
+        fresh = all(is_fresh_write(v) and r.buffer not in touched
+                    for v, r in zip(writes, write_regions, strict=True))
+        touched.update([r.buffer for r in read_regions])
+        touched.update([r.buffer for r in write_regions])
         if kind == "elementwise" and fresh and reads:
             if self.join_any(i, self.candidates(reads), out):
                 return
             self.new_group(i, "elementwise", out)
         elif kind == "rows":
-            rows = tensor_shape4(reads[0].type)
+            rows = read_regions[0].layout.shape4
             if fresh and self.options.rows and self.join_rows(i, reads, rows):
                 return
             self.new_group(i, "rows", rows)

@@ -54,18 +54,41 @@ def is_fresh_write(value: SSAValue) -> bool:
     return is_a(type(owner), ark.ViewOp) and not owner._operands  # noqa: SLF001
 
 
-def operator_dependencies(ops: Sequence[ark.ArkOp]) -> list[set[int]]:
+Operands = tuple[tuple[SSAValue, ...], tuple[SSAValue, ...],
+                 tuple[ByteRegion, ...], tuple[ByteRegion, ...]]
+"""An operator's read values, write values, and their byte regions (`ByteRegion.of`, which
+also give the values' `Layout`s)."""
+
+
+def operand_table(ops: Sequence[ark.ArkOp]) -> list[Operands]:
+    """The `Operands` of each operator of `ops`: what the passes ask of every operand, read
+    from the IR once."""
+    region_of = ByteRegion.of
+    table: list[Operands] = []
+    append = table.append
+    for op in ops:
+        reads, writes = op.operand_groups()
+        append((reads, writes, tuple([region_of(v.type) for v in reads]),
+                tuple([region_of(v.type) for v in writes])))
+    return table
+
+
+def operator_dependencies(ops: Sequence[ark.ArkOp],
+                          operands: Sequence[Operands] | None = None) -> list[set[int]]:
     """For each operator of `ops` (in block order), the positions in `ops` of the operators it
-    must run after. (Positions rather than ops: the passes keep their tables by position, and
-    sets of ints cost less than sets of ops, whose hash is a Python call.)"""
+    must run after (`operands`: the `operand_table` of `ops`, when known). (Positions rather
+    than ops: the passes keep their tables by position, and sets of ints cost less than sets
+    of ops, whose hash is a Python call.)"""
+    if operands is None:
+        operands = operand_table(ops)
     position = {id(op): i for i, op in enumerate(ops)}
     at = position.get
     deps: list[set[int]] = []
     accesses: dict[int, BufferAccesses] = {}
-    region_of = ByteRegion.of
     arkop = ark.ArkOp
     for i, op in enumerate(ops):
         found: set[int] = set()
+        reads, writes, read_regions, write_regions = operands[i]
         for value in op._operands:  # noqa: SLF001
             owner = value.owner
             if is_a(type(owner), arkop):
@@ -77,9 +100,6 @@ def operator_dependencies(ops: Sequence[ark.ArkOp]) -> list[set[int]]:
                     p = at(id(producer))
                     if p is not None:
                         found.add(p)
-        reads, writes = op.operand_groups()
-        read_regions = [region_of(v.type) for v in reads]
-        write_regions = [region_of(v.type) for v in writes]
         for region in read_regions:
             table = accesses.get(region.buffer)
             if table is not None:

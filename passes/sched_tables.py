@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from dialects import ark, sched
 from dialects.plan import Range
+from passes.sched_graph import Operands, operand_table
 
 Dependencies = list[set[int]]
 """For each operator (by position in block order), the positions of those it must follow."""
@@ -28,8 +29,9 @@ class Signatures:
     equal numbers for equal signatures, within one schedule's tables."""
 
     def __init__(self) -> None:
-        self.by_kernel: dict[tuple, tuple[list, int]] = {}
-        """(kind, *operators) -> (the operators' operands, the signature's number)."""
+        self.by_kernel: dict[tuple, tuple[Sequence, list, int]] = {}
+        """(kind, *`id`s of operators) -> (the operators, their operands, the signature's
+        number)."""
         self.numbers: dict[tuple, int] = {}
 
 
@@ -67,6 +69,7 @@ class ScheduleTables:
         self.planning = planning
         self._operators: list[ark.ArkOp] | None = None
         self._positions: dict[int, int] | None = None
+        self._operands: list[Operands] | None = None
         self._dependencies: Dependencies | None = None
         self._kernels: dict[int, sched.KernelOp] | None = {} if planning else None
         self._kernel_operators: dict[int, list[ark.ArkOp]] | None = {} if planning else None
@@ -86,11 +89,18 @@ class ScheduleTables:
             self._positions = {id(op): i for i, op in enumerate(self.operators())}
         return self._positions
 
-    def dependencies(self, compute: Callable[[Sequence[ark.ArkOp]], Dependencies]
-                     ) -> Dependencies:
-        """`compute(self.operators())` (the caller's `operator_dependencies`), computed once."""
+    def operands(self) -> list[Operands]:
+        """The `Operands` of each operator (by position): `sched_graph.operand_table`."""
+        if self._operands is None:
+            self._operands = operand_table(self.operators())
+        return self._operands
+
+    def dependencies(self, compute: Callable[[Sequence[ark.ArkOp], Sequence[Operands]],
+                                             Dependencies]) -> Dependencies:
+        """`compute(self.operators(), self.operands())` (the caller's
+        `operator_dependencies`), computed once."""
         if self._dependencies is None:
-            self._dependencies = compute(self.operators())
+            self._dependencies = compute(self.operators(), self.operands())
         return self._dependencies
 
     def kernels(self) -> dict[int, sched.KernelOp]:
@@ -123,12 +133,17 @@ class ScheduleTables:
     def reordered(self) -> None:
         """The operators moved in the block: their order (and the dependencies, listed in it)
         is to be read again."""
-        self._operators = self._positions = self._dependencies = None
+        self._operators = self._positions = self._operands = self._dependencies = None
+
+    def retyped(self) -> None:
+        """Operands were given other types (memory planning moved their tensors): their
+        regions are to be read again."""
+        self._operands = None
 
     def forget(self) -> None:
         """Drop the views of operators and kernels: the pass changed them in ways it does not
         track."""
-        self._operators = self._positions = self._dependencies = None
+        self._operators = self._positions = self._operands = self._dependencies = None
         self._kernels = self._kernel_operators = None
         # (signatures stay: they are checked against the operators' operands, and estimates
         # made meanwhile are keyed by their numbers)

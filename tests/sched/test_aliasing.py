@@ -254,7 +254,7 @@ def _hull_conflict(a: ark.ArkOp, b: ark.ArkOp) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def buffer_level_dependencies(ops):
+def buffer_level_dependencies(ops, operands=None):
     """The analysis before issue 11: reads after writes only through SSA use-def, one writer
     per buffer (by position, as `operator_dependencies` gives them)."""
     deps, readers, writers = {}, {}, {}
