@@ -76,7 +76,10 @@ class Fuser:
         self.options = pass_
         tables = tables or ScheduleTables(schedule)
         operators = tables.operators()
-        self.ops = [op for op in operators if not op.is_virtual]
+        # (Virtual operators keep whatever kernel they had; a schedule being planned has none:
+        # `ark-to-sched` replaced them by views.)
+        self.ops = (operators if tables.planning
+                    else [op for op in operators if not op.is_virtual])
         if len(self.ops) == len(operators):
             self.operands = tables.operands()
             self.deps = tables.dependencies(operator_dependencies)

@@ -59,15 +59,17 @@ class ScheduleTables:
     """Lazily computed, shared views of one `sched.schedule` (see the module docstring).
 
     With `planning` (the passes run as one, `ark-plan`): the schedule was made from a model in
-    this run (it has no kernels, phases or memory regions yet), and what only the following
-    passes of the run read (phases, memory regions) is kept here as plain data rather than
-    built as ops.
+    this run (it has no kernels, phases or memory regions yet, and `ark-to-sched` replaced its
+    virtual operators by views), and what only the following passes of the run read (phases,
+    memory regions) is kept here as plain data rather than built as ops.
     """
 
-    def __init__(self, schedule: sched.ScheduleOp, planning: bool = False):
+    def __init__(self, schedule: sched.ScheduleOp, planning: bool = False,
+                 operators: list[ark.ArkOp] | None = None):
+        """(`operators`: the schedule's operators in block order, when known.)"""
         self.schedule = schedule
         self.planning = planning
-        self._operators: list[ark.ArkOp] | None = None
+        self._operators: list[ark.ArkOp] | None = operators
         self._positions: dict[int, int] | None = None
         self._operands: list[Operands] | None = None
         self._dependencies: Dependencies | None = None
