@@ -62,7 +62,7 @@ class Life:
     (`last_phase`): the phases in between are forgotten as soon as the next starts."""
 
     __slots__ = ("buffer", "size", "first", "first_is_write", "last", "last_op", "pinned",
-                 "first_phase", "last_phase")
+                 "first_phase", "last_phase", "values")
 
     def __init__(self, buffer: int, size: int):
         self.buffer = buffer
@@ -74,6 +74,8 @@ class Life:
         self.pinned = False
         self.first_phase: PhaseAccess | None = None
         self.last_phase: PhaseAccess | None = None
+        self.values: list[SSAValue] = []
+        """The schedule's tensor values on the buffer (`Lifetimes` fills it)."""
 
     def touch(self, at: Position, write: bool, op: ark.ArkOp, layout: tuple,
               aligned: bool) -> None:
@@ -190,13 +192,9 @@ class Lifetimes:
                 size = (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).span_bytes
                 if size > life.size:
                     life.size = size
+                life.values.append(value)
                 if operator and value.first_use is None:
                     life.pinned = True  # a model output: an operator's result nothing uses
-
-
-def _tensor_values(schedule: sched.ScheduleOp) -> list[SSAValue]:
-    return [r for op in op_list(schedule.graph) for r in op.results
-            if type(r.type) is ark.TensorType]
 
 
 def _remote_or_tagged(buffer: ark.BufferAttr, rank: int) -> bool:
@@ -266,21 +264,15 @@ def assign_regions(lifetimes: Lifetimes, reuse: bool, in_place: bool) -> list[Re
     return regions
 
 
-def move_buffers(schedule: sched.ScheduleOp, regions: list[Region],
-                 values: list[SSAValue] | None = None) -> None:
-    """Put every tensor of a region's later occupants on the region's buffer (`values`: the
-    schedule's tensor values, when known)."""
-    target = {}
+def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
+    """Put every tensor of a region's later occupants on the region's buffer (each life
+    lists the values of its buffer: `Lifetimes` made it)."""
     for region in regions:
-        physical = ark.BufferAttr.get(region.buffer)
-        target.update({life.buffer: physical for life in region.lives[1:]})
-    if not target:
-        return
-    for value in _tensor_values(schedule) if values is None else values:
-        tensor = value.type
-        new = target.get(tensor.buffer.id.data)
-        if new is not None:
-            retype(value, _on_buffer(tensor, new))
+        if len(region.lives) > 1:
+            physical = ark.BufferAttr.get(region.buffer)
+            for life in region.lives[1:]:
+                for value in life.values:
+                    retype(value, _on_buffer(value.type, physical))
 
 
 _TENSOR_FIELDS = tuple(name for name, _ in ark.TensorType.get_irdl_definition().parameters)
@@ -338,7 +330,7 @@ class SchedAllocatePass(ModulePass):
     def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
         lifetimes = Lifetimes(schedule, tables)
         regions = assign_regions(lifetimes, self.reuse, self.in_place)
-        move_buffers(schedule, regions, lifetimes.values)
+        move_buffers(schedule, regions)
         tables.retyped()
         if not tables.planning:  # (`sched-to-plan` would only erase them)
             record_regions(schedule, regions)

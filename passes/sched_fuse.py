@@ -239,10 +239,15 @@ class Fuser:
         out = write_regions[0].layout.shape4 if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
         touched = self.touched
-        fresh = all(is_fresh_write(v) and r.buffer not in touched
-                    for v, r in zip(writes, write_regions, strict=True))
-        touched.update([r.buffer for r in read_regions])
-        touched.update([r.buffer for r in write_regions])
+        fresh = True
+        for value, region in zip(writes, write_regions, strict=True):
+            if region.buffer in touched or not is_fresh_write(value):
+                fresh = False
+                break
+        for region in read_regions:
+            touched.add(region.buffer)
+        for region in write_regions:
+            touched.add(region.buffer)
         if kind == "elementwise" and fresh and reads:
             if self.join_any(i, self.candidates(reads), out):
                 return

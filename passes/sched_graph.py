@@ -85,21 +85,19 @@ def operator_dependencies(ops: Sequence[ark.ArkOp],
     at = position.get
     deps: list[set[int]] = []
     accesses: dict[int, BufferAccesses] = {}
-    arkop = ark.ArkOp
     for i, op in enumerate(ops):
         found: set[int] = set()
-        reads, writes, read_regions, write_regions = operands[i]
+        _, _, read_regions, write_regions = operands[i]
         for value in op._operands:  # noqa: SLF001
             owner = value.owner
-            if is_a(type(owner), arkop):
-                p = at(id(owner))
+            p = at(id(owner))
+            if p is not None:  # (an operator of `ops`)
+                found.add(p)
+                continue
+            for producer in data_producers(value):  # (through views)
+                p = at(id(producer))
                 if p is not None:
                     found.add(p)
-            else:
-                for producer in data_producers(value):
-                    p = at(id(producer))
-                    if p is not None:
-                        found.add(p)
         for region in read_regions:
             table = accesses.get(region.buffer)
             if table is not None:
@@ -109,7 +107,9 @@ def operator_dependencies(ops: Sequence[ark.ArkOp],
             if table is not None:
                 table.collect(region, True, found)
         for region in write_regions:
-            _accesses(accesses, region.buffer).overwrite(region)
+            table = accesses.get(region.buffer)
+            if table is not None:  # (else nothing accessed the buffer yet: nothing to forget)
+                table.overwrite(region)
         for region in read_regions:
             _accesses(accesses, region.buffer).add(region, i, False)
         for region in write_regions:
@@ -192,11 +192,20 @@ def levels(deps: dict[int, set[int]], order: Sequence[int]) -> dict[int, int]:
 
 def op_kind(op: ark.ArkOp) -> str:
     """The kind of kernel an operator starts (see `dialects.sched.KernelOp`)."""
-    cls = type(op)
+    kind = _class_kind(type(op))
+    if kind is None:  # (a reduction that is no matmul: it depends on the reduction)
+        return "rows" if is_row_reduction(op) else _class_kind(type(op), rows=False)
+    return kind
+
+
+@functools.cache
+def _class_kind(cls: type, rows: bool = True) -> str | None:
+    """`op_kind` of the operators of class `cls`, or None when it depends on the operator
+    (a reduction, which may be a row reduction; `rows=False`: the kind when it is not)."""
     if is_a(cls, ark.MatmulOp):
         return "matmul"
-    if is_row_reduction(op):
-        return "rows"
+    if rows and is_a(cls, ark.ReduceOp):
+        return None
     if is_a(cls, ELEMENTWISE):
         return "elementwise"
     if is_a(cls, ark.TransposeOp):
