@@ -136,9 +136,13 @@ class BufferAccesses:
     """
 
     def __init__(self) -> None:
-        self.reads: dict[ByteRegion, set[int]] = {}
-        self.writes: dict[ByteRegion, set[int]] = {}
-        """Operators (by position) by the region they read or write."""
+        self.reads: dict[int, tuple[ByteRegion, set[int]]] = {}
+        self.writes: dict[int, tuple[ByteRegion, set[int]]] = {}
+        """By `id` of region: the region and the operators (by position) that read or wrote
+        it. (Regions are shared per layout of a buffer, so grouping by identity groups as by
+        value, without calling their hash; regions equal but distinct would only be two
+        entries that conflict and are covered alike. The entries keep their regions, so no
+        other object has their `id`s.)"""
 
     def conflicts(self, region: ByteRegion, write: bool) -> set[int]:
         """Earlier operators an access of `region` must follow."""
@@ -149,18 +153,23 @@ class BufferAccesses:
     def collect(self, region: ByteRegion, write: bool, found: set[int]) -> None:
         """Add `conflicts(region, write)` to `found`."""
         for table in (self.writes, self.reads) if write else (self.writes,):
-            for other, ops in table.items():
+            for other, ops in table.values():
                 if overlaps(other, region):
                     found |= ops
 
     def overwrite(self, region: ByteRegion) -> None:
         """Forget the accesses a write of `region` covers."""
         for table in (self.reads, self.writes):
-            for other in [r for r in table if covers(region, r)]:
-                del table[other]
+            for key in [key for key, (other, _) in table.items() if covers(region, other)]:
+                del table[key]
 
     def add(self, region: ByteRegion, op: int, write: bool) -> None:
-        (self.writes if write else self.reads).setdefault(region, set()).add(op)
+        table = self.writes if write else self.reads
+        entry = table.get(id(region))
+        if entry is None:
+            table[id(region)] = (region, {op})
+        else:
+            entry[1].add(op)
 
 
 NO_ACCESSES = BufferAccesses()

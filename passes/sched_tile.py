@@ -186,7 +186,11 @@ def signature(kind: str, ops: Sequence[ark.ArkOp],
             outs = tuple([r.layout.tile_key for r in write_regions])
         reads = tuple([(layout, position.get(id(v), -1))
                        for layout, v in zip(read_layouts, read_values, strict=True)])
-        parts.append((type(op).__name__, reads, outs, tuple(op.arg_attrs().items())))
+        # (`arg_attrs` is empty for an operator of a class without arguments and without
+        # extra ones: most element-wise operators)
+        args = (tuple(op.arg_attrs().items()) if type(op).ARGS or "extra_args" in op.properties
+                else ())
+        parts.append((type(op).__name__, reads, outs, args))
         for value in op.results:  # (an operator's results are its result tensors)
             position[id(value)] = i
     return kind, tuple(parts)

@@ -28,6 +28,7 @@ from passes.byte_regions import ByteRegion, covers, overlaps
 from passes.sched_allocate import _on_buffer
 from passes.sched_graph import operand_table, shape4
 from passes.sched_tile import _layout as tile_layout
+from passes.sched_tile import signature
 from passes.tensor_layouts import layout_of
 
 
@@ -160,6 +161,22 @@ def test_operand_tables_are_the_operands():
         assert read_regions == tuple(fresh_region(v.type) for v in reads)
         assert write_regions == tuple(fresh_region(v.type) for v in writes)
     assert sched_schedules(module) == sched.schedules(module) == [schedule]
+
+
+def test_signatures_from_operand_tables_are_the_plain_ones(modules):
+    """A kernel's signature read from its operators' `Operands` (with arguments skipped for
+    classes that have none) is the signature read from the IR."""
+    for module in modules[1:]:
+        ops = arks(module)
+        for op in ops:
+            if not type(op).ARGS and op.extra_args is None:
+                assert op.arg_attrs() == {}
+        for size in (1, 2, 3):
+            for start in range(0, len(ops) - size, 7):
+                group = ops[start:start + size]
+                plain = signature("elementwise", group)
+                assert plain == signature("elementwise", group, operand_table(group))
+                assert plain[1][0][3] == tuple(group[0].arg_attrs().items())
 
 
 def test_schedules_are_found_in_walk_order():
