@@ -170,6 +170,7 @@ class Lifetimes:
         rank = schedule.rank.value.data
         lives, values = self.lives, self.values
         life_of: dict[int, Life] = {}  # by `id` of buffer attribute (a buffer's tensors share)
+        remote: dict[tuple[int, int, int], bool] = {}  # (the values keep the attributes)
         append = values.append
         tensor_type, arkop = ark.TensorType, ark.ArkOp
         for op in op_list(schedule.graph):
@@ -187,7 +188,13 @@ class Lifetimes:
                     if life is None:
                         life = lives[buffer_id] = Life(buffer_id, 0)
                     life_of[id(buffer)] = life
-                    if _remote_or_tagged(buffer, rank):
+                    # (Buffers share their rank and tag attributes: decided once per set.)
+                    fields = buffer.__dict__
+                    key = (id(fields["rank"]), id(fields["send_tags"]), id(fields["recv_tags"]))
+                    far = remote.get(key)
+                    if far is None:
+                        far = remote[key] = _remote_or_tagged(buffer, rank)
+                    if far:
                         life.pinned = True
                 size = (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).span_bytes
                 if size > life.size:
