@@ -125,8 +125,6 @@ class Lifetimes:
         tables = tables or ScheduleTables(schedule)
         kernels = tables.kernels()
         operators = tables.kernel_operators()
-        self.values: list[SSAValue] = []
-        """The schedule's tensor values, in block order."""
         self.lives: dict[int, Life] = {}
         self._sizes_and_pins(schedule)
         lives = self.lives
@@ -137,7 +135,7 @@ class Lifetimes:
                 kind = kernels[launch.kernel_id].kind_name
                 for i, op in enumerate(operators[launch.kernel_id]):
                     at = (p, order, i)
-                    reads, writes, read_regions, write_regions = table[position[id(op)]]
+                    reads, writes, read_regions, write_regions, _ = table[position[id(op)]]
                     rule = _alignment(op, kind, write_regions)
                     for value, region in zip(reads, read_regions, strict=True):
                         life = lives[region.buffer]
@@ -166,20 +164,17 @@ class Lifetimes:
     def _sizes_and_pins(self, schedule: sched.ScheduleOp) -> None:
         """Make the life of every buffer of the schedule's tensors, with its size (the
         largest span of its tensors), pinned when it belongs to another rank, connects to
-        other ranks or holds a model output; collect the tensor values."""
+        other ranks or holds a model output; each with the tensor values on its buffer."""
         rank = schedule.rank.value.data
-        lives, values = self.lives, self.values
+        lives = self.lives
         life_of: dict[int, Life] = {}  # by `id` of buffer attribute (a buffer's tensors share)
         remote: dict[tuple[int, int, int], bool] = {}  # (the values keep the attributes)
-        append = values.append
         tensor_type, arkop = ark.TensorType, ark.ArkOp
         for op in op_list(schedule.graph):
-            operator = is_a(type(op), arkop)
             for value in op.results:
                 tensor = value.type
                 if type(tensor) is not tensor_type:
                     continue
-                append(value)
                 buffer = tensor.buffer
                 life = life_of.get(id(buffer))
                 if life is None:
@@ -200,7 +195,7 @@ class Lifetimes:
                 if size > life.size:
                     life.size = size
                 life.values.append(value)
-                if operator and value.first_use is None:
+                if value.first_use is None and is_a(type(op), arkop):
                     life.pinned = True  # a model output: an operator's result nothing uses
 
 

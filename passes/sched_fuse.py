@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from dialects import ark, sched
@@ -85,9 +85,9 @@ class Fuser:
             self.deps = tables.dependencies(operator_dependencies)
             self.position = tables.positions()
         else:
-            self.operands = operand_table(self.ops)
-            self.deps = operator_dependencies(self.ops, self.operands)
             self.position = {id(op): i for i, op in enumerate(self.ops)}
+            self.operands = operand_table(self.ops, self.position)
+            self.deps = operator_dependencies(self.ops, self.operands)
         self.groups: dict[int, Group] = {}
         self.group_of: list[int | None] = [None] * len(self.ops)
         self.next_id = 0
@@ -182,9 +182,10 @@ class Fuser:
         """The kernels to merge into `gid` for operator `op` to join it, or None if it
         cannot."""
         merges: list[int] = []
-        reads, _, read_regions, _ = self.operands[op]
-        for value, region in zip(reads, read_regions, strict=True):
-            direct = self.kernel_of(value.owner)  # (only operators have kernels)
+        reads, _, read_regions, _, owners = self.operands[op]
+        group_of = self.group_of
+        for value, region, p in zip(reads, read_regions, owners, strict=False):
+            direct = None if p is None else group_of[p]  # (only operators have kernels)
             if direct == gid:
                 if not self.local(region, gid, out):
                     return None
@@ -196,7 +197,6 @@ class Fuser:
                     and self.local(region, direct, out) and self.fits(gid, out)
                     and self.mergeable(direct, gid)):
                 merges.append(direct)
-        group_of = self.group_of
         for dep in self.deps[op]:
             other = group_of[dep]
             if other != gid and other not in merges and self.reaches(gid, other):
@@ -223,19 +223,20 @@ class Fuser:
         """May element-wise operators join kernels of this kind?"""
         return self.allowed_kinds.get(kind, False)
 
-    def candidates(self, reads: Sequence[SSAValue]) -> list[int]:
-        """Kernels producing the values `reads` directly: matmul first, then the most
-        recent."""
+    def candidates(self, owners: Sequence[int | None]) -> list[int]:
+        """Kernels producing values an operator reads directly (`owners`: the positions of
+        their operators, from `Operands`): matmul first, then the most recent."""
         found: list[int] = []
-        for value in reads:
-            gid = self.kernel_of(value.owner)
+        group_of = self.group_of
+        for p in owners:
+            gid = None if p is None else group_of[p]
             if gid is not None and gid not in found and self.allowed(gid):
                 found.append(gid)
         return sorted(found, key=lambda g: (KIND_PREFERENCE.get(self.groups[g].kind, 9), -g))
 
     def place(self, i: int) -> None:
         kind = op_kind(self.ops[i])
-        reads, writes, read_regions, write_regions = self.operands[i]
+        reads, writes, read_regions, write_regions, owners = self.operands[i]
         out = write_regions[0].layout.shape4 if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
         touched = self.touched
@@ -249,12 +250,12 @@ class Fuser:
         for region in write_regions:
             touched.add(region.buffer)
         if kind == "elementwise" and fresh and reads:
-            if self.join_any(i, self.candidates(reads), out):
+            if self.join_any(i, self.candidates(owners[:len(reads)]), out):
                 return
             self.new_group(i, "elementwise", out)
         elif kind == "rows":
             rows = read_regions[0].layout.shape4
-            if fresh and self.options.rows and self.join_rows(i, reads, rows):
+            if fresh and self.options.rows and self.join_rows(i, owners[0], rows):
                 return
             self.new_group(i, "rows", rows)
         else:
@@ -262,10 +263,11 @@ class Fuser:
             if not fresh:
                 self.groups[self.group_of[i]].open = False
 
-    def join_rows(self, op: int, reads: Sequence[SSAValue], rows: tuple[int, ...]) -> bool:
-        """A row reduction joins the rows kernel of its input, or turns the element-wise
-        kernel computing its input into one."""
-        gid = self.kernel_of(reads[0].owner)
+    def join_rows(self, op: int, owner: int | None, rows: tuple[int, ...]) -> bool:
+        """A row reduction joins the rows kernel of its input (`owner`: the position of the
+        operator whose result it is), or turns the element-wise kernel computing its input
+        into one."""
+        gid = None if owner is None else self.group_of[owner]
         if gid is None:
             return False
         group = self.groups[gid]

@@ -55,21 +55,28 @@ def is_fresh_write(value: SSAValue) -> bool:
 
 
 Operands = tuple[tuple[SSAValue, ...], tuple[SSAValue, ...],
-                 tuple[ByteRegion, ...], tuple[ByteRegion, ...]]
-"""An operator's read values, write values, and their byte regions (`ByteRegion.of`, which
-also give the values' `Layout`s)."""
+                 tuple[ByteRegion, ...], tuple[ByteRegion, ...], tuple[int | None, ...]]
+"""An operator's read values, write values, their byte regions (`ByteRegion.of`, which also
+give the values' `Layout`s), and for each operand (reads, then writes) the position of the
+operator whose result it is (None: a view, or an op not listed)."""
 
 
-def operand_table(ops: Sequence[ark.ArkOp]) -> list[Operands]:
+def operand_table(ops: Sequence[ark.ArkOp],
+                  position: dict[int, int] | None = None) -> list[Operands]:
     """The `Operands` of each operator of `ops`: what the passes ask of every operand, read
-    from the IR once."""
+    from the IR once (`position`: the position of each operator of `ops` by `id`, when
+    known)."""
+    if position is None:
+        position = {id(op): i for i, op in enumerate(ops)}
+    at = position.get
     region_of = ByteRegion.of
     table: list[Operands] = []
     append = table.append
     for op in ops:
         reads, writes = op.operand_groups()
         append((reads, writes, tuple([region_of(v.type) for v in reads]),
-                tuple([region_of(v.type) for v in writes])))
+                tuple([region_of(v.type) for v in writes]),
+                tuple([at(id(v.owner)) for v in op._operands])))  # noqa: SLF001
     return table
 
 
@@ -79,19 +86,17 @@ def operator_dependencies(ops: Sequence[ark.ArkOp],
     must run after (`operands`: the `operand_table` of `ops`, when known). (Positions rather
     than ops: the passes keep their tables by position, and sets of ints cost less than sets
     of ops, whose hash is a Python call.)"""
-    if operands is None:
-        operands = operand_table(ops)
     position = {id(op): i for i, op in enumerate(ops)}
+    if operands is None:
+        operands = operand_table(ops, position)
     at = position.get
     deps: list[set[int]] = []
     accesses: dict[int, BufferAccesses] = {}
     for i, op in enumerate(ops):
         found: set[int] = set()
-        _, _, read_regions, write_regions = operands[i]
-        for value in op._operands:  # noqa: SLF001
-            owner = value.owner
-            p = at(id(owner))
-            if p is not None:  # (an operator of `ops`)
+        _, _, read_regions, write_regions, owners = operands[i]
+        for value, p in zip(op._operands, owners, strict=True):  # noqa: SLF001
+            if p is not None:  # (a result of an operator of `ops`)
                 found.add(p)
                 continue
             for producer in data_producers(value):  # (through views)

@@ -256,7 +256,7 @@ def model_bytes(schedule: sched.ScheduleOp,
         operands = operand_table(operators if operators is not None else schedule.operators())
     sizes: dict[int, int] = {}
     get = sizes.get
-    for _, _, read_regions, write_regions in operands:
+    for _, _, read_regions, write_regions, _ in operands:
         for regions in (read_regions, write_regions):
             for region in regions:
                 buffer = region.buffer

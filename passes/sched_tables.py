@@ -94,7 +94,7 @@ class ScheduleTables:
     def operands(self) -> list[Operands]:
         """The `Operands` of each operator (by position): `sched_graph.operand_table`."""
         if self._operands is None:
-            self._operands = operand_table(self.operators())
+            self._operands = operand_table(self.operators(), self.positions())
         return self._operands
 
     def dependencies(self, compute: Callable[[Sequence[ark.ArkOp], Sequence[Operands]],

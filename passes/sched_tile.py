@@ -181,7 +181,7 @@ def signature(kind: str, ops: Sequence[ark.ArkOp],
             read_layouts = [_layout(v.type) for v in read_values]
             outs = tuple([_layout(v.type) for v in write_values])
         else:
-            read_values, _, read_regions, write_regions = operands[i]
+            read_values, _, read_regions, write_regions, _ = operands[i]
             read_layouts = [r.layout.tile_key for r in read_regions]
             outs = tuple([r.layout.tile_key for r in write_regions])
         reads = tuple([(layout, position.get(id(v), -1))

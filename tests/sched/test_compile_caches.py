@@ -155,11 +155,13 @@ def test_operand_tables_are_the_operands():
     run_pipeline(module, "ark-to-sched{device=a100}")
     (schedule,) = sched.schedules(module)
     ops = schedule.operators()
-    for op, (reads, writes, read_regions, write_regions) in zip(
+    for op, (reads, writes, read_regions, write_regions, owners) in zip(
             ops, operand_table(ops), strict=True):
         assert (reads, writes) == (tuple(op.read_tensors), tuple(op.write_tensors))
         assert read_regions == tuple(fresh_region(v.type) for v in reads)
         assert write_regions == tuple(fresh_region(v.type) for v in writes)
+        assert owners == tuple(ops.index(v.owner) if v.owner in ops else None
+                               for v in (*reads, *writes))
     assert sched_schedules(module) == sched.schedules(module) == [schedule]
 
 
