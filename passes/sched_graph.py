@@ -86,10 +86,10 @@ def operator_dependencies(ops: Sequence[ark.ArkOp],
     must run after (`operands`: the `operand_table` of `ops`, when known). (Positions rather
     than ops: the passes keep their tables by position, and sets of ints cost less than sets
     of ops, whose hash is a Python call.)"""
-    position = {id(op): i for i, op in enumerate(ops)}
+    position: dict[int, int] = {}  # by `id` of operator, made when first needed
     if operands is None:
+        position = {id(op): i for i, op in enumerate(ops)}
         operands = operand_table(ops, position)
-    at = position.get
     deps: list[set[int]] = []
     accesses: dict[int, BufferAccesses] = {}
     for i, op in enumerate(ops):
@@ -100,7 +100,9 @@ def operator_dependencies(ops: Sequence[ark.ArkOp],
                 found.add(p)
                 continue
             for producer in data_producers(value):  # (through views)
-                p = at(id(producer))
+                if not position:
+                    position = {id(op): i for i, op in enumerate(ops)}
+                p = position.get(id(producer))
                 if p is not None:
                     found.add(p)
         for region in read_regions:
