@@ -23,7 +23,7 @@ from dialects import ark, plan, sched
 from dialects.utils import op_list, walk_ops
 from frontends.model_zoo import generated
 from passes.ark_plan import sched_schedules
-from passes.ark_to_sched import refuse_oversized
+from passes.ark_to_sched import refuse_oversized, schedules_and_operators
 from passes.byte_regions import ByteRegion, covers, overlaps
 from passes.sched_allocate import _on_buffer
 from passes.sched_graph import operand_table, shape4
@@ -196,6 +196,21 @@ def test_oversize_refusal_finds_the_operators():
     module = generated(30)
     (model,) = [op for op in module.ops if isinstance(op, ark.ModelOp)]
     assert refuse_oversized(model, gpu_device("a100")) == model.operators()
+
+
+def test_planned_schedules_have_no_virtual_operators():
+    """`ark-plan`'s fusion takes every operator of a schedule it made (no virtual-operator
+    filter): ark-to-sched replaced the virtual ones, as on the example with `Tensor` nodes."""
+    from tests.sched.test_pipeline import example
+
+    module = example("attention_nodes.json")()
+    verify_module(module)
+    models = [op for op in module.ops if isinstance(op, ark.ModelOp)]
+    assert any(op.is_virtual for model in models for op in model.operators())
+    made = schedules_and_operators(module, "a100", kernels=False)
+    for schedule, operators in made:
+        assert operators == schedule.operators()
+        assert not any(op.is_virtual for op in operators)
 
 
 def test_moved_tensors_keep_their_layout_not_their_region():
