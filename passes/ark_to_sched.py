@@ -8,7 +8,6 @@ passes fuse, tile, partition and place these kernels.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -22,14 +21,19 @@ from dialects import ark, sched
 from dialects.utils import op_list
 from passes.ark_compress import remove_virtual_operators
 from passes.sched_graph import is_a, op_kind
+from passes.tensor_layouts import layout_of
 
 
-def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True) -> sched.ScheduleOp:
-    """The schedule of `model`; without `kernels`, its operators belong to no kernel yet
-    (`ark-plan` fuses them next, which replaces the one-operator kernels anyway)."""
+def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True,
+                   operators: list[ark.ArkOp] | None = None
+                   ) -> tuple[sched.ScheduleOp, list[ark.ArkOp]]:
+    """The schedule of `model`, and its operators in block order (`operators`: the model's,
+    when known); without `kernels`, its operators belong to no kernel yet (`ark-plan` fuses
+    them next, which replaces the one-operator kernels anyway)."""
     block = model.graph
-    operators = [op for op in op_list(block) if is_a(type(op), ark.ArkOp)]
-    if any(op.is_virtual for op in operators):
+    if operators is None:
+        operators = [op for op in op_list(block) if is_a(type(op), ark.ArkOp)]
+    if any(_virtual(op) for op in operators):
         remove_virtual_operators(model)
         operators = [op for op in op_list(block) if is_a(type(op), ark.ArkOp)]
     kernel = 0
@@ -42,22 +46,35 @@ def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True) -> sch
         properties.pop("node_info", None)
         kernel += 1
     body = model.detach_region(model.body)
-    return sched.ScheduleOp(model.rank_value, model.world_size_value, device, body)
+    schedule = sched.ScheduleOp(model.rank_value, model.world_size_value, device, body)
+    return schedule, operators
 
 
-def refuse_oversized(model: ark.ModelOp, device) -> None:
+def _virtual(op: ark.ArkOp) -> bool:
+    """`op.is_virtual`, asked only of operators that may be (a class virtual by default, or
+    a `virtual` property): the property costs more than the test."""
+    return (type(op).IS_VIRTUAL or "virtual" in op.properties) and op.is_virtual
+
+
+def refuse_oversized(model: ark.ModelOp, device) -> list[ark.ArkOp]:
     """A tensor larger than the device's memory cannot be placed: an error naming it, before
-    any planning (whose work grows with the tensors' tiles)."""
+    any planning (whose work grows with the tensors' tiles). The model's operators, in block
+    order (found on the way)."""
     limit = device.memory_bytes
+    operators = []
+    arkop, tensor_type = ark.ArkOp, ark.TensorType
     for op in op_list(model.graph):
+        if is_a(type(op), arkop):
+            operators.append(op)
         for value in op.results:
             tensor = value.type
-            if type(tensor) is ark.TensorType and \
-                    math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes > limit:
+            if type(tensor) is tensor_type and (tensor.__dict__.get("_planc_layout")
+                                                or layout_of(tensor)).span_bytes > limit:
                 raise PlancError(f"tensor {tensor.tensor_id} {tensor.shape_list} "
                                  f"{tensor.data_type} holds {tensor.span_bytes / 1e9:.3g} GB, "
                                  f"more than the {device.memory_bytes / 1e9:.3g} GB of memory "
                                  f"of {device.name}", path=source_path(op))
+    return operators
 
 
 @dataclass(frozen=True)
@@ -74,14 +91,20 @@ def to_schedules(module: ModuleOp, device_name: str,
                  kernels: bool = True) -> list[sched.ScheduleOp]:
     """Replace each model of `module` by its schedule (see `schedule_model`); the new
     schedules."""
+    return [schedule for schedule, _ in schedules_and_operators(module, device_name, kernels)]
+
+
+def schedules_and_operators(module: ModuleOp, device_name: str, kernels: bool = True
+                            ) -> list[tuple[sched.ScheduleOp, list[ark.ArkOp]]]:
+    """`to_schedules`, each new schedule with its operators in block order."""
     device = gpu_device(device_name)  # unknown devices fail here, before any rewriting
     made = []
     for model in [m for m in module.ops if isinstance(m, ark.ModelOp)]:
-        refuse_oversized(model, device)
-        schedule = schedule_model(model, device_name, kernels)
+        operators = refuse_oversized(model, device)
+        schedule, operators = schedule_model(model, device_name, kernels, operators)
         schedule.location = model.location
         module.body.block.insert_op_before(schedule, model)
         model.detach()
         model.erase()
-        made.append(schedule)
+        made.append((schedule, operators))
     return made

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dialects import ark
+from passes.tensor_layouts import layout_of
 
 MAX_UNION_CUTS = 4096
 """The most cells `covered_by_union` examines (the grid cut by the regions' boundaries); above
@@ -50,19 +51,21 @@ class ByteRegion:
     def of(tensor: ark.TensorType) -> ByteRegion:
         """The region of `tensor`, made once per (immutable) tensor type and kept with it:
         passes ask for the regions of every operand of every operator, repeatedly. Tensors
-        of one layout share one region (and so its derived figures)."""
+        of one layout share one region (and so its derived figures). A region made here also
+        knows the tensors' `Layout` (`region.layout`, not a field: regions made otherwise
+        have none), so that tables of regions answer for their tensors' layouts too."""
         region = tensor.__dict__.get("_planc_region")
         if region is not None:
             return region
-        values = ark.int_values
-        key = (tensor.buffer.id.data, ark.DATA_TYPE_BYTES[tensor.dtype.data],
-               values(tensor.strides), values(tensor.offsets), values(tensor.shape))
+        layout = tensor.__dict__.get("_planc_layout") or layout_of(tensor)
+        key = (tensor.buffer.id.data, layout)
         region = _SHARED.get(key)
         if region is None:
             if len(_SHARED) >= MAX_SHARED:
                 _SHARED.clear()
             region = _SHARED[key] = ByteRegion._of_fields(
-                key[0], key[1], _pad4(key[2], 1), _pad4(key[3], 0), _pad4(key[4], 1))
+                key[0], layout.element_bytes, layout.extents4, layout.offsets4, layout.shape4)
+            region.__dict__["layout"] = layout
         tensor.__dict__["_planc_region"] = region
         return region
 
@@ -145,7 +148,9 @@ MAX_SHARED = 1 << 16
 """The most layouts `_SHARED` remembers (it starts over beyond)."""
 
 _SHARED: dict[tuple, ByteRegion] = {}
-"""Regions by (buffer, element size, extents, offsets, shape): immutable, so shared."""
+"""Regions by (buffer, `Layout`): immutable, so shared by the tensors of one layout on one
+buffer. (Equal regions of different `Layout`s are equal, not identical: `overlaps` and
+`covers` decide them by their fields.)"""
 
 
 def _pad4(values: Sequence[int], fill: int) -> tuple[int, ...]:

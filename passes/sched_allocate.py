@@ -22,9 +22,8 @@ id, back to back, as ARK's executor lays buffers out); their total is the device
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -33,75 +32,89 @@ from xdsl.passes import ModulePass
 
 from dialects import ark, sched
 from dialects.utils import op_list
-from passes.sched_graph import ELEMENTWISE, is_a, tensor_shape4
+from passes.byte_regions import ByteRegion
+from passes.sched_graph import ELEMENTWISE, is_a
 from passes.sched_tables import ScheduleTables
+from passes.tensor_layouts import layout_of
 
 Position = tuple[int, int, int]
 """(phase, kernel's place in the execution order, operator's place in its kernel)."""
 
 
-@dataclass
+MIXED = object()
+"""A phase's kernel or layout when its accesses have more than one."""
+
+
+class PhaseAccess:
+    """How a buffer is accessed in one phase: by which kernel (`MIXED`: several), through
+    which layout (`MIXED`: several), and whether every access is tile-aligned."""
+
+    __slots__ = ("phase", "kernel", "layout", "aligned")
+
+    def __init__(self, phase: int, kernel: int, layout: tuple, aligned: bool):
+        self.phase, self.kernel, self.layout, self.aligned = phase, kernel, layout, aligned
+
+
 class Life:
-    buffer: int
-    size: int
-    first: Position | None = None
-    first_is_write: bool = False
-    last: Position | None = None
-    kernels_in_phase: dict[int, set[int]] = field(default_factory=dict)
-    aligned_in_phase: dict[int, bool] = field(default_factory=dict)
-    layouts_in_phase: dict[int, set[tuple]] = field(default_factory=dict)
-    """Per phase: every access is to the same tile as the accessing operator's output tile."""
-    last_op: ark.ArkOp | None = None
-    pinned: bool = False
+    """A buffer's lifetime. Accesses are recorded in execution order (positions never
+    decrease), so its first and last accesses are the first and latest recorded, and what
+    `disjoint` asks of a phase is asked only of its first phase (`first_phase`) and its last
+    (`last_phase`): the phases in between are forgotten as soon as the next starts."""
 
-    def touch(self, at: Position, write: bool, op: ark.ArkOp, tensor: ark.TensorType,
+    __slots__ = ("buffer", "size", "first", "first_is_write", "last", "last_op", "pinned",
+                 "first_phase", "last_phase", "values")
+
+    def __init__(self, buffer: int, size: int):
+        self.buffer = buffer
+        self.size = size
+        self.first: Position | None = None
+        self.first_is_write = False
+        self.last: Position | None = None
+        self.last_op: ark.ArkOp | None = None
+        self.pinned = False
+        self.first_phase: PhaseAccess | None = None
+        self.last_phase: PhaseAccess | None = None
+        self.values: list[SSAValue] = []
+        """The schedule's tensor values on the buffer (`Lifetimes` fills it)."""
+
+    def touch(self, at: Position, write: bool, op: ark.ArkOp, layout: tuple,
               aligned: bool) -> None:
-        first = self.first
-        if first is None or at < first:
+        """Record an access at `at` (no earlier than any recorded before) through a tensor
+        of `layout` (`Layout.alloc_key`)."""
+        if self.first is None:
             self.first, self.first_is_write = at, write
-        elif at == first:
-            self.first_is_write = self.first_is_write and write
-        if self.last is None or at >= self.last:
-            self.last, self.last_op = at, op
-        phase = at[0]
-        kernels = self.kernels_in_phase.get(phase)
-        if kernels is None:
-            kernels = self.kernels_in_phase[phase] = set()
-            self.layouts_in_phase[phase] = set()
-        kernels.add(at[1])
-        if not aligned:
-            self.aligned_in_phase[phase] = False
-        elif phase not in self.aligned_in_phase:
-            self.aligned_in_phase[phase] = True
-        self.layouts_in_phase[phase].add(_layout(tensor))
+            self.first_phase = self.last_phase = PhaseAccess(at[0], at[1], layout, aligned)
+        else:
+            if at == self.first:
+                self.first_is_write = self.first_is_write and write
+            access = self.last_phase
+            if access.phase != at[0]:
+                self.last_phase = PhaseAccess(at[0], at[1], layout, aligned)
+            else:
+                if access.kernel != at[1]:
+                    access.kernel = MIXED
+                if access.layout is not MIXED and access.layout != layout:
+                    access.layout = MIXED
+                if not aligned:
+                    access.aligned = False
+        self.last, self.last_op = at, op
 
 
-def _layout(tensor: ark.TensorType) -> tuple:
-    """Shape, strides, offsets and element size, made once per (immutable) tensor type."""
-    layout = tensor.__dict__.get("_planc_alloc_layout")
-    if layout is None:
-        layout = tensor.__dict__["_planc_alloc_layout"] = (
-            tensor.shape_tuple, tensor.strides_tuple, tensor.offsets_tuple,
-            tensor.element_bytes)
-    return layout
-
-
-def _alignment(op: ark.ArkOp, kind: str, writes: Sequence[SSAValue]
-               ) -> bool | Callable[[SSAValue], bool]:
-    """Does the tile of `op` (in a kernel of `kind`, its write tensors `writes`) touch exactly
-    the tile-shaped part of an operand (no broadcast)? The answer, when it does not depend on
-    the operand, else a function of the operand."""
+def _alignment(op: ark.ArkOp, kind: str, write_regions: Sequence[ByteRegion]
+               ) -> bool | tuple[int, ...] | None:
+    """Does the tile of `op` (in a kernel of `kind`, the regions of its write tensors
+    `write_regions`) touch exactly the tile-shaped part of an operand (no broadcast)? The
+    answer, when it does not depend on the operand; else the output shape (4 dims) an
+    operand's shape must be (element-wise operators), or None: it must be one of the writes
+    (matmuls)."""
     cls = type(op)
     if kind == "rows":
         return not is_a(cls, ark.MatmulOp)
     if is_a(cls, ELEMENTWISE):
-        out = tensor_shape4(writes[0].type) if writes else ()
-        return lambda value: tensor_shape4(value.type) == out
+        return write_regions[0].layout.shape4 if write_regions else ()
     if is_a(cls, ark.MatmulOp):
-        return writes.__contains__
+        return None
     return False
-
-
 
 
 class Lifetimes:
@@ -112,65 +125,78 @@ class Lifetimes:
         tables = tables or ScheduleTables(schedule)
         kernels = tables.kernels()
         operators = tables.kernel_operators()
-        rank = schedule.rank.value.data
-        self.values = _tensor_values(schedule)
-        """The schedule's tensor values, in block order."""
-        lives: dict[int, Life] = {}
-        self.lives = lives
-        remote: dict[int, bool] = {}  # by buffer attribute (shared by a buffer's tensors)
-        for value in self.values:
-            tensor = value.type
-            buffer = tensor.buffer
-            buffer_id = buffer.id.data
-            life = lives.get(buffer_id)
-            if life is None:
-                life = lives[buffer_id] = Life(buffer_id, 0)
-            size = math.prod(ark.int_values(tensor.strides)) * tensor.element_bytes  # span
-            if size > life.size:
-                life.size = size
-            if life.pinned:
-                continue
-            far = remote.get(id(buffer))
-            if far is None:
-                far = remote[id(buffer)] = _remote_or_tagged(buffer, rank)
-            # (a model output: an operator's result nothing uses)
-            if far or (is_a(type(value.owner), ark.ArkOp) and value.first_use is None):
-                life.pinned = True
+        self.lives: dict[int, Life] = {}
+        self._sizes_and_pins(schedule)
+        lives = self.lives
+        table, position = tables.operands(), tables.positions()
         order = 0
         for p, phase in enumerate(tables.phases()):
             for launch in phase:
-                kernel = kernels[launch.kernel_id]
-                kind = kernel.kind_name
-                for i, op in enumerate(operators[kernel.kernel_id]):
+                kind = kernels[launch.kernel_id].kind_name
+                for i, op in enumerate(operators[launch.kernel_id]):
                     at = (p, order, i)
-                    reads, writes = op.operand_groups()
-                    aligned = _alignment(op, kind, writes)
-                    for value in reads:
-                        tensor = value.type
-                        life = lives[tensor.buffer.id.data]
+                    reads, writes, read_regions, write_regions, _ = table[position[id(op)]]
+                    rule = _alignment(op, kind, write_regions)
+                    for value, region in zip(reads, read_regions, strict=True):
+                        life = lives[region.buffer]
                         if life.pinned:
                             continue  # (nothing more about it matters)
                         if life.first is None:
                             # Read before written (accesses come in execution order): an input.
                             life.pinned = True
                             continue
-                        life.touch(at, False, op, tensor,
-                                   aligned if type(aligned) is bool else aligned(value))
-                    for value in writes:
-                        tensor = value.type
-                        life = lives[tensor.buffer.id.data]
+                        life.touch(at, False, op, region.layout.alloc_key,
+                                   rule if type(rule) is bool else
+                                   value in writes if rule is None
+                                   else region.layout.shape4 == rule)
+                    for region in write_regions:
+                        life = lives[region.buffer]
                         if not life.pinned:
-                            life.touch(at, True, op, tensor,
-                                       aligned if type(aligned) is bool else aligned(value))
+                            life.touch(at, True, op, region.layout.alloc_key,
+                                       rule if type(rule) is bool else
+                                       True if rule is None  # (a write is one of the writes)
+                                       else region.layout.shape4 == rule)
                 order += 1
         for life in self.lives.values():
             if life.first is None or not life.first_is_write:
                 life.pinned = True  # never written, or read before written: an input
 
-
-def _tensor_values(schedule: sched.ScheduleOp) -> list[SSAValue]:
-    return [r for op in op_list(schedule.graph) for r in op.results
-            if type(r.type) is ark.TensorType]
+    def _sizes_and_pins(self, schedule: sched.ScheduleOp) -> None:
+        """Make the life of every buffer of the schedule's tensors, with its size (the
+        largest span of its tensors), pinned when it belongs to another rank, connects to
+        other ranks or holds a model output; each with the tensor values on its buffer."""
+        rank = schedule.rank.value.data
+        lives = self.lives
+        life_of: dict[int, Life] = {}  # by `id` of buffer attribute (a buffer's tensors share)
+        remote: dict[tuple[int, int, int], bool] = {}  # (the values keep the attributes)
+        tensor_type, arkop = ark.TensorType, ark.ArkOp
+        for op in op_list(schedule.graph):
+            for value in op.results:
+                tensor = value.type
+                if type(tensor) is not tensor_type:
+                    continue
+                buffer = tensor.buffer
+                life = life_of.get(id(buffer))
+                if life is None:
+                    buffer_id = buffer.id.data
+                    life = lives.get(buffer_id)
+                    if life is None:
+                        life = lives[buffer_id] = Life(buffer_id, 0)
+                    life_of[id(buffer)] = life
+                    # (Buffers share their rank and tag attributes: decided once per set.)
+                    fields = buffer.__dict__
+                    key = (id(fields["rank"]), id(fields["send_tags"]), id(fields["recv_tags"]))
+                    far = remote.get(key)
+                    if far is None:
+                        far = remote[key] = _remote_or_tagged(buffer, rank)
+                    if far:
+                        life.pinned = True
+                size = (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).span_bytes
+                if size > life.size:
+                    life.size = size
+                life.values.append(value)
+                if value.first_use is None and is_a(type(op), arkop):
+                    life.pinned = True  # a model output: an operator's result nothing uses
 
 
 def _remote_or_tagged(buffer: ark.BufferAttr, rank: int) -> bool:
@@ -183,12 +209,14 @@ def disjoint(a: Life, b: Life, in_place: bool) -> bool:
     """May `b` (starting later) use `a`'s memory? See the module docstring."""
     if a.last[0] < b.first[0]:
         return True
-    phase = a.last[0]
-    if phase != b.first[0] or not (a.aligned_in_phase[phase] and b.aligned_in_phase[phase]):
+    if a.last[0] != b.first[0]:
         return False
-    kernels = a.kernels_in_phase[phase] | b.kernels_in_phase[phase]
-    layouts = a.layouts_in_phase[phase]
-    if len(kernels) != 1 or len(layouts) != 1 or layouts != b.layouts_in_phase[phase]:
+    # The same phase: `a`'s accesses in its last phase and `b`'s in its first.
+    before, after = a.last_phase, b.first_phase
+    if not (before.aligned and after.aligned):
+        return False
+    kernel, layout = before.kernel, before.layout
+    if kernel is MIXED or kernel != after.kernel or layout is MIXED or layout != after.layout:
         return False
     if a.last[2] < b.first[2]:
         return True
@@ -238,32 +266,33 @@ def assign_regions(lifetimes: Lifetimes, reuse: bool, in_place: bool) -> list[Re
     return regions
 
 
-def move_buffers(schedule: sched.ScheduleOp, regions: list[Region],
-                 values: list[SSAValue] | None = None) -> None:
-    """Put every tensor of a region's later occupants on the region's buffer (`values`: the
-    schedule's tensor values, when known)."""
-    target = {}
+def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
+    """Put every tensor of a region's later occupants on the region's buffer (each life
+    lists the values of its buffer: `Lifetimes` made it)."""
     for region in regions:
-        physical = ark.BufferAttr.get(region.buffer)
-        target.update({life.buffer: physical for life in region.lives[1:]})
-    if not target:
-        return
-    for value in _tensor_values(schedule) if values is None else values:
-        tensor = value.type
-        new = target.get(tensor.buffer.id.data)
-        if new is not None:
-            retype(value, _on_buffer(tensor, new))
+        if len(region.lives) > 1:
+            physical = ark.BufferAttr.get(region.buffer)
+            for life in region.lives[1:]:
+                for value in life.values:
+                    retype(value, _on_buffer(value.type, physical))
 
 
 _TENSOR_FIELDS = tuple(name for name, _ in ark.TensorType.get_irdl_definition().parameters)
+_KEEPS = frozenset({*_TENSOR_FIELDS, "_planc_layout"})
+"""What a moved tensor takes from the tensor it copies: its parameters and its `Layout`
+(which does not depend on the buffer)."""
 
 
 def _on_buffer(tensor: ark.TensorType, buffer: ark.BufferAttr) -> ark.TensorType:
     """`tensor.with_buffer(buffer)`, its parameters copied in one step (tens of thousands of
-    tensors move; values cached with `tensor`, e.g. its byte region, are not copied)."""
+    tensors move). Of the values cached with `tensor`, only its `Layout` is kept (its byte
+    region, which names the buffer, is not)."""
     moved = ark.TensorType.__new__(ark.TensorType)
     source = tensor.__dict__
-    fields = {name: source[name] for name in _TENSOR_FIELDS}
+    fields = source.copy()
+    fields.pop("_planc_region", None)
+    if not _KEEPS.issuperset(fields):  # other cached values: the parameters only
+        fields = {name: source[name] for name in _TENSOR_FIELDS}
     fields["buffer"] = buffer
     moved.__dict__.update(fields)
     return moved
@@ -303,6 +332,7 @@ class SchedAllocatePass(ModulePass):
     def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
         lifetimes = Lifetimes(schedule, tables)
         regions = assign_regions(lifetimes, self.reuse, self.in_place)
-        move_buffers(schedule, regions, lifetimes.values)
+        move_buffers(schedule, regions)
+        tables.retyped()
         if not tables.planning:  # (`sched-to-plan` would only erase them)
             record_regions(schedule, regions)

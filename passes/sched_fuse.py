@@ -22,20 +22,24 @@ itself through another kernel. `max-ops` bounds a kernel's size.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from dialects import ark, sched
+from passes.byte_regions import ByteRegion
+from passes.op_building import bare_op
 from passes.sched_graph import (
     data_producers,
     is_fresh_write,
     op_kind,
+    operand_table,
     operator_dependencies,
-    tensor_shape4,
 )
 from passes.sched_tables import ScheduleTables
 
@@ -55,7 +59,8 @@ class Group:
     kind: str
     space: tuple[int, ...]
     """The tile space: the output shape (4 dims) its tiles cut; for rows, the full rows."""
-    ops: list[ark.ArkOp]
+    ops: list[int]
+    """Its operators, by position (`Fuser.ops`)."""
     preds: set[int] = field(default_factory=set)
     succs: set[int] = field(default_factory=set)
     open: bool = True
@@ -63,22 +68,39 @@ class Group:
 
 
 class Fuser:
+    """The kernels of a schedule's operators. Operators are known by their position in
+    `ops` (block order), kernels by number; `group_of` is each placed operator's kernel."""
+
     def __init__(self, schedule: sched.ScheduleOp, pass_: SchedFusePass,
                  tables: ScheduleTables | None = None):
         self.options = pass_
         tables = tables or ScheduleTables(schedule)
         operators = tables.operators()
-        self.ops = [op for op in operators if not op.is_virtual]
-        self.deps = (tables.dependencies(operator_dependencies)
-                     if len(self.ops) == len(operators) else operator_dependencies(self.ops))
+        # (Virtual operators keep whatever kernel they had; a schedule being planned has none:
+        # `ark-to-sched` replaced them by views.)
+        self.ops = (operators if tables.planning
+                    else [op for op in operators if not op.is_virtual])
+        if len(self.ops) == len(operators):
+            self.operands = tables.operands()
+            self.deps = tables.dependencies(operator_dependencies)
+            self.position = tables.positions()
+        else:
+            self.position = {id(op): i for i, op in enumerate(self.ops)}
+            self.operands = operand_table(self.ops, self.position)
+            self.deps = operator_dependencies(self.ops, self.operands)
         self.groups: dict[int, Group] = {}
-        self.group_of: dict[ark.ArkOp, int] = {}
+        self.group_of: list[int | None] = [None] * len(self.ops)
         self.next_id = 0
         self.touched: set[int] = set()
         """Buffers operators visited so far read or write."""
         self.allowed_kinds = {"matmul": pass_.epilogue, "rows": pass_.rows,
                               "elementwise": pass_.elementwise,
                               "transpose": pass_.elementwise}
+
+    def kernel_of(self, op: Operation) -> int | None:
+        """The kernel of an operator placed already (None for other ops: views)."""
+        p = self.position.get(id(op))
+        return None if p is None else self.group_of[p]
 
     # -- the kernel graph ------------------------------------------------------------------
 
@@ -94,18 +116,19 @@ class Fuser:
                     stack.append(succ)
         return False
 
-    def new_group(self, op: ark.ArkOp, kind: str, space: tuple[int, ...]) -> None:
+    def new_group(self, op: int, kind: str, space: tuple[int, ...]) -> None:
         gid = self.next_id
         self.next_id += 1
         self.groups[gid] = Group(kind, space, [], open=kind != "single")
         self.add(op, gid)
 
-    def add(self, op: ark.ArkOp, gid: int) -> None:
+    def add(self, op: int, gid: int) -> None:
         group = self.groups[gid]
         group.ops.append(op)
-        self.group_of[op] = gid
+        group_of = self.group_of
+        group_of[op] = gid
         for dep in self.deps[op]:
-            other = self.group_of[dep]
+            other = group_of[dep]
             if other != gid:
                 group.preds.add(other)
                 self.groups[other].succs.add(gid)
@@ -137,11 +160,11 @@ class Fuser:
             return out in (group.space, group.space[:-1] + (1,))
         return out == group.space
 
-    def local(self, value: SSAValue, gid: int, out: tuple[int, ...]) -> bool:
-        """Does each tile of an output `out` in kernel `gid` read only the same tile of
-        `value` (a result of that kernel)?"""
+    def local(self, region: ByteRegion, gid: int, out: tuple[int, ...]) -> bool:
+        """Does each tile of an output `out` in kernel `gid` read only the same tile of the
+        value of `region` (a result of that kernel)?"""
         group = self.groups[gid]
-        have = tensor_shape4(value.type)
+        have = region.layout.shape4
         if group.kind == "rows":
             # Tiles are blocks of whole rows: any row-shaped or reduced value is local.
             return have in (group.space, group.space[:-1] + (1,))
@@ -155,30 +178,32 @@ class Fuser:
                 and len(a.ops) + len(b.ops) < self.options.max_ops
                 and not self.reaches(gid, into) and not self.reaches(into, gid))
 
-    def try_join(self, op: ark.ArkOp, gid: int, out: tuple[int, ...]) -> list[int] | None:
-        """The kernels to merge into `gid` for `op` to join it, or None if it cannot."""
+    def try_join(self, op: int, gid: int, out: tuple[int, ...]) -> list[int] | None:
+        """The kernels to merge into `gid` for operator `op` to join it, or None if it
+        cannot."""
         merges: list[int] = []
-        for value in op.operand_groups()[0]:
-            owner = value.owner
-            if self.group_of.get(owner) == gid:  # (only operators have kernels)
-                if not self.local(value, gid, out):
+        reads, _, read_regions, _, owners = self.operands[op]
+        group_of = self.group_of
+        for value, region, p in zip(reads, read_regions, owners, strict=False):
+            direct = None if p is None else group_of[p]  # (only operators have kernels)
+            if direct == gid:
+                if not self.local(region, gid, out):
                     return None
                 continue
-            direct = self.group_of.get(owner)
-            if direct is None and any(self.group_of.get(p) == gid
+            if direct is None and any(self.kernel_of(p) == gid
                                       for p in data_producers(value)):
                 return None  # through a view: another tile layout
             if (direct is not None and direct not in merges
-                    and self.local(value, direct, out) and self.fits(gid, out)
+                    and self.local(region, direct, out) and self.fits(gid, out)
                     and self.mergeable(direct, gid)):
                 merges.append(direct)
         for dep in self.deps[op]:
-            other = self.group_of[dep]
+            other = group_of[dep]
             if other != gid and other not in merges and self.reaches(gid, other):
                 return None
         return merges
 
-    def join_any(self, op: ark.ArkOp, candidates: list[int], out: tuple[int, ...]) -> bool:
+    def join_any(self, op: int, candidates: list[int], out: tuple[int, ...]) -> bool:
         for gid in candidates:
             if not self.fits(gid, out):
                 continue
@@ -198,48 +223,53 @@ class Fuser:
         """May element-wise operators join kernels of this kind?"""
         return self.allowed_kinds.get(kind, False)
 
-    def candidates(self, op: ark.ArkOp) -> list[int]:
-        """Kernels producing `op`'s inputs directly: matmul first, then the most recent."""
+    def candidates(self, owners: Sequence[int | None]) -> list[int]:
+        """Kernels producing values an operator reads directly (`owners`: the positions of
+        their operators, from `Operands`): matmul first, then the most recent."""
         found: list[int] = []
-        for value in op.operand_groups()[0]:
-            owner = value.owner
-            if owner in self.group_of:
-                gid = self.group_of[owner]
-                if gid not in found and self.allowed(gid):
-                    found.append(gid)
+        group_of = self.group_of
+        for p in owners:
+            gid = None if p is None else group_of[p]
+            if gid is not None and gid not in found and self.allowed(gid):
+                found.append(gid)
         return sorted(found, key=lambda g: (KIND_PREFERENCE.get(self.groups[g].kind, 9), -g))
 
-    def place(self, op: ark.ArkOp) -> None:
-        kind = op_kind(op)
-        reads, writes = op.operand_groups()
-        out = tensor_shape4(writes[0].type) if writes else ()
+    def place(self, i: int) -> None:
+        kind = op_kind(self.ops[i])
+        reads, writes, read_regions, write_regions, owners = self.operands[i]
+        out = write_regions[0].layout.shape4 if writes else ()
         # Writing into a buffer an earlier operator used is an in-place write: never fused.
         touched = self.touched
-        fresh = all(is_fresh_write(v) and v.type.buffer.id.data not in touched
-                    for v in writes)
-        touched.update([v.type.buffer.id.data for v in reads])
-        touched.update([v.type.buffer.id.data for v in writes])
+        fresh = True
+        for value, region in zip(writes, write_regions, strict=True):
+            if region.buffer in touched or not is_fresh_write(value):
+                fresh = False
+                break
+        for region in read_regions:
+            touched.add(region.buffer)
+        for region in write_regions:
+            touched.add(region.buffer)
         if kind == "elementwise" and fresh and reads:
-            if self.join_any(op, self.candidates(op), out):
+            if self.join_any(i, self.candidates(owners[:len(reads)]), out):
                 return
-            self.new_group(op, "elementwise", out)
+            self.new_group(i, "elementwise", out)
         elif kind == "rows":
-            rows = tensor_shape4(reads[0].type)
-            if fresh and self.options.rows and self.join_rows(op, rows):
+            rows = read_regions[0].layout.shape4
+            if fresh and self.options.rows and self.join_rows(i, owners[0], rows):
                 return
-            self.new_group(op, "rows", rows)
+            self.new_group(i, "rows", rows)
         else:
-            self.new_group(op, kind, out)
+            self.new_group(i, kind, out)
             if not fresh:
-                self.groups[self.group_of[op]].open = False
+                self.groups[self.group_of[i]].open = False
 
-    def join_rows(self, op: ark.ArkOp, rows: tuple[int, ...]) -> bool:
-        """A row reduction joins the rows kernel of its input, or turns the element-wise
-        kernel computing its input into one."""
-        owner = op.operand_groups()[0][0].owner
-        if owner not in self.group_of:
+    def join_rows(self, op: int, owner: int | None, rows: tuple[int, ...]) -> bool:
+        """A row reduction joins the rows kernel of its input (`owner`: the position of the
+        operator whose result it is), or turns the element-wise kernel computing its input
+        into one."""
+        gid = None if owner is None else self.group_of[owner]
+        if gid is None:
             return False
-        gid = self.group_of[owner]
         group = self.groups[gid]
         if group.space != rows or group.kind not in ("rows", "elementwise"):
             return False
@@ -251,31 +281,46 @@ class Fuser:
         return False
 
     def run(self) -> list[Group]:
-        for op in self.ops:
-            self.place(op)
-        position = {op: i for i, op in enumerate(self.ops)}
+        """The kernels, in order of their first operator, each with its operators in block
+        order."""
+        for i in range(len(self.ops)):
+            self.place(i)
         groups = list(self.groups.values())
         for group in groups:
-            group.ops.sort(key=position.__getitem__)
-        return sorted(groups, key=lambda g: position[g.ops[0]])
+            group.ops.sort()
+        return sorted(groups, key=lambda g: g.ops[0])
 
 
-def write_kernels(schedule: sched.ScheduleOp, groups: list[Group],
+def write_kernels(schedule: sched.ScheduleOp, groups: list[Group], fused: Sequence[ark.ArkOp],
                   tables: ScheduleTables | None = None) -> None:
-    """Replace the schedule's kernels by `groups`, numbered in order of their first operator."""
+    """Replace the schedule's kernels by `groups` (of operators of `fused`, by position),
+    numbered in order of their first operator."""
     for kernel in list((tables or ScheduleTables(schedule)).kernels().values()):
         kernel.detach()
         kernel.erase()
     block = schedule.graph
     kernels: dict[int, sched.KernelOp] = {}
+    operators: dict[int, list[ark.ArkOp]] = {}
     for kernel_id, group in enumerate(groups):
-        kernel = kernels[kernel_id] = sched.KernelOp(kernel_id, group.kind)
-        block.insert_op_before(kernel, group.ops[0])
+        ops = operators[kernel_id] = [fused[i] for i in group.ops]
+        kernel = kernels[kernel_id] = kernel_op(kernel_id, group.kind)
+        block.insert_op_before(kernel, ops[0])
         attr = kernel.id
-        for op in group.ops:
-            op.task = attr
+        for op in ops:
+            op.properties["task"] = attr  # (`op.task = attr`, without the descriptor)
     if tables is not None:
-        tables.set_kernels(kernels, {k: group.ops for k, group in enumerate(groups)})
+        tables.set_kernels(kernels, operators)
+
+
+def kernel_op(kernel_id: int, kind: str) -> sched.KernelOp:
+    """`sched.KernelOp(kernel_id, kind)`, built bare (`passes.op_building`): fusion makes
+    thousands."""
+    return bare_op(sched.KernelOp, {"id": sched.int_attr(kernel_id), "kind": _kind_attr(kind)})
+
+
+@functools.cache
+def _kind_attr(kind: str) -> StringAttr:
+    return StringAttr(kind)
 
 
 @dataclass(frozen=True)
@@ -294,6 +339,6 @@ class SchedFusePass(ModulePass):
 
     def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
         fuser = Fuser(schedule, self, tables)
-        write_kernels(schedule, fuser.run(), tables)
+        write_kernels(schedule, fuser.run(), fuser.ops, tables)
         if len(fuser.ops) != len(tables.operators()):
             tables.forget()  # virtual operators keep whatever kernel they had

@@ -12,12 +12,13 @@ the kernels of the operators their operators depend on.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from xdsl.ir import SSAValue
 
 from dialects import ark
 from passes.byte_regions import ByteRegion, covers, overlaps
+from passes.tensor_layouts import layout_of
 
 
 def shape4(shape: Sequence[int]) -> tuple[int, ...]:
@@ -25,11 +26,8 @@ def shape4(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 def tensor_shape4(tensor: ark.TensorType) -> tuple[int, ...]:
-    """`shape4` of the tensor's shape, made once per (immutable) tensor type."""
-    shape = tensor.__dict__.get("_planc_shape4")
-    if shape is None:
-        shape = tensor.__dict__["_planc_shape4"] = shape4(ark.int_values(tensor.shape))
-    return shape
+    """`shape4` of the tensor's shape (kept with the tensor's `Layout`)."""
+    return (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).shape4
 
 
 def data_producers(value: SSAValue) -> list[ark.ArkOp]:
@@ -56,22 +54,57 @@ def is_fresh_write(value: SSAValue) -> bool:
     return is_a(type(owner), ark.ViewOp) and not owner._operands  # noqa: SLF001
 
 
-def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.ArkOp]]:
-    """For each operator (in block order), the operators it must run after."""
-    deps: dict[ark.ArkOp, set[ark.ArkOp]] = {}
-    accesses: dict[int, BufferAccesses] = {}
+Operands = tuple[tuple[SSAValue, ...], tuple[SSAValue, ...],
+                 tuple[ByteRegion, ...], tuple[ByteRegion, ...], tuple[int | None, ...]]
+"""An operator's read values, write values, their byte regions (`ByteRegion.of`, which also
+give the values' `Layout`s), and for each operand (reads, then writes) the position of the
+operator whose result it is (None: a view, or an op not listed)."""
+
+
+def operand_table(ops: Sequence[ark.ArkOp],
+                  position: dict[int, int] | None = None) -> list[Operands]:
+    """The `Operands` of each operator of `ops`: what the passes ask of every operand, read
+    from the IR once (`position`: the position of each operator of `ops` by `id`, when
+    known)."""
+    if position is None:
+        position = {id(op): i for i, op in enumerate(ops)}
+    at = position.get
     region_of = ByteRegion.of
+    table: list[Operands] = []
+    append = table.append
     for op in ops:
-        found: set[ark.ArkOp] = set()
-        for value in op._operands:  # noqa: SLF001
-            owner = value.owner
-            if is_a(type(owner), ark.ArkOp):
-                found.add(owner)
-            else:
-                found.update(data_producers(value))
         reads, writes = op.operand_groups()
-        read_regions = [region_of(v.type) for v in reads]
-        write_regions = [region_of(v.type) for v in writes]
+        append((reads, writes, tuple([region_of(v.type) for v in reads]),
+                tuple([region_of(v.type) for v in writes]),
+                tuple([at(id(v.owner)) for v in op._operands])))  # noqa: SLF001
+    return table
+
+
+def operator_dependencies(ops: Sequence[ark.ArkOp],
+                          operands: Sequence[Operands] | None = None) -> list[set[int]]:
+    """For each operator of `ops` (in block order), the positions in `ops` of the operators it
+    must run after (`operands`: the `operand_table` of `ops`, when known). (Positions rather
+    than ops: the passes keep their tables by position, and sets of ints cost less than sets
+    of ops, whose hash is a Python call.)"""
+    position: dict[int, int] = {}  # by `id` of operator, made when first needed
+    if operands is None:
+        position = {id(op): i for i, op in enumerate(ops)}
+        operands = operand_table(ops, position)
+    deps: list[set[int]] = []
+    accesses: dict[int, BufferAccesses] = {}
+    for i, op in enumerate(ops):
+        found: set[int] = set()
+        _, _, read_regions, write_regions, owners = operands[i]
+        for value, p in zip(op._operands, owners, strict=True):  # noqa: SLF001
+            if p is not None:  # (a result of an operator of `ops`)
+                found.add(p)
+                continue
+            for producer in data_producers(value):  # (through views)
+                if not position:
+                    position = {id(op): i for i, op in enumerate(ops)}
+                p = position.get(id(producer))
+                if p is not None:
+                    found.add(p)
         for region in read_regions:
             table = accesses.get(region.buffer)
             if table is not None:
@@ -81,13 +114,15 @@ def operator_dependencies(ops: Iterable[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.A
             if table is not None:
                 table.collect(region, True, found)
         for region in write_regions:
-            _accesses(accesses, region.buffer).overwrite(region)
+            table = accesses.get(region.buffer)
+            if table is not None:  # (else nothing accessed the buffer yet: nothing to forget)
+                table.overwrite(region)
         for region in read_regions:
-            _accesses(accesses, region.buffer).add(region, op, False)
+            _accesses(accesses, region.buffer).add(region, i, False)
         for region in write_regions:
-            _accesses(accesses, region.buffer).add(region, op, True)
-        found.discard(op)
-        deps[op] = found
+            _accesses(accesses, region.buffer).add(region, i, True)
+        found.discard(i)
+        deps.append(found)
     return deps
 
 
@@ -108,45 +143,58 @@ class BufferAccesses:
     """
 
     def __init__(self) -> None:
-        self.reads: dict[ByteRegion, set[ark.ArkOp]] = {}
-        self.writes: dict[ByteRegion, set[ark.ArkOp]] = {}
+        self.reads: dict[int, tuple[ByteRegion, set[int]]] = {}
+        self.writes: dict[int, tuple[ByteRegion, set[int]]] = {}
+        """By `id` of region: the region and the operators (by position) that read or wrote
+        it. (Regions are shared per layout of a buffer, so grouping by identity groups as by
+        value, without calling their hash; regions equal but distinct would only be two
+        entries that conflict and are covered alike. The entries keep their regions, so no
+        other object has their `id`s.)"""
 
-    def conflicts(self, region: ByteRegion, write: bool) -> set[ark.ArkOp]:
+    def conflicts(self, region: ByteRegion, write: bool) -> set[int]:
         """Earlier operators an access of `region` must follow."""
-        found: set[ark.ArkOp] = set()
+        found: set[int] = set()
         self.collect(region, write, found)
         return found
 
-    def collect(self, region: ByteRegion, write: bool, found: set[ark.ArkOp]) -> None:
+    def collect(self, region: ByteRegion, write: bool, found: set[int]) -> None:
         """Add `conflicts(region, write)` to `found`."""
         for table in (self.writes, self.reads) if write else (self.writes,):
-            for other, ops in table.items():
+            for other, ops in table.values():
                 if overlaps(other, region):
                     found |= ops
 
     def overwrite(self, region: ByteRegion) -> None:
         """Forget the accesses a write of `region` covers."""
         for table in (self.reads, self.writes):
-            for other in [r for r in table if covers(region, r)]:
-                del table[other]
+            for key in [key for key, (other, _) in table.items() if covers(region, other)]:
+                del table[key]
 
-    def add(self, region: ByteRegion, op: ark.ArkOp, write: bool) -> None:
-        (self.writes if write else self.reads).setdefault(region, set()).add(op)
+    def add(self, region: ByteRegion, op: int, write: bool) -> None:
+        table = self.writes if write else self.reads
+        entry = table.get(id(region))
+        if entry is None:
+            table[id(region)] = (region, {op})
+        else:
+            entry[1].add(op)
 
 
 NO_ACCESSES = BufferAccesses()
 
 
-def kernel_dependencies(kernel_of: dict[ark.ArkOp, int],
-                        deps: dict[ark.ArkOp, set[ark.ArkOp]]) -> dict[int, set[int]]:
-    """For each kernel, the other kernels it must run after."""
-    out: dict[int, set[int]] = {k: set() for k in kernel_of.values()}
-    for op, found in deps.items():
-        kernel = kernel_of.get(op)
+def kernel_dependencies(kernel_of: Sequence[int | None],
+                        deps: Sequence[set[int]]) -> dict[int, set[int]]:
+    """For each kernel, the other kernels it must run after (`kernel_of`: the kernel of each
+    operator of `deps`, by position; None for those of no kernel)."""
+    out: dict[int, set[int]] = {k: set() for k in kernel_of if k is not None}
+    for kernel, found in zip(kernel_of, deps, strict=True):
         if kernel is None:
             continue
-        out[kernel].update(kernel_of[p] for p in found if p in kernel_of)
-        out[kernel].discard(kernel)
+        into = out[kernel]
+        for p in found:
+            into.add(kernel_of[p])
+        into.discard(None)
+        into.discard(kernel)
     return out
 
 
@@ -160,11 +208,20 @@ def levels(deps: dict[int, set[int]], order: Sequence[int]) -> dict[int, int]:
 
 def op_kind(op: ark.ArkOp) -> str:
     """The kind of kernel an operator starts (see `dialects.sched.KernelOp`)."""
-    cls = type(op)
+    kind = _class_kind(type(op))
+    if kind is None:  # (a reduction that is no matmul: it depends on the reduction)
+        return "rows" if is_row_reduction(op) else _class_kind(type(op), rows=False)
+    return kind
+
+
+@functools.cache
+def _class_kind(cls: type, rows: bool = True) -> str | None:
+    """`op_kind` of the operators of class `cls`, or None when it depends on the operator
+    (a reduction, which may be a row reduction; `rows=False`: the kind when it is not)."""
     if is_a(cls, ark.MatmulOp):
         return "matmul"
-    if is_row_reduction(op):
-        return "rows"
+    if rows and is_a(cls, ark.ReduceOp):
+        return None
     if is_a(cls, ELEMENTWISE):
         return "elementwise"
     if is_a(cls, ark.TransposeOp):

@@ -46,7 +46,13 @@ from compiler.cost_model import KernelEstimate, kernel_estimate
 from compiler.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
 from dialects.plan import Range
-from passes.sched_graph import kernel_dependencies, levels, operator_dependencies
+from passes.sched_graph import (
+    Operands,
+    kernel_dependencies,
+    levels,
+    operand_table,
+    operator_dependencies,
+)
 from passes.sched_tables import Launch, ScheduleTables, Signatures
 from passes.sched_tile import Tiler, cached_signature, slots
 
@@ -59,6 +65,10 @@ class Kernel:
     ops: list[ark.ArkOp]
     estimate: KernelEstimate
     slots: int
+    tiles: int = 0
+    warps: int = 0
+    sram: int = 0
+    """The kernel op's tiling, read when the `Kernel` was made."""
 
 
 class Estimates:
@@ -66,34 +76,43 @@ class Estimates:
 
     def __init__(self, device: GpuDevice, signatures: Signatures | None = None):
         self.device = device
-        self.cache: dict[tuple, KernelEstimate] = {}
+        self.cache: dict[tuple, tuple[list, KernelEstimate]] = {}
+        """(signature, *`id`s of configs, tiles, warps, slots) -> (the configs, estimate)."""
         self.signatures = signatures
         self.kernels: dict[tuple, tuple[tuple, Kernel]] = {}
-        """(kernel op, *operators) -> ((tiling, configs) it was made for, the `Kernel`)."""
+        """`id`s of (kernel op, *operators) -> ((tiling, configs) it was made for, the
+        `Kernel`, which keeps the ops, so that no other op has their `id`s)."""
 
     def kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
         # A kernel asked for again (split-K's search, then the phases) with the same tiling
-        # and configs gets its `Kernel` again.
-        made_for = (kernel.num_tiles, kernel.num_warps, kernel.sram_bytes,
-                    *[op.config for op in ops])
-        found = self.kernels.get((kernel, *ops))
+        # and configs gets its `Kernel` again. (Properties read from the ops' dictionaries:
+        # the descriptors cost more than the rest of the lookup.)
+        tiling = kernel.properties
+        configs = [op.properties.get("config") for op in ops]
+        made_for = (tiling.get("num_tiles"), tiling.get("num_warps"), tiling.get("sram_bytes"),
+                    *configs)
+        key = (id(kernel), *map(id, ops))
+        found = self.kernels.get(key)
         if found is not None and all(a is b for a, b in zip(found[0], made_for, strict=True)):
             return found[1]
-        made = self._kernel(kernel, ops)
-        self.kernels[(kernel, *ops)] = (made_for, made)
+        made = self._kernel(kernel, ops, configs)
+        self.kernels[key] = (made_for, made)
         return made
 
-    def _kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Kernel:
-        count = max(slots(kernel.warps, kernel.sram, self.device), 1)
-        key = (cached_signature(kernel.kind_name, ops, self.signatures),
-               tuple(op.config for op in ops),
-               kernel.tiles, kernel.warps, count)
-        estimate = self.cache.get(key)
-        if estimate is None:
-            configs = [op.config_value() for op in ops]
-            estimate = self.cache[key] = kernel_estimate(ops, configs, kernel.tiles,
-                                                         kernel.warps, count, self.device)
-        return Kernel(kernel, list(ops), estimate, count)
+    def _kernel(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp],
+                configs: list) -> Kernel:
+        tiles, warps, sram = kernel.tiles, kernel.warps, kernel.sram
+        count = max(slots(warps, sram, self.device), 1)
+        # (By `id`s of the configs: the entry keeps them, so no other has their `id`s; equal
+        # configs that are not the same attribute only make another, equal, estimate.)
+        key = (cached_signature(kernel.kind_name, ops, self.signatures), *map(id, configs),
+               tiles, warps, count)
+        found = self.cache.get(key)
+        if found is None:
+            estimate = kernel_estimate(ops, [op.config_value() for op in ops], tiles, warps,
+                                       count, self.device)
+            found = self.cache[key] = (configs, estimate)
+        return Kernel(kernel, list(ops), found[1], count, tiles, warps, sram)
 
 
 def estimate_kernel(kernel: sched.KernelOp, ops: Sequence[ark.ArkOp],
@@ -140,10 +159,9 @@ def launch(kernel: Kernel, units: Range, granularity: int,
            resources: tuple[int, int] | None = None) -> Launch:
     """A launch of all tiles of `kernel` on `units`, with its slots' warps and shared memory
     (or `resources` = (warps, sram), when several launches share their processors)."""
-    op = kernel.op
-    warps, sram = resources or (kernel.slots * op.warps, kernel.slots * op.sram)
-    return Launch(op.kernel_id, Range(0, op.tiles), units, Range(0, warps), Range(0, sram),
-                  granularity)
+    warps, sram = resources or (kernel.slots * kernel.warps, kernel.slots * kernel.sram)
+    return Launch(kernel.op.kernel_id, Range(0, kernel.tiles), units, Range(0, warps),
+                  Range(0, sram), granularity)
 
 
 def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: str,
@@ -151,7 +169,7 @@ def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: st
     processors = device.processors
     if len(kernels) == 1:
         (kernel,) = kernels
-        units = Range(0, max(1, min(processors, kernel.op.tiles)))
+        units = Range(0, max(1, min(processors, kernel.tiles)))
         return [launch(kernel, units, granularity)]
     share = balanced_ranges(kernels, processors) if concurrency != "sequence" else None
     if share is not None and concurrency == "auto":
@@ -162,8 +180,8 @@ def phase_launches(kernels: Sequence[Kernel], device: GpuDevice, concurrency: st
     if share is None:
         # One resource group on all processors: ARK rotates the first processor from one
         # task group to the next, so the kernels pack like one.
-        resources = (max(k.slots * k.op.warps for k in kernels),
-                     max(k.slots * k.op.sram for k in kernels))
+        resources = (max(k.slots * k.warps for k in kernels),
+                     max(k.slots * k.sram for k in kernels))
         return [launch(k, Range(0, processors), granularity, resources) for k in kernels]
     launches, first = [], 0
     for kernel, count in zip(kernels, share, strict=True):
@@ -229,19 +247,24 @@ keeps the tutorial FFN on mi300x at 0.58x, where 0.15 gives 1.19x)."""
 
 
 def model_bytes(schedule: sched.ScheduleOp,
-                operators: Sequence[ark.ArkOp] | None = None) -> int:
+                operators: Sequence[ark.ArkOp] | None = None,
+                operands: Sequence[Operands] | None = None) -> int:
     """Bytes of the distinct buffers the schedule's operators read or write (inputs, weights
-    and activations: what ARK's default plan allocates)."""
+    and activations: what ARK's default plan allocates). (`operands`: the operators'
+    `Operands`, when known.)"""
+    if operands is None:
+        operands = operand_table(operators if operators is not None else schedule.operators())
     sizes: dict[int, int] = {}
-    for op in operators if operators is not None else schedule.operators():
-        for value in op._operands:  # noqa: SLF001 -- the reads, then the writes
-            t = value.type
-            buffer = t.buffer.id.data
-            size = math.prod(ark.int_values(t.shape)) * t.element_bytes
-            if size > sizes.get(buffer, 0):
-                sizes[buffer] = size
-            elif buffer not in sizes:
-                sizes[buffer] = 0
+    get = sizes.get
+    for _, _, read_regions, write_regions, _ in operands:
+        for regions in (read_regions, write_regions):
+            for region in regions:
+                buffer = region.buffer
+                size = region.layout.size_bytes
+                if size > get(buffer, 0):
+                    sizes[buffer] = size
+                elif buffer not in sizes:
+                    sizes[buffer] = 0
     return sum(sizes.values())
 
 
@@ -518,7 +541,11 @@ def phases_of(schedule: sched.ScheduleOp,
     """Kernels grouped by dependency depth, in order."""
     tables = tables or ScheduleTables(schedule)
     operators = tables.kernel_operators()
-    kernel_of = {op: k for k, ops in operators.items() for op in ops}
+    position = tables.positions()
+    kernel_of: list[int | None] = [None] * len(position)
+    for k, ops in operators.items():
+        for op in ops:
+            kernel_of[position[id(op)]] = k
     deps = kernel_dependencies(kernel_of, tables.dependencies(operator_dependencies))
     order = list(tables.kernels())
     level = levels(deps, _topological(order, deps))
@@ -539,20 +566,20 @@ def renumber_and_reorder(schedule: sched.ScheduleOp, order: list[int],
     operators = tables.kernel_operators()
     # Operators keep their relative order in the block: their places among the operators
     # order their kernels.
-    position = {op: i for i, op in enumerate(tables.operators())}
+    position = tables.positions()
     tables.set_kernels({i: kernels[old] for i, old in enumerate(order)},
                        {i: operators[old] for i, old in enumerate(order)})
     new_id = {old: i for i, old in enumerate(order)}
     block = schedule.graph
-    firsts = [position[operators[k][0]] for k in order if operators[k]]
+    firsts = [position[id(operators[k][0])] for k in order if operators[k]]
     if all(operators[k] for k in order) and firsts == sorted(firsts):
         for old in order:
             kernel, first = kernels[old], operators[old][0]
             if new_id[old] == old and kernel.next_op is first:
                 continue  # its id, its operators' and its place are right already
-            kernel.id = sched.int_attr(new_id[old])
+            kernel.id = attr = sched.int_attr(new_id[old])
             for op in operators[old]:
-                op.task = kernel.id
+                op.properties["task"] = attr  # (`op.task = attr`, without the descriptor)
             kernel.detach()
             block.insert_op_before(kernel, first)
         return
@@ -657,16 +684,18 @@ class SchedPartitionPass(ModulePass):
         operators = tables.kernel_operators()
         kernels = tables.kernels()
         next_id = max(kernels, default=-1) + 1
-        budget = SPLIT_K_MEMORY * model_bytes(schedule, tables.operators())
+        budget = SPLIT_K_MEMORY * model_bytes(schedule, tables.operators(), tables.operands())
         cuts: dict[tuple, SplitK | None] = {}  # kernels of equal structure share their cut
         for members in phases:
             if len(members) != 1 or kernels[members[0]].kind_name != "matmul":
                 continue
             op, ops = kernels[members[0]], operators[members[0]]
             kernel = estimates.kernel(op, ops)
+            # (By `id`s of the configs, which the ops keep: equal configs that are not the
+            # same attribute only plan another, equal, cut.)
             key = (cached_signature(op.kind_name, ops, tables.signatures),
-                   tuple(o.config for o in ops), op.tiles,
-                   op.warps, kernel.slots)
+                   *map(id, (o.properties.get("config") for o in ops)), kernel.tiles,
+                   kernel.warps, kernel.slots)
             if key not in cuts:
                 cuts[key] = split_plan(kernel, device, budget)
             cut = cuts[key]

@@ -18,8 +18,10 @@ from typing import NamedTuple
 
 from dialects import ark, sched
 from dialects.plan import Range
+from passes.sched_graph import Operands, operand_table
 
-Dependencies = dict[ark.ArkOp, set[ark.ArkOp]]
+Dependencies = list[set[int]]
+"""For each operator (by position in block order), the positions of those it must follow."""
 
 
 class Signatures:
@@ -27,8 +29,9 @@ class Signatures:
     equal numbers for equal signatures, within one schedule's tables."""
 
     def __init__(self) -> None:
-        self.by_kernel: dict[tuple, tuple[list, int]] = {}
-        """(kind, *operators) -> (the operators' operands, the signature's number)."""
+        self.by_kernel: dict[tuple, tuple[Sequence, list, int]] = {}
+        """(kind, *`id`s of operators) -> (the operators, their operands, the signature's
+        number)."""
         self.numbers: dict[tuple, int] = {}
 
 
@@ -56,15 +59,19 @@ class ScheduleTables:
     """Lazily computed, shared views of one `sched.schedule` (see the module docstring).
 
     With `planning` (the passes run as one, `ark-plan`): the schedule was made from a model in
-    this run (it has no kernels, phases or memory regions yet), and what only the following
-    passes of the run read (phases, memory regions) is kept here as plain data rather than
-    built as ops.
+    this run (it has no kernels, phases or memory regions yet, and `ark-to-sched` replaced its
+    virtual operators by views), and what only the following passes of the run read (phases,
+    memory regions) is kept here as plain data rather than built as ops.
     """
 
-    def __init__(self, schedule: sched.ScheduleOp, planning: bool = False):
+    def __init__(self, schedule: sched.ScheduleOp, planning: bool = False,
+                 operators: list[ark.ArkOp] | None = None):
+        """(`operators`: the schedule's operators in block order, when known.)"""
         self.schedule = schedule
         self.planning = planning
-        self._operators: list[ark.ArkOp] | None = None
+        self._operators: list[ark.ArkOp] | None = operators
+        self._positions: dict[int, int] | None = None
+        self._operands: list[Operands] | None = None
         self._dependencies: Dependencies | None = None
         self._kernels: dict[int, sched.KernelOp] | None = {} if planning else None
         self._kernel_operators: dict[int, list[ark.ArkOp]] | None = {} if planning else None
@@ -78,11 +85,24 @@ class ScheduleTables:
             self._operators = self.schedule.operators()
         return self._operators
 
-    def dependencies(self, compute: Callable[[Sequence[ark.ArkOp]], Dependencies]
-                     ) -> Dependencies:
-        """`compute(self.operators())` (the caller's `operator_dependencies`), computed once."""
+    def positions(self) -> dict[int, int]:
+        """The position of each operator in `operators()`, by `id` of the operator."""
+        if self._positions is None:
+            self._positions = {id(op): i for i, op in enumerate(self.operators())}
+        return self._positions
+
+    def operands(self) -> list[Operands]:
+        """The `Operands` of each operator (by position): `sched_graph.operand_table`."""
+        if self._operands is None:
+            self._operands = operand_table(self.operators(), self.positions())
+        return self._operands
+
+    def dependencies(self, compute: Callable[[Sequence[ark.ArkOp], Sequence[Operands]],
+                                             Dependencies]) -> Dependencies:
+        """`compute(self.operators(), self.operands())` (the caller's
+        `operator_dependencies`), computed once."""
         if self._dependencies is None:
-            self._dependencies = compute(self.operators())
+            self._dependencies = compute(self.operators(), self.operands())
         return self._dependencies
 
     def kernels(self) -> dict[int, sched.KernelOp]:
@@ -115,12 +135,17 @@ class ScheduleTables:
     def reordered(self) -> None:
         """The operators moved in the block: their order (and the dependencies, listed in it)
         is to be read again."""
-        self._operators = self._dependencies = None
+        self._operators = self._positions = self._operands = self._dependencies = None
+
+    def retyped(self) -> None:
+        """Operands were given other types (memory planning moved their tensors): their
+        regions are to be read again."""
+        self._operands = None
 
     def forget(self) -> None:
         """Drop the views of operators and kernels: the pass changed them in ways it does not
         track."""
-        self._operators = self._dependencies = None
+        self._operators = self._positions = self._operands = self._dependencies = None
         self._kernels = self._kernel_operators = None
         # (signatures stay: they are checked against the operators' operands, and estimates
         # made meanwhile are keyed by their numbers)

@@ -38,8 +38,9 @@ from compiler.locations import source_path
 from dialects import ark, sched
 from dialects.json_value import dict_attr
 from passes.ark_default_plan import default_config
-from passes.sched_graph import shape4
+from passes.sched_graph import Operands, shape4
 from passes.sched_tables import ScheduleTables, Signatures
+from passes.tensor_layouts import layout_of
 
 ROW_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TILE_WIDTHS = (64, 256, 1024, 4096)
@@ -164,25 +165,34 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
 
 
 def _layout(tensor: ark.TensorType) -> tuple:
-    """Shape, strides and data type, made once per (immutable) tensor type."""
-    layout = tensor.__dict__.get("_planc_tile_layout")
-    if layout is None:
-        layout = tensor.__dict__["_planc_tile_layout"] = (
-            tensor.shape_tuple, tensor.strides_tuple, tensor.data_type)
-    return layout
+    """Shape, strides and data type (kept with the tensor's `Layout`)."""
+    return (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).tile_key
 
 
-def signature(kind: str, ops: Sequence[ark.ArkOp]) -> tuple:
-    """What a kernel's cost depends on: structurally equal kernels share their tiling."""
-    position = {}
+def signature(kind: str, ops: Sequence[ark.ArkOp],
+              operands: Sequence[Operands] | None = None) -> tuple:
+    """What a kernel's cost depends on: structurally equal kernels share their tiling.
+    (`operands`: the ops' `Operands`, when known.)"""
+    position: dict[int, int] = {}  # by `id` of value
     parts = []
     for i, op in enumerate(ops):
-        read_values, write_values = op.operand_groups()
-        reads = tuple([(_layout(v.type), position.get(v, -1)) for v in read_values])
-        outs = tuple([_layout(v.type) for v in write_values])
-        parts.append((type(op).__name__, reads, outs, tuple(op.arg_attrs().items())))
+        if operands is None:
+            read_values, write_values = op.operand_groups()
+            read_layouts = [_layout(v.type) for v in read_values]
+            outs = tuple([_layout(v.type) for v in write_values])
+        else:
+            read_values, _, read_regions, write_regions, _ = operands[i]
+            read_layouts = [r.layout.tile_key for r in read_regions]
+            outs = tuple([r.layout.tile_key for r in write_regions])
+        reads = tuple([(layout, position.get(id(v), -1))
+                       for layout, v in zip(read_layouts, read_values, strict=True)])
+        # (`arg_attrs` is empty for an operator of a class without arguments and without
+        # extra ones: most element-wise operators)
+        args = (tuple(op.arg_attrs().items()) if type(op).ARGS or "extra_args" in op.properties
+                else ())
+        parts.append((type(op).__name__, reads, outs, args))
         for value in op.results:  # (an operator's results are its result tensors)
-            position[value] = i
+            position[id(value)] = i
     return kind, tuple(parts)
 
 
@@ -209,22 +219,23 @@ def choose_tiling(kind: str, ops: Sequence[ark.ArkOp], device: GpuDevice) -> Til
     return best
 
 
-def cached_signature(kind: str, ops: Sequence[ark.ArkOp],
-                     cache: Signatures | None) -> tuple | int:
-    """`signature(kind, ops)`, or with `cache` (see `ScheduleTables.signatures`) a number
-    standing for it: equal signatures get equal numbers (cheap keys for the caches of
+def cached_signature(kind: str, ops: Sequence[ark.ArkOp], cache: Signatures | None,
+                     operands: Sequence[Operands] | None = None) -> tuple | int:
+    """`signature(kind, ops, operands)`, or with `cache` (see `ScheduleTables.signatures`) a
+    number standing for it: equal signatures get equal numbers (cheap keys for the caches of
     tilings and estimates), remembered per kernel."""
     if cache is None:
-        return signature(kind, ops)
-    key = (kind, *ops)
+        return signature(kind, ops, operands)
+    # (By `id`s of the operators: the entry keeps them, so no other op has their `id`s.)
+    key = (kind, *map(id, ops))
     found = cache.by_kernel.get(key)
-    operands = [op._operands for op in ops]  # noqa: SLF001 -- replaced, never mutated
-    if found is None or any(a is not b for a, b in zip(found[0], operands, strict=True)):
+    now = [op._operands for op in ops]  # noqa: SLF001 -- replaced, never mutated
+    if found is None or any(a is not b for a, b in zip(found[1], now, strict=True)):
         # (an operator whose operands were replaced may read other layouts now)
         numbers = cache.numbers
-        number = numbers.setdefault(signature(kind, ops), len(numbers))
-        found = cache.by_kernel[key] = (operands, number)
-    return found[1]
+        number = numbers.setdefault(signature(kind, ops, operands), len(numbers))
+        found = cache.by_kernel[key] = (ops, now, number)
+    return found[2]
 
 
 class Tiler:
@@ -233,13 +244,16 @@ class Tiler:
         self.cache: dict[tuple, Tiling] = {}
         self.signatures = signatures
 
-    def tile(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp]) -> Tiling:
-        key = cached_signature(kernel.kind_name, ops, self.signatures)
+    def tile(self, kernel: sched.KernelOp, ops: Sequence[ark.ArkOp],
+             operands: Sequence[Operands] | None = None) -> Tiling:
+        """Choose the kernel's tiling (`operands`: the ops' `Operands`, when known)."""
+        kind = kernel.kind_name
+        key = cached_signature(kind, ops, self.signatures, operands)
         tiling = self.cache.get(key)
         if tiling is None:
-            tiling = self.cache[key] = choose_tiling(kernel.kind_name, ops, self.device)
+            tiling = self.cache[key] = choose_tiling(kind, ops, self.device)
         for op, config in zip(ops, tiling.attributes, strict=True):
-            op.config = config
+            op.properties["config"] = config  # (`op.config = config`, without the descriptor)
         kernel.set_tiling(tiling.tiles, tiling.warps, tiling.sram)
         return tiling
 
@@ -255,5 +269,7 @@ class SchedTilePass(ModulePass):
     def run(self, schedule: sched.ScheduleOp, tables: ScheduleTables) -> None:
         tiler = Tiler(gpu_device(schedule.device_name), tables.signatures)
         operators = tables.kernel_operators()
+        table, position = tables.operands(), tables.positions()
         for kernel_id, kernel in tables.kernels().items():
-            tiler.tile(kernel, operators[kernel_id])
+            ops = operators[kernel_id]
+            tiler.tile(kernel, ops, [table[position[id(op)]] for op in ops])

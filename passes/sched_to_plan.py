@@ -24,6 +24,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from dialects import ark, plan, sched
+from passes.op_building import bare_op
 from passes.sched_tables import Launch, ScheduleTables, tables_for
 
 
@@ -50,20 +51,21 @@ def resource_groups(launches: Sequence[Launch | sched.LaunchOp]) -> list[plan.Re
     return groups
 
 
-# The plan ops this pass makes by the thousand, built with xDSL's generic `create` from the
-# properties their constructors would give them (the constructors' generic argument handling
-# costs more than the lowering; `tests/sched/test_plan_tables.py` checks both agree).
+# The plan ops this pass makes by the thousand, built from the properties their constructors
+# would give them (`passes.op_building.bare_op`: the constructors' generic argument handling
+# and xDSL's generic builder cost more than the lowering; `tests/sched/test_plan_tables.py`
+# checks both agree).
 
 
 def task_op(kernel: sched.KernelOp) -> plan.TaskOp:
     """`plan.TaskOp(kernel.kernel_id, kernel.warps, kernel.sram)`."""
-    return plan.TaskOp.create(properties={
+    return bare_op(plan.TaskOp, {
         "id": kernel.id, "num_warps": kernel.num_warps, "sram_bytes": kernel.sram_bytes})
 
 
 def task_group_op(task: int, tasks: plan.RangeAttr, granularity: int) -> plan.TaskGroupOp:
     """`plan.TaskGroupOp(task, tasks, granularity)`."""
-    return plan.TaskGroupOp.create(properties={
+    return bare_op(plan.TaskGroupOp, {
         "task_id": sched.int_attr(task), "task_range": tasks,
         "granularity": sched.int_attr(granularity)})
 
@@ -71,16 +73,17 @@ def task_group_op(task: int, tasks: plan.RangeAttr, granularity: int) -> plan.Ta
 def resource_group_op(processors: plan.RangeAttr, warps: plan.RangeAttr, sram: plan.RangeAttr,
                       task_groups: Sequence[plan.TaskGroupOp]) -> plan.ResourceGroupOp:
     """`plan.ResourceGroupOp(processors, warps, sram, task_groups)`."""
-    return plan.ResourceGroupOp.create(
-        properties={"processor_range": processors, "warp_range": warps, "sram_range": sram},
-        regions=[Region(Block(task_groups))])
+    return bare_op(
+        plan.ResourceGroupOp,
+        {"processor_range": processors, "warp_range": warps, "sram_range": sram},
+        [Region(Block(task_groups))])
 
 
 def processor_group_op(processors: plan.RangeAttr, resource_groups: Sequence[plan.ResourceGroupOp]
                        ) -> plan.ProcessorGroupOp:
     """`plan.ProcessorGroupOp(processors, resource_groups)`."""
-    return plan.ProcessorGroupOp.create(properties={"processor_range": processors},
-                                        regions=[Region(Block(resource_groups))])
+    return bare_op(plan.ProcessorGroupOp, {"processor_range": processors},
+                   [Region(Block(resource_groups))])
 
 
 def lower(schedule: sched.ScheduleOp, tables: ScheduleTables | None = None) -> plan.PlanOp:

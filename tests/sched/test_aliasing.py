@@ -162,13 +162,19 @@ def operators(module) -> list[ark.ArkOp]:
     return [op for op in module.ops.first.graph.ops if isinstance(op, ark.ArkOp)]
 
 
+def dependencies(ops: list[ark.ArkOp]) -> dict[ark.ArkOp, set[ark.ArkOp]]:
+    """`operator_dependencies(ops)`, with operators for positions."""
+    return {op: {ops[p] for p in found}
+            for op, found in zip(ops, operator_dependencies(ops), strict=True)}
+
+
 def labels(deps, op) -> set[str]:
     return {d.label.data for d in deps[op]}
 
 
 def test_disjoint_slices_are_independent_and_the_whole_waits_for_both():
     ops = operators(concat_by_slices())
-    deps = operator_dependencies(ops)
+    deps = dependencies(ops)
     first, second, relu = ops
     assert deps[second] == set()
     assert deps[relu] == {first, second}
@@ -182,7 +188,7 @@ def test_overlapping_slices_order_writes_and_reads():
     m.exp(m.slice(buf, [8, 0], [4, 16]), name="bottom_read")      # only `middle`'s rows
     m.exp(m.slice(buf, [0, 0], [4, 16]), name="top_read")         # only `top`'s rows
     m.relu(m.tensor([2, 16], "FP32"), output=m.slice(buf, [0, 0], [2, 16]), name="over_top")
-    deps = operator_dependencies(ops := operators(m.finish()))
+    deps = dependencies(ops := operators(m.finish()))
     by = {op.label.data: op for op in ops}
     assert labels(deps, by["middle"]) == {"top"}                  # write after write
     assert labels(deps, by["bottom_read"]) == {"middle"}
@@ -196,7 +202,7 @@ def test_column_slices_of_different_grids_are_ordered_conservatively():
     buf = m.tensor([8, 16], "FP32")
     m.relu(m.tensor([8, 8], "FP32"), output=m.slice(buf, [0, 0], [8, 8]), name="left")
     m.exp(m.reshape(buf, [128]), name="flat")
-    deps = operator_dependencies(ops := operators(m.finish()))
+    deps = dependencies(ops := operators(m.finish()))
     assert labels(deps, ops[1]) == {"left"}
 
 
@@ -221,7 +227,7 @@ def test_dependencies_order_every_conflict_of_generated_models(seed):
     others (entries dropped because a later write covers them order transitively), and every
     direct dependency is a data use or a conflict the byte regions may see."""
     ops = operators(random_model(seed))
-    deps = operator_dependencies(ops)
+    deps = dependencies(ops)
     index = {op: i for i, op in enumerate(ops)}
     before: dict[int, set[int]] = {}
     for i, op in enumerate(ops):
@@ -248,9 +254,9 @@ def _hull_conflict(a: ark.ArkOp, b: ark.ArkOp) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def buffer_level_dependencies(ops):
+def buffer_level_dependencies(ops, operands=None):
     """The analysis before issue 11: reads after writes only through SSA use-def, one writer
-    per buffer."""
+    per buffer (by position, as `operator_dependencies` gives them)."""
     deps, readers, writers = {}, {}, {}
     for op in ops:
         found = {p for value in op.operands for p in data_producers(value)}
@@ -263,7 +269,8 @@ def buffer_level_dependencies(ops):
             readers.setdefault(value.type.buffer_id, set()).add(op)
         found.discard(op)
         deps[op] = found
-    return deps
+    position = {op: i for i, op in enumerate(ops)}
+    return [{position[d] for d in deps[op] if d in position} for op in ops]
 
 
 @pytest.mark.parametrize("name", ["concat_by_slices", "kv_cache_update",

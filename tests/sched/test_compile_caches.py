@@ -17,12 +17,19 @@ from xdsl.utils.exceptions import VerifyException
 from backends.ark_plan import emit_plan, plan_json, single_plan
 from backends.json_format import PLAN_DEPTH, denser_json
 from compiler.driver import run_pipeline
+from compiler.hardware import gpu_device
 from compiler.locations import verify_module
-from dialects import ark, plan
+from dialects import ark, plan, sched
 from dialects.utils import op_list, walk_ops
 from frontends.model_zoo import generated
+from passes.ark_plan import sched_schedules
+from passes.ark_to_sched import refuse_oversized, schedules_and_operators
 from passes.byte_regions import ByteRegion, covers, overlaps
+from passes.sched_allocate import _on_buffer
+from passes.sched_graph import operand_table, shape4
 from passes.sched_tile import _layout as tile_layout
+from passes.sched_tile import signature
+from passes.tensor_layouts import layout_of
 
 
 def planned(ops: int, arch: str = "a100") -> ModuleOp:
@@ -117,6 +124,105 @@ def test_tile_layouts_are_the_tensor_layouts(modules):
     for module in modules:
         for t in tensors(module):
             assert tile_layout(t) == (t.shape_tuple, t.strides_tuple, t.data_type)
+
+
+def test_layouts_are_the_tensor_figures(modules):
+    """A tensor's `Layout` holds what the tensor's own accessors compute; tensors of the same
+    layout attributes share one; a byte region made from a tensor knows the tensor's."""
+    for module in modules:
+        for t in tensors(module):
+            layout = layout_of(t)
+            assert layout is layout_of(t)
+            assert (layout.shape, layout.strides, layout.offsets) == (
+                t.shape_tuple, t.strides_tuple, t.offsets_tuple)
+            assert layout.shape4 == shape4(t.shape_list)
+            assert (layout.data_type, layout.element_bytes) == (t.data_type, t.element_bytes)
+            assert layout.span_bytes == t.span_bytes
+            assert layout.size_bytes == t.num_elements * t.element_bytes
+            assert layout.alloc_key == (t.shape_tuple, t.strides_tuple, t.offsets_tuple,
+                                        t.element_bytes)
+            assert ByteRegion.of(t).layout is layout
+    buffer = ark.BufferAttr.get(9)
+    a = ark.TensorType.get(1, "FP16", [2, 8], buffer)
+    b = ark.TensorType.get(2, "FP16", [2, 8], ark.BufferAttr.get(10))
+    assert layout_of(a) is layout_of(b)  # (one shape array, shared)
+    assert layout_of(a) is not layout_of(ark.TensorType.get(3, "FP32", [2, 8], buffer))
+
+
+def test_operand_tables_are_the_operands():
+    module = generated(40)
+    verify_module(module)
+    run_pipeline(module, "ark-to-sched{device=a100}")
+    (schedule,) = sched.schedules(module)
+    ops = schedule.operators()
+    for op, (reads, writes, read_regions, write_regions, owners) in zip(
+            ops, operand_table(ops), strict=True):
+        assert (reads, writes) == (tuple(op.read_tensors), tuple(op.write_tensors))
+        assert read_regions == tuple(fresh_region(v.type) for v in reads)
+        assert write_regions == tuple(fresh_region(v.type) for v in writes)
+        assert owners == tuple(ops.index(v.owner) if v.owner in ops else None
+                               for v in (*reads, *writes))
+    assert sched_schedules(module) == sched.schedules(module) == [schedule]
+
+
+def test_signatures_from_operand_tables_are_the_plain_ones(modules):
+    """A kernel's signature read from its operators' `Operands` (with arguments skipped for
+    classes that have none) is the signature read from the IR."""
+    for module in modules[1:]:
+        ops = arks(module)
+        for op in ops:
+            if not type(op).ARGS and op.extra_args is None:
+                assert op.arg_attrs() == {}
+        for size in (1, 2, 3):
+            for start in range(0, len(ops) - size, 7):
+                group = ops[start:start + size]
+                plain = signature("elementwise", group)
+                assert plain == signature("elementwise", group, operand_table(group))
+                assert plain[1][0][3] == tuple(group[0].arg_attrs().items())
+
+
+def test_schedules_are_found_in_walk_order():
+    outer = ModuleOp([])
+    for _ in range(2):
+        module = generated(6)
+        run_pipeline(module, "ark-to-sched{device=a100}")
+        inner = module.detach_region(module.body)
+        outer.body.block.add_op(ModuleOp(inner))
+    assert sched_schedules(outer) == sched.schedules(outer)
+    assert len(sched_schedules(outer)) == 2
+
+
+def test_oversize_refusal_finds_the_operators():
+    module = generated(30)
+    (model,) = [op for op in module.ops if isinstance(op, ark.ModelOp)]
+    assert refuse_oversized(model, gpu_device("a100")) == model.operators()
+
+
+def test_planned_schedules_have_no_virtual_operators():
+    """`ark-plan`'s fusion takes every operator of a schedule it made (no virtual-operator
+    filter): ark-to-sched replaced the virtual ones, as on the example with `Tensor` nodes."""
+    from tests.sched.test_pipeline import example
+
+    module = example("attention_nodes.json")()
+    verify_module(module)
+    models = [op for op in module.ops if isinstance(op, ark.ModelOp)]
+    assert any(op.is_virtual for model in models for op in model.operators())
+    made = schedules_and_operators(module, "a100", kernels=False)
+    for schedule, operators in made:
+        assert operators == schedule.operators()
+        assert not any(op.is_virtual for op in operators)
+
+
+def test_moved_tensors_keep_their_layout_not_their_region():
+    t = ark.TensorType.get(1, "FP16", [4, 8], ark.BufferAttr.get(2))
+    region, layout = ByteRegion.of(t), layout_of(t)
+    target = ark.BufferAttr.get(5)
+    moved = _on_buffer(t, target)
+    assert moved == t.with_buffer(target)
+    assert layout_of(moved) is layout and ByteRegion.of(moved).buffer == 5
+    assert region.buffer == 2
+    t.__dict__["_planc_other"] = 1  # a cached value the copy does not know: not copied
+    assert "_planc_other" not in _on_buffer(t, target).__dict__
 
 
 @pytest.mark.parametrize("outer", [(0, 12, 1), (2, 11, 3), (1, 9, 2), (0, 0, 1), (4, 3, 1)])

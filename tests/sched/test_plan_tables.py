@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
 
 from backends.ark_plan import PLANC_PASSES, emit_plan
 from compiler.driver import run_pipeline
 from compiler.locations import verify_module
-from dialects import plan, sched
+from dialects import ark, plan, sched
 from frontends.model_zoo import generated
+from passes.op_building import bare_op
+from passes.sched_fuse import kernel_op
 from passes.sched_tables import Launch
 from passes.sched_to_plan import (
     processor_group_op,
@@ -68,6 +71,26 @@ def test_generic_plan_ops_equal_the_constructed_ones():
     built_pg = plan.ProcessorGroupOp(r(0, 108), [built])
     assert str(made_pg) == str(built_pg)
     assert made_pg.properties == built_pg.properties
+
+
+def test_bare_ops_are_the_generic_ones():
+    """`bare_op` gives what `create` gives: the same fields, properties and regions; a kernel
+    built bare equals the constructed one."""
+    r = plan.range_attr
+    properties = {"task_id": sched.int_attr(3), "task_range": r(0, 8),
+                  "granularity": sched.int_attr(1)}
+    bare, generic = bare_op(plan.TaskGroupOp, properties), plan.TaskGroupOp.create(
+        properties=properties)
+    assert bare.__dict__ == generic.__dict__ and bare.properties is not properties
+    made, built = kernel_op(5, "rows"), sched.KernelOp(5, "rows")
+    assert str(made) == str(built) and made.properties == built.properties
+    made.verify()
+    block = Block([task_group_op(1, r(0, 8), 1)])
+    group = bare_op(plan.ResourceGroupOp, {"processor_range": r(0, 8), "warp_range": r(0, 4),
+                                           "sram_range": r(0, 0)}, [Region(block)])
+    assert group.regions[0].parent is group and group.regions[0].block is block
+    with pytest.raises(TypeError, match="not built bare"):
+        bare_op(ark.AddOp, {})
 
 
 def test_launches_sharing_processors_make_one_resource_group():
