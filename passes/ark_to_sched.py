@@ -68,7 +68,7 @@ def refuse_oversized(model: ark.ModelOp, device) -> list[ark.ArkOp]:
             operators.append(op)
         for value in op.results:
             tensor = value.type
-            if type(tensor) is tensor_type and (tensor.__dict__.get("_planc_layout")
+            if type(tensor) is tensor_type and (tensor.__dict__.get("_planc_pass_layout")
                                                 or layout_of(tensor)).span_bytes > limit:
                 raise PlancError(f"tensor {tensor.tensor_id} {tensor.shape_list} "
                                  f"{tensor.data_type} holds {tensor.span_bytes / 1e9:.3g} GB, "

@@ -57,7 +57,7 @@ class ByteRegion:
         region = tensor.__dict__.get("_planc_region")
         if region is not None:
             return region
-        layout = tensor.__dict__.get("_planc_layout") or layout_of(tensor)
+        layout = tensor.__dict__.get("_planc_pass_layout") or layout_of(tensor)
         key = (tensor.buffer.id.data, layout)
         region = _SHARED.get(key)
         if region is None:

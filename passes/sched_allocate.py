@@ -191,7 +191,7 @@ class Lifetimes:
                         far = remote[key] = _remote_or_tagged(buffer, rank)
                     if far:
                         life.pinned = True
-                size = (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).span_bytes
+                size = (tensor.__dict__.get("_planc_pass_layout") or layout_of(tensor)).span_bytes
                 if size > life.size:
                     life.size = size
                 life.values.append(value)
@@ -278,9 +278,9 @@ def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
 
 
 _TENSOR_FIELDS = tuple(name for name, _ in ark.TensorType.get_irdl_definition().parameters)
-_KEEPS = frozenset({*_TENSOR_FIELDS, "_planc_layout"})
-"""What a moved tensor takes from the tensor it copies: its parameters and its `Layout`
-(which does not depend on the buffer)."""
+_KEEPS = frozenset({*_TENSOR_FIELDS, "_planc_pass_layout", "_planc_layout"})
+"""What a moved tensor takes from the tensor it copies: its parameters, its `Layout` and the
+dialect's shared layout tuple (`ark._layout_of`), neither of which depends on the buffer."""
 
 
 def _on_buffer(tensor: ark.TensorType, buffer: ark.BufferAttr) -> ark.TensorType:

@@ -27,7 +27,7 @@ def shape4(shape: Sequence[int]) -> tuple[int, ...]:
 
 def tensor_shape4(tensor: ark.TensorType) -> tuple[int, ...]:
     """`shape4` of the tensor's shape (kept with the tensor's `Layout`)."""
-    return (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).shape4
+    return (tensor.__dict__.get("_planc_pass_layout") or layout_of(tensor)).shape4
 
 
 def data_producers(value: SSAValue) -> list[ark.ArkOp]:

@@ -166,7 +166,7 @@ def kernel_space(kind: str, ops: Sequence[ark.ArkOp]) -> tuple[int, ...]:
 
 def _layout(tensor: ark.TensorType) -> tuple:
     """Shape, strides and data type (kept with the tensor's `Layout`)."""
-    return (tensor.__dict__.get("_planc_layout") or layout_of(tensor)).tile_key
+    return (tensor.__dict__.get("_planc_pass_layout") or layout_of(tensor)).tile_key
 
 
 def signature(kind: str, ops: Sequence[ark.ArkOp],

@@ -62,8 +62,8 @@ is here no other object has those `id`s."""
 
 def layout_of(tensor: ark.TensorType) -> Layout:
     """The `Layout` of `tensor`, kept with it. Hot loops read
-    `tensor.__dict__.get("_planc_layout") or layout_of(tensor)`."""
-    found = tensor.__dict__.get("_planc_layout")
+    `tensor.__dict__.get("_planc_pass_layout") or layout_of(tensor)`."""
+    found = tensor.__dict__.get("_planc_pass_layout")
     if found is not None:
         return found
     key = (id(tensor.dtype), id(tensor.shape), id(tensor.strides), id(tensor.offsets))
@@ -72,5 +72,5 @@ def layout_of(tensor: ark.TensorType) -> Layout:
         if len(_LAYOUTS) >= MAX_LAYOUTS:
             _LAYOUTS.clear()
         found = _LAYOUTS[key] = Layout(tensor)
-    tensor.__dict__["_planc_layout"] = found
+    tensor.__dict__["_planc_pass_layout"] = found
     return found
