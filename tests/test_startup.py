@@ -96,3 +96,49 @@ def test_compiling_does_not_import_numpy(target, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     assert out.split()[-2:] == ["0", "False"]
+
+
+def _make_pair():
+    """Two dataclasses alike in their fields (their methods' texts are equal)."""
+    import dataclasses
+
+    made = []
+    for name in ("A", "B"):
+        made.append(dataclasses.make_dataclass(
+            name, [("x", int), ("y", "tuple[int, ...]", dataclasses.field(default_factory=tuple)),
+                   ("z", float, dataclasses.field(default=1.5))], frozen=True, order=True))
+    return made
+
+
+_METHODS = ("__init__", "__repr__", "__eq__", "__lt__", "__hash__", "__setattr__",
+            "__delattr__")
+
+
+def _code_facts(cls) -> list[tuple]:
+    return [(c.co_code, c.co_consts, c.co_names, c.co_varnames, c.co_flags, c.co_filename,
+             c.co_freevars) for c in (getattr(cls, m).__code__ for m in _METHODS)]
+
+
+def test_shared_dataclass_code_compiles_as_exec_does(monkeypatch):
+    """`shared_dataclass_code`: dataclasses made with it have the code `exec` of the text
+    gives (no `__future__` flag leaks in: annotations stay objects), behave alike, and
+    dataclasses alike in their fields share their methods' code objects."""
+    import dataclasses
+
+    import compiler  # noqa: F401 -- installs it
+    assert getattr(vars(dataclasses).get("exec"), "_planc_shared", False)
+    a, b = _make_pair()
+    assert all(getattr(a, m).__code__ is getattr(b, m).__code__ for m in _METHODS)
+    assert a.__init__ is not b.__init__
+    monkeypatch.delitem(vars(dataclasses), "exec")
+    c, _ = _make_pair()
+    assert c.__init__.__code__ is not a.__init__.__code__
+    assert _code_facts(a) == _code_facts(c)
+    assert a.__init__.__annotations__ == c.__init__.__annotations__ \
+        and a.__init__.__annotations__["x"] is int
+    for cls in (a, c):
+        one, two = cls(1), cls(2, (3,))
+        assert repr(one) == f"{cls.__name__}(x=1, y=(), z=1.5)" and one < two
+        assert one == cls(1) and hash(one) == hash(cls(1))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            one.x = 3
