@@ -142,3 +142,42 @@ def test_shared_dataclass_code_compiles_as_exec_does(monkeypatch):
         assert one == cls(1) and hash(one) == hash(cls(1))
         with pytest.raises(dataclasses.FrozenInstanceError):
             one.x = 3
+
+
+def test_dataclass_code_cache_file_round_trip(tmp_path):
+    """A command writes the texts it compiled to the cache file (under
+    PYTHONDONTWRITEBYTECODE only when asked); the next reads them and makes dataclasses whose
+    code is what `exec` gives; a damaged file is read as empty, never trusted."""
+    cache = tmp_path / "codes.marshal"
+    code = (
+        "import sys, dataclasses, marshal\n"
+        "from compiler import _startup\n"
+        "vars(dataclasses).pop('exec', None)\n"
+        f"_startup.shared_dataclass_code({str(cache)!r})\n"
+        "state = _startup._STATE\n"
+        "held = len(state.codes)\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class P:\n    x: int\n    y: str = 'a'\n"
+        "_startup.FORCE_WRITE = sys.argv[1] == 'force'\n"
+        "_startup.save_dataclass_code()\n"
+        "print(held, repr(P(1)), P(1) == P(1), P.__init__.__annotations__['x'] is int)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(mode: str) -> str:
+        return subprocess.run([sys.executable, "-c", code, mode], env=env, cwd=ROOT,
+                              check=True, capture_output=True, text=True).stdout.split()
+
+    assert run("plain")[0] == "0" and not cache.exists()   # PYTHONDONTWRITEBYTECODE holds
+    assert run("force")[0] == "0" and cache.exists()
+    first = run("plain")
+    assert int(first[0]) > 0 and first[1:] == ["P(x=1,", "y='a')", "True", "True"]
+    import marshal
+
+    from compiler._startup import _read_codes
+    codes = _read_codes(str(cache))
+    for text, compiled in codes.items():
+        assert compiled == compile(text, "<string>", "exec", dont_inherit=True)
+    cache.write_bytes(marshal.dumps({"def f(): pass": 3}))
+    assert _read_codes(str(cache)) == {}
+    cache.write_bytes(b"\x00garbage")
+    assert _read_codes(str(cache)) == {} and run("plain")[0] == "0"
