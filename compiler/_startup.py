@@ -109,7 +109,7 @@ def _read_codes(path: str) -> dict[str, CodeType]:
     table."""
     try:
         with open(path, "rb") as f:
-            codes = marshal.load(f)
+            codes = marshal.loads(f.read())  # (`marshal.load` reads a file in small pieces)
     except (OSError, EOFError, ValueError, TypeError):
         return {}
     if type(codes) is not dict or not all(type(k) is str and type(v) is CodeType
