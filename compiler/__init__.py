@@ -6,9 +6,10 @@ line's start-up stays free of xDSL: `import compiler as planc; planc.compile(...
 
 from typing import Any
 
-from compiler._startup import quiet_deprecated
+from compiler._startup import quiet_deprecated, shared_dataclass_code
 
 quiet_deprecated()
+shared_dataclass_code()
 
 _API = ("load", "compile", "check", "simulate", "SimulationResult", "CheckReport",
         "document_format", "formats")

@@ -331,15 +331,46 @@ class KernelEstimate:
 
 
 def kernel_estimate(ops: Sequence[ark.ArkOp], configs: Sequence[dict], num_tasks: int,
-                    slot_warps: int, num_slots: int, device: GpuDevice) -> KernelEstimate:
-    """The cost of a kernel's `num_tasks` tasks with `num_slots` slots per processor."""
+                    slot_warps: int, num_slots: int, device: GpuDevice,
+                    memo: dict | None = None) -> KernelEstimate:
+    """The cost of a kernel's `num_tasks` tasks with `num_slots` slots per processor.
+
+    `memo` (optional, one per list of `ops`): task 0's work by the configs' tile shapes and
+    the task count, all it depends on (`plan.unit_shape` reads nothing else of a config), so
+    candidates differing only in warps or shared memory (a planner tries up to four warp
+    counts per tile) compute it once."""
     total_tasks = max(num_tasks, 1)
-    try:
-        totals = first_task_work(ops, configs, total_tasks)
-    except _NumpyOnly:
-        totals = first_task_work_numpy(ops, configs, total_tasks)
+    if memo is None:
+        totals = _first_task_totals(ops, configs, total_tasks)
+    else:
+        key = (total_tasks, *map(_tile_key, configs))
+        totals = memo.get(key)
+        if totals is None:
+            totals = memo[key] = _first_task_totals(ops, configs, total_tasks)
     return KernelEstimate(num_tasks, num_slots, slot_warps, len(ops), totals,
                           kernel_dtype(ops), device)
+
+
+def _tile_key(config: dict) -> tuple:
+    """What `plan.unit_shape` reads of `config`: TileShapeMNK's M and N, and Tile, with the
+    types of their values (1 and 1.0 are equal keys but not the same numbers)."""
+    mnk = config.get("TileShapeMNK")
+    tile = config.get("Tile", _NO_TILE)
+    return (None if mnk is None else tuple(mnk[:2]),
+            None if mnk is None else tuple(map(type, mnk[:2])),
+            tile if tile is _NO_TILE else tuple(tile),
+            tile if tile is _NO_TILE else tuple(map(type, tile)))
+
+
+_NO_TILE = ("no Tile",)
+
+
+def _first_task_totals(ops: Sequence[ark.ArkOp], configs: Sequence[dict],
+                       total_tasks: int) -> tuple[float, float, float, float]:
+    try:
+        return first_task_work(ops, configs, total_tasks)
+    except _NumpyOnly:
+        return first_task_work_numpy(ops, configs, total_tasks)
 
 
 def first_task_work_numpy(ops: Sequence[ark.ArkOp], configs: Sequence[dict],

@@ -718,7 +718,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def exit_without_teardown(code: int) -> None:
     """End the process now: freeing a large IR graph object by object (and the collector's
     final pass over it) costs ~7% of a compile, for memory the OS reclaims anyway. Output
-    files are closed already; the standard streams are flushed here."""
+    files are closed already; the standard streams are flushed here, and the dataclass code
+    cache (which `atexit` would write) is written."""
+    from compiler._startup import save_dataclass_code
+
+    save_dataclass_code()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -205,11 +205,12 @@ def choose_tiling(kind: str, ops: Sequence[ark.ArkOp], device: GpuDevice) -> Til
                       0.0)
     space = kernel_space(kind, ops)
     best: Tiling | None = None
+    memo: dict = {}  # task 0's work, shared by candidates of one tile shape (`kernel_estimate`)
     for configs, tiles, warps, sram in CANDIDATES[kind](ops, space, device):
         count = slots(warps, sram, device)
         if count < 1:
             continue
-        estimate = kernel_estimate(ops, configs, tiles, warps, count, device)
+        estimate = kernel_estimate(ops, configs, tiles, warps, count, device, memo)
         candidate = Tiling(tuple(configs), tiles, warps, sram, estimate.seconds)
         if best is None or (candidate.seconds, candidate.tiles) < (best.seconds, best.tiles):
             best = candidate

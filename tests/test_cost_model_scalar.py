@@ -6,6 +6,7 @@ and numpy's answer or error is what comes out)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import struct
@@ -93,10 +94,14 @@ def test_every_estimate_of_the_pipeline_is_numpys(arch, monkeypatch):
     calls = {"all": 0, "plain": 0}
     original = cost_model.kernel_estimate
 
-    def checked(ops, configs, num_tasks, slot_warps, num_slots, device):
+    def checked(ops, configs, num_tasks, slot_warps, num_slots, device, memo=None):
         calls["all"] += 1
         calls["plain"] += _agree(ops, configs, max(num_tasks, 1))
-        return original(ops, configs, num_tasks, slot_warps, num_slots, device)
+        found = original(ops, configs, num_tasks, slot_warps, num_slots, device, memo)
+        # `choose_tiling`'s memo (task 0's work by tile shapes) answers as a fresh estimate
+        fresh = original(ops, configs, num_tasks, slot_warps, num_slots, device)
+        assert _bits(found.work) == _bits(fresh.work) and found.seconds == fresh.seconds
+        return found
 
     for module in (passes.sched_partition, passes.sched_tile):
         monkeypatch.setattr(module, "kernel_estimate", checked)
@@ -178,6 +183,42 @@ def test_generated_operators_and_configs_cost_what_numpy_says(hostile):
             checked += 1
     # The plain path answers the ordinary cases itself (else this tested numpy twice).
     assert plain == checked if not hostile else 0 < plain < checked
+
+
+@pytest.mark.parametrize("hostile", [False, True])
+def test_a_memo_of_task_work_answers_as_a_fresh_estimate(hostile):
+    """`kernel_estimate`'s memo keys task 0's work by the configs' tile shapes (and their
+    values' types) and the task count: candidates that differ elsewhere (warps, shared memory)
+    share it, and every estimate equals one made without the memo, error or value."""
+    rng = random.Random(1500 + hostile)
+    device = gpu_device("a100")
+    shared = asked = 0
+    for _ in range(60):
+        ops = [op for op in _random_model(rng).walk() if isinstance(op, ark.ArkOp)
+               and not isinstance(op, ark.TensorOp)]
+        if not ops:
+            continue
+        start = rng.randint(0, len(ops) - 1)
+        group = ops[start:start + rng.randint(1, 4)]
+        pool = [[_config(rng, op, hostile) for op in group] for _ in range(3)]
+        if hostile:  # the same extents as floats or booleans: equal keys but for the types
+            pool.append([{k: [float(v) if type(v) is int else v for v in value]
+                          if type(value) is list else value for k, value in c.items()}
+                         for c in pool[0]])
+        memo: dict = {}
+        for _ in range(12):
+            configs = [{**c, "NumWarps": rng.choice((1, 2, 4, 8)),
+                        "SramBytes": rng.choice((0, 4096))} for c in rng.choice(pool)]
+            total, warps = rng.choice((1, 7)), rng.choice((1, 4))
+            estimate = functools.partial(kernel_estimate, group, configs, total, warps, 1,
+                                         device)
+            fresh = _outcome(lambda: estimate().work)  # noqa: B023 -- called at once
+            size = len(memo)
+            found = _outcome(lambda: estimate(memo=memo).work)  # noqa: B023 -- called at once
+            assert found == fresh, (group, configs)
+            asked += 1
+            shared += len(memo) == size and found[0] == "ok"
+    assert 0 < shared < asked
 
 
 def test_int64_edges_hand_over_to_numpy():

@@ -96,3 +96,88 @@ def test_compiling_does_not_import_numpy(target, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     assert out.split()[-2:] == ["0", "False"]
+
+
+def _make_pair():
+    """Two dataclasses alike in their fields (their methods' texts are equal)."""
+    import dataclasses
+
+    made = []
+    for name in ("A", "B"):
+        made.append(dataclasses.make_dataclass(
+            name, [("x", int), ("y", "tuple[int, ...]", dataclasses.field(default_factory=tuple)),
+                   ("z", float, dataclasses.field(default=1.5))], frozen=True, order=True))
+    return made
+
+
+_METHODS = ("__init__", "__repr__", "__eq__", "__lt__", "__hash__", "__setattr__",
+            "__delattr__")
+
+
+def _code_facts(cls) -> list[tuple]:
+    return [(c.co_code, c.co_consts, c.co_names, c.co_varnames, c.co_flags, c.co_filename,
+             c.co_freevars) for c in (getattr(cls, m).__code__ for m in _METHODS)]
+
+
+def test_shared_dataclass_code_compiles_as_exec_does(monkeypatch):
+    """`shared_dataclass_code`: dataclasses made with it have the code `exec` of the text
+    gives (no `__future__` flag leaks in: annotations stay objects), behave alike, and
+    dataclasses alike in their fields share their methods' code objects."""
+    import dataclasses
+
+    import compiler  # noqa: F401 -- installs it
+    assert getattr(vars(dataclasses).get("exec"), "_planc_shared", False)
+    a, b = _make_pair()
+    assert all(getattr(a, m).__code__ is getattr(b, m).__code__ for m in _METHODS)
+    assert a.__init__ is not b.__init__
+    monkeypatch.delitem(vars(dataclasses), "exec")
+    c, _ = _make_pair()
+    assert c.__init__.__code__ is not a.__init__.__code__
+    assert _code_facts(a) == _code_facts(c)
+    assert a.__init__.__annotations__ == c.__init__.__annotations__ \
+        and a.__init__.__annotations__["x"] is int
+    for cls in (a, c):
+        one, two = cls(1), cls(2, (3,))
+        assert repr(one) == f"{cls.__name__}(x=1, y=(), z=1.5)" and one < two
+        assert one == cls(1) and hash(one) == hash(cls(1))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            one.x = 3
+
+
+def test_dataclass_code_cache_file_round_trip(tmp_path):
+    """A command writes the texts it compiled to the cache file (under
+    PYTHONDONTWRITEBYTECODE only when asked); the next reads them and makes dataclasses whose
+    code is what `exec` gives; a damaged file is read as empty, never trusted."""
+    cache = tmp_path / "codes.marshal"
+    code = (
+        "import sys, dataclasses, marshal\n"
+        "from compiler import _startup\n"
+        "vars(dataclasses).pop('exec', None)\n"
+        f"_startup.shared_dataclass_code({str(cache)!r})\n"
+        "state = _startup._STATE\n"
+        "held = len(state.codes)\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class P:\n    x: int\n    y: str = 'a'\n"
+        "_startup.FORCE_WRITE = sys.argv[1] == 'force'\n"
+        "_startup.save_dataclass_code()\n"
+        "print(held, repr(P(1)), P(1) == P(1), P.__init__.__annotations__['x'] is int)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(mode: str) -> str:
+        return subprocess.run([sys.executable, "-c", code, mode], env=env, cwd=ROOT,
+                              check=True, capture_output=True, text=True).stdout.split()
+
+    assert run("plain")[0] == "0" and not cache.exists()   # PYTHONDONTWRITEBYTECODE holds
+    assert run("force")[0] == "0" and cache.exists()
+    first = run("plain")
+    assert int(first[0]) > 0 and first[1:] == ["P(x=1,", "y='a')", "True", "True"]
+    import marshal
+
+    from compiler._startup import _read_codes
+    codes = _read_codes(str(cache))
+    for text, compiled in codes.items():
+        assert compiled == compile(text, "<string>", "exec", dont_inherit=True)
+    cache.write_bytes(marshal.dumps({"def f(): pass": 3}))
+    assert _read_codes(str(cache)) == {}
+    cache.write_bytes(b"\x00garbage")
+    assert _read_codes(str(cache)) == {} and run("plain")[0] == "0"
