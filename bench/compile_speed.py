@@ -1,7 +1,7 @@
 """Compile speed: the whole `planc MODEL --target ark -o PLAN` command, as a user runs it.
 
     python bench/compile_speed.py [--ops 1000,10000,50000] [--arch a100] [--repeat 1]
-                                  [--baseline TREE] [--split]
+                                  [--baseline TREE] [--split] [--cold]
 
 Generated models (`frontends.model_zoo.generated`: stacks of pre-norm MLP blocks, 10
 operators each) are written to ARK model files, then compiled by a subprocess
@@ -16,6 +16,12 @@ cost per 1000 operators and whose intercept a is the fixed cost (start-up and im
 a `git worktree` of main) in the same run, interleaved with this tree's, and prints both and
 their ratio: on a shared machine only same-run comparisons mean anything. Each pair of plans is
 compared byte for byte.
+
+Before timing, each tree is warmed as an installed planc is after its first command: its
+bytecode is compiled (`compileall`) and its cache of dataclass method code is written
+(`python -m compiler.warm`, see `compiler._startup.shared_dataclass_code`; trees without it
+are only compiled). Both are what Python and planc write on a first run where bytecode may
+be written. `--cold` skips this (a tree with neither pays ~0.1 CPU s more per command).
 
 `--split` also times the steps of the command, in a fresh process per tree and size (CPU
 seconds): start-up (interpreter and imports), read (JSON), schema, import (the importer),
@@ -91,6 +97,18 @@ def split_seconds(tree: Path, model: Path, arch: str) -> dict[str, float]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def warm(tree: Path, model: Path, tmp: str) -> None:
+    """Compile `tree`'s bytecode and write its dataclass code cache (see the docstring)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    packages = [p for p in ("compiler", "dialects", "passes", "frontends", "backends")
+                if (tree / p).is_dir()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], cwd=tree, env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+    if (tree / "compiler" / "warm.py").is_file():
+        subprocess.run([sys.executable, "-m", "compiler.warm", str(model), "--target", "ark",
+                        "-o", str(Path(tmp, "warm.json"))], cwd=tree, env=env, check=True)
+
+
 def best_of(repeat: int, tree: Path, model: Path, plan: Path, arch: str) -> tuple[float, float]:
     runs = [run_planc(tree, model, plan, arch) for _ in range(repeat)]
     return min(r[0] for r in runs), min(r[1] for r in runs)
@@ -114,6 +132,8 @@ def main() -> None:
                         help="another checkout to time in the same run")
     parser.add_argument("--split", action="store_true",
                         help="also time each step of the command (CPU s)")
+    parser.add_argument("--cold", action="store_true",
+                        help="do not compile bytecode or write the dataclass code cache first")
     args = parser.parse_args()
     sizes = [int(s) for s in args.ops.split(",")]
     trees = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
@@ -123,6 +143,11 @@ def main() -> None:
     header += f"{'ops/CPU s':>11}" + (f"{'CPU ratio':>11}" if args.baseline else "")
     print(header, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
+        if not args.cold:
+            small = Path(tmp, "warm-model.json")
+            small.write_text(emit_model(generated(10)))
+            for tree in trees.values():
+                warm(tree, small, tmp)
         for ops in sizes:
             model = Path(tmp, f"model{ops}.json")
             model.write_text(emit_model(generated(ops)))
