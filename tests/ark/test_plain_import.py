@@ -268,6 +268,35 @@ def test_described_differently_is_still_an_error():
         ark_model.import_model(JsonNode(doc))
 
 
+def repeated_tensor(doc: dict) -> tuple[dict, dict]:
+    """(the first object of a tensor that several operators list, a later one)."""
+    seen: dict[int, dict] = {}
+    for node in doc["Nodes"]:
+        for tensor in node["Op"]["ReadTensors"] + node["Op"]["WriteTensors"]:
+            if tensor["Id"] in seen:
+                return seen[tensor["Id"]], tensor
+            seen[tensor["Id"]] = tensor
+    raise AssertionError("no tensor is listed twice")
+
+
+@pytest.mark.parametrize("retype", [float, lambda v: True if v == 1 else v],
+                         ids=["float", "bool"])
+def test_a_repeated_tensor_is_read_as_strictly_as_its_first_object(retype):
+    """`[1.0]` or `[true]` equal `[1]` in Python: a later object of a tensor that says so was
+    taken for the one already read (and accepted) while the same object first is refused."""
+    outcomes = []
+    for which in (0, 1):
+        doc = json.loads(emit_model(generated(10)))
+        tensor = repeated_tensor(doc)[which]
+        tensor["Shape"] = [retype(v) for v in tensor["Shape"]]
+        assert 1 in tensor["Shape"] or retype is float
+        fast, checked, _ = both(doc)
+        assert fast == checked
+        outcomes.append(fast)
+    assert [kind for kind, _ in outcomes] == ["error", "error"]
+    assert all(".Shape[" in message for _, message in outcomes)
+
+
 def test_assembled_operators_equal_constructed_ones():
     tensor = ark.TensorType.get(0, "FP16", [4], ark.BufferAttr.get(0))
     a = ark.ViewOp(tensor).result
