@@ -341,7 +341,8 @@ def _is_a(cls: type, kind: type) -> bool:
 def schedules(module: Operation) -> list[ScheduleOp]:
     """The schedules in `module`, in walk order (pre-order). Only ops with regions are
     descended into: the thousands of region-less ops of a graph are passed over in one loop
-    instead of one generator each, as `Operation.walk` makes."""
+    instead of one generator each, as `Operation.walk` makes, and each block is listed by
+    following its op list (`op_list`)."""
     found: list[ScheduleOp] = []
     stack = [module]
     while stack:
@@ -350,8 +351,8 @@ def schedules(module: Operation) -> list[ScheduleOp]:
             found.append(op)
         for region in reversed(op.regions):
             for block in reversed(region.blocks):
-                stack.extend(child for child in reversed(block.ops) if child.regions
-                             or _is_a(type(child), ScheduleOp))
+                stack.extend(reversed([child for child in op_list(block) if child.regions
+                                       or _is_a(type(child), ScheduleOp)]))
     return found
 
 

@@ -16,15 +16,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from dialects import sched
-from dialects.utils import op_list
 from passes.ark_to_sched import schedules_and_operators
 from passes.sched_allocate import SchedAllocatePass
 from passes.sched_fuse import SchedFusePass
-from passes.sched_graph import is_a
 from passes.sched_partition import SchedPartitionPass
 from passes.sched_tables import ScheduleTables, tables_for
 from passes.sched_tile import SchedTilePass
@@ -45,27 +42,9 @@ class ArkPlanPass(ModulePass):
         # `ScheduleTables.planning`); any others the module had, pass by pass.
         shared = {schedule: ScheduleTables(schedule, planning=True, operators=operators)
                   for schedule, operators in made}
-        schedules = sched_schedules(op)  # the passes below keep them (and make no others)
+        schedules = sched.schedules(op)  # the passes below keep them (and make no others)
         for step in (SchedFusePass(), SchedTilePass(), SchedPartitionPass(),
                      SchedAllocatePass()):
             for schedule in schedules:
                 step.run(schedule, tables_for(schedule, shared))
         SchedToPlanPass().apply(ctx, op, shared)
-
-
-def sched_schedules(module: Operation) -> list[sched.ScheduleOp]:
-    """`sched.schedules(module)`: the schedules in `module`, in walk order (pre-order),
-    found by following the blocks' op lists (a schedule's graph is tens of thousands of ops
-    without regions, which this passes over in one list)."""
-    found: list[sched.ScheduleOp] = []
-    stack = [module]
-    schedule_op = sched.ScheduleOp
-    while stack:
-        op = stack.pop()
-        if is_a(type(op), schedule_op):
-            found.append(op)
-        for region in reversed(op.regions):
-            for block in reversed(region.blocks):
-                stack.extend(reversed([child for child in op_list(block) if child.regions
-                                       or is_a(type(child), schedule_op)]))
-    return found
