@@ -233,6 +233,14 @@ def _check_box(lower: Sequence[int], upper: Sequence[int], what: str = "") -> No
 
 def _inside(lower: Sequence[int], upper: Sequence[int], outer_lo: Sequence[int],
             outer_hi: Sequence[int]) -> bool:
+    if len(lower) == len(upper) == len(outer_lo) == len(outer_hi) == DIMS:
+        # Unrolled for the usual 4 coordinates (the verifier tests ~24k boxes).
+        a0, a1, a2, a3 = lower
+        b0, b1, b2, b3 = upper
+        c0, c1, c2, c3 = outer_lo
+        d0, d1, d2, d3 = outer_hi
+        return (c0 <= a0 and b0 <= d0 and c1 <= a1 and b1 <= d1 and c2 <= a2 and b2 <= d2
+                and c3 <= a3 and b3 <= d3)
     return all(ol <= lo and hi <= ou
                for lo, hi, ol, ou in zip(lower, upper, outer_lo, outer_hi, strict=False))
 
@@ -320,7 +328,10 @@ class DestinationAttr(RecordAttr):
 
     @property
     def to_dram(self) -> bool:
-        return value_of(self.kind) == "DRAM"
+        found = self.__dict__.get("_planc_dram")
+        if found is None:
+            found = self.__dict__["_planc_dram"] = value_of(self.kind) == "DRAM"
+        return found
 
     @property
     def target(self) -> tuple[int, int | None]:
@@ -465,7 +476,9 @@ class RecordOp(IRDLOperation):
             if prop not in properties:
                 raise VerifyException(f"missing required key '{key}'")
         if "lower" in properties or "upper" in properties:
-            _check_box(self.ints_of("lower"), self.ints_of("upper"))
+            lower, upper = properties.get("lower"), properties.get("upper")
+            _check_box(() if lower is None else _values(lower),
+                       () if upper is None else _values(upper))
         for prop, key, wanted in lists:
             if prop in properties:
                 for i, item in enumerate(properties[prop].data):
@@ -654,7 +667,7 @@ class L2TensorOp(RecordOp):
                                f"transfer ids {sorted(set(self.transfer_ids))}", None, "source")
             lower, upper = self.ints_of("lower"), self.ints_of("upper")
             for i, s in enumerate(srcs):
-                if lower and not _inside(ints(s.lower), ints(s.upper), lower, upper):
+                if lower and not _inside(_values(s.lower), _values(s.upper), lower, upper):
                     raise VerifyAt(f"source block {ints(s.lower)}..{ints(s.upper)} is outside "
                                    f"the tensor {lower}..{upper}", None, "source", i)
 
@@ -1135,19 +1148,23 @@ class ScheduleOp(RecordOp):
 # ---------------------------------------------------------------------------------------------
 
 
-def _walk(root: Operation) -> Iterator[Operation]:
-    """`root.walk()` (root, then the ops of its regions, each before its own regions) by the
-    blocks' op lists, without xDSL's nested generators: a schedule has ~13k ops."""
-    yield root
+def _walk(root: Operation, found: list[Operation] | None = None) -> list[Operation]:
+    """The ops of `root.walk()` (root, then the ops of its regions, each before its own
+    regions) in a list, by the blocks' op lists, without xDSL's nested generators: a
+    schedule has ~13k ops."""
+    if found is None:
+        found = []
+    found.append(root)
     for region in root.regions:
         for block in region.blocks:
             op = block.first_op
             while op is not None:
                 if op.regions:
-                    yield from _walk(op)
+                    _walk(op, found)
                 else:
-                    yield op
+                    found.append(op)
                 op = op.next_op
+    return found
 
 
 class TransferIndex:
@@ -1208,6 +1225,8 @@ class TransferIndex:
 
     def _verify_consumers(self) -> None:
         """Every ifmap/weight transfer resolves to a producer that lists the workload."""
+        targets: dict[int, set[tuple[int, int | None]]] = {}
+        """transfer id -> the (core, workload) targets of its producer's core destinations."""
         for (core, wid), wl in self.workloads.items():
             needs = [(ifmap, tid) for ifmap in self.of(wl, IfmapOp)
                      for tid in ifmap.transfer_ids]
@@ -1223,8 +1242,11 @@ class TransferIndex:
                                                      and producer.value("kind") == "weight"):
                     raise VerifyAt(f"weight transfer {tid} must be a DRAM weight load, it is "
                                    f"{_describe(producer)}", op, "transfer_id")
-                if not any(not d.to_dram and d.target == (core, wid)
-                           for d in producer.destinations) and \
+                listed = targets.get(tid)
+                if listed is None:
+                    listed = targets[tid] = {d.target for d in producer.destinations
+                                             if not d.to_dram}
+                if (core, wid) not in listed and \
                         not self._shared_weight(op, producer, tid, core, wl):
                     raise VerifyAt(f"transfer {tid} is consumed by workload {wid} of core {core} "
                                    f"but its producer ({_describe(producer)}) does not list it "
@@ -1389,8 +1411,10 @@ class TransferIndex:
             return {}
         shapes = {}
         for op in _walk(module):
+            if not op.name.startswith("dnn."):
+                continue
             name, result = op.properties.get("layer_name"), op.results[:1]
-            if op.name.startswith("dnn.") and name is not None and result:
+            if name is not None and result:
                 shapes[name.data] = result[0].type.nchw
         return shapes
 
@@ -1432,21 +1456,35 @@ class TensorOrderCheck:
         """The DRAM transfers an L2 tensor stands for: ("load", id) for tensors read from
         DRAM, ("store", id) for the staging copy of a stored output, None for on-chip data."""
         if tensor.value("kind") == "ofmap":
-            stores = [s for s in self.index.stores if s.value("core_id") == core
-                      and s.value("workload_id") == wl.id
-                      and s.value("layer_name") == tensor.value("layer_name")]
-            if stores:
-                return [("store", stores[0].value("transfer_id"))]
+            first, layers = self._stores_by_place()
+            layer = tensor.value("layer_name")
+            tid = first.get((core, wl.id, layer))
+            if tid is not None:
+                return [("store", tid)]
             # An output kept in L2 after its own workload (ResNet-50: Add_103_1 in Conv_105's
             # snapshot) is stored by another workload of its layer: it touches DRAM, through
             # a store that the snapshot does not name.
-            if any(s.value("core_id") == core and s.value("layer_name") ==
-                   tensor.value("layer_name") for s in self.index.stores):
+            if (core, layer) in layers:
                 return []
             return None
         if tensor.from_dram:
             return [("load", t) for t in tensor.transfer_ids]
         return None
+
+    def _stores_by_place(self) -> tuple[dict[tuple, int], set[tuple]]:
+        """The transfer id of the first DRAM store per (core, workload, layer), and the
+        (core, layer) pairs that have a store: one pass over the stores instead of one per
+        staged output tensor."""
+        found = self.__dict__.get("_by_place")
+        if found is None:
+            first: dict[tuple, int] = {}
+            layers: set[tuple] = set()
+            for s in self.index.stores:
+                core, layer = s.value("core_id"), s.value("layer_name")
+                first.setdefault((core, s.value("workload_id"), layer), s.value("transfer_id"))
+                layers.add((core, layer))
+            found = self._by_place = (first, layers)
+        return found
 
     def _check(self, order_of: dict, tensor: RecordOp, transfers) -> None:
         if "tensor_order" not in tensor.properties:
