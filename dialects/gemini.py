@@ -460,7 +460,14 @@ class RecordOp(IRDLOperation):
         return cls.create(properties=props)
 
     def value(self, prop: str):
-        return value_of(self.properties.get(prop))
+        attr = self.properties.get(prop)
+        # `value_of`'s two usual cases inline: the verifier reads ~85k fields of a schedule.
+        kind = type(attr)
+        if kind is IntegerAttr:
+            return attr.value.data
+        if kind is StringAttr:
+            return attr.data
+        return value_of(attr)
 
     def ints_of(self, prop: str) -> list[int]:
         return ints(self.properties.get(prop))
