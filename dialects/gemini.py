@@ -233,6 +233,14 @@ def _check_box(lower: Sequence[int], upper: Sequence[int], what: str = "") -> No
 
 def _inside(lower: Sequence[int], upper: Sequence[int], outer_lo: Sequence[int],
             outer_hi: Sequence[int]) -> bool:
+    if len(lower) == len(upper) == len(outer_lo) == len(outer_hi) == DIMS:
+        # Unrolled for the usual 4 coordinates (the verifier tests ~24k boxes).
+        a0, a1, a2, a3 = lower
+        b0, b1, b2, b3 = upper
+        c0, c1, c2, c3 = outer_lo
+        d0, d1, d2, d3 = outer_hi
+        return (c0 <= a0 and b0 <= d0 and c1 <= a1 and b1 <= d1 and c2 <= a2 and b2 <= d2
+                and c3 <= a3 and b3 <= d3)
     return all(ol <= lo and hi <= ou
                for lo, hi, ol, ou in zip(lower, upper, outer_lo, outer_hi, strict=False))
 
@@ -320,12 +328,21 @@ class DestinationAttr(RecordAttr):
 
     @property
     def to_dram(self) -> bool:
-        return value_of(self.kind) == "DRAM"
+        found = self.__dict__.get("_planc_dram")
+        if found is None:
+            found = self.__dict__["_planc_dram"] = value_of(self.kind) == "DRAM"
+        return found
 
     @property
     def target(self) -> tuple[int, int | None]:
         """(core id, workload id) of a core destination."""
-        return value_of(self.core_id), value_of(self.field("workload_id"))
+        # Kept on the (immutable) attribute, as `_values` does: the verifier asks each
+        # destination for its target several times per consumer.
+        found = self.__dict__.get("_planc_target")
+        if found is None:
+            found = value_of(self.core_id), value_of(self.field("workload_id"))
+            self.__dict__["_planc_target"] = found
+        return found
 
     @staticmethod
     @functools.lru_cache(maxsize=1 << 16)
@@ -415,6 +432,17 @@ _XDSL_BUILD_ARGS = frozenset(("operands", "result_types", "attributes", "propert
                               "successors", "regions"))
 
 
+@functools.cache
+def _field_tables(cls: type) -> tuple[tuple[tuple[str, str], ...],
+                                       tuple[tuple[str, str, type], ...]]:
+    """A record class's (prop, key) of required fields and (prop, key, attribute class) of
+    destination/source lists, in `FIELDS` order: read once per class, not per op."""
+    required = tuple((f.prop, f.key) for f in cls.FIELDS if f.required)
+    lists = tuple((f.prop, f.key, DestinationAttr if f.kind is Kind.DESTS else SourceAttr)
+                  for f in cls.FIELDS if f.kind in (Kind.DESTS, Kind.SOURCES))
+    return required, lists
+
+
 class RecordOp(IRDLOperation):
     """An op standing for one JSON object of the IR (see `FIELDS`)."""
 
@@ -432,7 +460,14 @@ class RecordOp(IRDLOperation):
         return cls.create(properties=props)
 
     def value(self, prop: str):
-        return value_of(self.properties.get(prop))
+        attr = self.properties.get(prop)
+        # `value_of`'s two usual cases inline: the verifier reads ~85k fields of a schedule.
+        kind = type(attr)
+        if kind is IntegerAttr:
+            return attr.value.data
+        if kind is StringAttr:
+            return attr.data
+        return value_of(attr)
 
     def ints_of(self, prop: str) -> list[int]:
         return ints(self.properties.get(prop))
@@ -442,17 +477,20 @@ class RecordOp(IRDLOperation):
 
     def check(self) -> None:
         """The record's own rules (without xDSL's generic property checks)."""
-        for f in self.FIELDS:
-            if f.required and f.prop not in self.properties:
-                raise VerifyException(f"missing required key '{f.key}'")
-        if "lower" in self.properties or "upper" in self.properties:
-            _check_box(self.ints_of("lower"), self.ints_of("upper"))
-        for f in self.FIELDS:
-            if f.kind in (Kind.DESTS, Kind.SOURCES) and f.prop in self.properties:
-                wanted = DestinationAttr if f.kind is Kind.DESTS else SourceAttr
-                for i, item in enumerate(self.properties[f.prop].data):
+        properties = self.properties
+        required, lists = _field_tables(type(self))
+        for prop, key in required:
+            if prop not in properties:
+                raise VerifyException(f"missing required key '{key}'")
+        if "lower" in properties or "upper" in properties:
+            lower, upper = properties.get("lower"), properties.get("upper")
+            _check_box(() if lower is None else _values(lower),
+                       () if upper is None else _values(upper))
+        for prop, key, wanted in lists:
+            if prop in properties:
+                for i, item in enumerate(properties[prop].data):
                     if not isinstance(item, wanted):
-                        raise VerifyAt(f"expected a {wanted.name} attribute", None, f.key, i)
+                        raise VerifyAt(f"expected a {wanted.name} attribute", None, key, i)
 
     def check_choice(self, prop: str, key: str, choices: tuple[str, ...]) -> None:
         value = self.value(prop)
@@ -636,7 +674,7 @@ class L2TensorOp(RecordOp):
                                f"transfer ids {sorted(set(self.transfer_ids))}", None, "source")
             lower, upper = self.ints_of("lower"), self.ints_of("upper")
             for i, s in enumerate(srcs):
-                if lower and not _inside(ints(s.lower), ints(s.upper), lower, upper):
+                if lower and not _inside(_values(s.lower), _values(s.upper), lower, upper):
                     raise VerifyAt(f"source block {ints(s.lower)}..{ints(s.upper)} is outside "
                                    f"the tensor {lower}..{upper}", None, "source", i)
 
@@ -787,6 +825,21 @@ class WorkloadOp(RecordOp):
         lower, upper = rows(self.workload)
         return lower, upper
 
+    def grouped(self) -> dict[type, list[Operation]]:
+        """The workload's entries by exact op class, in order (`children` of every kind in
+        one walk of the block, for the verifier, which reads most kinds several times)."""
+        found: dict[type, list[Operation]] = {}
+        op = self.body.block.first_op
+        while op is not None:
+            kind = type(op)
+            same = found.get(kind)
+            if same is None:
+                found[kind] = [op]
+            else:
+                same.append(op)
+            op = op.next_op
+        return found
+
     def children(self, kind: type[_Op]) -> list[_Op]:
         # A walk of the block's list without xDSL's iterator objects: the passes, the
         # verifier and the emitter ask a workload for its entries of one kind ~50 times each.
@@ -865,31 +918,32 @@ class WorkloadOp(RecordOp):
         if self.wl0_key is not None and self.wl0_key.data not in WL0_KEYS:
             raise VerifyException(f"wl0_key must be wl0_buffer or wl1_buffer, got "
                                   f"{self.wl0_key.data}")
-        if len(self.children(WeightOp)) > 1:
+        kids = self.grouped()
+        if len(kids.get(WeightOp, ())) > 1:
             raise VerifyException("a workload has at most one weight")
         for region in rows(self.ring_buffer_info):
             if len(region) != 2 or region[0] < 0 or region[1] <= 0:
                 raise VerifyAt("ring buffer regions are [start, size] with start >= 0 and size "
                                "> 0", None, "ring_buffer_info")
-        self._verify_blocks()
-        self._verify_snapshot()
+        self._verify_blocks(kids)
+        self._verify_snapshot(kids)
 
-    def _verify_blocks(self) -> None:
+    def _verify_blocks(self, kids: dict[type, list[Operation]]) -> None:
         lower, upper = self.box
         extent = box_size(lower, upper)
-        for ofmap in self.ofmaps:
+        for ofmap in kids.get(OfmapOp, ()):
             if not _inside(ofmap.ints_of("lower"), ofmap.ints_of("upper"), [0] * DIMS,
                            [e - 1 for e in extent]):
                 raise VerifyAt(f"block {ofmap.ints_of('lower')}..{ofmap.ints_of('upper')} is "
                                f"outside the workload's output tile of size {extent}", ofmap,
                                "upper")
-        for tile in self.tiles:
+        for tile in kids.get(TileOp, ()):
             lo, hi = tile.ints_of("ofmap_lower"), tile.ints_of("ofmap_upper")
             if lo and hi and not _inside(lo, hi, lower, upper):
                 raise VerifyAt(f"tile ofmap {lo}..{hi} is outside the workload {lower}..{upper}",
                                tile, "ofmap_upper")
 
-    def _verify_snapshot(self) -> None:
+    def _verify_snapshot(self, kids: dict[type, list[Operation]]) -> None:
         """The L2 snapshot: inside the buffer and its ring regions, no two tensors overlap, and
         every ifmap of the workload is (a box of) one of its tensors."""
         schedule = self.parent_op() and self.parent_op().parent_op()
@@ -903,8 +957,9 @@ class WorkloadOp(RecordOp):
             if s2 < s1 + z1:
                 raise VerifyAt(f"ring buffer regions at {s1} and {s2} overlap", None,
                                "ring_buffer_info")
+        buffer = kids.get(L2TensorOp, [])
         occupied: list[tuple[int, int, L2TensorOp]] = []
-        for tensor in self.buffer:
+        for tensor in buffer:
             spans = _ring_spans(tensor.value("address"), tensor.value("size"), regions)
             if spans is None:
                 where = f"buffersize {buffersize}" if not self.ring_regions else \
@@ -920,16 +975,16 @@ class WorkloadOp(RecordOp):
                             f"[{other.value('address')}, {other.end}) in the same L2 snapshot",
                             tensor, "address")
                 occupied.append((start, end, tensor))
-        wl0 = sorted(self.wl0, key=lambda t: t.value("address"))
+        wl0 = sorted(kids.get(Wl0TensorOp, ()), key=lambda t: t.value("address"))
         for first, second in zip(wl0, wl0[1:], strict=False):
             if second.value("address") < first.end:
                 raise VerifyAt(f"WL0 tensor at [{second.value('address')}, {second.end}) overlaps "
                                f"the one at [{first.value('address')}, {first.end})", second,
                                "address")
         if self.has_list("buffer"):
-            held_by = [(set(t.transfer_ids), t) for t in self.buffer
+            held_by = [(set(t.transfer_ids), t) for t in buffer
                        if t.value("kind") != "ofmap"]
-            for ifmap in self.ifmaps:
+            for ifmap in kids.get(IfmapOp, ()):
                 wanted = set(ifmap.transfer_ids)
                 held = next((t for ids, t in held_by if wanted <= ids), None)
                 if held is None:
@@ -1070,8 +1125,8 @@ class ScheduleOp(RecordOp):
         # the whole module is being verified (`verifying_once`), each op is verified here in
         # full and remembered, so that the module walk does not check it a second time.
         done = verified_so_far()
-        for op in self.walk():
-            if op is not self and isinstance(op, RecordOp | CoreOp):
+        for op in _walk(self):
+            if op is not self and isinstance(op, (RecordOp, CoreOp)):  # noqa: UP038 (faster)
                 try:
                     if done is None:
                         op.check() if isinstance(op, RecordOp) else op.verify_()
@@ -1100,6 +1155,25 @@ class ScheduleOp(RecordOp):
 # ---------------------------------------------------------------------------------------------
 
 
+def _walk(root: Operation, found: list[Operation] | None = None) -> list[Operation]:
+    """The ops of `root.walk()` (root, then the ops of its regions, each before its own
+    regions) in a list, by the blocks' op lists, without xDSL's nested generators: a
+    schedule has ~13k ops."""
+    if found is None:
+        found = []
+    found.append(root)
+    for region in root.regions:
+        for block in region.blocks:
+            op = block.first_op
+            while op is not None:
+                if op.regions:
+                    _walk(op, found)
+                else:
+                    found.append(op)
+                op = op.next_op
+    return found
+
+
 class TransferIndex:
     """Producers and consumers of every transfer id of a schedule, and the checks on them."""
 
@@ -1113,6 +1187,18 @@ class TransferIndex:
         self.producer: dict[int, RecordOp] = {}
         """transfer id -> the ofmap or DRAM load that produces it."""
         self.store_of: dict[int, DramStoreOp] = {}
+        self.kids: dict[int, dict[type, list[Operation]]] = {
+            id(wl): wl.grouped() for wl in self.workloads.values()}
+        """id(workload) -> its entries by op class, read once (nothing changes meanwhile)."""
+
+    def of(self, wl: WorkloadOp, kind: type[_Op]) -> list[_Op]:
+        """`wl.children(kind)` from the table."""
+        found = self.kids.get(id(wl))
+        return wl.children(kind) if found is None else found.get(kind, [])
+
+    def weight_of(self, wl: WorkloadOp) -> WeightOp | None:
+        found = self.of(wl, WeightOp)
+        return found[0] if found else None
 
     def _produce(self, tid: int, op: RecordOp) -> None:
         if tid in self.producer:
@@ -1124,7 +1210,7 @@ class TransferIndex:
         for load in self.loads:
             self._produce(load.value("transfer_id"), load)
         for wl in self.workloads.values():
-            for ofmap in wl.ofmaps:
+            for ofmap in self.of(wl, OfmapOp):
                 self._produce(ofmap.value("transfer_id"), ofmap)
         for store in self.stores:
             tid = store.value("transfer_id")
@@ -1146,10 +1232,14 @@ class TransferIndex:
 
     def _verify_consumers(self) -> None:
         """Every ifmap/weight transfer resolves to a producer that lists the workload."""
+        targets: dict[int, set[tuple[int, int | None]]] = {}
+        """transfer id -> the (core, workload) targets of its producer's core destinations."""
         for (core, wid), wl in self.workloads.items():
-            needs = [(ifmap, tid) for ifmap in wl.ifmaps for tid in ifmap.transfer_ids]
-            if wl.weight is not None:
-                needs += [(wl.weight, tid) for tid in wl.weight.transfer_ids]
+            needs = [(ifmap, tid) for ifmap in self.of(wl, IfmapOp)
+                     for tid in ifmap.transfer_ids]
+            weight = self.weight_of(wl)
+            if weight is not None:
+                needs += [(weight, tid) for tid in weight.transfer_ids]
             for op, tid in needs:
                 producer = self.producer.get(tid)
                 if producer is None:
@@ -1159,8 +1249,11 @@ class TransferIndex:
                                                      and producer.value("kind") == "weight"):
                     raise VerifyAt(f"weight transfer {tid} must be a DRAM weight load, it is "
                                    f"{_describe(producer)}", op, "transfer_id")
-                if not any(not d.to_dram and d.target == (core, wid)
-                           for d in producer.destinations) and \
+                listed = targets.get(tid)
+                if listed is None:
+                    listed = targets[tid] = {d.target for d in producer.destinations
+                                             if not d.to_dram}
+                if (core, wid) not in listed and \
                         not self._shared_weight(op, producer, tid, core, wl):
                     raise VerifyAt(f"transfer {tid} is consumed by workload {wid} of core {core} "
                                    f"but its producer ({_describe(producer)}) does not list it "
@@ -1189,9 +1282,10 @@ class TransferIndex:
         """Every core destination consumes the block; every DRAM destination is stored."""
         reads: dict[tuple[int, int], set[int]] = {}
         for key, consumer in self.workloads.items():
-            used = {t for f in consumer.ifmaps for t in f.transfer_ids}
-            if consumer.weight is not None:
-                used |= set(consumer.weight.transfer_ids)
+            used = {t for f in self.of(consumer, IfmapOp) for t in f.transfer_ids}
+            weight = self.weight_of(consumer)
+            if weight is not None:
+                used |= set(weight.transfer_ids)
             reads[key] = used
         for tid, producer in self.producer.items():
             for i, dest in enumerate(producer.destinations):
@@ -1258,7 +1352,7 @@ class TransferIndex:
         for core in self.schedule.cores:
             seen: dict[int, tuple[L2TensorOp, int]] = {}
             for position, wl in enumerate(core.workloads):
-                for tensor in wl.buffer:
+                for tensor in self.of(wl, L2TensorOp):
                     for i, src in enumerate(tensor.sources):
                         tid = value_of(src.transfer_id)
                         producer = self.producer.get(tid)
@@ -1323,9 +1417,11 @@ class TransferIndex:
         if module is None:
             return {}
         shapes = {}
-        for op in module.walk():
+        for op in _walk(module):
+            if not op.name.startswith("dnn."):
+                continue
             name, result = op.properties.get("layer_name"), op.results[:1]
-            if op.name.startswith("dnn.") and name is not None and result:
+            if name is not None and result:
                 shapes[name.data] = result[0].type.nchw
         return shapes
 
@@ -1345,9 +1441,9 @@ class TensorOrderCheck:
         complete = True
         for (core, _), wl in self.index.workloads.items():
             complete &= wl.has_list("buffer") and wl.wl0_key is not None
-            for tensor in wl.buffer:
+            for tensor in self.index.of(wl, L2TensorOp):
                 self._check(order_of, tensor, self.transfers_of(core, wl, tensor))
-            for tensor in wl.wl0:
+            for tensor in self.index.of(wl, Wl0TensorOp):
                 if tensor.value("source") == "DDR":
                     self._check(order_of, tensor, [("load", t) for t in tensor.transfer_ids])
         if not order_of or not complete:
@@ -1367,21 +1463,35 @@ class TensorOrderCheck:
         """The DRAM transfers an L2 tensor stands for: ("load", id) for tensors read from
         DRAM, ("store", id) for the staging copy of a stored output, None for on-chip data."""
         if tensor.value("kind") == "ofmap":
-            stores = [s for s in self.index.stores if s.value("core_id") == core
-                      and s.value("workload_id") == wl.id
-                      and s.value("layer_name") == tensor.value("layer_name")]
-            if stores:
-                return [("store", stores[0].value("transfer_id"))]
+            first, layers = self._stores_by_place()
+            layer = tensor.value("layer_name")
+            tid = first.get((core, wl.id, layer))
+            if tid is not None:
+                return [("store", tid)]
             # An output kept in L2 after its own workload (ResNet-50: Add_103_1 in Conv_105's
             # snapshot) is stored by another workload of its layer: it touches DRAM, through
             # a store that the snapshot does not name.
-            if any(s.value("core_id") == core and s.value("layer_name") ==
-                   tensor.value("layer_name") for s in self.index.stores):
+            if (core, layer) in layers:
                 return []
             return None
         if tensor.from_dram:
             return [("load", t) for t in tensor.transfer_ids]
         return None
+
+    def _stores_by_place(self) -> tuple[dict[tuple, int], set[tuple]]:
+        """The transfer id of the first DRAM store per (core, workload, layer), and the
+        (core, layer) pairs that have a store: one pass over the stores instead of one per
+        staged output tensor."""
+        found = self.__dict__.get("_by_place")
+        if found is None:
+            first: dict[tuple, int] = {}
+            layers: set[tuple] = set()
+            for s in self.index.stores:
+                core, layer = s.value("core_id"), s.value("layer_name")
+                first.setdefault((core, s.value("workload_id"), layer), s.value("transfer_id"))
+                layers.add((core, layer))
+            found = self._by_place = (first, layers)
+        return found
 
     def _check(self, order_of: dict, tensor: RecordOp, transfers) -> None:
         if "tensor_order" not in tensor.properties:
