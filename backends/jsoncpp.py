@@ -50,6 +50,14 @@ def _key(key: str) -> str:
     return text
 
 
+_HEADS: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+"""Per (indent, sorted keys) of an object, the text before each member's value (`{` or `,`, the
+line break, the indentation and `"key" : `): a schedule has a handful of record shapes."""
+
+_STRINGS: dict[str, str] = {}
+"""JSON texts of strings (layer names repeat per tile, transfer and workload)."""
+
+
 def _write(value: Any, indent: str, out: list[str]) -> None:
     kind = type(value)
     if kind is int:                    # the common case first (exact types: bool is not int)
@@ -58,19 +66,44 @@ def _write(value: Any, indent: str, out: list[str]) -> None:
         if not value:
             out.append("{}")
             return
-        inner = indent + INDENT
-        out.append("{\n")
-        last = len(value) - 1
-        for i, key in enumerate(sorted(value)):
-            out.append(inner)
-            out.append(_key(key))
-            _write(value[key], inner, out)
-            out.append(",\n" if i < last else "\n")
-        out.append(indent + "}")
+        _write_object(value, indent, out)
     elif kind is list or isinstance(value, list):
         _write_array(value, indent, out)
     else:
         out.append(_scalar(value))
+
+
+def _write_object(value: dict, indent: str, out: list[str]) -> None:
+    """A non-empty object, members in key order; ints, strings and arrays written in line (the
+    same texts `_write` gives them) to save a call per member."""
+    keys = tuple(sorted(value))
+    heads = _HEADS.get((indent, keys))
+    if heads is None:
+        if len(_HEADS) > 1 << 12:
+            _HEADS.clear()
+        inner = indent + INDENT
+        heads = _HEADS[(indent, keys)] = [("{\n" if i == 0 else ",\n") + inner + _key(key)
+                                          for i, key in enumerate(keys)]
+    inner = indent + INDENT
+    append = out.append
+    for head, key in zip(heads, keys, strict=True):
+        append(head)
+        item = value[key]
+        kind = type(item)
+        if kind is int:
+            append(str(item))
+        elif kind is str:
+            text = _STRINGS.get(item)
+            if text is None:
+                if len(_STRINGS) > 1 << 16:
+                    _STRINGS.clear()
+                text = _STRINGS[item] = json.dumps(item)
+            append(text)
+        elif kind is list:
+            _write_array(item, inner, out)
+        else:
+            _write(item, inner, out)
+    append("\n" + indent + "}")
 
 
 _INT_ROWS: dict[tuple[int, ...], str | None] = {}
