@@ -239,18 +239,27 @@ def dram_json(dram: gemini.DramOp) -> dict[str, Any]:
 def workload_json(wl: gemini.WorkloadOp) -> dict[str, Any]:
     out = record_json(wl)
     lists = wl.list_keys()
+    # The entries by kind in one walk of the body (what `wl.children(kind)` gives per kind).
+    entries: dict[type, list] = {gemini.IfmapOp: [], gemini.OfmapOp: [], gemini.L2TensorOp: [],
+                                 gemini.WeightOp: [], gemini.Wl0TensorOp: [], gemini.TileOp: []}
+    for op in wl.body.block.ops:
+        found = entries.get(type(op))
+        if found is not None:
+            found.append(op)
     for key, kind in (("ifmap", gemini.IfmapOp), ("ofmap", gemini.OfmapOp),
                       ("buffer", gemini.L2TensorOp)):
-        items = wl.children(kind)
+        items = entries[kind]
         if key in lists or items:
             out[key] = [record_json(op) for op in items]
-    if wl.weight is not None:
-        out["weight"] = record_json(wl.weight)
-    if wl.wl0_key is not None or wl.wl0:
+    weights = entries[gemini.WeightOp]
+    if weights:
+        out["weight"] = record_json(weights[0])
+    wl0 = entries[gemini.Wl0TensorOp]
+    if wl.wl0_key is not None or wl0:
         key = wl.wl0_key.data if wl.wl0_key is not None else "wl0_buffer"
-        out[key] = None if wl.wl0_null is not None and not wl.wl0 else \
-            [record_json(op) for op in wl.wl0]
-    tiles = wl.tiles
+        out[key] = None if wl.wl0_null is not None and not wl0 else \
+            [record_json(op) for op in wl0]
+    tiles = entries[gemini.TileOp]
     if "tile_info" in lists or tiles:
         out["tile_info"] = {tile_key(t, i): record_json(t) for i, t in enumerate(tiles)}
     return out
