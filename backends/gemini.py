@@ -181,10 +181,23 @@ _CONVERT: dict[Kind, Callable[[Attribute], Any]] = {
 """Each field kind's JSON value from its attribute."""
 
 
+_FIELD_CONVERTERS: dict[int, tuple[tuple, list[tuple[str, str, Callable]]]] = {}
+"""Per `FIELDS` tuple (by identity, kept alongside), each field's key, property and converter:
+looking the converter up by `Kind` per record hashes the enum in Python ~100k times."""
+
+
+def _converters(fields: tuple) -> list[tuple[str, str, Callable]]:
+    known = _FIELD_CONVERTERS.get(id(fields))
+    if known is None or known[0] is not fields:
+        known = _FIELD_CONVERTERS[id(fields)] = (
+            fields, [(f.key, f.prop, _CONVERT[f.kind]) for f in fields])
+    return known[1]
+
+
 def record_json(op: gemini.RecordOp) -> dict[str, Any]:
     properties = op.properties
-    out = {f.key: _CONVERT[f.kind](properties[f.prop]) for f in op.FIELDS
-           if f.prop in properties}
+    out = {key: convert(properties[prop]) for key, prop, convert in _converters(op.FIELDS)
+           if prop in properties}
     extra = properties.get("extra")
     if extra is not None:
         out.update(dict_value(extra))
@@ -201,8 +214,8 @@ def record_attr_json(attr: gemini.RecordAttr) -> dict[str, Any]:
     known = _ATTR_JSON.get(id(attr))
     if known is not None:
         return known[1]
-    out = {f.key: _CONVERT[f.kind](value) for f in attr.FIELDS
-           if (value := attr.field(f.prop)) is not None}
+    out = {key: convert(value) for key, prop, convert in _converters(attr.FIELDS)
+           if (value := attr.field(prop)) is not None}
     out.update(dict_value(attr.extra))
     _ATTR_JSON[id(attr)] = (attr, out)
     return out

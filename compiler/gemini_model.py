@@ -14,7 +14,6 @@ exact there; PE costs within a few per cent for 3x3 convolutions, see bench/).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -97,11 +96,15 @@ def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
     return _geometry(inputs[layer.ACTIVATIONS].type)
 
 
-@functools.lru_cache(maxsize=4096)
 def _geometry(ftype: dnn.FmapType) -> tuple[int, int, int]:
-    # Asked for every workload several times (cycles, WL0, L2 planning): one unpacking per type.
-    k, c, r, s = ftype.nchw
-    return k, c, r * s
+    # Asked for every workload several times (cycles, WL0, L2 planning): one unpacking per type,
+    # kept on the (immutable) type itself; a cache keyed by the type would hash its parameters
+    # on every lookup, which cost more than the unpacking.
+    found = ftype.__dict__.get("_planc_geometry")
+    if found is None:
+        k, c, r, s = ftype.nchw
+        found = ftype.__dict__["_planc_geometry"] = (k, c, r * s)
+    return found
 
 
 def weight_bits(layer: dnn.LayerOp) -> int:
