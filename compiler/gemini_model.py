@@ -89,11 +89,17 @@ def whole(shape: Sequence[int]) -> Box:
 
 def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
     """(K, C, R*S) of a PE layer's weights, or None when it has none."""
+    ftype = _weight_type(layer)
+    return None if ftype is None else _geometry(ftype)
+
+
+def _weight_type(layer: dnn.LayerOp) -> dnn.FmapType | None:
+    """The type of a PE layer's weights (`layer.weights[0]`), or None when it has none."""
     inputs = layer.inputs
     if len(inputs) <= layer.ACTIVATIONS or layer.LAYER_TYPE != "pe" or \
             isinstance(layer, dnn.MatmulOp):
         return None
-    return _geometry(inputs[layer.ACTIVATIONS].type)
+    return inputs[layer.ACTIVATIONS].type
 
 
 def _geometry(ftype: dnn.FmapType) -> tuple[int, int, int]:
@@ -114,10 +120,18 @@ def weight_bits(layer: dnn.LayerOp) -> int:
 def weight_channel_bytes(layer: dnn.LayerOp) -> int:
     """Bytes per output channel: the C x R*S kernel padded to channel groups, plus the 32 bytes
     of BatchNorm/quantisation parameters."""
-    k, c, rs = weight_geometry(layer)
-    bits = weight_bits(layer)
-    align = channel_align(bits)
-    return -(-c // align) * align * rs * bits // 8 + GeminiHardware.weight_param_bytes
+    ftype = _weight_type(layer)
+    if ftype is None:
+        k, c, rs = weight_geometry(layer)   # (fails as it always did: no weights)
+    # Asked per workload by the L2, WL0 and cycle models: kept on the (immutable) weight type.
+    found = ftype.__dict__.get("_planc_channel_bytes")
+    if found is None:
+        k, c, rs = _geometry(ftype)
+        bits = ftype.bits
+        align = channel_align(bits)
+        found = ftype.__dict__["_planc_channel_bytes"] = \
+            -(-c // align) * align * rs * bits // 8 + GeminiHardware.weight_param_bytes
+    return found
 
 
 def weight_bytes(layer: dnn.LayerOp, k_range: int | None = None) -> int:
