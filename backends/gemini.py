@@ -181,10 +181,23 @@ _CONVERT: dict[Kind, Callable[[Attribute], Any]] = {
 """Each field kind's JSON value from its attribute."""
 
 
+_FIELD_CONVERTERS: dict[int, tuple[tuple, list[tuple[str, str, Callable]]]] = {}
+"""Per `FIELDS` tuple (by identity, kept alongside), each field's key, property and converter:
+looking the converter up by `Kind` per record hashes the enum in Python ~100k times."""
+
+
+def _converters(fields: tuple) -> list[tuple[str, str, Callable]]:
+    known = _FIELD_CONVERTERS.get(id(fields))
+    if known is None or known[0] is not fields:
+        known = _FIELD_CONVERTERS[id(fields)] = (
+            fields, [(f.key, f.prop, _CONVERT[f.kind]) for f in fields])
+    return known[1]
+
+
 def record_json(op: gemini.RecordOp) -> dict[str, Any]:
     properties = op.properties
-    out = {f.key: _CONVERT[f.kind](properties[f.prop]) for f in op.FIELDS
-           if f.prop in properties}
+    out = {key: convert(properties[prop]) for key, prop, convert in _converters(op.FIELDS)
+           if prop in properties}
     extra = properties.get("extra")
     if extra is not None:
         out.update(dict_value(extra))
@@ -201,8 +214,8 @@ def record_attr_json(attr: gemini.RecordAttr) -> dict[str, Any]:
     known = _ATTR_JSON.get(id(attr))
     if known is not None:
         return known[1]
-    out = {f.key: _CONVERT[f.kind](value) for f in attr.FIELDS
-           if (value := attr.field(f.prop)) is not None}
+    out = {key: convert(value) for key, prop, convert in _converters(attr.FIELDS)
+           if (value := attr.field(prop)) is not None}
     out.update(dict_value(attr.extra))
     _ATTR_JSON[id(attr)] = (attr, out)
     return out
@@ -239,18 +252,27 @@ def dram_json(dram: gemini.DramOp) -> dict[str, Any]:
 def workload_json(wl: gemini.WorkloadOp) -> dict[str, Any]:
     out = record_json(wl)
     lists = wl.list_keys()
+    # The entries by kind in one walk of the body (what `wl.children(kind)` gives per kind).
+    entries: dict[type, list] = {gemini.IfmapOp: [], gemini.OfmapOp: [], gemini.L2TensorOp: [],
+                                 gemini.WeightOp: [], gemini.Wl0TensorOp: [], gemini.TileOp: []}
+    for op in wl.body.block.ops:
+        found = entries.get(type(op))
+        if found is not None:
+            found.append(op)
     for key, kind in (("ifmap", gemini.IfmapOp), ("ofmap", gemini.OfmapOp),
                       ("buffer", gemini.L2TensorOp)):
-        items = wl.children(kind)
+        items = entries[kind]
         if key in lists or items:
             out[key] = [record_json(op) for op in items]
-    if wl.weight is not None:
-        out["weight"] = record_json(wl.weight)
-    if wl.wl0_key is not None or wl.wl0:
+    weights = entries[gemini.WeightOp]
+    if weights:
+        out["weight"] = record_json(weights[0])
+    wl0 = entries[gemini.Wl0TensorOp]
+    if wl.wl0_key is not None or wl0:
         key = wl.wl0_key.data if wl.wl0_key is not None else "wl0_buffer"
-        out[key] = None if wl.wl0_null is not None and not wl.wl0 else \
-            [record_json(op) for op in wl.wl0]
-    tiles = wl.tiles
+        out[key] = None if wl.wl0_null is not None and not wl0 else \
+            [record_json(op) for op in wl0]
+    tiles = entries[gemini.TileOp]
     if "tile_info" in lists or tiles:
         out["tile_info"] = {tile_key(t, i): record_json(t) for i, t in enumerate(tiles)}
     return out

@@ -18,8 +18,19 @@ RIGHT_MARGIN = 74
 def styled_json(value: Any) -> str:
     """`value` as JsonCpp's StyledWriter prints it, ending with a newline."""
     out: list[str] = []
-    _write(value, "", out)
+    try:
+        _write(value, "", out)
+    finally:
+        _SEEN.clear()
     return "".join(out) + "\n"
+
+
+_SEEN: dict[tuple[int, str], tuple[int, int] | str] = {}
+"""Objects the running `styled_json` has written, by identity and indentation: where their
+text is in the output (then the text itself once met again). A Gemini schedule shares one
+JSON object per destination or source among all the entries naming it (~28k of its ~38k
+objects). Identity is safe here: every object stays alive inside `value` during the call,
+and nothing changes them meanwhile."""
 
 
 def _scalar(value: Any) -> str:
@@ -50,6 +61,14 @@ def _key(key: str) -> str:
     return text
 
 
+_HEADS: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+"""Per (indent, sorted keys) of an object, the text before each member's value (`{` or `,`, the
+line break, the indentation and `"key" : `): a schedule has a handful of record shapes."""
+
+_STRINGS: dict[str, str] = {}
+"""JSON texts of strings (layer names repeat per tile, transfer and workload)."""
+
+
 def _write(value: Any, indent: str, out: list[str]) -> None:
     kind = type(value)
     if kind is int:                    # the common case first (exact types: bool is not int)
@@ -58,20 +77,62 @@ def _write(value: Any, indent: str, out: list[str]) -> None:
         if not value:
             out.append("{}")
             return
-        inner = indent + INDENT
-        out.append("{\n")
-        last = len(value) - 1
-        for i, key in enumerate(sorted(value)):
-            out.append(inner)
-            out.append(_key(key))
-            _write(value[key], inner, out)
-            out.append(",\n" if i < last else "\n")
-        out.append(indent + "}")
+        _write_object(value, indent, out)
     elif kind is list or isinstance(value, list):
         _write_array(value, indent, out)
     else:
         out.append(_scalar(value))
 
+
+def _write_object(value: dict, indent: str, out: list[str]) -> None:
+    """A non-empty object, members in key order; ints, strings and arrays written in line (the
+    same texts `_write` gives them) to save a call per member."""
+    seen = _SEEN.get((id(value), indent))
+    if seen is not None:
+        if type(seen) is tuple:
+            seen = _SEEN[(id(value), indent)] = "".join(out[seen[0]:seen[1]])
+        out.append(seen)
+        return
+    start = len(out)
+    keys = tuple(sorted(value))
+    heads = _HEADS.get((indent, keys))
+    if heads is None:
+        if len(_HEADS) > 1 << 12:
+            _HEADS.clear()
+        inner = indent + INDENT
+        heads = _HEADS[(indent, keys)] = [("{\n" if i == 0 else ",\n") + inner + _key(key)
+                                          for i, key in enumerate(keys)]
+    inner = indent + INDENT
+    append = out.append
+    for head, key in zip(heads, keys, strict=True):
+        append(head)
+        item = value[key]
+        kind = type(item)
+        if kind is int:
+            append(str(item))
+        elif kind is str:
+            text = _STRINGS.get(item)
+            if text is None:
+                if len(_STRINGS) > 1 << 16:
+                    _STRINGS.clear()
+                text = _STRINGS[item] = json.dumps(item)
+            append(text)
+        elif kind is list:
+            if len(item) == 4 and type(item[0]) is int and type(item[1]) is int and \
+                    type(item[2]) is int and type(item[3]) is int:
+                # A box corner (the most common array): `_write_array`'s int-row text.
+                text = _INT_ROWS.get((item[0], item[1], item[2], item[3]), _MISSING)
+                if text is not _MISSING and text is not None:
+                    append(text)
+                    continue
+            _write_array(item, inner, out)
+        else:
+            _write(item, inner, out)
+    append("\n" + indent + "}")
+    _SEEN[(id(value), indent)] = (start, len(out))
+
+
+_MISSING = object()
 
 _INT_ROWS: dict[tuple[int, ...], str | None] = {}
 """One-line texts of short integer arrays (boxes, transfer ids): a schedule repeats a few
@@ -98,7 +159,10 @@ def _write_array(values: list, indent: str, out: list[str]) -> None:
     out.append("[\n")
     for i, item in enumerate(values):
         out.append(inner)
-        _write(item, inner, out)
+        if type(item) is dict and item:
+            _write_object(item, inner, out)
+        else:
+            _write(item, inner, out)
         out.append(",\n" if i + 1 < len(values) else "\n")
     out.append(indent + "]")
 

@@ -106,6 +106,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     loads = {load.value("transfer_id"): load for load in (dram.loads if dram else [])}
     stores = {s.value("transfer_id"): s for s in (dram.stores if dram else [])}
     tensors: dict[int, list[L2Tensor]] = {}
+    facts: dict[gemini.WorkloadOp, tuple] = {}
     for core in schedule.cores:
         timeline = CoreTimeline(core.id, core.workloads)
         found: dict[tuple, L2Tensor] = {}
@@ -140,7 +141,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
             if staged is not None:
                 found[("ofmap", wl.id)] = staged
         for key, ids in blocks.items():
-            _assemble(found[key], sorted(ids), producer)
+            _assemble(found[key], sorted(ids), producer, facts)
         for tensor in found.values():
             first = timeline.position_at(tensor.ready)
             earliest_reader = min(tensor.readers)
@@ -194,23 +195,34 @@ def _load_tensor(core: int, wl: gemini.WorkloadOp, ifmap: gemini.IfmapOp,
                     transfer_ids=[tid], pieces=[piece], dram=("load", tid))
 
 
-def _assemble(tensor: L2Tensor, ids: list[int], producer: dict) -> None:
+def _assemble(tensor: L2Tensor, ids: list[int], producer: dict, facts: dict) -> None:
     """A core-sourced tensor is the union of the blocks its readers list."""
     pieces = []
     for tid in ids:
         wl, ofmap = producer[tid]
-        lower = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("lower"), strict=False)]
-        upper = [a + b for a, b in zip(wl.box[0], ofmap.ints_of("upper"), strict=False)]
-        pieces.append(((lower, upper), wl, ofmap))
+        fact = facts.get(wl)
+        if fact is None:
+            fact = facts[wl] = _producer_facts(wl)
+        origin = fact[0]
+        lower = [a + b for a, b in zip(origin, ofmap.ints_of("lower"), strict=False)]
+        upper = [a + b for a, b in zip(origin, ofmap.ints_of("upper"), strict=False)]
+        pieces.append(((lower, upper), fact, ofmap))
     box = pieces[0][0]
     for piece, _, _ in pieces[1:]:
         box = model.union(box, piece)
     tensor.box = box
     tensor.size = model.fmap_bytes(box, tensor.bitwidth)
     tensor.transfer_ids = ids
-    tensor.pieces = [(wl.core.id, wl.layer, piece, ofmap.value("size"), tid, "core")
-                     for (piece, wl, ofmap), tid in zip(pieces, ids, strict=False)]
-    tensor.ready = min(workload_step(wl) for _, wl, _ in pieces)
+    tensor.pieces = [(fact[1], fact[2], piece, ofmap.value("size"), tid, "core")
+                     for (piece, fact, ofmap), tid in zip(pieces, ids, strict=False)]
+    tensor.ready = min(fact[3] for _, fact, _ in pieces)
+
+
+def _producer_facts(wl: gemini.WorkloadOp) -> tuple[list[int], int, str, int]:
+    """What `_assemble` reads of a producing workload (box origin, core, layer, step), read
+    once per `plan_tensors`: a workload's blocks feed many tensors, and nothing here changes
+    the workload."""
+    return wl.box[0], wl.core.id, wl.layer, workload_step(wl)
 
 
 def _weight_tensor(core: int, wl: gemini.WorkloadOp, weight: gemini.WeightOp,

@@ -14,7 +14,6 @@ exact there; PE costs within a few per cent for 3x3 convolutions, see bench/).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -90,18 +89,28 @@ def whole(shape: Sequence[int]) -> Box:
 
 def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
     """(K, C, R*S) of a PE layer's weights, or None when it has none."""
+    ftype = _weight_type(layer)
+    return None if ftype is None else _geometry(ftype)
+
+
+def _weight_type(layer: dnn.LayerOp) -> dnn.FmapType | None:
+    """The type of a PE layer's weights (`layer.weights[0]`), or None when it has none."""
     inputs = layer.inputs
     if len(inputs) <= layer.ACTIVATIONS or layer.LAYER_TYPE != "pe" or \
             isinstance(layer, dnn.MatmulOp):
         return None
-    return _geometry(inputs[layer.ACTIVATIONS].type)
+    return inputs[layer.ACTIVATIONS].type
 
 
-@functools.lru_cache(maxsize=4096)
 def _geometry(ftype: dnn.FmapType) -> tuple[int, int, int]:
-    # Asked for every workload several times (cycles, WL0, L2 planning): one unpacking per type.
-    k, c, r, s = ftype.nchw
-    return k, c, r * s
+    # Asked for every workload several times (cycles, WL0, L2 planning): one unpacking per type,
+    # kept on the (immutable) type itself; a cache keyed by the type would hash its parameters
+    # on every lookup, which cost more than the unpacking.
+    found = ftype.__dict__.get("_planc_geometry")
+    if found is None:
+        k, c, r, s = ftype.nchw
+        found = ftype.__dict__["_planc_geometry"] = (k, c, r * s)
+    return found
 
 
 def weight_bits(layer: dnn.LayerOp) -> int:
@@ -111,10 +120,18 @@ def weight_bits(layer: dnn.LayerOp) -> int:
 def weight_channel_bytes(layer: dnn.LayerOp) -> int:
     """Bytes per output channel: the C x R*S kernel padded to channel groups, plus the 32 bytes
     of BatchNorm/quantisation parameters."""
-    k, c, rs = weight_geometry(layer)
-    bits = weight_bits(layer)
-    align = channel_align(bits)
-    return -(-c // align) * align * rs * bits // 8 + GeminiHardware.weight_param_bytes
+    ftype = _weight_type(layer)
+    if ftype is None:
+        k, c, rs = weight_geometry(layer)   # (fails as it always did: no weights)
+    # Asked per workload by the L2, WL0 and cycle models: kept on the (immutable) weight type.
+    found = ftype.__dict__.get("_planc_channel_bytes")
+    if found is None:
+        k, c, rs = _geometry(ftype)
+        bits = ftype.bits
+        align = channel_align(bits)
+        found = ftype.__dict__["_planc_channel_bytes"] = \
+            -(-c // align) * align * rs * bits // 8 + GeminiHardware.weight_param_bytes
+    return found
 
 
 def weight_bytes(layer: dnn.LayerOp, k_range: int | None = None) -> int:

@@ -69,20 +69,30 @@ def candidates(layer: dnn.LayerOp, sub_batch: int, cores: int) -> list[tuple[int
     return found
 
 
-def part_cost(layer: dnn.LayerOp, split: tuple[int, ...], sub_batch: int) -> float:
-    _, k, h, w = layer.out_type.nchw
+def cost_facts(layer: dnn.LayerOp) -> tuple:
+    """What `part_cost` reads of the layer whatever the split (read once per layer: every
+    candidate split of it is priced)."""
+    return (layer.out_type.nchw, [dnn.fmap(layer.inputs[i]).bits
+                                  for i in range(len(layer.activations))],
+            layer.out_type.bits, bool(model.weight_geometry(layer)))
+
+
+def part_cost(layer: dnn.LayerOp, split: tuple[int, ...], sub_batch: int,
+              facts: tuple | None = None) -> float:
+    nchw, in_bits, out_bits, has_weights = cost_facts(layer) if facts is None else facts
+    _, k, h, w = nchw
     count = split[0] * split[1] * split[2] * split[3]
     first = [cut(size, parts)[0] for size, parts in zip((sub_batch, k, h, w), split, strict=False)]
     box = ([r[0] for r in first], [r[1] for r in first])
     in_bytes = 0
-    for i in range(len(layer.activations)):
+    for i, bits in enumerate(in_bits):
         need, _ = model.input_box(layer, i, box)
-        in_bytes += model.fmap_bytes(need, dnn.fmap(layer.inputs[i]).bits)
-    out_bytes = model.fmap_bytes(box, layer.out_type.bits)
+        in_bytes += model.fmap_bytes(need, bits)
+    out_bytes = model.fmap_bytes(box, out_bits)
     if layer.LAYER_TYPE == "pe":
         cycles = model.pe_cycles(layer, box, 0, 0)
         weights = model.weight_bytes(layer, box[1][1] - box[0][1] + 1) \
-            if model.weight_geometry(layer) else 0
+            if has_weights else 0
     elif layer.LAYER_TYPE == "vp":
         cycles, weights = model.vp_cycles(layer, in_bytes, out_bytes), 0
     else:
@@ -189,7 +199,9 @@ class GeminiPartitionPass(ModulePass):
         for layer in scheduled_layers(graph):
             sub_batch = group_size(layer)
             options = candidates(layer, sub_batch, xlen * ylen)
-            split = min(options, key=lambda s: (part_cost(layer, s, sub_batch), -s[0], -s[2]))
+            facts = cost_facts(layer)
+            split = min(options, key=lambda s: (part_cost(layer, s, sub_batch, facts), -s[0],
+                                                -s[2]))
             cores = split[0] * split[1] * split[2] * split[3]
             split = refine(layer, split, sub_batch, hw)
             decided.append((layer, split, sub_batch))

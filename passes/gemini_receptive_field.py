@@ -105,6 +105,15 @@ class Wiring:
     fmap_loads: list[tuple[gemini.DramLoadOp, SSAValue, Box]] = field(default_factory=list)
     stores: dict[str, list[gemini.DramStoreOp]] = field(default_factory=lambda: defaultdict(list))
     destinations: Destinations = field(default_factory=Destinations)
+    boxes: dict[gemini.WorkloadOp, Box] = field(default_factory=dict)
+
+    def box_of(self, wl: gemini.WorkloadOp) -> Box:
+        """`wl.box`, unpacked once per workload: this pass never changes a workload's box, and
+        the callers only read the lists (each source workload is met once per tensor read)."""
+        box = self.boxes.get(wl)
+        if box is None:
+            box = self.boxes[wl] = wl.box
+        return box
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -120,7 +129,7 @@ class Wiring:
         op = self.blocks.get(key)
         if op is None:
             layer = self.layers[producer.layer]
-            lower, upper = model.relative(box, producer.box)
+            lower, upper = model.relative(box, self.box_of(producer))
             op = gemini.OfmapOp.build(
                 lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
                 size=gemini.int_attr(model.fmap_bytes(box, layer.out_type.bits)),
@@ -201,7 +210,7 @@ class GeminiReceptiveFieldPass(ModulePass):
         if on_chip:
             blocks = []
             for source_wl in by_layer_group[(producer.name_, group)]:
-                piece = model.intersect(tensor, source_wl.box)
+                piece = model.intersect(tensor, wiring.box_of(source_wl))
                 # The tensor bounds what the core's readers need; a corner of it that no
                 # reader needs (readers of different channels of a concatenated map and
                 # different rows) is not sent.
