@@ -810,12 +810,8 @@ def _i64(value: int) -> IntegerAttr:
     return attr
 
 
-def string_attr(text: str) -> StringAttr:
-    """`StringAttr(text)` of a str, put together directly and not remembered (for labels,
-    which are mostly all different)."""
-    attr = StringAttr.__new__(StringAttr)
-    attr.__dict__["data"] = text
-    return attr
+string_attr = _string_attr.__wrapped__
+"""`_string_attr` not remembered (for importers' labels, which are mostly all different)."""
 
 
 int64_attr = _i64
