@@ -10,6 +10,11 @@ config.test_format = lit.formats.ShTest(execute_external=False)  # lit's interna
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.excludes = ["Inputs", "examples", "docs", "bench", "build"]
+# pytest runs each lit file in its own lit process, several at once (tests/test_lit.py): each
+# gets its own exec root, so their Output/ files and lit's `.lit_test_times.txt` (rewritten by
+# every run, and refused as "malformed timing data" when read half written) are not shared.
+if os.environ.get("PLANC_LIT_EXEC_ROOT"):
+    config.test_exec_root = os.environ["PLANC_LIT_EXEC_ROOT"]
 
 # lit gives tests a reduced environment: put the tools of the running Python first on PATH
 # (planc, planc-opt and filecheck are console scripts installed next to it).

@@ -3,6 +3,7 @@ pytest-xdist spreads them over the cores and a failure names its file."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,11 +31,14 @@ def _lit_param(path: Path):
 
 
 @pytest.mark.parametrize("path", [_lit_param(p) for p in LIT_FILES])
-def test_lit_file(path: Path) -> None:
+def test_lit_file(path: Path, tmp_path: Path) -> None:
     pytest.importorskip("lit", reason="lit is part of the test extra: pip install -e '.[test]'")
+    # Its own exec root (see lit.cfg.py): lit files run in parallel would otherwise share
+    # Output/ and the timing file lit rewrites after every run.
     result = subprocess.run(
         [sys.executable, "-c", "import lit.main; lit.main.main()", "-q", "-v", str(path)],
-        cwd=ROOT, capture_output=True, text=True)
+        cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "PLANC_LIT_EXEC_ROOT": str(tmp_path)})
     assert result.returncode == 0, result.stdout + result.stderr
 
 
