@@ -30,6 +30,7 @@ permutation of the DRAM transfers with the documented sentinels.
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -37,6 +38,7 @@ from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BytesAttr,
     DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
@@ -64,7 +66,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.fast_verify import verify_op
-from dialects.utils import VerifyAt, verified_so_far, warn
+from dialects.utils import VerifyAt, bare_op, built, i64_attr, verified_so_far, warn
 
 DIMS = 4
 LAYER_TYPES = ("pe", "vp", "dt")
@@ -144,7 +146,7 @@ def _empty_dict() -> DictionaryAttr:
 @functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
     # Attributes are immutable: one object per value spares xDSL's construction and checks.
-    return IntegerAttr(value, i64)
+    return i64_attr(value)
 
 
 @functools.lru_cache(maxsize=4)
@@ -158,7 +160,17 @@ def ints_attr(values: Iterable[int]) -> DenseArrayBase:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _ints_attr(values: tuple[int, ...]) -> DenseArrayBase:
+    if all(type(v) is int and _I64_MIN <= v <= _I64_MAX for v in values):
+        # What `from_list` makes of plain i64 values (it normalizes nothing in that range),
+        # without xDSL's generic parameter checks; the array's own `verify` still runs. The
+        # values are kept on it as `_values` would keep them.
+        attr = built(DenseArrayBase, i64, BytesAttr(struct.pack(f"<{len(values)}q", *values)))
+        attr.__dict__["_planc_values"] = values
+        return attr
     return DenseArrayBase.from_list(i64, list(values))
+
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def rows_attr(rows: Iterable[Iterable[int]]) -> ArrayAttr:
@@ -166,7 +178,7 @@ def rows_attr(rows: Iterable[Iterable[int]]) -> ArrayAttr:
 
 
 def number_attr(value: int | float) -> IntegerAttr | FloatAttr:
-    return FloatAttr(value, f64) if isinstance(value, float) else IntegerAttr(value, i64)
+    return FloatAttr(value, f64) if isinstance(value, float) else i64_attr(value)
 
 
 def ints(attr: DenseArrayBase | None) -> list[int]:
@@ -262,7 +274,12 @@ class RecordAttr(ParametrizedAttribute):
     def from_fields(cls, values: dict[str, Attribute], extra: DictionaryAttr | None = None):
         none = _none_attr()
         params = [values.get(f.prop, none) for f in cls.FIELDS]
-        return cls(*params, extra or _empty_dict())
+        extra = extra or _empty_dict()
+        if type(extra) is not DictionaryAttr:
+            return cls(*params, extra)  # xDSL's generic check reports it
+        # The fields' generic constraint is "any attribute", which checks nothing: `built`
+        # skips it and runs the record's own `verify`.
+        return built(cls, *params, extra)
 
     def field(self, prop: str) -> Attribute | None:
         value = getattr(self, prop)
@@ -300,13 +317,22 @@ class RecordAttr(ParametrizedAttribute):
         return [values.get(f.prop, NoneAttr()) for f in cls.FIELDS] + [extra]
 
     def verify(self) -> None:
-        for f in self.FIELDS:
-            value = getattr(self, f.prop)
+        for prop, key, required, wanted, what in _attr_fields(type(self)):
+            value = getattr(self, prop)
             if isinstance(value, NoneAttr):
-                if f.required:
-                    raise VerifyException(f"{self.name}: missing required field '{f.key}'")
-            elif not isinstance(value, _constraint(f.kind)):
-                raise VerifyException(f"{self.name}: field '{f.key}' must be {f.kind.value}")
+                if required:
+                    raise VerifyException(f"{self.name}: missing required field '{key}'")
+            elif not isinstance(value, wanted):
+                raise VerifyException(f"{self.name}: field '{key}' must be {what}")
+
+
+@functools.cache
+def _attr_fields(cls: type[RecordAttr]) -> tuple[tuple[str, str, bool, object, str], ...]:
+    """A record attribute class's fields as (prop, key, required, attribute class, what),
+    read once per class: thousands of sources and destinations are verified as they are made.
+    """
+    return tuple((f.prop, f.key, f.required, _constraint(f.kind), f.kind.value)
+                 for f in cls.FIELDS)
 
 
 @irdl_attr_definition
@@ -457,7 +483,8 @@ class RecordOp(IRDLOperation):
         props = {k: v for k, v in values.items() if v is not None}
         if extra is not None and extra.data:
             props["extra"] = extra
-        return cls.create(properties=props)
+        # What `create` makes of it (a record op has no operands, results or successors).
+        return bare_op(cls, props)
 
     def value(self, prop: str):
         attr = self.properties.get(prop)
