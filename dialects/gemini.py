@@ -173,6 +173,22 @@ def _ints_attr(values: tuple[int, ...]) -> DenseArrayBase:
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
+@functools.lru_cache(maxsize=256)
+def _keys_attr(keys: tuple[str, ...]) -> ArrayAttr:
+    """The `lists` attribute naming `keys`: one object per tuple of names (a few kinds are
+    given to every workload)."""
+    return ArrayAttr([StringAttr(k) for k in keys])
+
+
+def _keys_of(attr: ArrayAttr) -> tuple[str, ...]:
+    """The names in a `lists` attribute, kept on the (immutable) attribute as `_values` keeps
+    an array's values: the passes and the verifier ask each workload several times."""
+    keys = attr.__dict__.get("_planc_keys")
+    if keys is None:
+        keys = attr.__dict__["_planc_keys"] = tuple(a.data for a in attr.data)
+    return keys
+
+
 def rows_attr(rows: Iterable[Iterable[int]]) -> ArrayAttr:
     return ArrayAttr([ints_attr(r) for r in rows])
 
@@ -833,7 +849,7 @@ class WorkloadOp(RecordOp):
             properties={"workload_id": int_attr(workload_id), "layer_name": StringAttr(layer_name),
                         "layer_type": StringAttr(layer_type),
                         "workload": rows_attr([lower, upper]),
-                        "lists": ArrayAttr([StringAttr("ifmap"), StringAttr("ofmap")])},
+                        "lists": _keys_attr(("ifmap", "ofmap"))},
             regions=[Region(Block(list(ops)))])
         return op
 
@@ -904,14 +920,14 @@ class WorkloadOp(RecordOp):
         return self.children(TileOp)
 
     def list_keys(self) -> list[str]:
-        return [a.data for a in self.lists.data] if self.lists is not None else []
+        return list(_keys_of(self.lists)) if self.lists is not None else []
 
     def has_list(self, key: str) -> bool:
-        return key in self.list_keys()
+        return self.lists is not None and key in _keys_of(self.lists)
 
     def add_list(self, key: str) -> None:
         if not self.has_list(key):
-            self.lists = ArrayAttr([*(StringAttr(k) for k in self.list_keys()), StringAttr(key)])
+            self.lists = _keys_attr((*self.list_keys(), key))
 
     def append(self, op: Operation) -> None:
         self.body.block.add_op(op)
