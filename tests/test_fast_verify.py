@@ -156,6 +156,9 @@ def test_gemini_ops_and_their_one_of_properties_are_judged_alike():
     candidates = [StringAttr("x"), FloatAttr(1.5, f64), IntegerAttr(3, i64),
                   IntegerAttr(1, i32), NoneAttr(), NoneType(), IntAttr(2),
                   DenseArrayBase.from_list(i32, [1])]
+    from xdsl.dialects.test import TestOp
+
+    stray = TestOp(result_types=[i64]).results[0]
     rng = random.Random(5)
     tried = broken = 0
     for module in gemini_modules():
@@ -179,4 +182,9 @@ def test_gemini_ops_and_their_one_of_properties_are_judged_alike():
                 saved = break_it()
                 assert outcome(verify_op, op) == outcome(lambda o: o.verify_(), op), op.name
                 restore(saved)
+            if not op.operands:  # an operand where the op declares none
+                op.operands = [stray]
+                expected = outcome(lambda o: o.verify_(), op)
+                assert expected is not None and outcome(verify_op, op) == expected, op.name
+                op.operands = []
     assert tried > 50 and broken > 20
