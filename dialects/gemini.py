@@ -530,10 +530,14 @@ class RecordOp(IRDLOperation):
             _check_box(() if lower is None else _values(lower),
                        () if upper is None else _values(upper))
         for prop, key, wanted in lists:
-            if prop in properties:
-                for i, item in enumerate(properties[prop].data):
+            attr = properties.get(prop)
+            # A list found to hold only `wanted` items says so on itself (attributes are
+            # immutable): an L2 tensor's sources are shared by its snapshots.
+            if attr is not None and attr.__dict__.get("_planc_items") is not wanted:
+                for i, item in enumerate(attr.data):
                     if not isinstance(item, wanted):
                         raise VerifyAt(f"expected a {wanted.name} attribute", None, key, i)
+                attr.__dict__["_planc_items"] = wanted
 
     def check_choice(self, prop: str, key: str, choices: tuple[str, ...]) -> None:
         value = self.value(prop)
@@ -711,15 +715,30 @@ class L2TensorOp(RecordOp):
             raise VerifyAt("address must be >= 0", None, "address")
         srcs = self.sources
         if srcs:
-            ids = {s.transfer_id.value.data for s in srcs}
-            if ids != set(self.transfer_ids):
-                raise VerifyAt(f"the sources' transfer ids {sorted(ids)} must be the tensor's "
-                               f"transfer ids {sorted(set(self.transfer_ids))}", None, "source")
-            lower, upper = self.ints_of("lower"), self.ints_of("upper")
-            for i, s in enumerate(srcs):
-                if lower and not _inside(_values(s.lower), _values(s.upper), lower, upper):
-                    raise VerifyAt(f"source block {ints(s.lower)}..{ints(s.upper)} is outside "
-                                   f"the tensor {lower}..{upper}", None, "source", i)
+            # The rules below read the sources, transfer ids and box alone: an L2 tensor
+            # listed in several snapshots shares those attributes, which are immutable, so a
+            # combination that passed is remembered on the sources (holding the others, so
+            # that their ids stay theirs) and not checked again.
+            properties = self.properties
+            held = properties["source"].__dict__.get("_planc_fits")
+            fits = (properties.get("transfer_id"), properties.get("lower"),
+                    properties.get("upper"))
+            if held is None or held[0] is not fits[0] or held[1] is not fits[1] \
+                    or held[2] is not fits[2]:
+                self._check_sources(srcs)
+                properties["source"].__dict__["_planc_fits"] = fits
+
+    def _check_sources(self, srcs: list[SourceAttr]) -> None:
+        """The sources carry the tensor's transfer ids and lie inside its box."""
+        ids = {s.transfer_id.value.data for s in srcs}
+        if ids != set(self.transfer_ids):
+            raise VerifyAt(f"the sources' transfer ids {sorted(ids)} must be the tensor's "
+                           f"transfer ids {sorted(set(self.transfer_ids))}", None, "source")
+        lower, upper = self.ints_of("lower"), self.ints_of("upper")
+        for i, s in enumerate(srcs):
+            if lower and not _inside(_values(s.lower), _values(s.upper), lower, upper):
+                raise VerifyAt(f"source block {ints(s.lower)}..{ints(s.upper)} is outside "
+                               f"the tensor {lower}..{upper}", None, "source", i)
 
 
 @record(
@@ -1392,11 +1411,20 @@ class TransferIndex:
 
     def _verify_l2_tensors(self) -> None:
         """L2 tensors: sources exist, one identity per tensor id, contiguous lifetimes."""
+        resolved: dict[int, Attribute] = {}
+        """id -> a list of sources whose transfers resolve (kept, so the id stays its)."""
         for core in self.schedule.cores:
             seen: dict[int, tuple[L2TensorOp, int]] = {}
             for position, wl in enumerate(core.workloads):
                 for tensor in self.of(wl, L2TensorOp):
-                    for i, src in enumerate(tensor.sources):
+                    # Sources found to resolve stay so for this index (its producers are
+                    # fixed): a tensor's later snapshots share its list of sources.
+                    listed = tensor.properties.get("source")
+                    if listed is not None and id(listed) in resolved:
+                        srcs = ()
+                    else:
+                        srcs = tensor.sources
+                    for i, src in enumerate(srcs):
                         tid = value_of(src.transfer_id)
                         producer = self.producer.get(tid)
                         if producer is None:
@@ -1406,6 +1434,8 @@ class TransferIndex:
                             raise VerifyAt(f"source transfer {tid} is {_describe(producer)}, "
                                            f"not of type {value_of(src.kind)}", tensor,
                                            "source", i)
+                    if listed is not None:
+                        resolved[id(listed)] = listed
                     key = tensor.value("tensor_id")
                     if key in seen:
                         first, last = seen[key]
