@@ -125,12 +125,24 @@ def _ops_of(block: Block, kind: type[_Op]) -> list[_Op]:
     """The ops of `kind` (or a subclass) in `block`, in order: a walk of the block's list
     without xDSL's iterator objects (the passes ask for them thousands of times)."""
     found = []
-    op = block.first_op
+    op = block._first_op  # noqa: SLF001 -- `first_op`/`next_op` without their properties
     while op is not None:
         if isinstance(op, kind):
             found.append(op)
-        op = op.next_op
+        op = op._next_op  # noqa: SLF001
     return found
+
+
+def _body_block(op: Operation) -> Block:
+    """`op.body.block` for a container op with one region: the region read directly (IRDL's
+    accessor looks the op's definition up on each read); any other shape asks xDSL, which
+    raises as before."""
+    regions = op.regions
+    if len(regions) == 1:
+        block = regions[0]._first_block  # noqa: SLF001 -- what `Region.block` checks
+        if block is not None and block is regions[0]._last_block:  # noqa: SLF001
+            return block
+    return op.body.block
 
 
 @functools.cache
@@ -198,7 +210,11 @@ def number_attr(value: int | float) -> IntegerAttr | FloatAttr:
 
 
 def ints(attr: DenseArrayBase | None) -> list[int]:
-    return [] if attr is None else list(_values(attr))
+    if attr is None:
+        return []
+    # `_values` inline (passes and the verifier ask ~170k times on a 4x4 ResNet-34).
+    values = attr.__dict__.get("_planc_values")
+    return list(_values(attr) if values is None else values)
 
 
 def _values(attr: DenseArrayBase) -> tuple[int, ...]:
@@ -864,13 +880,13 @@ class WorkloadOp(RecordOp):
     @staticmethod
     def new(workload_id: int, layer_name: str, layer_type: str, lower: Sequence[int],
             upper: Sequence[int], ops: Iterable[Operation] = ()) -> WorkloadOp:
-        op = WorkloadOp.create(
-            properties={"workload_id": int_attr(workload_id), "layer_name": StringAttr(layer_name),
-                        "layer_type": StringAttr(layer_type),
-                        "workload": rows_attr([lower, upper]),
-                        "lists": _keys_attr(("ifmap", "ofmap"))},
-            regions=[Region(Block(list(ops)))])
-        return op
+        # What `create` makes of it (see `bare_op`).
+        return bare_op(
+            WorkloadOp,
+            {"workload_id": int_attr(workload_id), "layer_name": StringAttr(layer_name),
+             "layer_type": StringAttr(layer_type), "workload": rows_attr([lower, upper]),
+             "lists": _keys_attr(("ifmap", "ofmap"))},
+            [Region(Block(list(ops)))])
 
     # -- accessors ------------------------------------------------------------------------
 
@@ -891,7 +907,7 @@ class WorkloadOp(RecordOp):
         """The workload's entries by exact op class, in order (`children` of every kind in
         one walk of the block, for the verifier, which reads most kinds several times)."""
         found: dict[type, list[Operation]] = {}
-        op = self.body.block.first_op
+        op = _body_block(self)._first_op  # noqa: SLF001 -- as in `_ops_of`
         while op is not None:
             kind = type(op)
             same = found.get(kind)
@@ -899,18 +915,18 @@ class WorkloadOp(RecordOp):
                 found[kind] = [op]
             else:
                 same.append(op)
-            op = op.next_op
+            op = op._next_op  # noqa: SLF001
         return found
 
     def children(self, kind: type[_Op]) -> list[_Op]:
         # A walk of the block's list without xDSL's iterator objects: the passes, the
         # verifier and the emitter ask a workload for its entries of one kind ~50 times each.
         found = []
-        op = self.body.block.first_op
+        op = _body_block(self)._first_op  # noqa: SLF001 -- as in `_ops_of`
         while op is not None:
             if type(op) is kind:
                 found.append(op)
-            op = op.next_op
+            op = op._next_op  # noqa: SLF001
         return found
 
     @property
@@ -949,7 +965,20 @@ class WorkloadOp(RecordOp):
             self.lists = _keys_attr((*self.list_keys(), key))
 
     def append(self, op: Operation) -> None:
-        self.body.block.add_op(op)
+        """`self.body.block.add_op(op)`: the passes add ~10k entries to workloads."""
+        block = _body_block(self)
+        last = block._last_op  # noqa: SLF001
+        if op.regions or op.parent is not None or (last is not None and last.parent is not block):
+            block.add_op(op)  # xDSL's checks, and its words when one fails
+            return
+        # An op without regions is no ancestor of the block, and is not attached: what
+        # `add_op` does once its checks pass.
+        op.parent = block
+        if last is None:
+            block._first_op = op  # noqa: SLF001
+        else:
+            last._insert_next_op(op)  # noqa: SLF001
+        block._last_op = op  # noqa: SLF001
 
     @property
     def core(self) -> CoreOp | None:
@@ -1096,7 +1125,7 @@ class CoreOp(IRDLOperation):
 
     @property
     def workloads(self) -> list[WorkloadOp]:
-        return _ops_of(self.body.block, WorkloadOp)
+        return _ops_of(_body_block(self), WorkloadOp)
 
     def verify_(self) -> None:
         for i, wl in enumerate(self.workloads):
@@ -1126,11 +1155,11 @@ class DramOp(IRDLOperation):
 
     @property
     def stores(self) -> list[DramStoreOp]:
-        return _ops_of(self.body.block, DramStoreOp)
+        return _ops_of(_body_block(self), DramStoreOp)
 
     @property
     def loads(self) -> list[DramLoadOp]:
-        return _ops_of(self.body.block, DramLoadOp)
+        return _ops_of(_body_block(self), DramLoadOp)
 
     def list_keys(self) -> list[str]:
         return [a.data for a in self.lists.data] if self.lists is not None else []
@@ -1169,7 +1198,7 @@ class ScheduleOp(RecordOp):
 
     @property
     def cores(self) -> list[CoreOp]:
-        return _ops_of(self.body.block, CoreOp)
+        return _ops_of(_body_block(self), CoreOp)
 
     def workloads(self) -> Iterator[WorkloadOp]:
         for core in self.cores:
@@ -1226,13 +1255,13 @@ def _walk(root: Operation, found: list[Operation] | None = None) -> list[Operati
     found.append(root)
     for region in root.regions:
         for block in region.blocks:
-            op = block.first_op
+            op = block._first_op  # noqa: SLF001 -- as in `_ops_of`
             while op is not None:
                 if op.regions:
                     _walk(op, found)
                 else:
                     found.append(op)
-                op = op.next_op
+                op = op._next_op  # noqa: SLF001
     return found
 
 

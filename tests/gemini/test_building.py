@@ -166,3 +166,56 @@ def test_record_attributes_with_a_wrong_extra_fail_as_the_generic_ones():
     with pytest.raises(VerifyException) as made:
         gemini.DestinationAttr.from_fields(values, StringAttr("x"))
     assert str(made.value) == str(generic.value)
+
+
+def test_workload_entries_and_appends_are_xdsls():
+    """`children`, `grouped` and the containers' lists read the blocks as `body.block.ops`
+    does; `append` links an entry as `add_op` does, and refuses what it refuses."""
+    from xdsl.ir import Block, Region
+
+    module = next(_modules(None))
+    workloads = [op for op in gemini._walk(module) if isinstance(op, gemini.WorkloadOp)]
+    for wl in workloads:
+        entries = list(wl.body.block.ops)
+        for kind in {type(op) for op in entries}:
+            assert wl.children(kind) == [op for op in entries if type(op) is kind]
+            assert wl.grouped()[kind] == wl.children(kind)
+        assert gemini._body_block(wl) is wl.body.block
+    schedule = next(op for op in gemini._walk(module) if isinstance(op, gemini.ScheduleOp))
+    assert schedule.cores == [op for op in schedule.body.block.ops
+                              if isinstance(op, gemini.CoreOp)]
+    assert schedule.cores[0].workloads == workloads
+
+    made = gemini.WorkloadOp.new(0, "conv", "pe", [0, 0, 0, 0], [0, 1, 1, 1])
+    generic = gemini.WorkloadOp.create(properties=dict(made.properties),
+                                       regions=[Region(Block())])
+    assert {k: v for k, v in made.__dict__.items() if k != "regions"} == \
+        {k: v for k, v in generic.__dict__.items() if k != "regions"}
+    assert made.regions[0].parent is made and len(made.regions) == 1
+    plain = gemini.WorkloadOp.new(0, "conv", "pe", [0, 0, 0, 0], [0, 1, 1, 1])
+    ops = [gemini.WeightOp.build(size=gemini.int_attr(i)) for i in range(3)]
+    plain_ops = [gemini.WeightOp.build(size=gemini.int_attr(i)) for i in range(3)]
+    for op, other in zip(ops, plain_ops, strict=True):
+        made.append(op)
+        plain.body.block.add_op(other)
+    block, plain_block = made.body.block, plain.body.block
+    assert [op.properties for op in block.ops] == [op.properties for op in plain_block.ops]
+    assert block.last_op is ops[-1] and block.first_op is ops[0]
+    for i, op in enumerate(ops):
+        assert op.parent is block
+        assert op.prev_op is (ops[i - 1] if i else None)
+        assert op.next_op is (ops[i + 1] if i < 2 else None)
+    for refused in (ops[0], plain_ops[0]):  # attached here, attached elsewhere
+        with pytest.raises(ValueError) as generic_error:
+            gemini.WorkloadOp.new(1, "x", "pe", [0] * 4, [0] * 4).body.block.add_op(refused)
+        with pytest.raises(ValueError) as error:
+            made.append(refused)
+        assert str(error.value) == str(generic_error.value)
+    inside = gemini.WorkloadOp.new(2, "y", "pe", [0] * 4, [0] * 4)
+    made.append(inside)
+    with pytest.raises(ValueError, match="contained in the operation"):
+        inside.append(made)  # a workload into a workload of its own
+    for blocks in ([], [Block(), Block()]):
+        odd = gemini.WorkloadOp.create(properties={}, regions=[Region(blocks)])
+        with pytest.raises(ValueError, match="single-block regions"):
+            gemini._body_block(odd)
