@@ -229,7 +229,14 @@ def _values(attr: DenseArrayBase) -> tuple[int, ...]:
 
 
 def rows(attr: ArrayAttr | None) -> list[list[int]]:
-    return [] if attr is None else [ints(r) for r in attr.data]
+    if attr is None:
+        return []
+    # Kept on the (immutable) attribute as `_values` keeps an array's values: the passes
+    # and the verifier read each workload's box ~20 times.
+    found = attr.__dict__.get("_planc_rows")
+    if found is None:
+        found = attr.__dict__["_planc_rows"] = tuple(tuple(ints(r)) for r in attr.data)
+    return [list(r) for r in found]
 
 
 def value_of(attr: Attribute | None):

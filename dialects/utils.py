@@ -110,11 +110,16 @@ def built(cls: type[AttrT], *parameters: Attribute) -> AttrT:
     hundreds of thousands of shapes and locations on a large import) is skipped; the
     attribute's own rules (`verify`) still run."""
     attr = cls.__new__(cls)
-    for (name, _), value in zip(cls.get_irdl_definition().parameters, parameters,
-                                strict=True):
+    for name, value in zip(_parameter_names(cls), parameters, strict=True):
         object.__setattr__(attr, name, value)
     attr.verify()
     return attr
+
+
+@functools.cache
+def _parameter_names(cls: type[ParametrizedAttribute]) -> tuple[str, ...]:
+    """The names of `cls`'s parameters, in order, read once per class."""
+    return tuple(name for name, _ in cls.get_irdl_definition().parameters)
 
 
 class VerifyAt(VerifyException):

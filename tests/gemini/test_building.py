@@ -219,3 +219,18 @@ def test_workload_entries_and_appends_are_xdsls():
         odd = gemini.WorkloadOp.create(properties={}, regions=[Region(blocks)])
         with pytest.raises(ValueError, match="single-block regions"):
             gemini._body_block(odd)
+
+
+def test_rows_kept_on_the_attribute_are_fresh_lists_of_the_values():
+    attr = gemini.rows_attr([[0, 1, 2, 3], [4, 5, 6, 7]])
+    plain = [list(r.get_values()) for r in attr.data]
+    first = gemini.rows(attr)
+    assert first == plain
+    first[0].append(9)
+    first.append([1])
+    assert gemini.rows(attr) == plain  # what a caller does to its lists stays its own
+    assert gemini.rows(None) == []
+    wl = gemini.WorkloadOp.new(0, "conv", "pe", [0, 0, 0, 0], [0, 1, 1, 1])
+    lower, upper = wl.box
+    lower[0] = 5
+    assert wl.box == ([0, 0, 0, 0], [0, 1, 1, 1])
