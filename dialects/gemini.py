@@ -322,6 +322,9 @@ class RecordAttr(ParametrizedAttribute):
 
     def field(self, prop: str) -> Attribute | None:
         value = getattr(self, prop)
+        kind = type(value)
+        if kind is IntegerAttr or kind is StringAttr:
+            return value  # the usual cases, without `isinstance`'s ABC walk on a miss
         return None if isinstance(value, NoneAttr) else value
 
     def print_parameters(self, printer: Printer) -> None:
@@ -358,6 +361,8 @@ class RecordAttr(ParametrizedAttribute):
     def verify(self) -> None:
         for prop, key, required, wanted, what in _attr_fields(type(self)):
             value = getattr(self, prop)
+            if type(value) is wanted:
+                continue  # of the wanted class, so no NoneAttr: what the tests below decide
             if isinstance(value, NoneAttr):
                 if required:
                     raise VerifyException(f"{self.name}: missing required field '{key}'")
