@@ -235,6 +235,10 @@ class _Plan:
     property_names: frozenset[str] = field(init=False)
     has_regions: bool = field(init=False)
     has_successors: bool = field(init=False)
+    classes: dict[str, type | frozenset[type]] | None = field(init=False)
+    """For an op class declaring nothing but optional properties, each decided by class:
+    per property, its class X (an `isinstance` test) or the set of classes it may be of
+    (the exact class tested); else None."""
 
     def __post_init__(self) -> None:
         op_def = self.op_def
@@ -245,9 +249,32 @@ class _Plan:
         self.needs_context = self.has_regions or None in self.operands.bases \
             or None in self.results.bases or self.property_checks.needs_context() \
             or self.attribute_checks.needs_context()
+        checks = self.property_checks
+        self.classes = None
+        if not (op_def.operands or op_def.results or op_def.regions or op_def.successors
+                or op_def.attributes or checks.required) \
+                and all(base is not None or name in checks.classes
+                        for name, base in checks.bases.items()):
+            self.classes = {name: checks.classes.get(name, base)
+                            for name, base in checks.bases.items()}
 
     def generic_ok(self, op: Operation) -> bool:
         """Whether `op` meets its definition; False also when unsure (xDSL then decides)."""
+        classes = self.classes
+        if classes is not None and not (op._operands or op.results or op.regions  # noqa: SLF001
+                                        or op._successors):  # noqa: SLF001
+            # What the general path below decides for such an op, in one loop: each
+            # property is declared and of its class (an op of one of the Gemini records).
+            for name, value in op.properties.items():
+                wanted = classes.get(name)
+                if wanted is None:
+                    return False
+                if type(wanted) is frozenset:
+                    if type(value) not in wanted:
+                        return False
+                elif type(value) is not wanted and not isinstance(value, wanted):
+                    return False
+            return True
         op_def = self.op_def
         # Only xDSL's own checks use a context (they all run for an op that has regions).
         context = VerificationContext() if self.needs_context or op.regions else None
