@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
+    FloatData,
     IntegerAttr,
     NoneAttr,
     NoneType,
@@ -206,7 +207,18 @@ def rows_attr(rows: Iterable[Iterable[int]]) -> ArrayAttr:
 
 
 def number_attr(value: int | float) -> IntegerAttr | FloatAttr:
+    if type(value) is float:
+        # `FloatAttr(value, f64)` rounds the value to a double, which a Python float is:
+        # without that round trip and xDSL's generic checks (the attribute's `verify` runs).
+        return built(FloatAttr, FloatData(value), f64)
     return FloatAttr(value, f64) if isinstance(value, float) else i64_attr(value)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def str_attr(text: str) -> StringAttr:
+    """`StringAttr(text)`, one object per text (attributes are immutable): layer names,
+    kinds and sources are given to thousands of records."""
+    return StringAttr(text)
 
 
 def ints(attr: DenseArrayBase | None) -> list[int]:
@@ -417,10 +429,10 @@ class DestinationAttr(RecordAttr):
     @staticmethod
     @functools.lru_cache(maxsize=1 << 16)
     def core(core_id: int, workload_id: int, layer_name: str | None = None) -> DestinationAttr:
-        values = {"core_id": int_attr(core_id), "kind": StringAttr("core"),
+        values = {"core_id": int_attr(core_id), "kind": str_attr("core"),
                   "workload_id": int_attr(workload_id)}
         if layer_name is not None:
-            values["layer_name"] = StringAttr(layer_name)
+            values["layer_name"] = str_attr(layer_name)
         return DestinationAttr.from_fields(values)
 
     @staticmethod
@@ -895,8 +907,8 @@ class WorkloadOp(RecordOp):
         # What `create` makes of it (see `bare_op`).
         return bare_op(
             WorkloadOp,
-            {"workload_id": int_attr(workload_id), "layer_name": StringAttr(layer_name),
-             "layer_type": StringAttr(layer_type), "workload": rows_attr([lower, upper]),
+            {"workload_id": int_attr(workload_id), "layer_name": str_attr(layer_name),
+             "layer_type": str_attr(layer_type), "workload": rows_attr([lower, upper]),
              "lists": _keys_attr(("ifmap", "ofmap"))},
             [Region(Block(list(ops)))])
 

@@ -234,3 +234,25 @@ def test_rows_kept_on_the_attribute_are_fresh_lists_of_the_values():
     lower, upper = wl.box
     lower[0] = 5
     assert wl.box == ([0, 0, 0, 0], [0, 1, 1, 1])
+
+
+def test_number_and_string_attributes_are_the_generic_ones():
+    import math
+    import struct
+
+    from xdsl.dialects.builtin import FloatAttr, f64
+
+    rng = random.Random(3)
+    floats = [0.0, -0.0, 1.5, -2.25, 244.215, 1e308, -1e-308, 5e-324, math.inf, -math.inf,
+              math.nan] + [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+                           for _ in range(300)]
+    for value in floats:
+        made, generic = gemini.number_attr(value), FloatAttr(value, f64)
+        assert type(made) is FloatAttr and made.type == generic.type
+        assert struct.pack("<d", made.value.data) == struct.pack("<d", generic.value.data)
+        assert made == generic or math.isnan(value)
+    for value in EDGES:
+        assert gemini.number_attr(value) == IntegerAttr(value, i64)
+    for text in ("core", "DRAM", "", "Conv_1", "é"):
+        assert gemini.str_attr(text) == StringAttr(text)
+        assert gemini.str_attr(text) is gemini.str_attr(text)
