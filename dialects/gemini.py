@@ -1097,10 +1097,9 @@ class WorkloadOp(RecordOp):
                                f"the one at [{first.value('address')}, {first.end})", second,
                                "address")
         if self.has_list("buffer"):
-            held_by = [(set(t.transfer_ids), t) for t in buffer
-                       if t.value("kind") != "ofmap"]
+            held_by = [(_id_set(t), t) for t in buffer if t.value("kind") != "ofmap"]
             for ifmap in kids.get(IfmapOp, ()):
-                wanted = set(ifmap.transfer_ids)
+                wanted = _id_set(ifmap)
                 held = next((t for ids, t in held_by if wanted <= ids), None)
                 if held is None:
                     raise VerifyAt(f"no tensor of the L2 snapshot holds transfers "
@@ -1111,6 +1110,18 @@ class WorkloadOp(RecordOp):
                     raise VerifyAt(f"box {ifmap.ints_of('lower')}..{ifmap.ints_of('upper')} is "
                                    f"outside L2 tensor {held.value('tensor_id')} of size "
                                    f"{box_size(lo, hi)}", ifmap, "upper")
+
+
+def _id_set(op: RecordOp) -> frozenset[int]:
+    """`frozenset(op.transfer_ids)`, kept on the (immutable) `transfer_id` attribute: the
+    verifier compares the id sets of each workload's ifmaps and L2 tensors."""
+    attr = op.properties.get("transfer_id")
+    if attr is None:
+        return frozenset()
+    found = attr.__dict__.get("_planc_id_set")
+    if found is None:
+        found = attr.__dict__["_planc_id_set"] = frozenset(op.transfer_ids)
+    return found
 
 
 def _ring_spans(address: int, size: int, regions: Sequence[tuple[int, int]],
@@ -1240,6 +1251,8 @@ class ScheduleOp(RecordOp):
         # the whole module is being verified (`verifying_once`), each op is verified here in
         # full and remembered, so that the module walk does not check it a second time.
         done = verified_so_far()
+        others: list[Operation] = []
+        """The walk's ops but the records and cores (this op first), in order."""
         for op in _walk(self):
             if op is not self and isinstance(op, (RecordOp, CoreOp)):  # noqa: UP038 (faster)
                 try:
@@ -1252,6 +1265,8 @@ class ScheduleOp(RecordOp):
                     raise VerifyAt(str(e), e.op or op, *e.steps) from None
                 except VerifyException as e:
                     raise VerifyAt(str(e), op) from None
+            else:
+                others.append(op)
         if len([op for op in self.body.ops if isinstance(op, DramOp)]) > 1:
             raise VerifyException("a schedule has one DRAM section")
         cores = [c.id for c in self.cores]
@@ -1262,7 +1277,7 @@ class ScheduleOp(RecordOp):
             if not 0 <= core.id < mesh:
                 raise VerifyAt(f"core {core.id} is not on the {self.value('xlen')}x"
                                f"{self.value('ylen')} mesh", core)
-        TransferIndex(self).verify()
+        TransferIndex(self, others).verify()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1289,11 +1304,35 @@ def _walk(root: Operation, found: list[Operation] | None = None) -> list[Operati
     return found
 
 
+def _walk_replacing(root: Operation, skipped: Operation, instead: list[Operation],
+                    found: list[Operation] | None = None) -> list[Operation]:
+    """`_walk(root)` with the ops of `skipped`'s walk replaced by `instead` (at its place)."""
+    if found is None:
+        found = []
+    found.append(root)
+    for region in root.regions:
+        for block in region.blocks:
+            op = block._first_op  # noqa: SLF001 -- as in `_ops_of`
+            while op is not None:
+                if op is skipped:
+                    found += instead
+                elif op.regions:
+                    _walk_replacing(op, skipped, instead, found)
+                else:
+                    found.append(op)
+                op = op._next_op  # noqa: SLF001
+    return found
+
+
 class TransferIndex:
     """Producers and consumers of every transfer id of a schedule, and the checks on them."""
 
-    def __init__(self, schedule: ScheduleOp):
+    def __init__(self, schedule: ScheduleOp, others: list[Operation] | None = None):
         self.schedule = schedule
+        self.others = others
+        """The ops of `_walk(schedule)` that are neither records nor cores, when the caller
+        has them (the schedule's verifier): the search for a network's layers (`dnn.*` ops)
+        reads those instead of walking the schedule's ~13k ops again."""
         self.workloads: dict[tuple[int, int], WorkloadOp] = {
             (core.id, wl.id): wl for core in schedule.cores for wl in core.workloads}
         dram = schedule.dram
@@ -1397,10 +1436,12 @@ class TransferIndex:
         """Every core destination consumes the block; every DRAM destination is stored."""
         reads: dict[tuple[int, int], set[int]] = {}
         for key, consumer in self.workloads.items():
-            used = {t for f in self.of(consumer, IfmapOp) for t in f.transfer_ids}
+            used = set()
+            for ifmap in self.of(consumer, IfmapOp):
+                used |= _id_set(ifmap)
             weight = self.weight_of(consumer)
             if weight is not None:
-                used |= set(weight.transfer_ids)
+                used |= _id_set(weight)
             reads[key] = used
         for tid, producer in self.producer.items():
             for i, dest in enumerate(producer.destinations):
@@ -1496,8 +1537,10 @@ class TransferIndex:
                             raise VerifyAt(f"tensor {key} leaves L2 after workload "
                                            f"{core.workloads[last].id} and is listed again",
                                            tensor, "tensor_id")
+                        properties, before = tensor.properties, first.properties
                         for prop in ("address", "size", "kind"):
-                            if tensor.value(prop) != first.value(prop):
+                            if properties.get(prop) is not before.get(prop) and \
+                                    tensor.value(prop) != first.value(prop):
                                 raise VerifyAt(f"tensor {key} changes its {prop} from "
                                                f"{first.value(prop)} to {tensor.value(prop)}",
                                                tensor, "address" if prop == "address" else
@@ -1543,7 +1586,11 @@ class TransferIndex:
         if module is None:
             return {}
         shapes = {}
-        for op in _walk(module):
+        if self.others is None:
+            ops = _walk(module)
+        else:
+            ops = _walk_replacing(module, self.schedule, self.others)
+        for op in ops:
             if not op.name.startswith("dnn."):
                 continue
             name, result = op.properties.get("layer_name"), op.results[:1]

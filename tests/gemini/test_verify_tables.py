@@ -155,3 +155,35 @@ def test_remembered_sources_are_checked_again_when_the_tensor_changes(mutate):
     doc = small_schedule()
     if mutate(doc) is not False:
         assert _error(import_document(parse_json(json.dumps(doc)))) == expected
+
+
+def test_layer_shapes_from_the_verifiers_walk_are_the_whole_walks():
+    """The schedule's verifier hands `TransferIndex` the ops of its walk that are neither
+    records nor cores; the layers found with them are those a walk of the whole module finds,
+    a layer op misplaced inside the schedule included."""
+    from tests.gemini.fixtures import small_network
+    from tests.gemini.test_pipeline import schedule, the_schedule
+
+    def others(s):
+        return [op for op in gemini._walk(s)
+                if op is s or not isinstance(op, (gemini.RecordOp, gemini.CoreOp))]
+
+    module = schedule(small_network())
+    s = the_schedule(module)
+    shapes = gemini.TransferIndex(s)._layer_shapes()
+    assert shapes and gemini.TransferIndex(s, others(s))._layer_shapes() == shapes
+    layer = next(op for op in gemini._walk(module) if op.name.startswith("dnn.")
+                 and "layer_name" in op.properties and op.results)
+    inside = layer.clone()
+    inside.properties["layer_name"] = gemini.str_attr("zz_inside")
+    gemini._body_block(s).add_op(inside)
+    shapes = gemini.TransferIndex(s)._layer_shapes()
+    assert "zz_inside" in shapes
+    assert gemini.TransferIndex(s, others(s))._layer_shapes() == shapes
+
+
+def test_id_sets_kept_on_the_attribute_are_the_transfer_ids():
+    module = _module()
+    records = [op for op in gemini._walk(module) if isinstance(op, gemini.RecordOp)]
+    for op in records * 2:
+        assert gemini._id_set(op) == frozenset(op.transfer_ids)
