@@ -916,11 +916,14 @@ class WorkloadOp(RecordOp):
 
     @property
     def id(self) -> int:
-        return self.value("workload_id")
+        attr = self.properties.get("workload_id")
+        # `value`'s usual case inline: passes and the verifier ask ~50k times.
+        return attr.value.data if type(attr) is IntegerAttr else self.value("workload_id")
 
     @property
     def layer(self) -> str:
-        return self.value("layer_name")
+        attr = self.properties.get("layer_name")
+        return attr.data if type(attr) is StringAttr else self.value("layer_name")
 
     @property
     def box(self) -> tuple[list[int], list[int]]:
