@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.ir import BlockArgument, Operation, OpResult
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.constraints import (
+    AnyAttr,
     AnyOf,
     BaseAttr,
     RangeLengthConstraint,
@@ -35,6 +36,7 @@ from xdsl.irdl.operations import (
     OptAttributeDef,
     OptionalDef,
     OptPropertyDef,
+    RegionDef,
     VariadicDef,
     VarIRConstruct,
     get_attr_size_option,
@@ -236,9 +238,12 @@ class _Plan:
     has_regions: bool = field(init=False)
     has_successors: bool = field(init=False)
     classes: dict[str, type | frozenset[type]] | None = field(init=False)
-    """For an op class declaring nothing but optional properties, each decided by class:
-    per property, its class X (an `isinstance` test) or the set of classes it may be of
-    (the exact class tested); else None."""
+    """For an op class declaring nothing but optional properties, each decided by class,
+    and regions that take anything (see `_plain_regions`): per property, its class X (an
+    `isinstance` test) or the set of classes it may be of (the exact class tested); else
+    None."""
+    region_count: int = field(init=False)
+    """How many regions such an op has (one per definition)."""
 
     def __post_init__(self) -> None:
         op_def = self.op_def
@@ -251,8 +256,9 @@ class _Plan:
             or self.attribute_checks.needs_context()
         checks = self.property_checks
         self.classes = None
-        if not (op_def.operands or op_def.results or op_def.regions or op_def.successors
-                or op_def.attributes or checks.required) \
+        self.region_count = len(op_def.regions)
+        if not (op_def.operands or op_def.results or op_def.successors
+                or op_def.attributes or checks.required) and _plain_regions(op_def) \
                 and all(base is not None or name in checks.classes
                         for name, base in checks.bases.items()):
             self.classes = {name: checks.classes.get(name, base)
@@ -261,10 +267,11 @@ class _Plan:
     def generic_ok(self, op: Operation) -> bool:
         """Whether `op` meets its definition; False also when unsure (xDSL then decides)."""
         classes = self.classes
-        if classes is not None and not (op._operands or op.results or op.regions  # noqa: SLF001
-                                        or op._successors):  # noqa: SLF001
+        if classes is not None and not (op._operands or op.results  # noqa: SLF001
+                                        or op._successors) \
+                and len(op.regions) == self.region_count:  # noqa: SLF001 (the line above)
             # What the general path below decides for such an op, in one loop: each
-            # property is declared and of its class (an op of one of the Gemini records).
+            # property is declared and of its class (the Gemini records and containers).
             for name, value in op.properties.items():
                 wanted = classes.get(name)
                 if wanted is None:
@@ -294,6 +301,16 @@ class _Plan:
         except VerifyException:
             return False
         return True
+
+
+def _plain_regions(op_def: OpDef) -> bool:
+    """Whether each region `op_def` declares is one region (neither optional, variadic nor
+    single-block) taking any entry arguments, and nothing sizes them: xDSL then asks of an
+    op's regions that there be as many as declared (`irdl_op_verify_regions`)."""
+    if any(isinstance(o, get_attr_size_option(VarIRConstruct.REGION)) for o in op_def.options):
+        return False
+    return all(type(d) is RegionDef and type(d.entry_args) is RangeOf
+               and type(d.entry_args.constr) is AnyAttr for _, d in op_def.regions)
 
 
 _PLANS: dict[type, _Plan | None] = {}

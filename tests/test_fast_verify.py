@@ -157,10 +157,11 @@ def test_gemini_ops_and_their_one_of_properties_are_judged_alike():
                   IntegerAttr(1, i32), NoneAttr(), NoneType(), IntAttr(2),
                   DenseArrayBase.from_list(i32, [1])]
     from xdsl.dialects.test import TestOp
+    from xdsl.ir import Region
 
     stray = TestOp(result_types=[i64]).results[0]
     rng = random.Random(5)
-    tried = broken = 0
+    tried = broken = containers = 0
     for module in gemini_modules():
         ops = list(module.walk())
         for op in ops:
@@ -187,4 +188,15 @@ def test_gemini_ops_and_their_one_of_properties_are_judged_alike():
                 expected = outcome(lambda o: o.verify_(), op)
                 assert expected is not None and outcome(verify_op, op) == expected, op.name
                 op.operands = []
-    assert tried > 50 and broken > 20
+            # A region more, and (for a container) its own region taken away.
+            op.add_region(Region())
+            expected = outcome(lambda o: o.verify_(), op)
+            assert expected is not None and outcome(verify_op, op) == expected, op.name
+            op.detach_region(len(op.regions) - 1)
+            if op.regions:
+                body = op.detach_region(0)
+                expected = outcome(lambda o: o.verify_(), op)
+                assert expected is not None and outcome(verify_op, op) == expected, op.name
+                op.add_region(body)
+                containers += 1
+    assert tried > 50 and broken > 20 and containers > 10
