@@ -22,13 +22,21 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.ir import BlockArgument, Operation, OpResult
 from xdsl.irdl import IRDLOperation
-from xdsl.irdl.constraints import BaseAttr, RangeLengthConstraint, RangeOf, VerificationContext
+from xdsl.irdl.constraints import (
+    AnyAttr,
+    AnyOf,
+    BaseAttr,
+    RangeLengthConstraint,
+    RangeOf,
+    VerificationContext,
+)
 from xdsl.irdl.operations import (
     AttrSizedSegments,
     OpDef,
     OptAttributeDef,
     OptionalDef,
     OptPropertyDef,
+    RegionDef,
     VariadicDef,
     VarIRConstruct,
     get_attr_size_option,
@@ -108,6 +116,8 @@ class _Arguments:
         return tuple(each if v else 1 for v in variadic)
 
     def ok(self, op: Operation, values, context: VerificationContext) -> bool:
+        if not values and not self.defs and self.option is None:
+            return True  # none declared, none given (most of planc's ops have no results)
         sizes = self.sizes(op, len(values))
         if sizes is None:
             return False
@@ -151,11 +161,15 @@ def _range_base(constraint, *, single: bool = False) -> type | None:
 class _Checks:
     """The property (or attribute) definitions of an op class, read once: the required
     names, and per name X when the constraint is "an attribute of class X" (`BaseAttr`, an
-    `isinstance` test), else the constraint."""
+    `isinstance` test), else the constraint; per name whose constraint is "one of the
+    classes X, Y, ..." (`AnyOf` plain `BaseAttr`s), the set of those classes."""
 
     required: tuple[str, ...]
     bases: dict[str, type | None]
     constraints: dict[str, object]
+    classes: dict[str, frozenset[type]] = field(default_factory=dict)
+    """By name: the classes an `AnyOf` of plain classes accepts, as xDSL's `AnyOf.verify`
+    looks them up (the exact class of the value); a value of another class goes to xDSL."""
 
     @staticmethod
     def of(defs: dict) -> _Checks:
@@ -164,7 +178,14 @@ class _Checks:
                   if not isinstance(d, OptPropertyDef | OptAttributeDef)),
             {name: d.constr.attr if type(d.constr) is BaseAttr else None
              for name, d in defs.items()},
-            {name: d.constr for name, d in defs.items()})
+            {name: d.constr for name, d in defs.items()},
+            {name: classes for name, d in defs.items()
+             if (classes := _any_of_classes(d.constr)) is not None})
+
+    def needs_context(self) -> bool:
+        """Whether some constraint is checked by xDSL (with a `VerificationContext`)."""
+        return any(base is None and name not in self.classes
+                   for name, base in self.bases.items())
 
     def met_by(self, values: dict, context: VerificationContext) -> bool:
         """Do `values` meet the definitions (missing optional ones aside)? Members no
@@ -183,9 +204,23 @@ class _Checks:
             if base is not None:
                 if type(value) is not base and not isinstance(value, base):
                     return False
+            elif name in self.classes:
+                if type(value) not in self.classes[name]:
+                    return False   # xDSL decides (and words the failure)
             else:
                 self.constraints[name].verify(value, context)
         return True
+
+
+def _any_of_classes(constraint) -> frozenset[type] | None:
+    """The classes an `AnyOf` accepts when each of its members is a plain `BaseAttr` of a
+    final class (xDSL then accepts a value iff its exact class is one of them); else None."""
+    if type(constraint) is not AnyOf or constraint._abstr_constr is not None:  # noqa: SLF001
+        return None
+    based = constraint._based_constrs  # noqa: SLF001 -- the table `AnyOf.verify` reads
+    if not all(type(c) is BaseAttr and c.attr is cls for cls, c in based.items()):
+        return None
+    return frozenset(based)
 
 
 @dataclass
@@ -202,6 +237,13 @@ class _Plan:
     property_names: frozenset[str] = field(init=False)
     has_regions: bool = field(init=False)
     has_successors: bool = field(init=False)
+    classes: dict[str, type | frozenset[type]] | None = field(init=False)
+    """For an op class declaring nothing but optional properties, each decided by class,
+    and regions that take anything (see `_plain_regions`): per property, its class X (an
+    `isinstance` test) or the set of classes it may be of (the exact class tested); else
+    None."""
+    region_count: int = field(init=False)
+    """How many regions such an op has (one per definition)."""
 
     def __post_init__(self) -> None:
         op_def = self.op_def
@@ -210,11 +252,36 @@ class _Plan:
         self.property_names = frozenset(op_def.properties)
         self.has_regions, self.has_successors = bool(op_def.regions), bool(op_def.successors)
         self.needs_context = self.has_regions or None in self.operands.bases \
-            or None in self.results.bases or None in self.property_checks.bases.values() \
-            or None in self.attribute_checks.bases.values()
+            or None in self.results.bases or self.property_checks.needs_context() \
+            or self.attribute_checks.needs_context()
+        checks = self.property_checks
+        self.classes = None
+        self.region_count = len(op_def.regions)
+        if not (op_def.operands or op_def.results or op_def.successors
+                or op_def.attributes or checks.required) and _plain_regions(op_def) \
+                and all(base is not None or name in checks.classes
+                        for name, base in checks.bases.items()):
+            self.classes = {name: checks.classes.get(name, base)
+                            for name, base in checks.bases.items()}
 
     def generic_ok(self, op: Operation) -> bool:
         """Whether `op` meets its definition; False also when unsure (xDSL then decides)."""
+        classes = self.classes
+        if classes is not None and not (op._operands or op.results  # noqa: SLF001
+                                        or op._successors) \
+                and len(op.regions) == self.region_count:  # noqa: SLF001 (the line above)
+            # What the general path below decides for such an op, in one loop: each
+            # property is declared and of its class (the Gemini records and containers).
+            for name, value in op.properties.items():
+                wanted = classes.get(name)
+                if wanted is None:
+                    return False
+                if type(wanted) is frozenset:
+                    if type(value) not in wanted:
+                        return False
+                elif type(value) is not wanted and not isinstance(value, wanted):
+                    return False
+            return True
         op_def = self.op_def
         # Only xDSL's own checks use a context (they all run for an op that has regions).
         context = VerificationContext() if self.needs_context or op.regions else None
@@ -234,6 +301,16 @@ class _Plan:
         except VerifyException:
             return False
         return True
+
+
+def _plain_regions(op_def: OpDef) -> bool:
+    """Whether each region `op_def` declares is one region (neither optional, variadic nor
+    single-block) taking any entry arguments, and nothing sizes them: xDSL then asks of an
+    op's regions that there be as many as declared (`irdl_op_verify_regions`)."""
+    if any(isinstance(o, get_attr_size_option(VarIRConstruct.REGION)) for o in op_def.options):
+        return False
+    return all(type(d) is RegionDef and type(d.entry_args) is RangeOf
+               and type(d.entry_args.constr) is AnyAttr for _, d in op_def.regions)
 
 
 _PLANS: dict[type, _Plan | None] = {}

@@ -30,6 +30,7 @@ permutation of the DRAM transfers with the documented sentinels.
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -37,9 +38,11 @@ from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BytesAttr,
     DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
+    FloatData,
     IntegerAttr,
     NoneAttr,
     NoneType,
@@ -64,7 +67,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.fast_verify import verify_op
-from dialects.utils import VerifyAt, verified_so_far, warn
+from dialects.utils import VerifyAt, bare_op, built, i64_attr, verified_so_far, warn
 
 DIMS = 4
 LAYER_TYPES = ("pe", "vp", "dt")
@@ -123,12 +126,24 @@ def _ops_of(block: Block, kind: type[_Op]) -> list[_Op]:
     """The ops of `kind` (or a subclass) in `block`, in order: a walk of the block's list
     without xDSL's iterator objects (the passes ask for them thousands of times)."""
     found = []
-    op = block.first_op
+    op = block._first_op  # noqa: SLF001 -- `first_op`/`next_op` without their properties
     while op is not None:
         if isinstance(op, kind):
             found.append(op)
-        op = op.next_op
+        op = op._next_op  # noqa: SLF001
     return found
+
+
+def _body_block(op: Operation) -> Block:
+    """`op.body.block` for a container op with one region: the region read directly (IRDL's
+    accessor looks the op's definition up on each read); any other shape asks xDSL, which
+    raises as before."""
+    regions = op.regions
+    if len(regions) == 1:
+        block = regions[0]._first_block  # noqa: SLF001 -- what `Region.block` checks
+        if block is not None and block is regions[0]._last_block:  # noqa: SLF001
+            return block
+    return op.body.block
 
 
 @functools.cache
@@ -144,7 +159,7 @@ def _empty_dict() -> DictionaryAttr:
 @functools.lru_cache(maxsize=1 << 16)
 def int_attr(value: int) -> IntegerAttr:
     # Attributes are immutable: one object per value spares xDSL's construction and checks.
-    return IntegerAttr(value, i64)
+    return i64_attr(value)
 
 
 @functools.lru_cache(maxsize=4)
@@ -158,7 +173,33 @@ def ints_attr(values: Iterable[int]) -> DenseArrayBase:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _ints_attr(values: tuple[int, ...]) -> DenseArrayBase:
+    if all(type(v) is int and _I64_MIN <= v <= _I64_MAX for v in values):
+        # What `from_list` makes of plain i64 values (it normalizes nothing in that range),
+        # without xDSL's generic parameter checks; the array's own `verify` still runs. The
+        # values are kept on it as `_values` would keep them.
+        attr = built(DenseArrayBase, i64, BytesAttr(struct.pack(f"<{len(values)}q", *values)))
+        attr.__dict__["_planc_values"] = values
+        return attr
     return DenseArrayBase.from_list(i64, list(values))
+
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+@functools.lru_cache(maxsize=256)
+def _keys_attr(keys: tuple[str, ...]) -> ArrayAttr:
+    """The `lists` attribute naming `keys`: one object per tuple of names (a few kinds are
+    given to every workload)."""
+    return ArrayAttr([StringAttr(k) for k in keys])
+
+
+def _keys_of(attr: ArrayAttr) -> tuple[str, ...]:
+    """The names in a `lists` attribute, kept on the (immutable) attribute as `_values` keeps
+    an array's values: the passes and the verifier ask each workload several times."""
+    keys = attr.__dict__.get("_planc_keys")
+    if keys is None:
+        keys = attr.__dict__["_planc_keys"] = tuple(a.data for a in attr.data)
+    return keys
 
 
 def rows_attr(rows: Iterable[Iterable[int]]) -> ArrayAttr:
@@ -166,11 +207,26 @@ def rows_attr(rows: Iterable[Iterable[int]]) -> ArrayAttr:
 
 
 def number_attr(value: int | float) -> IntegerAttr | FloatAttr:
-    return FloatAttr(value, f64) if isinstance(value, float) else IntegerAttr(value, i64)
+    if type(value) is float:
+        # `FloatAttr(value, f64)` rounds the value to a double, which a Python float is:
+        # without that round trip and xDSL's generic checks (the attribute's `verify` runs).
+        return built(FloatAttr, FloatData(value), f64)
+    return FloatAttr(value, f64) if isinstance(value, float) else i64_attr(value)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def str_attr(text: str) -> StringAttr:
+    """`StringAttr(text)`, one object per text (attributes are immutable): layer names,
+    kinds and sources are given to thousands of records."""
+    return StringAttr(text)
 
 
 def ints(attr: DenseArrayBase | None) -> list[int]:
-    return [] if attr is None else list(_values(attr))
+    if attr is None:
+        return []
+    # `_values` inline (passes and the verifier ask ~170k times on a 4x4 ResNet-34).
+    values = attr.__dict__.get("_planc_values")
+    return list(_values(attr) if values is None else values)
 
 
 def _values(attr: DenseArrayBase) -> tuple[int, ...]:
@@ -185,7 +241,14 @@ def _values(attr: DenseArrayBase) -> tuple[int, ...]:
 
 
 def rows(attr: ArrayAttr | None) -> list[list[int]]:
-    return [] if attr is None else [ints(r) for r in attr.data]
+    if attr is None:
+        return []
+    # Kept on the (immutable) attribute as `_values` keeps an array's values: the passes
+    # and the verifier read each workload's box ~20 times.
+    found = attr.__dict__.get("_planc_rows")
+    if found is None:
+        found = attr.__dict__["_planc_rows"] = tuple(tuple(ints(r)) for r in attr.data)
+    return [list(r) for r in found]
 
 
 def value_of(attr: Attribute | None):
@@ -262,10 +325,18 @@ class RecordAttr(ParametrizedAttribute):
     def from_fields(cls, values: dict[str, Attribute], extra: DictionaryAttr | None = None):
         none = _none_attr()
         params = [values.get(f.prop, none) for f in cls.FIELDS]
-        return cls(*params, extra or _empty_dict())
+        extra = extra or _empty_dict()
+        if type(extra) is not DictionaryAttr:
+            return cls(*params, extra)  # xDSL's generic check reports it
+        # The fields' generic constraint is "any attribute", which checks nothing: `built`
+        # skips it and runs the record's own `verify`.
+        return built(cls, *params, extra)
 
     def field(self, prop: str) -> Attribute | None:
         value = getattr(self, prop)
+        kind = type(value)
+        if kind is IntegerAttr or kind is StringAttr:
+            return value  # the usual cases, without `isinstance`'s ABC walk on a miss
         return None if isinstance(value, NoneAttr) else value
 
     def print_parameters(self, printer: Printer) -> None:
@@ -300,13 +371,24 @@ class RecordAttr(ParametrizedAttribute):
         return [values.get(f.prop, NoneAttr()) for f in cls.FIELDS] + [extra]
 
     def verify(self) -> None:
-        for f in self.FIELDS:
-            value = getattr(self, f.prop)
+        for prop, key, required, wanted, what in _attr_fields(type(self)):
+            value = getattr(self, prop)
+            if type(value) is wanted:
+                continue  # of the wanted class, so no NoneAttr: what the tests below decide
             if isinstance(value, NoneAttr):
-                if f.required:
-                    raise VerifyException(f"{self.name}: missing required field '{f.key}'")
-            elif not isinstance(value, _constraint(f.kind)):
-                raise VerifyException(f"{self.name}: field '{f.key}' must be {f.kind.value}")
+                if required:
+                    raise VerifyException(f"{self.name}: missing required field '{key}'")
+            elif not isinstance(value, wanted):
+                raise VerifyException(f"{self.name}: field '{key}' must be {what}")
+
+
+@functools.cache
+def _attr_fields(cls: type[RecordAttr]) -> tuple[tuple[str, str, bool, object, str], ...]:
+    """A record attribute class's fields as (prop, key, required, attribute class, what),
+    read once per class: thousands of sources and destinations are verified as they are made.
+    """
+    return tuple((f.prop, f.key, f.required, _constraint(f.kind), f.kind.value)
+                 for f in cls.FIELDS)
 
 
 @irdl_attr_definition
@@ -347,10 +429,10 @@ class DestinationAttr(RecordAttr):
     @staticmethod
     @functools.lru_cache(maxsize=1 << 16)
     def core(core_id: int, workload_id: int, layer_name: str | None = None) -> DestinationAttr:
-        values = {"core_id": int_attr(core_id), "kind": StringAttr("core"),
+        values = {"core_id": int_attr(core_id), "kind": str_attr("core"),
                   "workload_id": int_attr(workload_id)}
         if layer_name is not None:
-            values["layer_name"] = StringAttr(layer_name)
+            values["layer_name"] = str_attr(layer_name)
         return DestinationAttr.from_fields(values)
 
     @staticmethod
@@ -457,7 +539,8 @@ class RecordOp(IRDLOperation):
         props = {k: v for k, v in values.items() if v is not None}
         if extra is not None and extra.data:
             props["extra"] = extra
-        return cls.create(properties=props)
+        # What `create` makes of it (a record op has no operands, results or successors).
+        return bare_op(cls, props)
 
     def value(self, prop: str):
         attr = self.properties.get(prop)
@@ -487,10 +570,14 @@ class RecordOp(IRDLOperation):
             _check_box(() if lower is None else _values(lower),
                        () if upper is None else _values(upper))
         for prop, key, wanted in lists:
-            if prop in properties:
-                for i, item in enumerate(properties[prop].data):
+            attr = properties.get(prop)
+            # A list found to hold only `wanted` items says so on itself (attributes are
+            # immutable): an L2 tensor's sources are shared by its snapshots.
+            if attr is not None and attr.__dict__.get("_planc_items") is not wanted:
+                for i, item in enumerate(attr.data):
                     if not isinstance(item, wanted):
                         raise VerifyAt(f"expected a {wanted.name} attribute", None, key, i)
+                attr.__dict__["_planc_items"] = wanted
 
     def check_choice(self, prop: str, key: str, choices: tuple[str, ...]) -> None:
         value = self.value(prop)
@@ -668,15 +755,30 @@ class L2TensorOp(RecordOp):
             raise VerifyAt("address must be >= 0", None, "address")
         srcs = self.sources
         if srcs:
-            ids = {s.transfer_id.value.data for s in srcs}
-            if ids != set(self.transfer_ids):
-                raise VerifyAt(f"the sources' transfer ids {sorted(ids)} must be the tensor's "
-                               f"transfer ids {sorted(set(self.transfer_ids))}", None, "source")
-            lower, upper = self.ints_of("lower"), self.ints_of("upper")
-            for i, s in enumerate(srcs):
-                if lower and not _inside(_values(s.lower), _values(s.upper), lower, upper):
-                    raise VerifyAt(f"source block {ints(s.lower)}..{ints(s.upper)} is outside "
-                                   f"the tensor {lower}..{upper}", None, "source", i)
+            # The rules below read the sources, transfer ids and box alone: an L2 tensor
+            # listed in several snapshots shares those attributes, which are immutable, so a
+            # combination that passed is remembered on the sources (holding the others, so
+            # that their ids stay theirs) and not checked again.
+            properties = self.properties
+            held = properties["source"].__dict__.get("_planc_fits")
+            fits = (properties.get("transfer_id"), properties.get("lower"),
+                    properties.get("upper"))
+            if held is None or held[0] is not fits[0] or held[1] is not fits[1] \
+                    or held[2] is not fits[2]:
+                self._check_sources(srcs)
+                properties["source"].__dict__["_planc_fits"] = fits
+
+    def _check_sources(self, srcs: list[SourceAttr]) -> None:
+        """The sources carry the tensor's transfer ids and lie inside its box."""
+        ids = {s.transfer_id.value.data for s in srcs}
+        if ids != set(self.transfer_ids):
+            raise VerifyAt(f"the sources' transfer ids {sorted(ids)} must be the tensor's "
+                           f"transfer ids {sorted(set(self.transfer_ids))}", None, "source")
+        lower, upper = self.ints_of("lower"), self.ints_of("upper")
+        for i, s in enumerate(srcs):
+            if lower and not _inside(_values(s.lower), _values(s.upper), lower, upper):
+                raise VerifyAt(f"source block {ints(s.lower)}..{ints(s.upper)} is outside "
+                               f"the tensor {lower}..{upper}", None, "source", i)
 
 
 @record(
@@ -802,23 +904,26 @@ class WorkloadOp(RecordOp):
     @staticmethod
     def new(workload_id: int, layer_name: str, layer_type: str, lower: Sequence[int],
             upper: Sequence[int], ops: Iterable[Operation] = ()) -> WorkloadOp:
-        op = WorkloadOp.create(
-            properties={"workload_id": int_attr(workload_id), "layer_name": StringAttr(layer_name),
-                        "layer_type": StringAttr(layer_type),
-                        "workload": rows_attr([lower, upper]),
-                        "lists": ArrayAttr([StringAttr("ifmap"), StringAttr("ofmap")])},
-            regions=[Region(Block(list(ops)))])
-        return op
+        # What `create` makes of it (see `bare_op`).
+        return bare_op(
+            WorkloadOp,
+            {"workload_id": int_attr(workload_id), "layer_name": str_attr(layer_name),
+             "layer_type": str_attr(layer_type), "workload": rows_attr([lower, upper]),
+             "lists": _keys_attr(("ifmap", "ofmap"))},
+            [Region(Block(list(ops)))])
 
     # -- accessors ------------------------------------------------------------------------
 
     @property
     def id(self) -> int:
-        return self.value("workload_id")
+        attr = self.properties.get("workload_id")
+        # `value`'s usual case inline: passes and the verifier ask ~50k times.
+        return attr.value.data if type(attr) is IntegerAttr else self.value("workload_id")
 
     @property
     def layer(self) -> str:
-        return self.value("layer_name")
+        attr = self.properties.get("layer_name")
+        return attr.data if type(attr) is StringAttr else self.value("layer_name")
 
     @property
     def box(self) -> tuple[list[int], list[int]]:
@@ -829,7 +934,7 @@ class WorkloadOp(RecordOp):
         """The workload's entries by exact op class, in order (`children` of every kind in
         one walk of the block, for the verifier, which reads most kinds several times)."""
         found: dict[type, list[Operation]] = {}
-        op = self.body.block.first_op
+        op = _body_block(self)._first_op  # noqa: SLF001 -- as in `_ops_of`
         while op is not None:
             kind = type(op)
             same = found.get(kind)
@@ -837,18 +942,18 @@ class WorkloadOp(RecordOp):
                 found[kind] = [op]
             else:
                 same.append(op)
-            op = op.next_op
+            op = op._next_op  # noqa: SLF001
         return found
 
     def children(self, kind: type[_Op]) -> list[_Op]:
         # A walk of the block's list without xDSL's iterator objects: the passes, the
         # verifier and the emitter ask a workload for its entries of one kind ~50 times each.
         found = []
-        op = self.body.block.first_op
+        op = _body_block(self)._first_op  # noqa: SLF001 -- as in `_ops_of`
         while op is not None:
             if type(op) is kind:
                 found.append(op)
-            op = op.next_op
+            op = op._next_op  # noqa: SLF001
         return found
 
     @property
@@ -877,17 +982,30 @@ class WorkloadOp(RecordOp):
         return self.children(TileOp)
 
     def list_keys(self) -> list[str]:
-        return [a.data for a in self.lists.data] if self.lists is not None else []
+        return list(_keys_of(self.lists)) if self.lists is not None else []
 
     def has_list(self, key: str) -> bool:
-        return key in self.list_keys()
+        return self.lists is not None and key in _keys_of(self.lists)
 
     def add_list(self, key: str) -> None:
         if not self.has_list(key):
-            self.lists = ArrayAttr([*(StringAttr(k) for k in self.list_keys()), StringAttr(key)])
+            self.lists = _keys_attr((*self.list_keys(), key))
 
     def append(self, op: Operation) -> None:
-        self.body.block.add_op(op)
+        """`self.body.block.add_op(op)`: the passes add ~10k entries to workloads."""
+        block = _body_block(self)
+        last = block._last_op  # noqa: SLF001
+        if op.regions or op.parent is not None or (last is not None and last.parent is not block):
+            block.add_op(op)  # xDSL's checks, and its words when one fails
+            return
+        # An op without regions is no ancestor of the block, and is not attached: what
+        # `add_op` does once its checks pass.
+        op.parent = block
+        if last is None:
+            block._first_op = op  # noqa: SLF001
+        else:
+            last._insert_next_op(op)  # noqa: SLF001
+        block._last_op = op  # noqa: SLF001
 
     @property
     def core(self) -> CoreOp | None:
@@ -982,10 +1100,9 @@ class WorkloadOp(RecordOp):
                                f"the one at [{first.value('address')}, {first.end})", second,
                                "address")
         if self.has_list("buffer"):
-            held_by = [(set(t.transfer_ids), t) for t in buffer
-                       if t.value("kind") != "ofmap"]
+            held_by = [(_id_set(t), t) for t in buffer if t.value("kind") != "ofmap"]
             for ifmap in kids.get(IfmapOp, ()):
-                wanted = set(ifmap.transfer_ids)
+                wanted = _id_set(ifmap)
                 held = next((t for ids, t in held_by if wanted <= ids), None)
                 if held is None:
                     raise VerifyAt(f"no tensor of the L2 snapshot holds transfers "
@@ -996,6 +1113,18 @@ class WorkloadOp(RecordOp):
                     raise VerifyAt(f"box {ifmap.ints_of('lower')}..{ifmap.ints_of('upper')} is "
                                    f"outside L2 tensor {held.value('tensor_id')} of size "
                                    f"{box_size(lo, hi)}", ifmap, "upper")
+
+
+def _id_set(op: RecordOp) -> frozenset[int]:
+    """`frozenset(op.transfer_ids)`, kept on the (immutable) `transfer_id` attribute: the
+    verifier compares the id sets of each workload's ifmaps and L2 tensors."""
+    attr = op.properties.get("transfer_id")
+    if attr is None:
+        return frozenset()
+    found = attr.__dict__.get("_planc_id_set")
+    if found is None:
+        found = attr.__dict__["_planc_id_set"] = frozenset(op.transfer_ids)
+    return found
 
 
 def _ring_spans(address: int, size: int, regions: Sequence[tuple[int, int]],
@@ -1034,7 +1163,7 @@ class CoreOp(IRDLOperation):
 
     @property
     def workloads(self) -> list[WorkloadOp]:
-        return _ops_of(self.body.block, WorkloadOp)
+        return _ops_of(_body_block(self), WorkloadOp)
 
     def verify_(self) -> None:
         for i, wl in enumerate(self.workloads):
@@ -1064,11 +1193,11 @@ class DramOp(IRDLOperation):
 
     @property
     def stores(self) -> list[DramStoreOp]:
-        return _ops_of(self.body.block, DramStoreOp)
+        return _ops_of(_body_block(self), DramStoreOp)
 
     @property
     def loads(self) -> list[DramLoadOp]:
-        return _ops_of(self.body.block, DramLoadOp)
+        return _ops_of(_body_block(self), DramLoadOp)
 
     def list_keys(self) -> list[str]:
         return [a.data for a in self.lists.data] if self.lists is not None else []
@@ -1107,7 +1236,7 @@ class ScheduleOp(RecordOp):
 
     @property
     def cores(self) -> list[CoreOp]:
-        return _ops_of(self.body.block, CoreOp)
+        return _ops_of(_body_block(self), CoreOp)
 
     def workloads(self) -> Iterator[WorkloadOp]:
         for core in self.cores:
@@ -1125,6 +1254,8 @@ class ScheduleOp(RecordOp):
         # the whole module is being verified (`verifying_once`), each op is verified here in
         # full and remembered, so that the module walk does not check it a second time.
         done = verified_so_far()
+        others: list[Operation] = []
+        """The walk's ops but the records and cores (this op first), in order."""
         for op in _walk(self):
             if op is not self and isinstance(op, (RecordOp, CoreOp)):  # noqa: UP038 (faster)
                 try:
@@ -1137,6 +1268,8 @@ class ScheduleOp(RecordOp):
                     raise VerifyAt(str(e), e.op or op, *e.steps) from None
                 except VerifyException as e:
                     raise VerifyAt(str(e), op) from None
+            else:
+                others.append(op)
         if len([op for op in self.body.ops if isinstance(op, DramOp)]) > 1:
             raise VerifyException("a schedule has one DRAM section")
         cores = [c.id for c in self.cores]
@@ -1147,7 +1280,7 @@ class ScheduleOp(RecordOp):
             if not 0 <= core.id < mesh:
                 raise VerifyAt(f"core {core.id} is not on the {self.value('xlen')}x"
                                f"{self.value('ylen')} mesh", core)
-        TransferIndex(self).verify()
+        TransferIndex(self, others).verify()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1164,21 +1297,45 @@ def _walk(root: Operation, found: list[Operation] | None = None) -> list[Operati
     found.append(root)
     for region in root.regions:
         for block in region.blocks:
-            op = block.first_op
+            op = block._first_op  # noqa: SLF001 -- as in `_ops_of`
             while op is not None:
                 if op.regions:
                     _walk(op, found)
                 else:
                     found.append(op)
-                op = op.next_op
+                op = op._next_op  # noqa: SLF001
+    return found
+
+
+def _walk_replacing(root: Operation, skipped: Operation, instead: list[Operation],
+                    found: list[Operation] | None = None) -> list[Operation]:
+    """`_walk(root)` with the ops of `skipped`'s walk replaced by `instead` (at its place)."""
+    if found is None:
+        found = []
+    found.append(root)
+    for region in root.regions:
+        for block in region.blocks:
+            op = block._first_op  # noqa: SLF001 -- as in `_ops_of`
+            while op is not None:
+                if op is skipped:
+                    found += instead
+                elif op.regions:
+                    _walk_replacing(op, skipped, instead, found)
+                else:
+                    found.append(op)
+                op = op._next_op  # noqa: SLF001
     return found
 
 
 class TransferIndex:
     """Producers and consumers of every transfer id of a schedule, and the checks on them."""
 
-    def __init__(self, schedule: ScheduleOp):
+    def __init__(self, schedule: ScheduleOp, others: list[Operation] | None = None):
         self.schedule = schedule
+        self.others = others
+        """The ops of `_walk(schedule)` that are neither records nor cores, when the caller
+        has them (the schedule's verifier): the search for a network's layers (`dnn.*` ops)
+        reads those instead of walking the schedule's ~13k ops again."""
         self.workloads: dict[tuple[int, int], WorkloadOp] = {
             (core.id, wl.id): wl for core in schedule.cores for wl in core.workloads}
         dram = schedule.dram
@@ -1282,10 +1439,12 @@ class TransferIndex:
         """Every core destination consumes the block; every DRAM destination is stored."""
         reads: dict[tuple[int, int], set[int]] = {}
         for key, consumer in self.workloads.items():
-            used = {t for f in self.of(consumer, IfmapOp) for t in f.transfer_ids}
+            used = set()
+            for ifmap in self.of(consumer, IfmapOp):
+                used |= _id_set(ifmap)
             weight = self.weight_of(consumer)
             if weight is not None:
-                used |= set(weight.transfer_ids)
+                used |= _id_set(weight)
             reads[key] = used
         for tid, producer in self.producer.items():
             for i, dest in enumerate(producer.destinations):
@@ -1349,11 +1508,20 @@ class TransferIndex:
 
     def _verify_l2_tensors(self) -> None:
         """L2 tensors: sources exist, one identity per tensor id, contiguous lifetimes."""
+        resolved: dict[int, Attribute] = {}
+        """id -> a list of sources whose transfers resolve (kept, so the id stays its)."""
         for core in self.schedule.cores:
             seen: dict[int, tuple[L2TensorOp, int]] = {}
             for position, wl in enumerate(core.workloads):
                 for tensor in self.of(wl, L2TensorOp):
-                    for i, src in enumerate(tensor.sources):
+                    # Sources found to resolve stay so for this index (its producers are
+                    # fixed): a tensor's later snapshots share its list of sources.
+                    listed = tensor.properties.get("source")
+                    if listed is not None and id(listed) in resolved:
+                        srcs = ()
+                    else:
+                        srcs = tensor.sources
+                    for i, src in enumerate(srcs):
                         tid = value_of(src.transfer_id)
                         producer = self.producer.get(tid)
                         if producer is None:
@@ -1363,6 +1531,8 @@ class TransferIndex:
                             raise VerifyAt(f"source transfer {tid} is {_describe(producer)}, "
                                            f"not of type {value_of(src.kind)}", tensor,
                                            "source", i)
+                    if listed is not None:
+                        resolved[id(listed)] = listed
                     key = tensor.value("tensor_id")
                     if key in seen:
                         first, last = seen[key]
@@ -1370,8 +1540,10 @@ class TransferIndex:
                             raise VerifyAt(f"tensor {key} leaves L2 after workload "
                                            f"{core.workloads[last].id} and is listed again",
                                            tensor, "tensor_id")
+                        properties, before = tensor.properties, first.properties
                         for prop in ("address", "size", "kind"):
-                            if tensor.value(prop) != first.value(prop):
+                            if properties.get(prop) is not before.get(prop) and \
+                                    tensor.value(prop) != first.value(prop):
                                 raise VerifyAt(f"tensor {key} changes its {prop} from "
                                                f"{first.value(prop)} to {tensor.value(prop)}",
                                                tensor, "address" if prop == "address" else
@@ -1417,7 +1589,11 @@ class TransferIndex:
         if module is None:
             return {}
         shapes = {}
-        for op in _walk(module):
+        if self.others is None:
+            ops = _walk(module)
+        else:
+            ops = _walk_replacing(module, self.schedule, self.others)
+        for op in ops:
             if not op.name.startswith("dnn."):
                 continue
             name, result = op.properties.get("layer_name"), op.results[:1]

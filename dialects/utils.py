@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -48,6 +48,54 @@ def _only_properties(cls: type) -> bool:
         and not any(isinstance(o, AttrSizedSegments) for o in op_def.options)
 
 
+# Ops built by the thousand (kernels, task infos, Gemini records) from a prototype rather
+# than by xDSL's generic builder. `Operation.create` sets operands, results and successors
+# through their setters (which make use lists), adds regions one by one and fills default
+# properties and attributes: about as much work per op as the lowering around it. An op of a
+# class that has none of those besides its properties (and the regions given here) is the
+# state `create` leaves it in with its own properties: `bare_op` copies the fields of a
+# prototype made once by `create` (so they are xDSL's own) and sets the properties, the
+# default ones filled in as `create` fills them. `tests/sched/test_plan_tables.py` and
+# `tests/gemini/test_building.py` check that ops built so are the generic ones.
+
+_PROTOTYPES: dict[type, tuple[dict, dict, dict]] = {}
+"""By op class: (the fields `create()` gives an op, the default properties and the default
+attributes it fills in)."""
+
+
+def _prototype(cls: type[IRDLOperation]) -> tuple[dict, dict, dict]:
+    """`cls`'s entry of `_PROTOTYPES`, made on first use."""
+    found = _PROTOTYPES.get(cls)
+    if found is None:
+        definition = cls.get_irdl_definition()
+        if definition.operands or definition.results or definition.successors:
+            raise TypeError(f"{cls.__name__} is not built bare: it has operands, results or "
+                            "successors")
+        fields = dict(cls.create().__dict__)
+        found = _PROTOTYPES[cls] = (fields, fields.pop("properties"), fields.pop("attributes"))
+    return found
+
+
+def bare_op(cls: type[IRDLOperation], properties: dict[str, Attribute],
+            regions: Sequence[Region] = ()) -> Operation:
+    """`cls.create(properties=properties, regions=regions)` for an op class without operands,
+    results or successors."""
+    fields, default_properties, default_attributes = _prototype(cls)
+    op = cls.__new__(cls)
+    state = op.__dict__
+    state.update(fields)
+    if default_properties:
+        properties = {**properties, **{k: v for k, v in default_properties.items()
+                                       if k not in properties}}
+    else:
+        properties = dict(properties)
+    state["properties"] = properties
+    state["attributes"] = dict(default_attributes)
+    for region in regions:
+        op.add_region(region)
+    return op
+
+
 def i64_attr(value: int) -> IntegerAttr:
     """`IntegerAttr(value, i64)`; in the signed range (where that constructor changes
     nothing) without its normalization and generic checks (the range check still runs)."""
@@ -62,11 +110,16 @@ def built(cls: type[AttrT], *parameters: Attribute) -> AttrT:
     hundreds of thousands of shapes and locations on a large import) is skipped; the
     attribute's own rules (`verify`) still run."""
     attr = cls.__new__(cls)
-    for (name, _), value in zip(cls.get_irdl_definition().parameters, parameters,
-                                strict=True):
+    for name, value in zip(_parameter_names(cls), parameters, strict=True):
         object.__setattr__(attr, name, value)
     attr.verify()
     return attr
+
+
+@functools.cache
+def _parameter_names(cls: type[ParametrizedAttribute]) -> tuple[str, ...]:
+    """The names of `cls`'s parameters, in order, read once per class."""
+    return tuple(name for name, _ in cls.get_irdl_definition().parameters)
 
 
 class VerifyAt(VerifyException):

@@ -129,3 +129,74 @@ def test_isolated_from_above_as_xdsl_decides():
     expected = outcome(IsolatedFromAbove().verify, bad)
     assert expected is not None and "IsolatedFromAbove" in expected
     assert outcome(verify_op, bad) == expected
+
+
+def gemini_modules():
+    """The small hand-written Gemini schedule and a real one of the corpus, imported."""
+    import json
+
+    from compiler.json_reader import load_json_file, parse_json
+    from frontends.gemini_ir import import_document
+    from tests.conftest import corpus_root
+    from tests.gemini.fixtures import small_schedule
+
+    yield import_document(parse_json(json.dumps(small_schedule())))
+    real = sorted((corpus_root() / "gemini").glob("*_stschedule.json"))
+    if real:
+        yield import_document(load_json_file(real[0]))
+
+
+def test_gemini_ops_and_their_one_of_properties_are_judged_alike():
+    """Gemini records, real and mutated, with each class tried in the properties whose
+    constraint is one of a few classes (`tensor_order`, `time`, ...: decided by class)."""
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, NoneAttr, NoneType, f64, i64
+
+    from dialects.fast_verify import _plan_of
+
+    candidates = [StringAttr("x"), FloatAttr(1.5, f64), IntegerAttr(3, i64),
+                  IntegerAttr(1, i32), NoneAttr(), NoneType(), IntAttr(2),
+                  DenseArrayBase.from_list(i32, [1])]
+    from xdsl.dialects.test import TestOp
+    from xdsl.ir import Region
+
+    stray = TestOp(result_types=[i64]).results[0]
+    rng = random.Random(5)
+    tried = broken = containers = 0
+    for module in gemini_modules():
+        ops = list(module.walk())
+        for op in ops:
+            assert outcome(verify_op, op) == outcome(lambda o: o.verify_(), op), op.name
+        for op in rng.sample(ops, min(len(ops), 400)):
+            plan = _plan_of(type(op))
+            for name in sorted(plan.property_checks.classes if plan else ()):
+                old = op.properties.get(name)
+                for value in candidates:
+                    op.properties[name] = value
+                    expected = outcome(lambda o: o.verify_(), op)
+                    assert outcome(verify_op, op) == expected, (op.name, name, value)
+                    tried += 1
+                    broken += expected is not None
+                op.properties.pop(name)
+                if old is not None:
+                    op.properties[name] = old
+            for _, break_it, restore in mutations(op, rng):
+                saved = break_it()
+                assert outcome(verify_op, op) == outcome(lambda o: o.verify_(), op), op.name
+                restore(saved)
+            if not op.operands:  # an operand where the op declares none
+                op.operands = [stray]
+                expected = outcome(lambda o: o.verify_(), op)
+                assert expected is not None and outcome(verify_op, op) == expected, op.name
+                op.operands = []
+            # A region more, and (for a container) its own region taken away.
+            op.add_region(Region())
+            expected = outcome(lambda o: o.verify_(), op)
+            assert expected is not None and outcome(verify_op, op) == expected, op.name
+            op.detach_region(len(op.regions) - 1)
+            if op.regions:
+                body = op.detach_region(0)
+                expected = outcome(lambda o: o.verify_(), op)
+                assert expected is not None and outcome(verify_op, op) == expected, op.name
+                op.add_region(body)
+                containers += 1
+    assert tried > 50 and broken > 20 and containers > 10
