@@ -95,9 +95,12 @@ def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
 
 def _weight_type(layer: dnn.LayerOp) -> dnn.FmapType | None:
     """The type of a PE layer's weights (`layer.weights[0]`), or None when it has none."""
-    inputs = layer.inputs
-    if len(inputs) <= layer.ACTIVATIONS or layer.LAYER_TYPE != "pe" or \
-            isinstance(layer, dnn.MatmulOp):
+    if layer.LAYER_TYPE != "pe" or isinstance(layer, dnn.MatmulOp):
+        return None
+    # `operands` is `inputs` (a layer's only operands), without xDSL's slower named accessor:
+    # the models ask for the weights of a layer ~17k times on a 4x4 ResNet-34.
+    inputs = layer.operands
+    if len(inputs) <= layer.ACTIVATIONS:
         return None
     return inputs[layer.ACTIVATIONS].type
 
@@ -203,8 +206,12 @@ def conv_channels(layer: dnn.Conv2dOp, k0: int, k1: int) -> tuple[int, int]:
     """Input channels output channels k0..k1 read: all of them, or with g groups those of the
     groups k0..k1 fall in (group k // (K/g) reads channels [group * C/g, (group+1) * C/g))."""
     c = dnn.fmap(layer.inputs[0]).nchw[1]
-    g = layer.group_count
-    k_per, c_per = layer.out_type.nchw[1] // g, c // g
+    return _conv_channels(c, layer.group_count, layer.out_type.nchw[1], k0, k1)
+
+
+def _conv_channels(c: int, g: int, k: int, k0: int, k1: int) -> tuple[int, int]:
+    """`conv_channels` of a convolution with C = `c` inputs, K = `k` outputs and g groups."""
+    k_per, c_per = k // g, c // g
     return (k0 // k_per) * c_per, (k1 // k_per + 1) * c_per - 1
 
 
@@ -216,12 +223,16 @@ def lrn_channels(layer: dnn.LrnOp, c0: int, c1: int) -> tuple[int, int]:
 
 
 def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[int, int]:
-    """The first and last input channel a channel shuffle's outputs c0..c1 come from. Output
-    c = j*g + i is input i*(C/g) + j: per residue i (at most g of them) the outputs with that
-    residue run from j_first to j_last, so the bounds come from at most g residues, not from
-    every channel of the range."""
-    g = layer.group_count
-    per = dnn.fmap(layer.inputs[0]).nchw[1] // g
+    """The first and last input channel a channel shuffle's outputs c0..c1 come from."""
+    return _shuffled_channels(layer.group_count, dnn.fmap(layer.inputs[0]).nchw[1], c0, c1)
+
+
+def _shuffled_channels(g: int, channels: int, c0: int, c1: int) -> tuple[int, int]:
+    """`shuffled_channels` with g groups over `channels` input channels. Output c = j*g + i is
+    input i*(C/g) + j: per residue i (at most g of them) the outputs with that residue run from
+    j_first to j_last, so the bounds come from at most g residues, not from every channel of
+    the range."""
+    per = channels // g
     first, last = None, None
     for c in range(c0, min(c1, c0 + g - 1) + 1):
         i = c % g
@@ -232,38 +243,70 @@ def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[in
     return first, last
 
 
-def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]:
-    """The box of activation input `index` that output box `out` needs, and the padding
-    [top, bottom, left, right] the layer applies around it."""
-    shape = dnn.fmap(layer.inputs[index]).nchw
-    (n0, c0, h0, w0), (n1, c1, h1, w1) = out
-    no_pad = [0, 0, 0, 0]
+# What `input_box` reads of a layer, by rule (the first item of `input_facts`).
+_WHOLE, _WINDOW, _SHUFFLE, _LRN, _DENSE, _MATMUL, _POINTWISE = range(7)
+
+
+def input_facts(layer: dnn.LayerOp) -> tuple:
+    """Everything `input_box` reads of `layer`, whatever the output box, as plain values:
+    (rule, input shapes, rule parameters). A pass that asks for the receptive fields of many
+    boxes of one layer (every workload, every candidate split) reads them once per layer and
+    passes them to `input_box`; the layer must not change in between."""
+    shapes = tuple(tuple(dnn.fmap(value).nchw) for value in layer.inputs)
     if not is_local(layer):
-        return whole(shape), no_pad
+        return _WHOLE, shapes, None
     if isinstance(layer, dnn.WindowOp):
         (r, s), (sh, sw), (pt, _, pl, _) = layer.window, layer.strides, layer.pads
+        conv = (shapes[0][1], layer.group_count, layer.out_type.nchw[1]) \
+            if isinstance(layer, dnn.Conv2dOp) else None
+        return _WINDOW, shapes, (r, s, sh, sw, pt, pl, conv)
+    if isinstance(layer, dnn.ChannelShuffleOp):
+        return _SHUFFLE, shapes, (layer.group_count, shapes[0][1])
+    if isinstance(layer, dnn.LrnOp):
+        return _LRN, shapes, (*layer.channel_reach, shapes[0][1])
+    if isinstance(layer, dnn.DenseOp):
+        return _DENSE, shapes, None
+    if isinstance(layer, dnn.MatmulOp):
+        return _MATMUL, shapes, layer.trans_b
+    return _POINTWISE, shapes, layer.axis_index if isinstance(layer, dnn.ReduceOp) else None
+
+
+def input_box(layer: dnn.LayerOp, index: int, out: Box, facts: tuple | None = None,
+              ) -> tuple[Box, list[int]]:
+    """The box of activation input `index` that output box `out` needs, and the padding
+    [top, bottom, left, right] the layer applies around it (`facts`: `input_facts(layer)`,
+    when the caller has them)."""
+    rule, shapes, params = input_facts(layer) if facts is None else facts
+    shape = shapes[index]
+    (n0, c0, h0, w0), (n1, c1, h1, w1) = out
+    no_pad = [0, 0, 0, 0]
+    if rule == _WHOLE:
+        return whole(shape), no_pad
+    if rule == _WINDOW:
+        r, s, sh, sw, pt, pl, conv = params
         ha, hb, top, bottom = _window_range(h0, h1, r, sh, pt, shape[2])
         wa, wb, left, right = _window_range(w0, w1, s, sw, pl, shape[3])
-        cs = conv_channels(layer, c0, c1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
+        cs = _conv_channels(*conv, c0, c1) if conv is not None else (c0, c1)
         return ([n0, cs[0], ha, wa], [n1, cs[1], hb, wb]), [top, bottom, left, right]
-    if isinstance(layer, dnn.ChannelShuffleOp):
-        first, last = shuffled_channels(layer, c0, c1)
+    if rule == _SHUFFLE:
+        first, last = _shuffled_channels(*params, c0, c1)
         return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
-    if isinstance(layer, dnn.LrnOp):
-        first, last = lrn_channels(layer, c0, c1)
-        return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
-    if isinstance(layer, dnn.DenseOp):
+    if rule == _LRN:
+        before, after, channels = params
+        return ([n0, max(0, c0 - before), h0, w0],
+                [n1, min(channels - 1, c1 + after), h1, w1]), no_pad
+    if rule == _DENSE:
         return ([n0, 0, 0, 0], [n1, shape[1] - 1, shape[2] - 1, shape[3] - 1]), no_pad
-    if isinstance(layer, dnn.MatmulOp):
+    if rule == _MATMUL:
         if index == 0:   # a [N, K, M, 1]: all K for output rows h0..h1
             return ([n0, 0, h0, 0], [n1, shape[1] - 1, h1, 0]), no_pad
         nb = (n0, n1) if shape[0] > 1 else (0, 0)
-        if layer.trans_b:  # b [N, K, J, 1]
+        if params:  # trans_b: b [N, K, J, 1]
             return ([nb[0], 0, c0, 0], [nb[1], shape[1] - 1, c1, 0]), no_pad
         return ([nb[0], c0, 0, 0], [nb[1], c1, shape[2] - 1, 0]), no_pad
     lower, upper = list(out[0]), list(out[1])
-    if isinstance(layer, dnn.ReduceOp):
-        lower[layer.axis_index], upper[layer.axis_index] = 0, shape[layer.axis_index] - 1
+    if params is not None:      # a reduction: all of its axis
+        lower[params], upper[params] = 0, shape[params] - 1
     for d in range(4):  # broadcast dims
         if shape[d] == 1:
             lower[d] = upper[d] = 0
@@ -284,6 +327,19 @@ def intersect(a: Box, b: Box) -> Box | None:
     lower = [max(x, y) for x, y in zip(al, bl, strict=False)]
     upper = [min(x, y) for x, y in zip(au, bu, strict=False)]
     return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
+
+
+def meets(a: Box, b: Box) -> bool:
+    """Whether `intersect(a, b)` is not None, without building the intersection."""
+    (al, au), (bl, bu) = a, b
+    if len(al) == 4 and len(bl) == 4:   # the common case, unrolled (called per block pair)
+        # Each dim as `intersect` tests it (max of the lowers <= min of the uppers), so that an
+        # empty box (lower > upper) meets nothing here either.
+        return ((al[0] if al[0] > bl[0] else bl[0]) <= (au[0] if au[0] < bu[0] else bu[0])
+                and (al[1] if al[1] > bl[1] else bl[1]) <= (au[1] if au[1] < bu[1] else bu[1])
+                and (al[2] if al[2] > bl[2] else bl[2]) <= (au[2] if au[2] < bu[2] else bu[2])
+                and (al[3] if al[3] > bl[3] else bl[3]) <= (au[3] if au[3] < bu[3] else bu[3]))
+    return intersect(a, b) is not None
 
 
 def union(a: Box, b: Box) -> Box:
