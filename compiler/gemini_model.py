@@ -78,9 +78,18 @@ def box_size(box: Box) -> list[int]:
 
 
 def fmap_bytes(box: Box, bits: int) -> int:
-    n, c, h, w = box_size(box)
-    align = channel_align(bits)
+    lower, upper = box
+    if len(lower) == 4 and len(upper) == 4:     # the usual case, unrolled (~18k calls)
+        n, c = upper[0] - lower[0] + 1, upper[1] - lower[1] + 1
+        h, w = upper[2] - lower[2] + 1, upper[3] - lower[3] + 1
+    else:
+        n, c, h, w = box_size(box)
+    align = _ALIGN.get(bits) or channel_align(bits)
     return n * -(-c // align) * align * h * w * bits // 8
+
+
+_ALIGN = {bits: channel_align(bits) for bits in (8, 16, 32)}
+"""`channel_align` of the usual widths, looked up rather than computed per box."""
 
 
 def whole(shape: Sequence[int]) -> Box:
@@ -343,6 +352,12 @@ def meets(a: Box, b: Box) -> bool:
 
 
 def union(a: Box, b: Box) -> Box:
+    (al, au), (bl, bu) = a, b
+    if len(al) == len(bl) == len(au) == len(bu) == 4:   # the usual case, unrolled
+        return ([al[0] if al[0] < bl[0] else bl[0], al[1] if al[1] < bl[1] else bl[1],
+                 al[2] if al[2] < bl[2] else bl[2], al[3] if al[3] < bl[3] else bl[3]],
+                [au[0] if au[0] > bu[0] else bu[0], au[1] if au[1] > bu[1] else bu[1],
+                 au[2] if au[2] > bu[2] else bu[2], au[3] if au[3] > bu[3] else bu[3]])
     return ([min(x, y) for x, y in zip(a[0], b[0], strict=True)],
             [max(x, y) for x, y in zip(a[1], b[1], strict=True)])
 
@@ -407,8 +422,17 @@ def conv_reduction(layer: dnn.LayerOp) -> int:
     over its own group only: cost scaled by 1/g, the padding taken over all channels)."""
     _, c, rs = weight_geometry(layer)
     groups = layer.group_count if isinstance(layer, dnn.Conv2dOp) else 1
-    align = channel_align(weight_bits(layer))
-    return -(-(-(-c * groups // align) * align * rs) // groups)
+    # Asked per PE workload by the cycle model: kept on the (immutable) weight type, per group
+    # count (the only input not on the type). `weight_geometry` read that type: the weights.
+    ftype = _weight_type(layer)
+    found = ftype.__dict__.get("_planc_reductions")
+    if found is None:
+        found = ftype.__dict__["_planc_reductions"] = {}
+    reduction = found.get(groups)
+    if reduction is None:
+        align = channel_align(ftype.bits)
+        reduction = found[groups] = -(-(-(-c * groups // align) * align * rs) // groups)
+    return reduction
 
 
 def stream_time(tile_cycles: Sequence[float], tile_units: int) -> float:

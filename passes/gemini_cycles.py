@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
 
 from compiler import gemini_model as model
 from compiler.gemini_l2 import weight_in_l2
@@ -110,7 +110,7 @@ def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadO
     props = {"key": _tile_key(index),
              "ofmap_lower": gemini.ints_attr(tile.ofmap[0]),
              "ofmap_upper": gemini.ints_attr(tile.ofmap[1]),
-             "single_tile_time_pred": gemini.number_attr(float(round(tile.cycles, 3)))}
+             "single_tile_time_pred": _time_attr(float(round(tile.cycles, 3)))}
     if ifmaps is None:
         ifmaps = wl.ifmaps
     firsts = [f for f in (next(iter(operands_of(ifmaps, i)), None) for i in (0, 1)) if f]
@@ -137,6 +137,34 @@ def _tile_key(index: int) -> StringAttr:
     return StringAttr(f"tile_num_{index}")
 
 
+_TIMES: dict[tuple[float, bool], FloatAttr] = {}
+
+
+def _time_attr(cycles: float) -> FloatAttr:
+    """`gemini.number_attr(cycles)` of a float, one attribute per value: the parts of a layer
+    cut evenly take the same time. Keyed with the sign, as 0.0 == -0.0 but prints apart."""
+    key = (cycles, math.copysign(1.0, cycles) > 0)
+    found = _TIMES.get(key)
+    if found is None:
+        found = gemini.number_attr(cycles)
+        if len(_TIMES) < 1 << 16:
+            _TIMES[key] = found
+    return found
+
+
+def _with_list(lists: ArrayAttr | None, key: str, made: dict[tuple, ArrayAttr],
+               ) -> ArrayAttr | None:
+    """`WorkloadOp.add_list(key)` on a workload whose `lists` is `lists`: the new attribute, or
+    None when the key is listed already; made once per distinct list (`made`)."""
+    keys = tuple(a.data for a in lists.data) if lists is not None else ()
+    if key in keys:
+        return None
+    found = made.get(keys)
+    if found is None:
+        found = made[keys] = ArrayAttr([*(StringAttr(k) for k in keys), StringAttr(key)])
+    return found
+
+
 @dataclass(frozen=True)
 class GeminiCyclesPass(HardwarePass):
     """Fill every workload's tile_info and time from the cycle model."""
@@ -149,6 +177,7 @@ class GeminiCyclesPass(HardwarePass):
         layers = layer_table(graph)
         hw = self.hw
         pe_props: dict[str, dict[str, StringAttr]] = {}
+        made: dict[tuple, ArrayAttr] = {}
         for wl in schedule.workloads():
             layer = layers[wl.layer]
             kids = wl.grouped()
@@ -164,6 +193,8 @@ class GeminiCyclesPass(HardwarePass):
             ifmaps = kids.get(gemini.IfmapOp, [])
             for i, tile in enumerate(plan.tiles):
                 wl.append(tile_op(i, tile, layer, wl, ifmaps, props))
-            wl.add_list("tile_info")
+            lists = _with_list(wl.lists, "tile_info", made)
+            if lists is not None:
+                wl.lists = lists
             wl.time = gemini.int_attr(math.floor(plan.time))
 

@@ -30,11 +30,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
+from compiler.gemini_model import Box
 from compiler.gemini_plan import (
     CORES,
     MESH,
     SPLIT,
-    cut,
     error_at,
     get_ints,
     graph_of,
@@ -69,6 +69,14 @@ def candidates(layer: dnn.LayerOp, sub_batch: int, cores: int) -> list[tuple[int
     return found
 
 
+def first_part(sizes: tuple[int, ...], split: tuple[int, ...]) -> Box:
+    """The box of the first part of an output of `sizes` cut `split` ways: `cut(size,
+    parts)[0]` along every dim, which is (0, size // parts - 1), without the other ranges
+    (asked for every candidate split of every layer)."""
+    upper = [size // parts - 1 for size, parts in zip(sizes, split, strict=False)]
+    return [0] * len(upper), upper
+
+
 def cost_facts(layer: dnn.LayerOp) -> tuple:
     """What `part_cost` reads of the layer whatever the split (read once per layer: every
     candidate split of it is priced)."""
@@ -82,8 +90,7 @@ def part_cost(layer: dnn.LayerOp, split: tuple[int, ...], sub_batch: int,
     nchw, in_bits, out_bits, has_weights, inputs = cost_facts(layer) if facts is None else facts
     _, k, h, w = nchw
     count = split[0] * split[1] * split[2] * split[3]
-    first = [cut(size, parts)[0] for size, parts in zip((sub_batch, k, h, w), split, strict=False)]
-    box = ([r[0] for r in first], [r[1] for r in first])
+    box = first_part((sub_batch, k, h, w), split)
     in_bytes = 0
     for i, bits in enumerate(in_bits):
         need, _ = model.input_box(layer, i, box, inputs)
@@ -108,8 +115,7 @@ def working_set(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
     if inputs is None:
         inputs = model.input_facts(layer)
     _, k, h, w = layer.out_type.nchw
-    first = [cut(size, parts)[0] for size, parts in zip((group, k, h, w), split, strict=False)]
-    box = ([r[0] for r in first], [r[1] for r in first])
+    box = first_part((group, k, h, w), split)
     total = model.fmap_bytes(box, layer.out_type.bits)
     for i in range(len(layer.activations)):
         need, _ = model.input_box(layer, i, box, inputs)
