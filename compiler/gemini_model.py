@@ -135,6 +135,11 @@ def weight_channel_bytes(layer: dnn.LayerOp) -> int:
     ftype = _weight_type(layer)
     if ftype is None:
         k, c, rs = weight_geometry(layer)   # (fails as it always did: no weights)
+    return _channel_bytes(ftype)
+
+
+def _channel_bytes(ftype: dnn.FmapType) -> int:
+    """`weight_channel_bytes` of a layer whose weights are of type `ftype`."""
     # Asked per workload by the L2, WL0 and cycle models: kept on the (immutable) weight type.
     found = ftype.__dict__.get("_planc_channel_bytes")
     if found is None:
@@ -155,7 +160,12 @@ def weight_bytes(layer: dnn.LayerOp, k_range: int | None = None) -> int:
 def wl0_direct_units(layer: dnn.LayerOp, k_range: int) -> int:
     """WL0 size of weights read straight from DRAM: K padded to 64 rows of 32-byte-aligned
     channels, in 64-byte units (Conv 27136 B -> 448, FC 1000x512 -> 8704)."""
-    per_channel = -(-weight_channel_bytes(layer) // 32) * 32
+    return _direct_units(weight_channel_bytes(layer), k_range)
+
+
+def _direct_units(channel_bytes: int, k_range: int) -> int:
+    """`wl0_direct_units` of `k_range` channels of `channel_bytes` bytes each."""
+    per_channel = -(-channel_bytes // 32) * 32
     return -(-k_range // 64) * 64 * per_channel // 64
 
 
@@ -165,8 +175,11 @@ def wl0_stream_units(layer: dnn.LayerOp, tile_k: int, hw: GeminiHardware) -> int
 
 
 def streams_weights(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
-    return weight_geometry(layer) is not None and \
-        wl0_direct_units(layer, k_range) > hw.wl0_direct_max_units
+    # `weight_geometry` and `wl0_direct_units` on one look-up of the weights (asked per
+    # workload by the L2 and cycle models).
+    ftype = _weight_type(layer)
+    return ftype is not None and \
+        _direct_units(_channel_bytes(ftype), k_range) > hw.wl0_direct_max_units
 
 
 def stream_tile_channels(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> int:
@@ -325,14 +338,24 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box, facts: tuple | None = No
 def intersect(a: Box, b: Box) -> Box | None:
     (al, au), (bl, bu) = a, b
     if len(al) == 4 and len(bl) == 4:   # the common case, unrolled (called per block pair)
-        lower = [al[0] if al[0] > bl[0] else bl[0], al[1] if al[1] > bl[1] else bl[1],
-                 al[2] if al[2] > bl[2] else bl[2], al[3] if al[3] > bl[3] else bl[3]]
-        upper = [au[0] if au[0] < bu[0] else bu[0], au[1] if au[1] < bu[1] else bu[1],
-                 au[2] if au[2] < bu[2] else bu[2], au[3] if au[3] < bu[3] else bu[3]]
-        if lower[0] > upper[0] or lower[1] > upper[1] or lower[2] > upper[2] or \
-                lower[3] > upper[3]:
+        # Dim by dim, stopping at the first that does not overlap (most pairs do not meet).
+        l0 = al[0] if al[0] > bl[0] else bl[0]
+        u0 = au[0] if au[0] < bu[0] else bu[0]
+        if l0 > u0:
             return None
-        return lower, upper
+        l1 = al[1] if al[1] > bl[1] else bl[1]
+        u1 = au[1] if au[1] < bu[1] else bu[1]
+        if l1 > u1:
+            return None
+        l2 = al[2] if al[2] > bl[2] else bl[2]
+        u2 = au[2] if au[2] < bu[2] else bu[2]
+        if l2 > u2:
+            return None
+        l3 = al[3] if al[3] > bl[3] else bl[3]
+        u3 = au[3] if au[3] < bu[3] else bu[3]
+        if l3 > u3:
+            return None
+        return [l0, l1, l2, l3], [u0, u1, u2, u3]
     lower = [max(x, y) for x, y in zip(al, bl, strict=False)]
     upper = [min(x, y) for x, y in zip(au, bu, strict=False)]
     return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
@@ -420,11 +443,13 @@ def conv_reduction(layer: dnn.LayerOp) -> int:
     """MACs per output element on the PE array: the input channels padded to channel groups
     times R*S, divided by the groups of a grouped convolution (each output channel reduces
     over its own group only: cost scaled by 1/g, the padding taken over all channels)."""
-    _, c, rs = weight_geometry(layer)
+    ftype = _weight_type(layer)
+    if ftype is None:
+        _, c, rs = weight_geometry(layer)   # (fails as it always did: no weights)
+    _, c, rs = _geometry(ftype)
     groups = layer.group_count if isinstance(layer, dnn.Conv2dOp) else 1
     # Asked per PE workload by the cycle model: kept on the (immutable) weight type, per group
-    # count (the only input not on the type). `weight_geometry` read that type: the weights.
-    ftype = _weight_type(layer)
+    # count (the only input not on the type).
     found = ftype.__dict__.get("_planc_reductions")
     if found is None:
         found = ftype.__dict__["_planc_reductions"] = {}

@@ -91,6 +91,9 @@ class Destinations:
             op.destination = ArrayAttr(list(found.values()))
 
 
+NO_DESTINATIONS = ArrayAttr([])
+"""What a new transfer lists until `Destinations.write` (one attribute: they are immutable)."""
+
 DRAM_KEY = (-1, None, None)
 """The key of the DRAM destination in `Destinations` (no core has id -1)."""
 
@@ -109,7 +112,8 @@ class Wiring:
     destinations: Destinations = field(default_factory=Destinations)
     boxes: dict[gemini.WorkloadOp, Box] = field(default_factory=dict)
     dests: dict[tuple, tuple[tuple, gemini.DestinationAttr]] = field(default_factory=dict)
-    facts: dict[str, tuple] = field(default_factory=dict)
+    facts: dict[str, tuple[tuple, list[SSAValue], int]] = field(default_factory=dict)
+    producers: dict[tuple, list] = field(default_factory=dict)
 
     def box_of(self, wl: gemini.WorkloadOp) -> Box:
         """`wl.box`, unpacked once per workload: this pass never changes a workload's box, and
@@ -129,11 +133,22 @@ class Wiring:
             found = self.dests[(wl, with_layer)] = (key, gemini.DestinationAttr.core(*key))
         return found
 
-    def layer_facts(self, layer: dnn.LayerOp) -> tuple:
-        """`model.input_facts(layer)`, read once per layer: the layers do not change here."""
+    def sources(self, by_layer_group: dict, key: tuple[str, int],
+                ) -> list[tuple[gemini.WorkloadOp, Box]]:
+        """The workloads of (layer, batch group) `key` with their boxes, listed once per key:
+        each is met once per tensor its layer's readers gather on a core."""
+        found = self.producers.get(key)
+        if found is None:
+            found = self.producers[key] = [(wl, self.box_of(wl)) for wl in by_layer_group[key]]
+        return found
+
+    def layer_facts(self, layer: dnn.LayerOp) -> tuple[tuple, list[SSAValue], int]:
+        """`model.input_facts(layer)`, its activations and its segment, read once per layer
+        (the layers do not change here)."""
         found = self.facts.get(layer.name_)
         if found is None:
-            found = self.facts[layer.name_] = model.input_facts(layer)
+            found = self.facts[layer.name_] = (model.input_facts(layer), layer.activations,
+                                               get_int(layer, SEGMENT, 0))
         return found
 
     def new_id(self) -> int:
@@ -156,7 +171,7 @@ class Wiring:
             op = gemini.OfmapOp.build(
                 lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
                 size=gemini.int_attr(model.fmap_bytes(box, layer.out_type.bits)),
-                transfer_id=gemini.int_attr(tid), destination=ArrayAttr([]))
+                transfer_id=gemini.int_attr(tid), destination=NO_DESTINATIONS)
             producer.append(op)
             found = self.blocks[key] = (op, tid)
         return found
@@ -207,11 +222,10 @@ class GeminiReceptiveFieldPass(ModulePass):
     def _needs(self, wiring: Wiring, wl: gemini.WorkloadOp, layer: dnn.LayerOp, group: int,
                needs: dict) -> list[int]:
         padding = [0, 0, 0, 0]
-        segment = get_int(layer, SEGMENT, 0)
-        facts = wiring.layer_facts(layer)
+        facts, activations, segment = wiring.layer_facts(layer)
         out = wiring.box_of(wl)
         core = wl.core.id
-        for index, value in enumerate(layer.activations):
+        for index, value in enumerate(activations):
             box, pad = model.input_box(layer, index, out, facts)
             # Through views, the boxes of the sources that hold it: several through a
             # concatenation (one ifmap per input the box meets, at its channel offset).
@@ -235,8 +249,8 @@ class GeminiReceptiveFieldPass(ModulePass):
         if on_chip:
             # Per block, the readers it meets (found once: each reader lists them in turn).
             blocks = []
-            for source_wl in by_layer_group[(producer.name_, group)]:
-                piece = model.intersect(tensor, wiring.box_of(source_wl))
+            for source_wl, box in wiring.sources(by_layer_group, (producer.name_, group)):
+                piece = model.intersect(tensor, box)
                 if piece is None:
                     continue
                 # The tensor bounds what the core's readers need; a corner of it that no
