@@ -44,20 +44,21 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
     """The tiles and time of `wl` (`kids`: `wl.grouped()`, when the caller has it)."""
     box = wl.box
     if kids is None:
-        kids = wl.grouped()
-    ifmaps = kids.get(gemini.IfmapOp, [])
+        ifmaps, weight = _inputs_of(wl)
+    else:
+        ifmaps = kids.get(gemini.IfmapOp, [])
+        weights = kids.get(gemini.WeightOp)
+        weight = weights[0] if weights else None
     in_bytes = sum(ifmap.value("size") for ifmap in ifmaps)
-    out_bytes = model.fmap_bytes(box, layer.out_type.bits)
     if layer.LAYER_TYPE == "vp":
         # The vector processor streams its operands side by side: the first one sets the pace.
+        out_bytes = model.fmap_bytes(box, layer.out_type.bits)
         first_input = sum(ifmap.value("size") for ifmap in operands_of(ifmaps, 0))
         cycles = model.vp_cycles(layer, first_input, out_bytes)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
     if layer.LAYER_TYPE != "pe":
         cycles = model.dt_cycles(in_bytes)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
-    weights = kids.get(gemini.WeightOp)
-    weight = weights[0] if weights else None
     k0, k1 = box[0][1], box[1][1]
     if weight is None or not weight_in_l2(layer, k1 - k0 + 1, hw):
         direct = weight.value("size") if weight is not None else 0
@@ -73,6 +74,21 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
         tiles.extend(TilePlan((lower, upper), cycles) for _ in range(slices))
     units = -(-model.wl0_stream_units(layer, tile_k, hw) // slices)
     return WorkloadPlan(tiles, model.stream_time([t.cycles for t in tiles], units), units)
+
+
+def _inputs_of(wl: gemini.WorkloadOp) -> tuple[list[gemini.IfmapOp], gemini.WeightOp | None]:
+    """`wl.ifmaps` and `wl.weight` in one walk of its entries (a planned workload has many:
+    tiles, L2 and WL0 tensors; the DRAM ordering plans every workload twice)."""
+    ifmaps, weight = [], None
+    op = wl.body.block.first_op
+    while op is not None:
+        kind = type(op)
+        if kind is gemini.IfmapOp:
+            ifmaps.append(op)
+        elif kind is gemini.WeightOp and weight is None:
+            weight = op
+        op = op.next_op
+    return ifmaps, weight
 
 
 def operand_ifmaps(wl: gemini.WorkloadOp, index: int) -> list[gemini.IfmapOp]:

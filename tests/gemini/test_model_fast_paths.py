@@ -9,6 +9,7 @@ examples lowered to layers, ONNX layers) and on random and degenerate boxes.
 
 from __future__ import annotations
 
+import argparse
 import random
 from pathlib import Path
 
@@ -378,3 +379,29 @@ def test_renumbering_equals_the_plain_walk_and_moves(mapping):
     again = fast.clone()
     gemini_transfer_ids.renumber(_schedule(again), {i: i for i in range(len(order))})
     assert str(again) == str(fast)
+
+
+# -- gemini-cycles ----------------------------------------------------------------------------
+
+
+def test_planning_a_workload_reads_the_entries_the_accessors_give():
+    """`plan_workload`'s own walk (ifmaps and weight only) against `wl.ifmaps`/`wl.weight`,
+    and its plan from that walk against its plan from `grouped()`, on planned workloads
+    (tiles, L2 and WL0 entries around them)."""
+    from backends.gemini import schedule_pipeline
+    from compiler.gemini_plan import layer_table
+
+    _, module = load_input(str(EXAMPLES / "ffn.json"))
+    run_pipeline(module, "dnn-from-ark," + schedule_pipeline(
+        argparse.Namespace(mesh="2x2"), rebatch=False))
+    layers = layer_table(dnn.find_graph(module))
+    hw = model.GeminiHardware()
+    planned = 0
+    for wl in _schedule(module).workloads():
+        ifmaps, weight = gemini_cycles._inputs_of(wl)
+        assert ifmaps == wl.ifmaps and weight is wl.weight
+        layer = layers[wl.layer]
+        assert gemini_cycles.plan_workload(layer, wl, hw) == \
+            gemini_cycles.plan_workload(layer, wl, hw, wl.grouped())
+        planned += len(wl.tiles) > 0 and weight is not None
+    assert planned
