@@ -44,7 +44,7 @@ from compiler.gemini_plan import (
     error_at,
     get_int,
     graph_of,
-    group_of,
+    group_size,
     is_network_output,
     layer_table,
     pieces,
@@ -192,9 +192,14 @@ class GeminiReceptiveFieldPass(ModulePass):
             raise error_at(schedule, "the schedule already has transfers")
         by_layer_group: dict[tuple[str, int], list[gemini.WorkloadOp]] = defaultdict(list)
         groups: dict[gemini.WorkloadOp, int] = {}
+        sizes: dict[str, int] = {}    # `group_size` per layer, read once
         for wl in workloads:
             name = wl.layer
-            group = groups[wl] = group_of(wiring.layers[name], wiring.box_of(wl))
+            size = sizes.get(name)
+            if size is None:
+                size = sizes[name] = group_size(wiring.layers[name])
+            # `group_of(layer, box)`
+            group = groups[wl] = wiring.box_of(wl)[0][0] // size
             by_layer_group[(name, group)].append(wl)
         needs: dict[tuple, list[Need]] = defaultdict(list)
         for wl in workloads:
