@@ -149,7 +149,8 @@ def pe_tile_props(layer: dnn.LayerOp) -> dict[str, StringAttr]:
 
 @functools.lru_cache(maxsize=256)
 def _tile_key(index: int) -> StringAttr:
-    # Attributes are immutable: one per tile number serves every workload.
+    """The `key` of tile `index`: one attribute per tile number serves every workload
+    (attributes are immutable)."""
     return StringAttr(f"tile_num_{index}")
 
 

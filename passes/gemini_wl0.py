@@ -161,6 +161,7 @@ NO_ORDER = NoneAttr()
 
 
 def _string(text: str, strings: dict[str, StringAttr]) -> StringAttr:
+    """`StringAttr(text)`, made once per text (`strings`: those made so far)."""
     found = strings.get(text)
     if found is None:
         found = strings[text] = StringAttr(text)
