@@ -78,9 +78,18 @@ def box_size(box: Box) -> list[int]:
 
 
 def fmap_bytes(box: Box, bits: int) -> int:
-    n, c, h, w = box_size(box)
-    align = channel_align(bits)
+    lower, upper = box
+    if len(lower) == 4 and len(upper) == 4:     # the usual case, unrolled (~18k calls)
+        n, c = upper[0] - lower[0] + 1, upper[1] - lower[1] + 1
+        h, w = upper[2] - lower[2] + 1, upper[3] - lower[3] + 1
+    else:
+        n, c, h, w = box_size(box)
+    align = _ALIGN.get(bits) or channel_align(bits)
     return n * -(-c // align) * align * h * w * bits // 8
+
+
+_ALIGN = {bits: channel_align(bits) for bits in (8, 16, 32)}
+"""`channel_align` of the usual widths, looked up rather than computed per box."""
 
 
 def whole(shape: Sequence[int]) -> Box:
@@ -95,9 +104,12 @@ def weight_geometry(layer: dnn.LayerOp) -> tuple[int, int, int] | None:
 
 def _weight_type(layer: dnn.LayerOp) -> dnn.FmapType | None:
     """The type of a PE layer's weights (`layer.weights[0]`), or None when it has none."""
-    inputs = layer.inputs
-    if len(inputs) <= layer.ACTIVATIONS or layer.LAYER_TYPE != "pe" or \
-            isinstance(layer, dnn.MatmulOp):
+    if layer.LAYER_TYPE != "pe" or isinstance(layer, dnn.MatmulOp):
+        return None
+    # `operands` is `inputs` (a layer's only operands), without xDSL's slower named accessor:
+    # the models ask for the weights of a layer ~17k times on a 4x4 ResNet-34.
+    inputs = layer.operands
+    if len(inputs) <= layer.ACTIVATIONS:
         return None
     return inputs[layer.ACTIVATIONS].type
 
@@ -123,6 +135,11 @@ def weight_channel_bytes(layer: dnn.LayerOp) -> int:
     ftype = _weight_type(layer)
     if ftype is None:
         k, c, rs = weight_geometry(layer)   # (fails as it always did: no weights)
+    return _channel_bytes(ftype)
+
+
+def _channel_bytes(ftype: dnn.FmapType) -> int:
+    """`weight_channel_bytes` of a layer whose weights are of type `ftype`."""
     # Asked per workload by the L2, WL0 and cycle models: kept on the (immutable) weight type.
     found = ftype.__dict__.get("_planc_channel_bytes")
     if found is None:
@@ -143,7 +160,12 @@ def weight_bytes(layer: dnn.LayerOp, k_range: int | None = None) -> int:
 def wl0_direct_units(layer: dnn.LayerOp, k_range: int) -> int:
     """WL0 size of weights read straight from DRAM: K padded to 64 rows of 32-byte-aligned
     channels, in 64-byte units (Conv 27136 B -> 448, FC 1000x512 -> 8704)."""
-    per_channel = -(-weight_channel_bytes(layer) // 32) * 32
+    return _direct_units(weight_channel_bytes(layer), k_range)
+
+
+def _direct_units(channel_bytes: int, k_range: int) -> int:
+    """`wl0_direct_units` of `k_range` channels of `channel_bytes` bytes each."""
+    per_channel = -(-channel_bytes // 32) * 32
     return -(-k_range // 64) * 64 * per_channel // 64
 
 
@@ -153,8 +175,11 @@ def wl0_stream_units(layer: dnn.LayerOp, tile_k: int, hw: GeminiHardware) -> int
 
 
 def streams_weights(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
-    return weight_geometry(layer) is not None and \
-        wl0_direct_units(layer, k_range) > hw.wl0_direct_max_units
+    # `weight_geometry` and `wl0_direct_units` on one look-up of the weights (asked per
+    # workload by the L2 and cycle models).
+    ftype = _weight_type(layer)
+    return ftype is not None and \
+        _direct_units(_channel_bytes(ftype), k_range) > hw.wl0_direct_max_units
 
 
 def stream_tile_channels(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> int:
@@ -203,8 +228,12 @@ def conv_channels(layer: dnn.Conv2dOp, k0: int, k1: int) -> tuple[int, int]:
     """Input channels output channels k0..k1 read: all of them, or with g groups those of the
     groups k0..k1 fall in (group k // (K/g) reads channels [group * C/g, (group+1) * C/g))."""
     c = dnn.fmap(layer.inputs[0]).nchw[1]
-    g = layer.group_count
-    k_per, c_per = layer.out_type.nchw[1] // g, c // g
+    return _conv_channels(c, layer.group_count, layer.out_type.nchw[1], k0, k1)
+
+
+def _conv_channels(c: int, g: int, k: int, k0: int, k1: int) -> tuple[int, int]:
+    """`conv_channels` of a convolution with C = `c` inputs, K = `k` outputs and g groups."""
+    k_per, c_per = k // g, c // g
     return (k0 // k_per) * c_per, (k1 // k_per + 1) * c_per - 1
 
 
@@ -216,12 +245,16 @@ def lrn_channels(layer: dnn.LrnOp, c0: int, c1: int) -> tuple[int, int]:
 
 
 def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[int, int]:
-    """The first and last input channel a channel shuffle's outputs c0..c1 come from. Output
-    c = j*g + i is input i*(C/g) + j: per residue i (at most g of them) the outputs with that
-    residue run from j_first to j_last, so the bounds come from at most g residues, not from
-    every channel of the range."""
-    g = layer.group_count
-    per = dnn.fmap(layer.inputs[0]).nchw[1] // g
+    """The first and last input channel a channel shuffle's outputs c0..c1 come from."""
+    return _shuffled_channels(layer.group_count, dnn.fmap(layer.inputs[0]).nchw[1], c0, c1)
+
+
+def _shuffled_channels(g: int, channels: int, c0: int, c1: int) -> tuple[int, int]:
+    """`shuffled_channels` with g groups over `channels` input channels. Output c = j*g + i is
+    input i*(C/g) + j: per residue i (at most g of them) the outputs with that residue run from
+    j_first to j_last, so the bounds come from at most g residues, not from every channel of
+    the range."""
+    per = channels // g
     first, last = None, None
     for c in range(c0, min(c1, c0 + g - 1) + 1):
         i = c % g
@@ -232,38 +265,70 @@ def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[in
     return first, last
 
 
-def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]:
-    """The box of activation input `index` that output box `out` needs, and the padding
-    [top, bottom, left, right] the layer applies around it."""
-    shape = dnn.fmap(layer.inputs[index]).nchw
-    (n0, c0, h0, w0), (n1, c1, h1, w1) = out
-    no_pad = [0, 0, 0, 0]
+# What `input_box` reads of a layer, by rule (the first item of `input_facts`).
+_WHOLE, _WINDOW, _SHUFFLE, _LRN, _DENSE, _MATMUL, _POINTWISE = range(7)
+
+
+def input_facts(layer: dnn.LayerOp) -> tuple:
+    """Everything `input_box` reads of `layer`, whatever the output box, as plain values:
+    (rule, input shapes, rule parameters). A pass that asks for the receptive fields of many
+    boxes of one layer (every workload, every candidate split) reads them once per layer and
+    passes them to `input_box`; the layer must not change in between."""
+    shapes = tuple(tuple(dnn.fmap(value).nchw) for value in layer.inputs)
     if not is_local(layer):
-        return whole(shape), no_pad
+        return _WHOLE, shapes, None
     if isinstance(layer, dnn.WindowOp):
         (r, s), (sh, sw), (pt, _, pl, _) = layer.window, layer.strides, layer.pads
+        conv = (shapes[0][1], layer.group_count, layer.out_type.nchw[1]) \
+            if isinstance(layer, dnn.Conv2dOp) else None
+        return _WINDOW, shapes, (r, s, sh, sw, pt, pl, conv)
+    if isinstance(layer, dnn.ChannelShuffleOp):
+        return _SHUFFLE, shapes, (layer.group_count, shapes[0][1])
+    if isinstance(layer, dnn.LrnOp):
+        return _LRN, shapes, (*layer.channel_reach, shapes[0][1])
+    if isinstance(layer, dnn.DenseOp):
+        return _DENSE, shapes, None
+    if isinstance(layer, dnn.MatmulOp):
+        return _MATMUL, shapes, layer.trans_b
+    return _POINTWISE, shapes, layer.axis_index if isinstance(layer, dnn.ReduceOp) else None
+
+
+def input_box(layer: dnn.LayerOp, index: int, out: Box, facts: tuple | None = None,
+              ) -> tuple[Box, list[int]]:
+    """The box of activation input `index` that output box `out` needs, and the padding
+    [top, bottom, left, right] the layer applies around it (`facts`: `input_facts(layer)`,
+    when the caller has them)."""
+    rule, shapes, params = input_facts(layer) if facts is None else facts
+    shape = shapes[index]
+    (n0, c0, h0, w0), (n1, c1, h1, w1) = out
+    no_pad = [0, 0, 0, 0]
+    if rule == _WHOLE:
+        return whole(shape), no_pad
+    if rule == _WINDOW:
+        r, s, sh, sw, pt, pl, conv = params
         ha, hb, top, bottom = _window_range(h0, h1, r, sh, pt, shape[2])
         wa, wb, left, right = _window_range(w0, w1, s, sw, pl, shape[3])
-        cs = conv_channels(layer, c0, c1) if isinstance(layer, dnn.Conv2dOp) else (c0, c1)
+        cs = _conv_channels(*conv, c0, c1) if conv is not None else (c0, c1)
         return ([n0, cs[0], ha, wa], [n1, cs[1], hb, wb]), [top, bottom, left, right]
-    if isinstance(layer, dnn.ChannelShuffleOp):
-        first, last = shuffled_channels(layer, c0, c1)
+    if rule == _SHUFFLE:
+        first, last = _shuffled_channels(*params, c0, c1)
         return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
-    if isinstance(layer, dnn.LrnOp):
-        first, last = lrn_channels(layer, c0, c1)
-        return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
-    if isinstance(layer, dnn.DenseOp):
+    if rule == _LRN:
+        before, after, channels = params
+        return ([n0, max(0, c0 - before), h0, w0],
+                [n1, min(channels - 1, c1 + after), h1, w1]), no_pad
+    if rule == _DENSE:
         return ([n0, 0, 0, 0], [n1, shape[1] - 1, shape[2] - 1, shape[3] - 1]), no_pad
-    if isinstance(layer, dnn.MatmulOp):
+    if rule == _MATMUL:
         if index == 0:   # a [N, K, M, 1]: all K for output rows h0..h1
             return ([n0, 0, h0, 0], [n1, shape[1] - 1, h1, 0]), no_pad
         nb = (n0, n1) if shape[0] > 1 else (0, 0)
-        if layer.trans_b:  # b [N, K, J, 1]
+        if params:  # trans_b: b [N, K, J, 1]
             return ([nb[0], 0, c0, 0], [nb[1], shape[1] - 1, c1, 0]), no_pad
         return ([nb[0], c0, 0, 0], [nb[1], c1, shape[2] - 1, 0]), no_pad
     lower, upper = list(out[0]), list(out[1])
-    if isinstance(layer, dnn.ReduceOp):
-        lower[layer.axis_index], upper[layer.axis_index] = 0, shape[layer.axis_index] - 1
+    if params is not None:      # a reduction: all of its axis
+        lower[params], upper[params] = 0, shape[params] - 1
     for d in range(4):  # broadcast dims
         if shape[d] == 1:
             lower[d] = upper[d] = 0
@@ -273,20 +338,49 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box) -> tuple[Box, list[int]]
 def intersect(a: Box, b: Box) -> Box | None:
     (al, au), (bl, bu) = a, b
     if len(al) == 4 and len(bl) == 4:   # the common case, unrolled (called per block pair)
-        lower = [al[0] if al[0] > bl[0] else bl[0], al[1] if al[1] > bl[1] else bl[1],
-                 al[2] if al[2] > bl[2] else bl[2], al[3] if al[3] > bl[3] else bl[3]]
-        upper = [au[0] if au[0] < bu[0] else bu[0], au[1] if au[1] < bu[1] else bu[1],
-                 au[2] if au[2] < bu[2] else bu[2], au[3] if au[3] < bu[3] else bu[3]]
-        if lower[0] > upper[0] or lower[1] > upper[1] or lower[2] > upper[2] or \
-                lower[3] > upper[3]:
+        # Dim by dim, stopping at the first that does not overlap (most pairs do not meet).
+        l0 = al[0] if al[0] > bl[0] else bl[0]
+        u0 = au[0] if au[0] < bu[0] else bu[0]
+        if l0 > u0:
             return None
-        return lower, upper
+        l1 = al[1] if al[1] > bl[1] else bl[1]
+        u1 = au[1] if au[1] < bu[1] else bu[1]
+        if l1 > u1:
+            return None
+        l2 = al[2] if al[2] > bl[2] else bl[2]
+        u2 = au[2] if au[2] < bu[2] else bu[2]
+        if l2 > u2:
+            return None
+        l3 = al[3] if al[3] > bl[3] else bl[3]
+        u3 = au[3] if au[3] < bu[3] else bu[3]
+        if l3 > u3:
+            return None
+        return [l0, l1, l2, l3], [u0, u1, u2, u3]
     lower = [max(x, y) for x, y in zip(al, bl, strict=False)]
     upper = [min(x, y) for x, y in zip(au, bu, strict=False)]
     return None if any(lo > hi for lo, hi in zip(lower, upper, strict=False)) else (lower, upper)
 
 
+def meets(a: Box, b: Box) -> bool:
+    """Whether `intersect(a, b)` is not None, without building the intersection."""
+    (al, au), (bl, bu) = a, b
+    if len(al) == 4 and len(bl) == 4:   # the common case, unrolled (called per block pair)
+        # Each dim as `intersect` tests it (max of the lowers <= min of the uppers), so that an
+        # empty box (lower > upper) meets nothing here either.
+        return ((al[0] if al[0] > bl[0] else bl[0]) <= (au[0] if au[0] < bu[0] else bu[0])
+                and (al[1] if al[1] > bl[1] else bl[1]) <= (au[1] if au[1] < bu[1] else bu[1])
+                and (al[2] if al[2] > bl[2] else bl[2]) <= (au[2] if au[2] < bu[2] else bu[2])
+                and (al[3] if al[3] > bl[3] else bl[3]) <= (au[3] if au[3] < bu[3] else bu[3]))
+    return intersect(a, b) is not None
+
+
 def union(a: Box, b: Box) -> Box:
+    (al, au), (bl, bu) = a, b
+    if len(al) == len(bl) == len(au) == len(bu) == 4:   # the usual case, unrolled
+        return ([al[0] if al[0] < bl[0] else bl[0], al[1] if al[1] < bl[1] else bl[1],
+                 al[2] if al[2] < bl[2] else bl[2], al[3] if al[3] < bl[3] else bl[3]],
+                [au[0] if au[0] > bu[0] else bu[0], au[1] if au[1] > bu[1] else bu[1],
+                 au[2] if au[2] > bu[2] else bu[2], au[3] if au[3] > bu[3] else bu[3]])
     return ([min(x, y) for x, y in zip(a[0], b[0], strict=True)],
             [max(x, y) for x, y in zip(a[1], b[1], strict=True)])
 
@@ -349,10 +443,21 @@ def conv_reduction(layer: dnn.LayerOp) -> int:
     """MACs per output element on the PE array: the input channels padded to channel groups
     times R*S, divided by the groups of a grouped convolution (each output channel reduces
     over its own group only: cost scaled by 1/g, the padding taken over all channels)."""
-    _, c, rs = weight_geometry(layer)
+    ftype = _weight_type(layer)
+    if ftype is None:
+        _, c, rs = weight_geometry(layer)   # (fails as it always did: no weights)
+    _, c, rs = _geometry(ftype)
     groups = layer.group_count if isinstance(layer, dnn.Conv2dOp) else 1
-    align = channel_align(weight_bits(layer))
-    return -(-(-(-c * groups // align) * align * rs) // groups)
+    # Asked per PE workload by the cycle model: kept on the (immutable) weight type, per group
+    # count (the only input not on the type).
+    found = ftype.__dict__.get("_planc_reductions")
+    if found is None:
+        found = ftype.__dict__["_planc_reductions"] = {}
+    reduction = found.get(groups)
+    if reduction is None:
+        align = channel_align(ftype.bits)
+        reduction = found[groups] = -(-(-(-c * groups // align) * align * rs) // groups)
+    return reduction
 
 
 def stream_time(tile_cycles: Sequence[float], tile_units: int) -> float:

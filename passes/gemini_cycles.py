@@ -11,11 +11,12 @@ adds them).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
 
 from compiler import gemini_model as model
 from compiler.gemini_l2 import weight_in_l2
@@ -39,19 +40,25 @@ class WorkloadPlan:
 
 
 def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
-                  ) -> WorkloadPlan:
+                  kids: dict[type, list] | None = None) -> WorkloadPlan:
+    """The tiles and time of `wl` (`kids`: `wl.grouped()`, when the caller has it)."""
     box = wl.box
-    in_bytes = sum(ifmap.value("size") for ifmap in wl.ifmaps)
-    out_bytes = model.fmap_bytes(box, layer.out_type.bits)
+    if kids is None:
+        ifmaps, weight = _inputs_of(wl)
+    else:
+        ifmaps = kids.get(gemini.IfmapOp, [])
+        weights = kids.get(gemini.WeightOp)
+        weight = weights[0] if weights else None
+    in_bytes = sum(ifmap.value("size") for ifmap in ifmaps)
     if layer.LAYER_TYPE == "vp":
         # The vector processor streams its operands side by side: the first one sets the pace.
-        first_input = sum(ifmap.value("size") for ifmap in operand_ifmaps(wl, 0))
+        out_bytes = model.fmap_bytes(box, layer.out_type.bits)
+        first_input = sum(ifmap.value("size") for ifmap in operands_of(ifmaps, 0))
         cycles = model.vp_cycles(layer, first_input, out_bytes)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
     if layer.LAYER_TYPE != "pe":
         cycles = model.dt_cycles(in_bytes)
         return WorkloadPlan([TilePlan(box, cycles)], cycles, None)
-    weight = wl.weight
     k0, k1 = box[0][1], box[1][1]
     if weight is None or not weight_in_l2(layer, k1 - k0 + 1, hw):
         direct = weight.value("size") if weight is not None else 0
@@ -69,11 +76,30 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
     return WorkloadPlan(tiles, model.stream_time([t.cycles for t in tiles], units), units)
 
 
+def _inputs_of(wl: gemini.WorkloadOp) -> tuple[list[gemini.IfmapOp], gemini.WeightOp | None]:
+    """`wl.ifmaps` and `wl.weight` in one walk of its entries (a planned workload has many:
+    tiles, L2 and WL0 tensors; the DRAM ordering plans every workload twice)."""
+    ifmaps, weight = [], None
+    op = wl.body.block.first_op
+    while op is not None:
+        kind = type(op)
+        if kind is gemini.IfmapOp:
+            ifmaps.append(op)
+        elif kind is gemini.WeightOp and weight is None:
+            weight = op
+        op = op.next_op
+    return ifmaps, weight
+
+
 def operand_ifmaps(wl: gemini.WorkloadOp, index: int) -> list[gemini.IfmapOp]:
     """The ifmaps that deliver activation `index` (several when it is a concatenation, read at
     the channel offset of each input); without `gemini.operand` (an imported IR), the
     index-th ifmap."""
-    ifmaps = wl.ifmaps
+    return operands_of(wl.ifmaps, index)
+
+
+def operands_of(ifmaps: list[gemini.IfmapOp], index: int) -> list[gemini.IfmapOp]:
+    """`operand_ifmaps` of a workload whose ifmaps are `ifmaps`."""
     if all(OPERAND not in f.attributes for f in ifmaps):
         return ifmaps[index: index + 1]
     return [f for f in ifmaps if OPERAND in f.attributes and
@@ -93,23 +119,67 @@ def cut_mode(layer: dnn.LayerOp) -> str:
 
 
 def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadOp,
-            ) -> gemini.TileOp:
-    props = {"key": StringAttr(f"tile_num_{index}"),
+            ifmaps: list[gemini.IfmapOp] | None = None,
+            pe_props: dict[str, StringAttr] | None = None) -> gemini.TileOp:
+    """Tile `index` of `wl` (`ifmaps`: `wl.ifmaps`; `pe_props`: `pe_tile_props(layer)` of a PE
+    layer; either when the caller has them)."""
+    props = {"key": _tile_key(index),
              "ofmap_lower": gemini.ints_attr(tile.ofmap[0]),
              "ofmap_upper": gemini.ints_attr(tile.ofmap[1]),
-             "single_tile_time_pred": gemini.number_attr(float(round(tile.cycles, 3)))}
-    firsts = [f for f in (next(iter(operand_ifmaps(wl, i)), None) for i in (0, 1)) if f]
+             "single_tile_time_pred": _time_attr(float(round(tile.cycles, 3)))}
+    if ifmaps is None:
+        ifmaps = wl.ifmaps
+    firsts = [f for f in (next(iter(operands_of(ifmaps, i)), None) for i in (0, 1)) if f]
     for suffix, ifmap in zip(("", "2"), firsts, strict=False):
         props[f"ifmap_lower{suffix}"] = gemini.ints_attr(ifmap.ints_of("lower"))
         props[f"ifmap_upper{suffix}"] = gemini.ints_attr(ifmap.ints_of("upper"))
     if layer.LAYER_TYPE == "pe":
-        props["layer_name"] = StringAttr(layer.name_)
-        props["cut_mode"] = StringAttr(cut_mode(layer))
-        props["loop_order"] = StringAttr("KNHW")
+        props.update(pe_tile_props(layer) if pe_props is None else pe_props)
         props["tile_padding_tblr"] = wl.tile_padding_tblr or gemini.ints_attr([0, 0, 0, 0])
     else:
         props["tile_padding_tblr"] = gemini.ints_attr([0, 0, 0, 0])
     return gemini.TileOp.build(**props)
+
+
+def pe_tile_props(layer: dnn.LayerOp) -> dict[str, StringAttr]:
+    """What every tile of a PE layer says of the layer (the same for all its workloads)."""
+    return {"layer_name": StringAttr(layer.name_), "cut_mode": StringAttr(cut_mode(layer)),
+            "loop_order": StringAttr("KNHW")}
+
+
+@functools.lru_cache(maxsize=256)
+def _tile_key(index: int) -> StringAttr:
+    """The `key` of tile `index`: one attribute per tile number serves every workload
+    (attributes are immutable)."""
+    return StringAttr(f"tile_num_{index}")
+
+
+_TIMES: dict[tuple[float, bool], FloatAttr] = {}
+
+
+def _time_attr(cycles: float) -> FloatAttr:
+    """`gemini.number_attr(cycles)` of a float, one attribute per value: the parts of a layer
+    cut evenly take the same time. Keyed with the sign, as 0.0 == -0.0 but prints apart."""
+    key = (cycles, math.copysign(1.0, cycles) > 0)
+    found = _TIMES.get(key)
+    if found is None:
+        found = gemini.number_attr(cycles)
+        if len(_TIMES) < 1 << 16:
+            _TIMES[key] = found
+    return found
+
+
+def _with_list(lists: ArrayAttr | None, key: str, made: dict[tuple, ArrayAttr],
+               ) -> ArrayAttr | None:
+    """`WorkloadOp.add_list(key)` on a workload whose `lists` is `lists`: the new attribute, or
+    None when the key is listed already; made once per distinct list (`made`)."""
+    keys = tuple(a.data for a in lists.data) if lists is not None else ()
+    if key in keys:
+        return None
+    found = made.get(keys)
+    if found is None:
+        found = made[keys] = ArrayAttr([*(StringAttr(k) for k in keys), StringAttr(key)])
+    return found
 
 
 @dataclass(frozen=True)
@@ -123,14 +193,25 @@ class GeminiCyclesPass(HardwarePass):
         schedule = schedule_of(op, self.name)
         layers = layer_table(graph)
         hw = self.hw
+        pe_props: dict[str, dict[str, StringAttr]] = {}
+        made: dict[tuple, ArrayAttr] = {}
         for wl in schedule.workloads():
             layer = layers[wl.layer]
-            plan = plan_workload(layer, wl, hw)
-            for tile in wl.tiles:
+            kids = wl.grouped()
+            plan = plan_workload(layer, wl, hw, kids)
+            for tile in kids.get(gemini.TileOp, ()):
                 tile.detach()
                 tile.erase()
+            props = None
+            if layer.LAYER_TYPE == "pe":
+                props = pe_props.get(layer.name_)
+                if props is None:
+                    props = pe_props[layer.name_] = pe_tile_props(layer)
+            ifmaps = kids.get(gemini.IfmapOp, [])
             for i, tile in enumerate(plan.tiles):
-                wl.append(tile_op(i, tile, layer, wl))
-            wl.add_list("tile_info")
+                wl.append(tile_op(i, tile, layer, wl, ifmaps, props))
+            lists = _with_list(wl.lists, "tile_info", made)
+            if lists is not None:
+                wl.lists = lists
             wl.time = gemini.int_attr(math.floor(plan.time))
 

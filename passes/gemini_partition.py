@@ -30,11 +30,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from compiler import gemini_model as model
+from compiler.gemini_model import Box
 from compiler.gemini_plan import (
     CORES,
     MESH,
     SPLIT,
-    cut,
     error_at,
     get_ints,
     graph_of,
@@ -69,24 +69,31 @@ def candidates(layer: dnn.LayerOp, sub_batch: int, cores: int) -> list[tuple[int
     return found
 
 
+def first_part(sizes: tuple[int, ...], split: tuple[int, ...]) -> Box:
+    """The box of the first part of an output of `sizes` cut `split` ways: `cut(size,
+    parts)[0]` along every dim, which is (0, size // parts - 1), without the other ranges
+    (asked for every candidate split of every layer)."""
+    upper = [size // parts - 1 for size, parts in zip(sizes, split, strict=False)]
+    return [0] * len(upper), upper
+
+
 def cost_facts(layer: dnn.LayerOp) -> tuple:
     """What `part_cost` reads of the layer whatever the split (read once per layer: every
     candidate split of it is priced)."""
     return (layer.out_type.nchw, [dnn.fmap(layer.inputs[i]).bits
                                   for i in range(len(layer.activations))],
-            layer.out_type.bits, bool(model.weight_geometry(layer)))
+            layer.out_type.bits, bool(model.weight_geometry(layer)), model.input_facts(layer))
 
 
 def part_cost(layer: dnn.LayerOp, split: tuple[int, ...], sub_batch: int,
               facts: tuple | None = None) -> float:
-    nchw, in_bits, out_bits, has_weights = cost_facts(layer) if facts is None else facts
+    nchw, in_bits, out_bits, has_weights, inputs = cost_facts(layer) if facts is None else facts
     _, k, h, w = nchw
     count = split[0] * split[1] * split[2] * split[3]
-    first = [cut(size, parts)[0] for size, parts in zip((sub_batch, k, h, w), split, strict=False)]
-    box = ([r[0] for r in first], [r[1] for r in first])
+    box = first_part((sub_batch, k, h, w), split)
     in_bytes = 0
     for i, bits in enumerate(in_bits):
-        need, _ = model.input_box(layer, i, box)
+        need, _ = model.input_box(layer, i, box, inputs)
         in_bytes += model.fmap_bytes(need, bits)
     out_bytes = model.fmap_bytes(box, out_bits)
     if layer.LAYER_TYPE == "pe":
@@ -102,14 +109,16 @@ def part_cost(layer: dnn.LayerOp, split: tuple[int, ...], sub_batch: int,
 
 
 def working_set(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
-                hw: model.GeminiHardware) -> int:
-    """L2 bytes the largest part needs at once: its inputs, its output, staged weights."""
+                hw: model.GeminiHardware, inputs: tuple | None = None) -> int:
+    """L2 bytes the largest part needs at once: its inputs, its output, staged weights
+    (`inputs`: `model.input_facts(layer)`, when the caller has them)."""
+    if inputs is None:
+        inputs = model.input_facts(layer)
     _, k, h, w = layer.out_type.nchw
-    first = [cut(size, parts)[0] for size, parts in zip((group, k, h, w), split, strict=False)]
-    box = ([r[0] for r in first], [r[1] for r in first])
+    box = first_part((group, k, h, w), split)
     total = model.fmap_bytes(box, layer.out_type.bits)
     for i in range(len(layer.activations)):
-        need, _ = model.input_box(layer, i, box)
+        need, _ = model.input_box(layer, i, box, inputs)
         total += model.fmap_bytes(need, dnn.fmap(layer.inputs[i]).bits)
     k_part = box[1][1] - box[0][1] + 1
     if model.weight_geometry(layer) and model.streams_weights(layer, k_part, hw):
@@ -118,14 +127,16 @@ def working_set(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
 
 
 def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
-           hw: model.GeminiHardware) -> tuple[int, ...]:
+           hw: model.GeminiHardware, inputs: tuple | None = None) -> tuple[int, ...]:
     """Cut further (more parts than cores, run one after another) until the largest part
     leaves room in L2 for its neighbours: output channels first for PE layers (weights split
     too), then rows, columns and samples."""
     limit = WORKING_SET_SHARE * hw.buffer_bytes * hw.l2_fill
     _, k, h, w = layer.out_type.nchw
     split = list(split)
-    while working_set(layer, tuple(split), group, hw) > limit and model.is_local(layer):
+    if inputs is None:
+        inputs = model.input_facts(layer)
+    while working_set(layer, tuple(split), group, hw, inputs) > limit and model.is_local(layer):
         sizes = [group // split[0], k // split[1], h // split[2], w // split[3]]
         order = ([1, 2, 3, 0] if layer.LAYER_TYPE == "pe" else [2, 3, 1, 0])
         dims = [d for d in order if sizes[d] >= (2 * hw.pe_k_lanes if d == 1 and
@@ -203,7 +214,7 @@ class GeminiPartitionPass(ModulePass):
             split = min(options, key=lambda s: (part_cost(layer, s, sub_batch, facts), -s[0],
                                                 -s[2]))
             cores = split[0] * split[1] * split[2] * split[3]
-            split = refine(layer, split, sub_batch, hw)
+            split = refine(layer, split, sub_batch, hw, facts[4])
             decided.append((layer, split, sub_batch))
             set_ints(layer, SPLIT, split)
             set_ints(layer, CORES, order[:cores])

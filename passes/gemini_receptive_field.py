@@ -44,7 +44,7 @@ from compiler.gemini_plan import (
     error_at,
     get_int,
     graph_of,
-    group_of,
+    group_size,
     is_network_output,
     layer_table,
     pieces,
@@ -62,10 +62,6 @@ def value_name(value: SSAValue) -> str:
     return owner.input_name.data if isinstance(owner, dnn.InputOp) else owner.layer_name.data
 
 
-def workload_group(wl: gemini.WorkloadOp, layer: dnn.LayerOp) -> int:
-    return group_of(layer, wl.box)
-
-
 @dataclass
 class Need:
     consumer: gemini.WorkloadOp
@@ -77,20 +73,29 @@ class Need:
 class Destinations:
     """The destinations each transfer collects while the pass wires the schedule, written to
     the ops once at the end (rebuilding an op's array for every new consumer is quadratic in
-    the consumers of a multicast block)."""
+    the consumers of a multicast block). The ops are the pass's own, made without
+    destinations; a destination is known by a plain key (core, workload, layer name), cheaper
+    to hash than the attribute, which hashes all its parameters."""
 
     def __init__(self) -> None:
-        self._found: dict[gemini.RecordOp, dict[gemini.DestinationAttr, None]] = {}
+        self._found: dict[gemini.RecordOp, dict[tuple, gemini.DestinationAttr]] = {}
 
-    def add(self, op: gemini.RecordOp, dest: gemini.DestinationAttr) -> None:
+    def add(self, op: gemini.RecordOp, key: tuple, dest: gemini.DestinationAttr) -> None:
         found = self._found.get(op)
         if found is None:
-            found = self._found[op] = dict.fromkeys(op.destinations)
-        found.setdefault(dest)
+            found = self._found[op] = {}
+        found.setdefault(key, dest)
 
     def write(self) -> None:
         for op, found in self._found.items():
-            op.destination = ArrayAttr(list(found))
+            op.destination = ArrayAttr(list(found.values()))
+
+
+NO_DESTINATIONS = ArrayAttr([])
+"""What a new transfer lists until `Destinations.write` (one attribute: they are immutable)."""
+
+DRAM_KEY = (-1, None, None)
+"""The key of the DRAM destination in `Destinations` (no core has id -1)."""
 
 
 @dataclass
@@ -100,12 +105,15 @@ class Wiring:
     schedule: gemini.ScheduleOp
     layers: dict[str, dnn.LayerOp]
     next_id: int = 0
-    blocks: dict[tuple, gemini.OfmapOp] = field(default_factory=dict)
-    weight_loads: dict[tuple, gemini.DramLoadOp] = field(default_factory=dict)
+    blocks: dict[tuple, tuple[gemini.OfmapOp, int]] = field(default_factory=dict)
+    weight_loads: dict[tuple, tuple[gemini.DramLoadOp, int]] = field(default_factory=dict)
     fmap_loads: list[tuple[gemini.DramLoadOp, SSAValue, Box]] = field(default_factory=list)
     stores: dict[str, list[gemini.DramStoreOp]] = field(default_factory=lambda: defaultdict(list))
     destinations: Destinations = field(default_factory=Destinations)
     boxes: dict[gemini.WorkloadOp, Box] = field(default_factory=dict)
+    dests: dict[tuple, tuple[tuple, gemini.DestinationAttr]] = field(default_factory=dict)
+    facts: dict[str, tuple[tuple, list[SSAValue], int]] = field(default_factory=dict)
+    producers: dict[tuple, list] = field(default_factory=dict)
 
     def box_of(self, wl: gemini.WorkloadOp) -> Box:
         """`wl.box`, unpacked once per workload: this pass never changes a workload's box, and
@@ -115,6 +123,34 @@ class Wiring:
             box = self.boxes[wl] = wl.box
         return box
 
+    def core_dest(self, wl: gemini.WorkloadOp, with_layer: bool = False,
+                  ) -> tuple[tuple, gemini.DestinationAttr]:
+        """`wl` as a destination (its key for `Destinations`, the attribute), made once per
+        workload: a workload reads blocks of several producers and several blocks of each."""
+        found = self.dests.get((wl, with_layer))
+        if found is None:
+            key = (wl.core.id, wl.id, wl.layer if with_layer else None)
+            found = self.dests[(wl, with_layer)] = (key, gemini.DestinationAttr.core(*key))
+        return found
+
+    def sources(self, by_layer_group: dict, key: tuple[str, int],
+                ) -> list[tuple[gemini.WorkloadOp, Box]]:
+        """The workloads of (layer, batch group) `key` with their boxes, listed once per key:
+        each is met once per tensor its layer's readers gather on a core."""
+        found = self.producers.get(key)
+        if found is None:
+            found = self.producers[key] = [(wl, self.box_of(wl)) for wl in by_layer_group[key]]
+        return found
+
+    def layer_facts(self, layer: dnn.LayerOp) -> tuple[tuple, list[SSAValue], int]:
+        """`model.input_facts(layer)`, its activations and its segment, read once per layer
+        (the layers do not change here)."""
+        found = self.facts.get(layer.name_)
+        if found is None:
+            found = self.facts[layer.name_] = (model.input_facts(layer), layer.activations,
+                                               get_int(layer, SEGMENT, 0))
+        return found
+
     def new_id(self) -> int:
         self.next_id += 1
         return self.next_id - 1
@@ -123,24 +159,22 @@ class Wiring:
     def dram(self) -> gemini.DramOp:
         return self.schedule.dram
 
-    def block(self, producer: gemini.WorkloadOp, box: Box) -> gemini.OfmapOp:
-        """The ofmap entry that sends `box` (absolute) of `producer`'s output."""
+    def block(self, producer: gemini.WorkloadOp, box: Box) -> tuple[gemini.OfmapOp, int]:
+        """The ofmap entry that sends `box` (absolute) of `producer`'s output, and its
+        transfer id."""
         key = (producer, tuple(box[0]), tuple(box[1]))
-        op = self.blocks.get(key)
-        if op is None:
+        found = self.blocks.get(key)
+        if found is None:
             layer = self.layers[producer.layer]
             lower, upper = model.relative(box, self.box_of(producer))
+            tid = self.new_id()
             op = gemini.OfmapOp.build(
                 lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
                 size=gemini.int_attr(model.fmap_bytes(box, layer.out_type.bits)),
-                transfer_id=gemini.int_attr(self.new_id()), destination=ArrayAttr([]))
+                transfer_id=gemini.int_attr(tid), destination=NO_DESTINATIONS)
             producer.append(op)
-            self.blocks[key] = op
-        return op
-
-
-def core_dest(wl: gemini.WorkloadOp, with_layer: bool = False) -> gemini.DestinationAttr:
-    return gemini.DestinationAttr.core(wl.core.id, wl.id, wl.layer if with_layer else None)
+            found = self.blocks[key] = (op, tid)
+        return found
 
 
 @dataclass(frozen=True)
@@ -157,12 +191,21 @@ class GeminiReceptiveFieldPass(ModulePass):
         if any(wl.ifmaps or wl.ofmaps for wl in workloads):
             raise error_at(schedule, "the schedule already has transfers")
         by_layer_group: dict[tuple[str, int], list[gemini.WorkloadOp]] = defaultdict(list)
+        groups: dict[gemini.WorkloadOp, int] = {}
+        sizes: dict[str, int] = {}    # `group_size` per layer, read once
         for wl in workloads:
-            by_layer_group[(wl.layer, workload_group(wl, wiring.layers[wl.layer]))].append(wl)
+            name = wl.layer
+            size = sizes.get(name)
+            if size is None:
+                size = sizes[name] = group_size(wiring.layers[name])
+            # `group_of(layer, box)`
+            group = groups[wl] = wiring.box_of(wl)[0][0] // size
+            by_layer_group[(name, group)].append(wl)
         needs: dict[tuple, list[Need]] = defaultdict(list)
         for wl in workloads:
             layer = wiring.layers[wl.layer]
-            wl.tile_padding_tblr = gemini.ints_attr(self._needs(wl, layer, needs))
+            wl.tile_padding_tblr = gemini.ints_attr(self._needs(wiring, wl, layer, groups[wl],
+                                                                needs))
         ifmaps: dict[gemini.WorkloadOp, dict[int, gemini.IfmapOp]] = defaultdict(dict)
         for (value, _core, _segment, group), wanted in needs.items():
             self._wire_tensor(wiring, value, group, wanted, by_layer_group, ifmaps)
@@ -181,20 +224,21 @@ class GeminiReceptiveFieldPass(ModulePass):
 
     # -- inputs -------------------------------------------------------------------------------
 
-    def _needs(self, wl: gemini.WorkloadOp, layer: dnn.LayerOp, needs: dict) -> list[int]:
+    def _needs(self, wiring: Wiring, wl: gemini.WorkloadOp, layer: dnn.LayerOp, group: int,
+               needs: dict) -> list[int]:
         padding = [0, 0, 0, 0]
-        segment = get_int(layer, SEGMENT, 0)
-        group = workload_group(wl, layer)
-        for index, value in enumerate(layer.activations):
-            box, pad = model.input_box(layer, index, wl.box)
+        facts, activations, segment = wiring.layer_facts(layer)
+        out = wiring.box_of(wl)
+        core = wl.core.id
+        for index, value in enumerate(activations):
+            box, pad = model.input_box(layer, index, out, facts)
             # Through views, the boxes of the sources that hold it: several through a
             # concatenation (one ifmap per input the box meets, at its channel offset).
             found = pieces(value, box)
             if index == 0:
                 padding = pad if all(exact for _, _, exact in found) else [0, 0, 0, 0]
             for piece, (src, src_box, _) in enumerate(found):
-                needs[(src, wl.core.id, segment, group)].append(Need(wl, (index, piece),
-                                                                     src_box))
+                needs[(src, core, segment, group)].append(Need(wl, (index, piece), src_box))
         return padding
 
     def _wire_tensor(self, wiring: Wiring, value: SSAValue, group: int, wanted: list[Need],
@@ -208,21 +252,25 @@ class GeminiReceptiveFieldPass(ModulePass):
         on_chip = isinstance(producer, dnn.LayerOp) and \
             get_int(producer, SEGMENT) == get_int(consumer_layer, SEGMENT)
         if on_chip:
+            # Per block, the readers it meets (found once: each reader lists them in turn).
             blocks = []
-            for source_wl in by_layer_group[(producer.name_, group)]:
-                piece = model.intersect(tensor, wiring.box_of(source_wl))
+            for source_wl, box in wiring.sources(by_layer_group, (producer.name_, group)):
+                piece = model.intersect(tensor, box)
+                if piece is None:
+                    continue
                 # The tensor bounds what the core's readers need; a corner of it that no
                 # reader needs (readers of different channels of a concatenated map and
                 # different rows) is not sent.
-                if piece is not None and any(model.intersect(piece, need.box) is not None
-                                             for need in wanted):
-                    blocks.append((piece, wiring.block(source_wl, piece)))
-            for need in wanted:
+                readers = {i for i, need in enumerate(wanted) if model.meets(piece, need.box)}
+                if readers:
+                    blocks.append((readers, wiring.block(source_wl, piece)))
+            for i, need in enumerate(wanted):
+                key, dest = wiring.core_dest(need.consumer)
                 ids = []
-                for piece, block in blocks:
-                    if model.intersect(piece, need.box) is not None:
-                        wiring.destinations.add(block, core_dest(need.consumer))
-                        ids.append(block.value("transfer_id"))
+                for readers, (block, tid) in blocks:
+                    if i in readers:
+                        wiring.destinations.add(block, key, dest)
+                        ids.append(tid)
                 ifmaps[need.consumer][need.index] = _ifmap(need, tensor, ids, ftype)
             return
         pieces = _dram_tensors(tensor, wanted)
@@ -230,8 +278,9 @@ class GeminiReceptiveFieldPass(ModulePass):
             for _, readers in pieces:
                 self._wire_tensor(wiring, value, group, readers, by_layer_group, ifmaps)
             return
+        tid = wiring.new_id()
         load = gemini.DramLoadOp.build(
-            kind=StringAttr("fmap"), transfer_id=gemini.int_attr(wiring.new_id()),
+            kind=StringAttr("fmap"), transfer_id=gemini.int_attr(tid),
             lower=gemini.ints_attr(tensor[0]), upper=gemini.ints_attr(tensor[1]),
             size=gemini.int_attr(model.fmap_bytes(tensor, ftype.bits)),
             related_ifmap=gemini.ints_attr([]), destination=ArrayAttr([]))
@@ -239,9 +288,8 @@ class GeminiReceptiveFieldPass(ModulePass):
         wiring.dram.body.block.add_op(load)
         wiring.fmap_loads.append((load, value, tensor))
         for need in wanted:
-            wiring.destinations.add(load, core_dest(need.consumer, with_layer=True))
-            ifmaps[need.consumer][need.index] = _ifmap(need, tensor,
-                                                       [load.value("transfer_id")], ftype)
+            wiring.destinations.add(load, *wiring.core_dest(need.consumer, with_layer=True))
+            ifmaps[need.consumer][need.index] = _ifmap(need, tensor, [tid], ftype)
 
     # -- weights, stores ----------------------------------------------------------------------
 
@@ -251,24 +299,26 @@ class GeminiReceptiveFieldPass(ModulePass):
         if geometry is None:
             return
         _, c, rs = geometry
-        k0, k1 = wl.box[0][1], wl.box[1][1]
+        box = wiring.box_of(wl)
+        k0, k1 = box[0][1], box[1][1]
         key = (layer.name_, k0, k1)
-        load = wiring.weight_loads.get(key)
+        found = wiring.weight_loads.get(key)
         lower, upper = [0, k0, 0, 0], [0, k1, c - 1, rs - 1]
         size = model.weight_bytes(layer, k1 - k0 + 1)
-        if load is None:
+        if found is None:
+            tid = wiring.new_id()
             load = gemini.DramLoadOp.build(
-                kind=StringAttr("weight"), transfer_id=gemini.int_attr(wiring.new_id()),
+                kind=StringAttr("weight"), transfer_id=gemini.int_attr(tid),
                 lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
                 size=gemini.int_attr(size), related_ifmap=gemini.ints_attr([]),
                 destination=ArrayAttr([]))
             wiring.dram.body.block.add_op(load)
-            wiring.weight_loads[key] = load
-        wiring.destinations.add(load, core_dest(wl, with_layer=True))
+            found = wiring.weight_loads[key] = (load, tid)
+        load, tid = found
+        wiring.destinations.add(load, *wiring.core_dest(wl, with_layer=True))
         wl.append(gemini.WeightOp.build(
             lower=gemini.ints_attr(lower), upper=gemini.ints_attr(upper),
-            size=gemini.int_attr(size),
-            transfer_id=gemini.ints_attr([load.value("transfer_id")])))
+            size=gemini.int_attr(size), transfer_id=gemini.ints_attr([tid])))
 
     def _stores(self, wiring: Wiring, graph: dnn.GraphOp, by_layer_group: dict) -> None:
         """Layers read by a later segment, and network outputs, store every part to DRAM."""
@@ -283,13 +333,13 @@ class GeminiReceptiveFieldPass(ModulePass):
                                                          key=lambda kv: kv[0][1])
                          if name == layer.name_ for wl in wls]
             for wl in producers:
-                block = wiring.block(wl, wl.box)
-                wiring.destinations.add(block, gemini.DestinationAttr.dram())
+                box = wiring.box_of(wl)
+                block, tid = wiring.block(wl, box)
+                wiring.destinations.add(block, DRAM_KEY, gemini.DestinationAttr.dram())
                 store = gemini.DramStoreOp.build(
                     core_id=gemini.int_attr(wl.core.id), layer_name=StringAttr(layer.name_),
-                    workload_id=gemini.int_attr(wl.id),
-                    transfer_id=gemini.int_attr(block.value("transfer_id")),
-                    lower=gemini.ints_attr(wl.box[0]), upper=gemini.ints_attr(wl.box[1]),
+                    workload_id=gemini.int_attr(wl.id), transfer_id=gemini.int_attr(tid),
+                    lower=gemini.ints_attr(box[0]), upper=gemini.ints_attr(box[1]),
                     related_ofmap=gemini.ints_attr([]))
                 wiring.dram.body.block.add_op(store)
                 wiring.stores[layer.name_].append(store)

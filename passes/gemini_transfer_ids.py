@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from compiler.gemini_plan import schedule_of, workloads_in_order
@@ -55,12 +56,24 @@ def _renumber(attr, mapping: dict[int, int]):
 
 def renumber(schedule: gemini.ScheduleOp, mapping: dict[int, int]) -> None:
     id_fields = ("transfer_id", "related_ifmap", "related_ofmap")
-    for op in schedule.walk():
+    # One new attribute per distinct old one: many ops share an attribute (a block's id with
+    # its store, a weight load's list with all its readers). Keyed by identity, the old
+    # attribute kept alive with its new one so that no other attribute takes its id.
+    renumbered: dict[int, tuple] = {}
+
+    def new(attr):
+        found = renumbered.get(id(attr))
+        if found is None:
+            found = renumbered[id(attr)] = (attr, _renumber(attr, mapping))
+        return found[1]
+
+    for op in _all_ops(schedule):
         if not isinstance(op, gemini.RecordOp):
             continue
+        properties = op.properties
         for name in id_fields:
-            if name in op.properties:
-                op.properties[name] = _renumber(op.properties[name], mapping)
+            if name in properties:
+                properties[name] = new(properties[name])
         if isinstance(op, gemini.L2TensorOp) and op.sources:
             op.source = ArrayAttr([
                 gemini.SourceAttr(*[_renumber(p, mapping) if i == 4 else p
@@ -68,15 +81,20 @@ def renumber(schedule: gemini.ScheduleOp, mapping: dict[int, int]) -> None:
                 for s in op.sources])
     dram = schedule.dram
     if dram is not None:
-        for kind in (gemini.DramStoreOp, gemini.DramLoadOp):
-            ops = sorted((o for o in dram.body.ops if isinstance(o, kind)),
-                         key=lambda o: o.value("transfer_id"))
-            for o in ops:
+        wanted = [o for kind in (gemini.DramStoreOp, gemini.DramLoadOp)
+                  for o in sorted((o for o in dram.body.ops if isinstance(o, kind)),
+                                  key=lambda o: o.value("transfer_id"))]
+        if not _ends_with(dram.body.block, wanted):
+            for o in wanted:
                 o.detach()
                 dram.body.block.add_op(o)
     for wl in schedule.workloads():
-        ofmaps = sorted(wl.ofmaps, key=lambda o: o.value("transfer_id"))
-        anchor = wl.ifmaps[-1] if wl.ifmaps else None
+        kids = wl.grouped()
+        ofmaps = sorted(kids.get(gemini.OfmapOp, []), key=lambda o: o.value("transfer_id"))
+        ifmaps = kids.get(gemini.IfmapOp)
+        anchor = ifmaps[-1] if ifmaps else None
+        if _follow(wl.body.block, anchor, ofmaps):
+            continue    # already in place: the moves below would leave every op where it is
         for o in ofmaps:
             o.detach()
             if anchor is None:
@@ -85,6 +103,46 @@ def renumber(schedule: gemini.ScheduleOp, mapping: dict[int, int]) -> None:
             else:
                 wl.body.block.insert_op_after(o, anchor)
             anchor = o
+
+
+def _all_ops(root: Operation) -> list[Operation]:
+    """`root.walk()` as a list (the same ops in the same order: each op, then the ops of its
+    regions), by the blocks' op lists without xDSL's nested generators."""
+    found: list[Operation] = []
+    stack = [root]
+    while stack:
+        op = stack.pop()
+        found.append(op)
+        if op.regions:
+            children = []
+            for region in op.regions:
+                for block in region.blocks:
+                    child = block.first_op
+                    while child is not None:
+                        children.append(child)
+                        child = child.next_op
+            stack.extend(reversed(children))
+    return found
+
+
+def _ends_with(block: Block, ops: list[Operation]) -> bool:
+    """Whether `ops` are the last ops of `block`, in this order."""
+    op = block.last_op
+    for wanted in reversed(ops):
+        if op is not wanted:
+            return False
+        op = op.prev_op
+    return True
+
+
+def _follow(block: Block, anchor: Operation | None, ops: list[Operation]) -> bool:
+    """Whether `ops` come right after `anchor` (at the start of `block` if None), in order."""
+    op = anchor.next_op if anchor is not None else block.first_op
+    for wanted in ops:
+        if op is not wanted:
+            return False
+        op = op.next_op
+    return True
 
 
 @dataclass(frozen=True)

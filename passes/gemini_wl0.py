@@ -91,6 +91,7 @@ class GeminiWl0Pass(HardwarePass):
             return
         layers = layer_table(graph)
         loads = {ld.value("transfer_id"): ld for ld in schedule.dram.loads}
+        strings: dict[str, StringAttr] = {}
         for core in schedule.cores:
             timeline = CoreTimeline(core.id, core.workloads)
             entries = wl0_entries(core, timeline, layers, loads, hw)
@@ -102,8 +103,8 @@ class GeminiWl0Pass(HardwarePass):
                     live[position].append(entry)
             for position, wl in enumerate(core.workloads):
                 for entry in live.get(position, ()):
-                    wl.append(_wl0_op(entry))
-                wl.wl0_key = StringAttr("wl0_buffer")
+                    wl.append(_wl0_op(entry, strings))
+                wl.wl0_key = _string("wl0_buffer", strings)
 
 def wl0_entries(core, timeline, layers, loads, hw) -> list[Wl0Entry]:
     direct: dict[int, Wl0Entry] = {}
@@ -137,15 +138,31 @@ def wl0_entries(core, timeline, layers, loads, hw) -> list[Wl0Entry]:
     return entries
 
 
-def _wl0_op(entry: Wl0Entry) -> gemini.Wl0TensorOp:
+def _wl0_op(entry: Wl0Entry, strings: dict[str, StringAttr] | None = None,
+            ) -> gemini.Wl0TensorOp:
+    """The WL0 entry of `entry` (`strings`: string attributes made so far, to share: an entry
+    is listed at every position it spans)."""
+    strings = {} if strings is None else strings
     props = {"address": gemini.int_attr(entry.tensor.address),
              "size": gemini.int_attr(entry.tensor.size), "align": gemini.int_attr(8),
-             "bitwidth": gemini.int_attr(8), "layer_name": StringAttr(entry.layer),
-             "source": StringAttr(entry.source),
+             "bitwidth": gemini.int_attr(8), "layer_name": _string(entry.layer, strings),
+             "source": _string(entry.source, strings),
              "tensor_order": gemini.int_attr(entry.order) if entry.order is not None
-             else NoneAttr(),
+             else NO_ORDER,
              "transfer_id": gemini.ints_attr([entry.transfer_id])}
     if entry.box is not None:
         props["lower"] = gemini.ints_attr(entry.box[0])
         props["upper"] = gemini.ints_attr(entry.box[1])
     return gemini.Wl0TensorOp.build(**props)
+
+
+NO_ORDER = NoneAttr()
+"""The `tensor_order` of streamed entries (one attribute: they are immutable)."""
+
+
+def _string(text: str, strings: dict[str, StringAttr]) -> StringAttr:
+    """`StringAttr(text)`, made once per text (`strings`: those made so far)."""
+    found = strings.get(text)
+    if found is None:
+        found = strings[text] = StringAttr(text)
+    return found
