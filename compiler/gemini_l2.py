@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from compiler import gemini_model as model
 from compiler.gemini_model import Box, GeminiHardware
@@ -161,9 +161,61 @@ def land(tensors: dict[int, list[L2Tensor]], schedule: gemini.ScheduleOp,
         for tensor in tensors.get(core.id, []):
             if tensor.dram is None or tensor.dram[0] != "load" or tensor.dram[1] not in issues:
                 continue
-            first = timeline.position_at(issues[tensor.dram[1]])
+            tensor.ready = issues[tensor.dram[1]]
+            first = timeline.position_at(tensor.ready)
             earliest = min(tensor.readers)
             tensor.first = earliest if first is None else min(first, earliest)
+
+
+# ---------------------------------------------------------------------------------------------
+# Handing a plan from gemini-dram-order to gemini-allocate-l2
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Handover:
+    fingerprint: list
+    hw: GeminiHardware
+    tensors: dict[int, list[L2Tensor]]
+
+
+_HANDED: list[_Handover] = []
+"""At most one plan, from the last gemini-dram-order, until the next pass takes it or a later
+gemini-dram-order replaces it (it keeps its IR alive meanwhile)."""
+
+
+def fingerprint(module: ModuleOp) -> list:
+    """Everything in `module` a plan can depend on: every op with its place (parent block),
+    properties, attributes, operands and their types and result types. Attributes and types are
+    immutable, so an unchanged IR gives an equal list (compared by identity first, which makes
+    comparing cheap), and any edit of the IR changes it."""
+    out = []
+    append = out.append
+    for op in module.walk():
+        operands = op.operands
+        if operands or op.results:
+            append((op, op.parent, op.properties.copy(), op.attributes.copy(), tuple(operands),
+                    tuple([v.type for v in operands]), tuple([r.type for r in op.results])))
+        else:
+            append((op, op.parent, op.properties.copy(), op.attributes.copy()))
+    return out
+
+
+def hand_over(module: ModuleOp, hw: GeminiHardware, tensors: dict[int, list[L2Tensor]]) -> None:
+    """Keep `tensors` (what `plan_tensors` gives for `module` as it is now, numbered and
+    allocated) for `take_over`: gemini-allocate-l2 then need not plan them again."""
+    _HANDED[:] = [_Handover(fingerprint(module), hw, tensors)]
+
+
+def take_over(module: ModuleOp, hw: GeminiHardware) -> dict[int, list[L2Tensor]] | None:
+    """The tensors `hand_over` kept, numbered and allocated, if they were planned for this very
+    IR (nothing in it changed since) with the same hardware; else None. Taken once."""
+    if not _HANDED:
+        return None
+    handed = _HANDED.pop()
+    if handed.hw != hw or handed.fingerprint != fingerprint(module):
+        return None
+    return handed.tensors
 
 
 @functools.lru_cache(maxsize=1 << 12)

@@ -22,7 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors
+from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors, take_over
 from compiler.gemini_plan import (
     ORDER,
     HardwarePass,
@@ -118,10 +118,14 @@ class GeminiAllocateL2Pass(HardwarePass):
         if graph is None or any(wl.has_list("buffer") for wl in schedule.workloads()):
             reallocate(schedule)
             return
-        layers = layer_table(graph)
-        tensors = plan_tensors(schedule, layers, self.hw)
         cores = {core.id: core for core in schedule.cores}
-        _number(tensors, cores)
+        # gemini-dram-order planned (and allocated) these tensors already, on this very IR in
+        # the default pipeline; any other IR is planned here.
+        tensors = take_over(op, self.hw)
+        allocated = tensors is not None
+        if tensors is None:
+            tensors = plan_tensors(schedule, layer_table(graph), self.hw)
+            _number(tensors, cores)
         dram = schedule.dram
         order_of = {("load", ld.value("transfer_id")): get_int(ld, ORDER) for ld in dram.loads}
         order_of |= {("store", s.value("transfer_id")): get_int(s, ORDER) for s in dram.stores}
@@ -130,7 +134,8 @@ class GeminiAllocateL2Pass(HardwarePass):
         sources: dict[int, ArrayAttr] = {}
         for core_id, found in tensors.items():
             core = cores[core_id]
-            allocate(core, found, capacity)
+            if not allocated:
+                allocate(core, found, capacity)
             for position, wl in enumerate(core.workloads):
                 live = [t for t in found if t.first <= position <= t.last]
                 entries = []

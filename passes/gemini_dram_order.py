@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from compiler import gemini_model as model
 from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import CoreTimeline, L2Tensor, land, plan_tensors
+from compiler.gemini_l2 import CoreTimeline, L2Tensor, hand_over, land, plan_tensors
 from compiler.gemini_model import GeminiHardware
 from compiler.gemini_plan import (
     ISSUE,
@@ -155,6 +155,9 @@ class GeminiDramOrderPass(HardwarePass):
                     fills.pop(0)
         for order, transfer in enumerate(sequence):
             set_int(transfer, ORDER, order)
+        # The landed tensors are what gemini-allocate-l2 plans on this IR, and the last
+        # `allocation_failures` numbered and placed them all.
+        hand_over(op, hw, tensors)
 
     def _fills(self, hw: GeminiHardware) -> list[float]:
         """The shares of L2 prefetches may fill, tried in turn (the planned budget first)."""
