@@ -7,6 +7,7 @@ make allocate-l2 plan afresh, and both ways must give the same IR."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 
@@ -16,6 +17,7 @@ from xdsl.passes import PassPipeline
 
 from backends.gemini import schedule_pipeline
 from backends.mlir import print_module
+from compiler import gemini_model as model
 from compiler.context import planc_context
 from compiler.gemini_l2 import allocate, plan_tensors, take_over
 from compiler.gemini_plan import ISSUE, get_int, layer_table, schedule_of, set_int
@@ -88,6 +90,10 @@ def test_handed_tensors_equal_a_fresh_plan(source, arg):
     assert handed == fresh
     assert all(t.address >= 0 and t.tensor_id >= 0 for found in handed.values() for t in found)
     assert take_over(module, allocate_l2.hw) is None   # taken once
+    for tensor in (t for found in fresh.values() for t in found if t.pieces):
+        # a tensor's box is the union of its pieces (`plan_tensors` takes it a coordinate at
+        # a time; `model.union` is the reference)
+        assert tensor.box == functools.reduce(model.union, [p[2] for p in tensor.pieces])
 
 
 @pytest.mark.parametrize(("source", "arg"), [("corpus", {"mesh": "2x2"}), ("generated", 3)])
