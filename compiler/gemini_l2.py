@@ -110,6 +110,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     tensors: dict[int, list[L2Tensor]] = {}
     facts: dict[gemini.WorkloadOp, tuple] = {}
     groups: dict[gemini.WorkloadOp, tuple] = {}
+    in_l2: dict[tuple[str, int], bool] = {}
     for core in schedule.cores:
         timeline = CoreTimeline(core.id, core.workloads)
         found: dict[tuple, L2Tensor] = {}
@@ -134,12 +135,16 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
                                               ifmap.value("bitwidth") or 8, 0, set())
                     blocks[key].update(ids)
                 found[key].readers.add(position)
-            layer = layers[wl.layer]
+            name = wl.layer
+            layer = layers[name]
             weights = entries.get(gemini.WeightOp)
             if weights:
                 weight = weights[0]
                 k_range = weight.ints_of("upper")[1] - weight.ints_of("lower")[1] + 1
-                if weight_in_l2(layer, k_range, hw):
+                kept = in_l2.get((name, k_range))
+                if kept is None:    # the same few answers for every workload of a layer
+                    kept = in_l2[(name, k_range)] = weight_in_l2(layer, k_range, hw)
+                if kept:
                     tid = weight.transfer_ids[0]
                     key = ("weight", tid)
                     if key not in found:

@@ -49,7 +49,7 @@ from compiler.gemini_plan import (
 )
 from compiler.locations import source_path
 from dialects import dnn, gemini
-from passes.gemini_cycles import plan_workload
+from passes.gemini_cycles import WorkloadPlan, plan_workload
 
 
 class Occupancy:
@@ -138,9 +138,13 @@ class GeminiDramOrderPass(HardwarePass):
         for load in queue:
             load.attributes.pop(ISSUE, None)
         tensors = plan_tensors(schedule, layers, hw)
+        # What each workload needs and how long it runs: nothing here changes them, and each
+        # planning round reads them twice (~1.1k workloads on a 4x4 ResNet-34).
+        plans = {(core.id, position): plan_workload(layers[wl.layer], wl, hw)
+                 for core in schedule.cores for position, wl in enumerate(core.workloads)}
         while True:
             issues, sequence = self._plan(schedule, layers, hw, l2_fills[0], wl0_fills[0],
-                                          queue, step_of, tensors)
+                                          queue, step_of, tensors, plans)
             for load, issue in zip(queue, issues, strict=False):
                 set_int(load, ISSUE, issue)
             land(tensors, schedule, {load.value("transfer_id"): issue
@@ -165,7 +169,8 @@ class GeminiDramOrderPass(HardwarePass):
         return [first, *(f * first / FILLS[0] for f in FILLS[1:])]
 
     def _plan(self, schedule, layers, hw: GeminiHardware, fill: float, wl0_fill: float,
-              queue, step_of, tensors: dict[int, list[L2Tensor]]) -> tuple[list[int], list]:
+              queue, step_of, tensors: dict[int, list[L2Tensor]],
+              plans: dict[tuple[int, int], WorkloadPlan]) -> tuple[list[int], list]:
         """Issue steps of the queued loads when `fill` of L2 and `wl0_fill` of WL0 may be used,
         and the DRAM queue (loads and stores in order). The DRAM and the cores are simulated
         together (`Progress`): each load is listed in L2 as late as it can be without making
@@ -182,7 +187,7 @@ class GeminiDramOrderPass(HardwarePass):
                     loaded[tensor.dram[1]].append(tensor)
                 else:
                     l2[core].add(tensor.first, tensor.last, tensor.size)
-        self._reserve_streams(schedule, layers, hw, wl0)
+        self._reserve_streams(schedule, plans, wl0)
         memories = {"L2": l2, "WL0": wl0}
         for load in queue:   # every load is in place at least from its first reader on
             for memory, core, reader, last, size in self._spans(load, loaded, layers,
@@ -191,7 +196,7 @@ class GeminiDramOrderPass(HardwarePass):
         self._check_minimum(schedule, timelines, l2, hw.buffer_bytes * hw.l2_fill, "L2",
                             "bytes")
         self._check_minimum(schedule, timelines, wl0, hw.wl0_capacity_units, "WL0", "units")
-        progress = Progress(schedule, layers, hw)
+        progress = Progress(schedule, plans)
         stores = sorted(schedule.dram.stores, key=lambda s: step_of[
             (s.value("core_id"), s.value("workload_id"))])
         sizes = {s.value("transfer_id"): progress.block_size(s) for s in stores}
@@ -222,10 +227,10 @@ class GeminiDramOrderPass(HardwarePass):
         sequence += stores[next_store:]
         return issues, sequence
 
-    def _reserve_streams(self, schedule, layers, hw, wl0) -> None:
+    def _reserve_streams(self, schedule, plans, wl0) -> None:
         for core in schedule.cores:
-            for position, wl in enumerate(core.workloads):
-                plan = plan_workload(layers[wl.layer], wl, hw)
+            for position in range(len(core.workloads)):
+                plan = plans[(core.id, position)]
                 if plan.stream_units:
                     wl0[core.id].add(position, position, plan.stream_units)
 
@@ -325,7 +330,9 @@ class Progress:
     the queue is planned) and the blocks it gets from other cores. `advance` runs every
     workload whose inputs are known; `end` holds their end cycles by (core, position)."""
 
-    def __init__(self, schedule: gemini.ScheduleOp, layers, hw: GeminiHardware):
+    def __init__(self, schedule: gemini.ScheduleOp,
+                 plans: dict[tuple[int, int], WorkloadPlan]):
+        """`plans`: each workload's `plan_workload`, by (core, position)."""
         loads = {ld.value("transfer_id") for ld in schedule.dram.loads}
         producer: dict[int, tuple[int, int]] = {}
         self._ofmap_size: dict[int, int] = {}
@@ -345,7 +352,7 @@ class Progress:
                 after = sorted({producer[t] for t in ids
                                 if t not in loads and t in producer and
                                 producer[t][0] != core.id})
-                time = plan_workload(layers[wl.layer], wl, hw).time
+                time = plans[(core.id, position)].time
                 order.append((workload_step(wl), core.id, position, time, needs, after))
                 self._where[(core.id, wl.id)] = (core.id, position)
         self._order = sorted(order)
