@@ -14,10 +14,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+)
 from xdsl.ir import Attribute
 
-from backends.jsoncpp import INDENT, Styled, object_heads, string_text, styled_json, write_value
+from backends.jsoncpp import (
+    INDENT,
+    Styled,
+    int_array_text,
+    object_heads,
+    string_text,
+    styled_json,
+    write_value,
+)
 from compiler.diagnostics import PlancError, UsageError
 from dialects import gemini
 from dialects.gemini import Kind
@@ -400,28 +415,80 @@ class StyledRecord(Styled):
 
 def _write_records(items: tuple, indent: str, out: list[str]) -> bool:
     """Write a non-empty list of destinations or sources at `indent` (one per line, as the
-    writer puts non-empty objects), each one's text kept for the next list naming it; False
-    (nothing written) if the list is empty or one of them has no members (the writer may
-    put such a list on one line)."""
+    writer puts non-empty objects); False (nothing written) if the list is empty or one of
+    them is not written straight (`_record_attr_text`)."""
     inner = indent + INDENT
-    texts = _TEXTS.setdefault((record_attr_json, inner), {})
-    if not items or not all(id(item) in texts or record_attr_json(item) for item in items):
+    texts = [_record_attr_text(item, inner) for item in items]
+    if not texts or None in texts:
         return False
-    append = out.append
-    append("[\n")
-    last = len(items) - 1
-    for i, item in enumerate(items):
-        append(inner)
-        text = texts.get(id(item))
-        if text is None:
-            start = len(out)
-            write_value(record_attr_json(item), inner, out)
-            texts[id(item)] = "".join(out[start:])
-        else:
-            append(text)
-        append(",\n" if i < last else "\n")
-    append(indent + "]")
+    out.append("[\n" + inner + (",\n" + inner).join(texts) + "\n" + indent + "]")
     return True
+
+
+def _record_attr_text(item: gemini.RecordAttr, indent: str) -> str | None:
+    """The text of a destination or source at `indent`, written straight from its fields and
+    kept for the next list naming it (planc shares them); None when `record_attr_json` and
+    the writer must do it (extra members, no members, other kinds of fields)."""
+    known = _TEXTS.setdefault((_record_attr_text, indent), {})
+    text = known.get(id(item))
+    if text is not None:
+        return text
+    table = _attr_table(type(item))
+    if table is None or item.extra.data:
+        return None
+    inner = indent + INDENT
+    keys, values = [], []
+    for key, prop, how in table:
+        # `item.field(prop)`, with the attribute classes the kinds hold tested first (an
+        # isinstance test of NoneAttr per field was a tenth of the time)
+        attr = getattr(item, prop)
+        kind = type(attr)
+        if kind is not _ATTR_CLASS[how]:
+            if isinstance(attr, NoneAttr):
+                continue
+            return None
+        if how == _INT:
+            value = attr.value.data
+            if type(value) is not int:
+                return None
+            text = str(value)
+        elif how == _STR:
+            value = attr.data
+            if type(value) is not str:
+                return None
+            text = string_text(value)
+        else:       # an int array, as `StyledRecord` keeps it
+            cache = _TEXTS.setdefault((gemini.ints, inner), {})
+            text = cache.get(id(attr))
+            if text is None:
+                text = cache[id(attr)] = int_array_text(gemini.ints(attr), inner)
+        keys.append(key)
+        values.append(text)
+    if not keys:
+        return None
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    heads = object_heads(indent, tuple(keys[i] for i in order))
+    text = known[id(item)] = "".join([head + values[i] for head, i in zip(heads, order,
+                                                                          strict=True)]) + \
+        "\n" + indent + "}"
+    return text
+
+
+_ATTR_TABLES: dict[type, tuple | None] = {}
+_ATTR_CLASS = {_INT: IntegerAttr, _STR: StringAttr, _CACHED: DenseArrayBase}
+
+
+def _attr_table(cls: type) -> tuple | None:
+    """(key, property, how) per field of a destination or source class; None if one of its
+    kinds is not an integer, a string or an integer array, or two fields share a key."""
+    table = _ATTR_TABLES.get(cls, _MISSING)
+    if table is _MISSING:
+        how = {Kind.INT: _INT, Kind.STR: _STR, Kind.INTS: _CACHED}
+        table = tuple((f.key, f.prop, how.get(f.kind)) for f in cls.FIELDS)
+        if any(h is None for *_, h in table) or len({k for k, *_ in table}) < len(table):
+            table = None
+        _ATTR_TABLES[cls] = table
+    return table
 
 
 def styled_record(op: gemini.RecordOp, given: dict[str, Any] | None = None,

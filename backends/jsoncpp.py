@@ -63,6 +63,13 @@ def object_heads(indent: str, keys: tuple[str, ...]) -> list[str]:
     return heads
 
 
+def int_array_text(values: list[int], indent: str) -> str:
+    """The text of an array of integers at `indent`."""
+    out: list[str] = []
+    _write_array(values, indent, out)    # no objects inside: nothing of `_SEEN` involved
+    return "".join(out)
+
+
 def string_text(value: str) -> str:
     """The JSON text of a string."""
     text = _STRINGS.get(value)

@@ -28,8 +28,12 @@ def _slow(module) -> str:
 
 
 def _same(module) -> None:
-    fast = emit(module)
-    assert fast == _slow(module)
+    fast, slow = emit(module), _slow(module)
+    if fast != slow:    # the first differing line (pytest's diff of megabytes takes minutes)
+        line = next(i for i, (a, b) in enumerate(zip(fast.splitlines(), slow.splitlines(),
+                                                     strict=False)) if a != b)
+        pytest.fail(f"line {line + 1}: {fast.splitlines()[line]!r} != "
+                    f"{slow.splitlines()[line]!r}")
     assert emit(module) == fast     # nothing of the first call is reused wrongly
 
 
