@@ -88,6 +88,22 @@ class Occupancy:
         """The most in use at any position first..last."""
         return self._query(1, 0, self.size - 1, first, last)
 
+    def levels(self) -> list[float]:
+        """What is in use at each position (`peak(p, p)` for every p, in one descent)."""
+        found: list[float] = []
+
+        def descend(node: int, lo: int, hi: int, above: float) -> None:
+            if lo == hi:
+                found.append(above + self._max[node])
+                return
+            above += self._add[node]
+            mid = (lo + hi) // 2
+            descend(2 * node, lo, mid, above)
+            descend(2 * node + 1, mid + 1, hi, above)
+
+        descend(1, 0, self.size - 1, 0.0)
+        return found
+
     def fits(self, first: int, last: int, size: float) -> bool:
         return self.peak(first, last) + size <= self.capacity
 
@@ -239,8 +255,9 @@ class GeminiDramOrderPass(HardwarePass):
         """Everything a workload reads, its output and what other workloads keep must fit
         while it runs, before any load is brought forward."""
         for core, occupancy in memory.items():
+            levels = occupancy.levels()
             for position in range(len(timelines[core].workloads)):
-                used = occupancy.peak(position, position)
+                used = levels[position]
                 if used > limit:
                     wl = timelines[core].workloads[position]
                     error = L2Overflow if name == "L2" else PlancError
@@ -346,8 +363,10 @@ class Progress:
         order = []
         for core in schedule.cores:
             for position, wl in enumerate(core.workloads):
-                ids = [t for f in wl.ifmaps for t in f.transfer_ids]
-                ids += wl.weight.transfer_ids if wl.weight is not None else []
+                entries = wl.grouped()    # one walk of the entries for ifmaps and weight
+                ids = [t for f in entries.get(gemini.IfmapOp, ()) for t in f.transfer_ids]
+                weights = entries.get(gemini.WeightOp)
+                ids += weights[0].transfer_ids if weights else []
                 needs = sorted({t for t in ids if t in loads})
                 after = sorted({producer[t] for t in ids
                                 if t not in loads and t in producer and
