@@ -111,6 +111,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     facts: dict[gemini.WorkloadOp, tuple] = {}
     groups: dict[gemini.WorkloadOp, tuple] = {}
     in_l2: dict[tuple[str, int], bool] = {}
+    boxes: dict[int, tuple[list[int], list[int]]] = {}
     for core in schedule.cores:
         timeline = CoreTimeline(core.id, core.workloads)
         found: dict[tuple, L2Tensor] = {}
@@ -155,7 +156,7 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
             if staged is not None:
                 found[("ofmap", wl.id)] = staged
         for key, ids in blocks.items():
-            _assemble(found[key], sorted(ids), producer, facts)
+            _assemble(found[key], sorted(ids), producer, facts, boxes)
         for tensor in found.values():
             first = timeline.position_at(tensor.ready)
             earliest_reader = min(tensor.readers)
@@ -221,7 +222,9 @@ def _fingerprint_regions(op: Operation, append) -> None:
                             operands, tuple([v.type for v in operands]),
                             tuple([r.type for r in results])))
                 else:
-                    append((child, block, child.properties.copy(), child.attributes.copy()))
+                    # (most ops have no attributes: None stands for the empty dict)
+                    append((child, block, child.properties.copy(),
+                            child.attributes.copy() if child.attributes else None))
                 if child.regions:
                     _fingerprint_regions(child, append)
 
@@ -272,17 +275,23 @@ def _load_tensor(core: int, wl: gemini.WorkloadOp, ifmap: gemini.IfmapOp,
                     transfer_ids=[tid], pieces=[piece], dram=("load", tid))
 
 
-def _assemble(tensor: L2Tensor, ids: list[int], producer: dict, facts: dict) -> None:
-    """A core-sourced tensor is the union of the blocks its readers list."""
+def _assemble(tensor: L2Tensor, ids: list[int], producer: dict, facts: dict,
+              boxes: dict) -> None:
+    """A core-sourced tensor is the union of the blocks its readers list (`boxes`: each
+    block's box in its layer, by transfer id, kept for the next tensor; nothing changes
+    them)."""
     pieces = []
     for tid in ids:
         wl, ofmap = producer[tid]
         fact = facts.get(wl)
         if fact is None:
             fact = facts[wl] = _producer_facts(wl)
-        origin = fact[0]
-        pieces.append(((list(map(add, origin, ofmap.ints_of("lower"))),
-                        list(map(add, origin, ofmap.ints_of("upper")))), fact, ofmap))
+        box = boxes.get(tid)
+        if box is None:   # a block sent to several cores is a piece of a tensor on each
+            origin = fact[0]
+            box = boxes[tid] = (list(map(add, origin, ofmap.ints_of("lower"))),
+                                list(map(add, origin, ofmap.ints_of("upper"))))
+        pieces.append((box, fact, ofmap))
     if len(pieces) == 1:
         tensor.box = pieces[0][0]
     else:   # `model.union` of all the pieces, a coordinate at a time

@@ -123,7 +123,13 @@ def _mark_a_layer(module):
     layer.attributes["planc.test"] = StringAttr("changed")
 
 
-@pytest.mark.parametrize("change", [_change_an_issue, _move_a_workload, _mark_a_layer])
+def _mark_an_ofmap(module):
+    ofmap = schedule_of(module, "test").cores[0].workloads[0].ofmaps[0]
+    ofmap.attributes["planc.test"] = StringAttr("changed")
+
+
+@pytest.mark.parametrize("change", [_change_an_issue, _move_a_workload, _mark_a_layer,
+                                    _mark_an_ofmap])
 def test_a_changed_ir_is_planned_afresh(change):
     module, options = _generated_module(1)
     allocate_l2 = _through_dram_order(module, **options)
