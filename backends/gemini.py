@@ -383,33 +383,36 @@ class StyledRecord(Styled):
 
     def write(self, indent: str, out: list[str]) -> None:
         properties = self.op.properties
-        given = self.given
         inner = indent + INDENT
         append = out.append
-        for head, prop, how, convert, texts in self.shape.at(indent):
+        shape = self.shape
+        rows = shape.by_indent.get(indent) or shape.at(indent)
+        for head, prop, how, convert, texts in rows:
             append(head)
-            if how == _MORE:
-                write_value(given[prop], inner, out)
-                continue
-            attr = properties[prop]
-            if how >= _CACHED:
+            if texts is not None:     # a text kept per attribute
+                attr = properties[prop]
                 text = texts.get(id(attr))
-                if text is not None:
+                if text is None:
+                    start = len(out)
+                    if how == _CACHED or not _write_records(attr.data, inner, out):
+                        write_value(convert(attr), inner, out)
+                    texts[id(attr)] = "".join(out[start:])
+                else:
                     append(text)
-                    continue
-                start = len(out)
-                if how == _CACHED or not _write_records(attr.data, inner, out):
-                    write_value(convert(attr), inner, out)
-                texts[id(attr)] = "".join(out[start:])
-                continue
-            value = attr.value.data if how == _INT else attr.data
-            kind = type(value)
-            if kind is int:
-                append(str(value))
-            elif kind is str:
-                append(string_text(value))
+            elif how == _INT:
+                value = properties[prop].value.data
+                if type(value) is int:
+                    append(str(value))
+                else:
+                    write_value(value, inner, out)
+            elif how == _STR:
+                value = properties[prop].data
+                if type(value) is str:
+                    append(string_text(value))
+                else:
+                    write_value(value, inner, out)
             else:
-                write_value(value, inner, out)
+                write_value(self.given[prop], inner, out)
         append("\n" + indent + "}")
 
 
@@ -418,21 +421,22 @@ def _write_records(items: tuple, indent: str, out: list[str]) -> bool:
     writer puts non-empty objects); False (nothing written) if the list is empty or one of
     them is not written straight (`_record_attr_text`)."""
     inner = indent + INDENT
-    texts = [_record_attr_text(item, inner) for item in items]
+    known = _TEXTS.get((_record_attr_text, inner))
+    if known is None:
+        known = _TEXTS[(_record_attr_text, inner)] = {}
+    texts = [known.get(id(item)) or _record_attr_text(item, inner, known) for item in items]
     if not texts or None in texts:
         return False
     out.append("[\n" + inner + (",\n" + inner).join(texts) + "\n" + indent + "]")
     return True
 
 
-def _record_attr_text(item: gemini.RecordAttr, indent: str) -> str | None:
+def _record_attr_text(item: gemini.RecordAttr, indent: str, known: dict[int, str],
+                      ) -> str | None:
     """The text of a destination or source at `indent`, written straight from its fields and
-    kept for the next list naming it (planc shares them); None when `record_attr_json` and
-    the writer must do it (extra members, no members, other kinds of fields)."""
-    known = _TEXTS.setdefault((_record_attr_text, indent), {})
-    text = known.get(id(item))
-    if text is not None:
-        return text
+    kept in `known` for the next list naming it (planc shares them); None when
+    `record_attr_json` and the writer must do it (extra members, no members, other kinds of
+    fields)."""
     table = _attr_table(type(item))
     if table is None or item.extra.data:
         return None

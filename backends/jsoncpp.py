@@ -202,6 +202,8 @@ def _write_array(values: list, indent: str, out: list[str]) -> None:
         out.append(inner)
         if type(item) is dict and item:
             _write_object(item, inner, out)
+        elif isinstance(item, Styled):
+            item.write(inner, out)
         else:
             _write(item, inner, out)
         out.append(",\n" if i + 1 < len(values) else "\n")
