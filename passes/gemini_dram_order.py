@@ -205,9 +205,10 @@ class GeminiDramOrderPass(HardwarePass):
                     l2[core].add(tensor.first, tensor.last, tensor.size)
         self._reserve_streams(schedule, plans, wl0)
         memories = {"L2": l2, "WL0": wl0}
-        for load in queue:   # every load is in place at least from its first reader on
-            for memory, core, reader, last, size in self._spans(load, loaded, layers,
-                                                                  timelines):
+        # each load's spans, by queue position (asked again at every issue and commit)
+        spans = [self._spans(load, loaded, layers, timelines) for load in queue]
+        for found in spans:   # every load is in place at least from its first reader on
+            for memory, core, reader, last, size in found:
                 memories[memory][core].add(reader, last, size)
         self._check_minimum(schedule, timelines, l2, hw.buffer_bytes * hw.l2_fill, "L2",
                             "bytes")
@@ -220,11 +221,11 @@ class GeminiDramOrderPass(HardwarePass):
         previous, dram_free, next_store = 0, 0.0, 0
         issues = []
         steps = sorted(step_of.values())
-        for load in queue:
+        for load, load_spans in zip(queue, spans, strict=True):
             progress.advance()
             while True:
-                step, begin = self._issue(load, layers, loaded, timelines, step_of, steps,
-                                          previous, l2, wl0, hw, progress, dram_free)
+                step, begin = self._issue(load, load_spans, timelines, step_of, steps,
+                                          previous, l2, wl0, progress, dram_free)
                 ready = progress.end_at(stores[next_store]) if next_store < len(stores) \
                     else None
                 if ready is None or ready > begin:
@@ -234,7 +235,7 @@ class GeminiDramOrderPass(HardwarePass):
                     sizes[store.value("transfer_id")] / hw.dram_bytes_per_cycle
                 sequence.append(store)
                 next_store += 1
-            self._commit(step, load, loaded, timelines, l2, wl0, layers)
+            self._bring_forward(step, load_spans, timelines, memories, commit=True)
             dram_free = begin + load.value("size") / hw.dram_bytes_per_cycle
             progress.done[load.value("transfer_id")] = dram_free
             sequence.append(load)
@@ -280,8 +281,8 @@ class GeminiDramOrderPass(HardwarePass):
             spans.append(("WL0", core, min(positions), max(positions), units))
         return spans
 
-    def _issue(self, load: gemini.DramLoadOp, layers, loaded, timelines, step_of,
-               steps: list[int], previous: int, l2, wl0, hw: GeminiHardware,
+    def _issue(self, load: gemini.DramLoadOp, spans, timelines, step_of,
+               steps: list[int], previous: int, l2, wl0,
                progress: Progress, dram_free: float) -> tuple[int, float]:
         """The step the load is listed from and when the DRAM starts it. The latest step whose
         listing does not delay the DRAM (its space is free once the workload two before the
@@ -310,7 +311,6 @@ class GeminiDramOrderPass(HardwarePass):
         index = bisect.bisect_right(range(len(candidates)), dram_free,
                                     key=lambda i: release(candidates[i])) - 1
         index = max(index, 0)
-        spans = self._spans(load, loaded, layers, timelines)
         memories = {"L2": l2, "WL0": wl0}
 
         def fits(i: int) -> bool:
@@ -321,10 +321,6 @@ class GeminiDramOrderPass(HardwarePass):
         # several cores may still find no room on one of them: it goes at its first reader.
         step = candidates[min(index, len(candidates) - 1)]
         return step, max(dram_free, release(step))
-
-    def _commit(self, step, load, loaded, timelines, l2, wl0, layers) -> None:
-        self._bring_forward(step, self._spans(load, loaded, layers, timelines), timelines,
-                            {"L2": l2, "WL0": wl0}, commit=True)
 
     def _bring_forward(self, step: int, spans, timelines, memories, commit: bool) -> bool:
         """Does landing at `step` fit the budget (or, with `commit`, take it)? Only the
