@@ -279,26 +279,21 @@ def workload_json(wl: gemini.WorkloadOp, record: Callable = record_json) -> dict
     out: dict[str, Any] = {}
     lists = wl.list_keys()
     # The entries by kind in one walk of the body (what `wl.children(kind)` gives per kind).
-    entries: dict[type, list] = {gemini.IfmapOp: [], gemini.OfmapOp: [], gemini.L2TensorOp: [],
-                                 gemini.WeightOp: [], gemini.Wl0TensorOp: [], gemini.TileOp: []}
-    for op in wl.body.block.ops:
-        found = entries.get(type(op))
-        if found is not None:
-            found.append(op)
+    entries = wl.grouped()
     for key, kind in (("ifmap", gemini.IfmapOp), ("ofmap", gemini.OfmapOp),
                       ("buffer", gemini.L2TensorOp)):
-        items = entries[kind]
+        items = entries.get(kind, ())
         if key in lists or items:
             out[key] = [record(op) for op in items]
-    weights = entries[gemini.WeightOp]
+    weights = entries.get(gemini.WeightOp)
     if weights:
         out["weight"] = record(weights[0])
-    wl0 = entries[gemini.Wl0TensorOp]
+    wl0 = entries.get(gemini.Wl0TensorOp, ())
     if wl.wl0_key is not None or wl0:
         key = wl.wl0_key.data if wl.wl0_key is not None else "wl0_buffer"
         out[key] = None if wl.wl0_null is not None and not wl0 else \
             [record(op) for op in wl0]
-    tiles = entries[gemini.TileOp]
+    tiles = entries.get(gemini.TileOp, ())
     if "tile_info" in lists or tiles:
         out["tile_info"] = {tile_key(t, i): record(t) for i, t in enumerate(tiles)}
     # The workload's own fields, then its lists (which win a clash, as they always did).
@@ -441,13 +436,15 @@ def _record_attr_text(item: gemini.RecordAttr, indent: str, known: dict[int, str
     if table is None or item.extra.data:
         return None
     inner = indent + INDENT
+    arrays = _TEXTS.get((gemini.ints, inner))
+    if arrays is None:
+        arrays = _TEXTS[(gemini.ints, inner)] = {}
     keys, values = [], []
-    for key, prop, how in table:
-        # `item.field(prop)`, with the attribute classes the kinds hold tested first (an
+    for key, prop, how, cls in table:
+        # `item.field(prop)`, with the attribute class the kind holds tested first (an
         # isinstance test of NoneAttr per field was a tenth of the time)
         attr = getattr(item, prop)
-        kind = type(attr)
-        if kind is not _ATTR_CLASS[how]:
+        if type(attr) is not cls:
             if isinstance(attr, NoneAttr):
                 continue
             return None
@@ -462,10 +459,9 @@ def _record_attr_text(item: gemini.RecordAttr, indent: str, known: dict[int, str
                 return None
             text = string_text(value)
         else:       # an int array, as `StyledRecord` keeps it
-            cache = _TEXTS.setdefault((gemini.ints, inner), {})
-            text = cache.get(id(attr))
+            text = arrays.get(id(attr))
             if text is None:
-                text = cache[id(attr)] = int_array_text(gemini.ints(attr), inner)
+                text = arrays[id(attr)] = int_array_text(gemini.ints(attr), inner)
         keys.append(key)
         values.append(text)
     if not keys:
@@ -483,13 +479,16 @@ _ATTR_CLASS = {_INT: IntegerAttr, _STR: StringAttr, _CACHED: DenseArrayBase}
 
 
 def _attr_table(cls: type) -> tuple | None:
-    """(key, property, how) per field of a destination or source class; None if one of its
-    kinds is not an integer, a string or an integer array, or two fields share a key."""
+    """(key, property, how, attribute class) per field of a destination or source class; None
+    if one of its kinds is not an integer, a string or an integer array, or two fields share
+    a key."""
     table = _ATTR_TABLES.get(cls, _MISSING)
     if table is _MISSING:
         how = {Kind.INT: _INT, Kind.STR: _STR, Kind.INTS: _CACHED}
-        table = tuple((f.key, f.prop, how.get(f.kind)) for f in cls.FIELDS)
-        if any(h is None for *_, h in table) or len({k for k, *_ in table}) < len(table):
+        table = tuple((f.key, f.prop, how.get(f.kind), _ATTR_CLASS.get(how.get(f.kind)))
+                      for f in cls.FIELDS)
+        if any(h is None for _, _, h, _ in table) or \
+                len({k for k, *_ in table}) < len(table):
             table = None
         _ATTR_TABLES[cls] = table
     return table
