@@ -55,60 +55,100 @@ from passes.gemini_cycles import WorkloadPlan, plan_workload
 class Occupancy:
     """Bytes (L2) or units (WL0) in use at each position of one core: a segment tree with
     range additions and range maxima, so that asking whether a span of workloads has room
-    costs O(log positions), not O(span)."""
+    costs O(log positions), not O(span). Bottom-up (no recursion): leaf p is node
+    `width + p`; `_max[node]` is the most in use below the node, counting the additions kept
+    at the node itself and below (`_add`, for internal nodes) but not those above it."""
 
     def __init__(self, capacity: float, positions: int):
         self.capacity = capacity
         self.size = max(1, positions)
-        self._max = [0.0] * (4 * self.size)
-        self._add = [0.0] * (4 * self.size)
+        self._width = 1 << (self.size - 1).bit_length()
+        self._height = self._width.bit_length() - 1
+        self._max = [0.0] * (2 * self._width)
+        self._add = [0.0] * self._width
 
-    def _update(self, node: int, lo: int, hi: int, first: int, last: int, size: float) -> None:
-        if last < lo or hi < first:
-            return
-        if first <= lo and hi <= last:
-            self._max[node] += size
-            self._add[node] += size
-            return
-        mid = (lo + hi) // 2
-        self._update(2 * node, lo, mid, first, last, size)
-        self._update(2 * node + 1, mid + 1, hi, first, last, size)
-        self._max[node] = self._add[node] + max(self._max[2 * node], self._max[2 * node + 1])
+    def _push(self, leaf: int) -> None:
+        """Hand the additions kept above `leaf` down to the children on its path."""
+        high, add = self._max, self._add
+        for shift in range(self._height, 0, -1):
+            node = leaf >> shift
+            pending = add[node]
+            if pending:
+                for child in (2 * node, 2 * node + 1):
+                    high[child] += pending
+                    if child < self._width:
+                        add[child] += pending
+                add[node] = 0.0
 
-    def _query(self, node: int, lo: int, hi: int, first: int, last: int) -> float:
-        if last < lo or hi < first:
-            return float("-inf")
-        if first <= lo and hi <= last:
-            return self._max[node]
-        mid = (lo + hi) // 2
-        return self._add[node] + max(self._query(2 * node, lo, mid, first, last),
-                                     self._query(2 * node + 1, mid + 1, hi, first, last))
+    def _pull(self, leaf: int) -> None:
+        """Recompute the maxima above `leaf`."""
+        high, add = self._max, self._add
+        node = leaf >> 1
+        while node:
+            high[node] = max(high[2 * node], high[2 * node + 1]) + add[node]
+            node >>= 1
+
+    def _span(self, first: int, last: int) -> tuple[int, int]:
+        """Nodes [lo, hi) of positions first..last, clipped to the positions there are."""
+        return max(first, 0) + self._width, min(last, self.size - 1) + self._width + 1
 
     def peak(self, first: int, last: int) -> float:
         """The most in use at any position first..last."""
-        return self._query(1, 0, self.size - 1, first, last)
+        lo, hi = self._span(first, last)
+        found = float("-inf")
+        if lo >= hi:
+            return found
+        self._push(lo)
+        self._push(hi - 1)
+        high = self._max
+        while lo < hi:
+            if lo & 1:
+                found = max(found, high[lo])
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                found = max(found, high[hi])
+            lo >>= 1
+            hi >>= 1
+        return found
 
     def levels(self) -> list[float]:
-        """What is in use at each position (`peak(p, p)` for every p, in one descent)."""
-        found: list[float] = []
-
-        def descend(node: int, lo: int, hi: int, above: float) -> None:
-            if lo == hi:
-                found.append(above + self._max[node])
-                return
-            above += self._add[node]
-            mid = (lo + hi) // 2
-            descend(2 * node, lo, mid, above)
-            descend(2 * node + 1, mid + 1, hi, above)
-
-        descend(1, 0, self.size - 1, 0.0)
-        return found
+        """What is in use at each position (`peak(p, p)` for every p, in one pass)."""
+        high, add, width = self._max, self._add, self._width
+        for node in range(1, width):     # parents before children
+            pending = add[node]
+            if pending:
+                for child in (2 * node, 2 * node + 1):
+                    high[child] += pending
+                    if child < width:
+                        add[child] += pending
+                add[node] = 0.0
+        return high[width: width + self.size]
 
     def fits(self, first: int, last: int, size: float) -> bool:
         return self.peak(first, last) + size <= self.capacity
 
     def add(self, first: int, last: int, size: float) -> None:
-        self._update(1, 0, self.size - 1, first, last, size)
+        lo, hi = self._span(first, last)
+        if lo >= hi:
+            return
+        left, right = lo, hi - 1
+        high, add, width = self._max, self._add, self._width
+        while lo < hi:
+            if lo & 1:
+                high[lo] += size
+                if lo < width:
+                    add[lo] += size
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                high[hi] += size
+                if hi < width:
+                    add[hi] += size
+            lo >>= 1
+            hi >>= 1
+        self._pull(left)
+        self._pull(right)
 
 
 def wl0_units(load: gemini.DramLoadOp, layer: dnn.LayerOp) -> int:
@@ -349,27 +389,28 @@ class Progress:
         loads = {ld.value("transfer_id") for ld in schedule.dram.loads}
         producer: dict[int, tuple[int, int]] = {}
         self._ofmap_size: dict[int, int] = {}
+        walked = []    # each workload's entries, grouped once for both rounds
         for core in schedule.cores:
+            cid = core.id
             for position, wl in enumerate(core.workloads):
-                for ofmap in wl.ofmaps:
+                entries = wl.grouped()
+                walked.append((cid, position, wl, entries))
+                for ofmap in entries.get(gemini.OfmapOp, ()):
                     tid = ofmap.value("transfer_id")
-                    producer[tid] = (core.id, position)
+                    producer[tid] = (cid, position)
                     self._ofmap_size[tid] = ofmap.value("size")
         self._where = {}
         order = []
-        for core in schedule.cores:
-            for position, wl in enumerate(core.workloads):
-                entries = wl.grouped()    # one walk of the entries for ifmaps and weight
-                ids = [t for f in entries.get(gemini.IfmapOp, ()) for t in f.transfer_ids]
-                weights = entries.get(gemini.WeightOp)
-                ids += weights[0].transfer_ids if weights else []
-                needs = sorted({t for t in ids if t in loads})
-                after = sorted({producer[t] for t in ids
-                                if t not in loads and t in producer and
-                                producer[t][0] != core.id})
-                time = plans[(core.id, position)].time
-                order.append((workload_step(wl), core.id, position, time, needs, after))
-                self._where[(core.id, wl.id)] = (core.id, position)
+        for cid, position, wl, entries in walked:
+            ids = [t for f in entries.get(gemini.IfmapOp, ()) for t in f.transfer_ids]
+            weights = entries.get(gemini.WeightOp)
+            ids += weights[0].transfer_ids if weights else []
+            needs = sorted({t for t in ids if t in loads})
+            after = sorted({producer[t] for t in ids
+                            if t not in loads and t in producer and producer[t][0] != cid})
+            time = plans[(cid, position)].time
+            order.append((workload_step(wl), cid, position, time, needs, after))
+            self._where[(cid, wl.id)] = (cid, position)
         self._order = sorted(order)
         self._next = 0
         self.end: dict[tuple[int, int], float] = {}
