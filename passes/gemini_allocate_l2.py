@@ -120,12 +120,13 @@ _string = functools.lru_cache(maxsize=1 << 12)(StringAttr)
 
 def _with_buffer_list(lists: ArrayAttr | None, made: dict) -> ArrayAttr:
     """What `WorkloadOp.add_list("buffer")` sets `lists` to (the workload has no buffer list),
-    made once per distinct `lists`."""
-    found = made.get(lists)
+    made once per `lists` attribute (by identity, kept alive with its result: hashing an
+    array attribute costs more than making the new one)."""
+    found = made.get(id(lists))
     if found is None:
-        found = made[lists] = ArrayAttr([*(lists.data if lists is not None else ()),
-                                         _string("buffer")])
-    return found
+        found = made[id(lists)] = (lists, ArrayAttr([*(lists.data if lists is not None else ()),
+                                                     _string("buffer")]))
+    return found[1]
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,6 @@ class GeminiAllocateL2Pass(HardwarePass):
                                            position in tensor.readers)))
                 for *_, entry in sorted(entries, key=lambda e: e[:2]):
                     wl.append(entry)
-                if not wl.has_list("buffer"):
-                    wl.lists = _with_buffer_list(wl.lists, lists)
+                # (no workload has a buffer list: `reallocate` takes those schedules)
+                wl.lists = _with_buffer_list(wl.lists, lists)
                 wl.ring_buffer_info = ring
