@@ -12,6 +12,7 @@ import argparse
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import add
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -432,7 +433,9 @@ def _record_attr_text(item: gemini.RecordAttr, indent: str, known: dict[int, str
     kept in `known` for the next list naming it (planc shares them); None when
     `record_attr_json` and the writer must do it (extra members, no members, other kinds of
     fields)."""
-    table = _attr_table(type(item))
+    table = _ATTR_TABLES.get(type(item), _MISSING)
+    if table is _MISSING:
+        table = _attr_table(type(item))
     if table is None or item.extra.data:
         return None
     inner = indent + INDENT
@@ -466,12 +469,27 @@ def _record_attr_text(item: gemini.RecordAttr, indent: str, known: dict[int, str
         values.append(text)
     if not keys:
         return None
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    heads = object_heads(indent, tuple(keys[i] for i in order))
-    text = known[id(item)] = "".join([head + values[i] for head, i in zip(heads, order,
-                                                                          strict=True)]) + \
-        "\n" + indent + "}"
+    shape = _ATTR_SHAPES.get((indent, tuple(keys)))
+    if shape is None:
+        shape = _attr_shape(indent, keys)
+    heads, order = shape
+    if order is not None:
+        values = [values[i] for i in order]
+    text = known[id(item)] = "".join(map(add, heads, values)) + "\n" + indent + "}"
     return text
+
+
+_ATTR_SHAPES: dict[tuple[str, tuple[str, ...]], tuple[list[str], list[int] | None]] = {}
+"""Per (indentation, keys present in field order), the member heads in key order and the
+order of the members (None: the field order is the key order, as planc's classes have)."""
+
+
+def _attr_shape(indent: str, keys: list[str]) -> tuple[list[str], list[int] | None]:
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    shape = _ATTR_SHAPES[(indent, tuple(keys))] = (
+        object_heads(indent, tuple(keys[i] for i in order)),
+        None if order == list(range(len(keys))) else order)
+    return shape
 
 
 _ATTR_TABLES: dict[type, tuple | None] = {}

@@ -122,3 +122,14 @@ def test_one_attribute_at_several_indentations():
     doc["0"][0]["ifmap"][0]["transfer_id"] = ids
     doc["0"][0]["tile_padding_tblr"] = ids
     _same(import_ir(parse_json(json.dumps(doc))))
+
+
+def test_attribute_members_follow_key_order():
+    """Fields declared out of key order are written in key order (planc's own destination
+    and source classes declare theirs sorted, so the corpus runs never reorder)."""
+    from backends.gemini import _attr_shape
+    from backends.jsoncpp import object_heads
+
+    heads, order = _attr_shape("   ", ["type", "core_id", "size"])
+    assert order == [1, 2, 0] and heads == object_heads("   ", ("core_id", "size", "type"))
+    assert _attr_shape("   ", ["a", "b"])[1] is None
