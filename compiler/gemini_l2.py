@@ -101,23 +101,25 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
     """The L2 tensors of every core (positions set; DRAM loads land at `gemini.issue`, or at
     their first reader when not yet ordered)."""
     producer: dict[int, tuple[gemini.WorkloadOp, gemini.OfmapOp]] = {}
+    grouped: dict[int, dict] = {}   # each workload's entries by kind, by id: one walk each
     for wl in schedule.workloads():
-        for ofmap in wl.ofmaps:
+        entries = grouped[id(wl)] = wl.grouped()
+        for ofmap in entries.get(gemini.OfmapOp, ()):
             producer[ofmap.value("transfer_id")] = (wl, ofmap)
     dram = schedule.dram
     loads = {load.value("transfer_id"): load for load in (dram.loads if dram else [])}
     stores = {s.value("transfer_id"): s for s in (dram.stores if dram else [])}
     tensors: dict[int, list[L2Tensor]] = {}
-    facts: dict[gemini.WorkloadOp, tuple] = {}
-    groups: dict[gemini.WorkloadOp, tuple] = {}
+    facts: dict[int, tuple] = {}     # by id of the producing workload (ops hash in Python)
+    groups: dict[int, tuple] = {}
     in_l2: dict[tuple[str, int], bool] = {}
-    boxes: dict[int, tuple[list[int], list[int]]] = {}
+    boxes: dict[int, tuple[tuple[list[int], list[int]], int]] = {}
     for core in schedule.cores:
         timeline = CoreTimeline(core.id, core.workloads)
         found: dict[tuple, L2Tensor] = {}
         blocks: dict[tuple, set[int]] = defaultdict(set)
         for position, wl in enumerate(timeline.workloads):
-            entries = wl.grouped()     # one walk of the workload's entries, not one per kind
+            entries = grouped[id(wl)]
             for ifmap in entries.get(gemini.IfmapOp, ()):
                 ids = ifmap.transfer_ids
                 if ids[0] in loads:
@@ -126,10 +128,10 @@ def plan_tensors(schedule: gemini.ScheduleOp, layers: dict[str, dnn.LayerOp],
                         found[key] = _load_tensor(core.id, wl, ifmap, loads[ids[0]])
                 else:
                     first, _ = producer[ids[0]]
-                    key = groups.get(first)
+                    key = groups.get(id(first))
                     if key is None:   # a producer's blocks feed several ifmaps
-                        key = groups[first] = ("core", first.layer,
-                                               group_of(layers[first.layer], first.box))
+                        key = groups[id(first)] = ("core", first.layer,
+                                                   group_of(layers[first.layer], first.box))
                     if key not in found:
                         found[key] = L2Tensor(core.id, "ifmap", 0, ([], []),
                                               ifmap.value("align") or 8,
@@ -280,20 +282,21 @@ def _load_tensor(core: int, wl: gemini.WorkloadOp, ifmap: gemini.IfmapOp,
 def _assemble(tensor: L2Tensor, ids: list[int], producer: dict, facts: dict,
               boxes: dict) -> None:
     """A core-sourced tensor is the union of the blocks its readers list (`boxes`: each
-    block's box in its layer, by transfer id, kept for the next tensor; nothing changes
-    them)."""
+    block's box in its layer and size, by transfer id, kept for the next tensor; nothing
+    changes them; `facts`: by id of the producing workload)."""
     pieces = []
     for tid in ids:
         wl, ofmap = producer[tid]
-        fact = facts.get(wl)
+        fact = facts.get(id(wl))
         if fact is None:
-            fact = facts[wl] = _producer_facts(wl)
-        box = boxes.get(tid)
-        if box is None:   # a block sent to several cores is a piece of a tensor on each
+            fact = facts[id(wl)] = _producer_facts(wl)
+        block = boxes.get(tid)
+        if block is None:   # a block sent to several cores is a piece of a tensor on each
             origin = fact[0]
-            box = boxes[tid] = (list(map(add, origin, ofmap.ints_of("lower"))),
-                                list(map(add, origin, ofmap.ints_of("upper"))))
-        pieces.append((box, fact, ofmap))
+            block = boxes[tid] = ((list(map(add, origin, ofmap.ints_of("lower"))),
+                                   list(map(add, origin, ofmap.ints_of("upper")))),
+                                  ofmap.value("size"))
+        pieces.append((block[0], fact, block[1]))
     if len(pieces) == 1:
         tensor.box = pieces[0][0]
     else:   # `model.union` of all the pieces, a coordinate at a time
@@ -301,8 +304,8 @@ def _assemble(tensor: L2Tensor, ids: list[int], producer: dict, facts: dict,
                       list(map(max, *(piece[1] for piece, _, _ in pieces))))
     tensor.size = model.fmap_bytes(tensor.box, tensor.bitwidth)
     tensor.transfer_ids = ids
-    tensor.pieces = [(fact[1], fact[2], piece, ofmap.value("size"), tid, "core")
-                     for (piece, fact, ofmap), tid in zip(pieces, ids, strict=False)]
+    tensor.pieces = [(fact[1], fact[2], piece, size, tid, "core")
+                     for (piece, fact, size), tid in zip(pieces, ids, strict=False)]
     tensor.ready = min(fact[3] for _, fact, _ in pieces)
 
 
