@@ -206,7 +206,7 @@ def fingerprint(module: ModuleOp) -> list:
     properties, attributes, operands and their types and result types. Attributes and types are
     immutable, so an unchanged IR gives an equal list (compared by identity first, which makes
     comparing cheap), and any edit of the IR changes it."""
-    out: list = [module]
+    out: list = [module, module.properties.copy(), module.attributes.copy()]
     _fingerprint_regions(module, out.append)
     return out
 
