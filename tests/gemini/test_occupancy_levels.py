@@ -78,3 +78,30 @@ def test_bottom_up_tree_equals_the_recursive_one(seed):
         assert fast.peak(first, last) == slow.peak(first, last)
         assert fast.fits(first, last, 60.0) == (slow.peak(first, last) + 60.0 <= 500.0)
     assert fast.levels() == [slow.peak(p, p) for p in range(max(1, positions))]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_additions_before_any_question_equal_the_recursive_tree(seed):
+    """Spans added before the first question are built into the tree at once (a running sum
+    of differences); later additions and questions go through the tree."""
+    rng = random.Random(seed)
+    positions = rng.randrange(0, 70)
+    fast, slow = Occupancy(500.0, positions), RecursiveOccupancy(500.0, positions)
+
+    def spans(count):
+        for _ in range(count):
+            first = rng.randrange(-3, positions + 3)
+            yield first, rng.randrange(first - 2, positions + 4), rng.randrange(1, 400) / 4
+
+    for first, last, size in spans(rng.randrange(0, 200)):
+        fast.add(first, last, size)
+        slow.add(first, last, size)
+    if rng.random() < 0.5:
+        assert fast.levels() == [slow.peak(p, p) for p in range(max(1, positions))]
+    for first, last, size in spans(rng.randrange(0, 60)):
+        assert fast.peak(first, last) == slow.peak(first, last)
+        fast.add(first, last, size)
+        slow.add(first, last, size)
+    assert fast.levels() == [slow.peak(p, p) for p in range(max(1, positions))]
+    assert all(fast.peak(a, b) == slow.peak(a, b)
+               for a in range(-1, positions + 1) for b in range(a - 1, positions + 1))
