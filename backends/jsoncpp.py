@@ -33,6 +33,53 @@ objects). Identity is safe here: every object stays alive inside `value` during 
 and nothing changes them meanwhile."""
 
 
+class Styled:
+    """A value that writes its own text: `write(indent, out)` appends what `_write` would for
+    the non-empty object it stands for (the Gemini backend writes IR records this way, without
+    building their dicts first)."""
+
+    __slots__ = ()
+
+    def write(self, indent: str, out: list[str]) -> None:
+        raise NotImplementedError
+
+
+def write_value(value: Any, indent: str, out: list[str]) -> None:
+    """Append `value`'s text at `indent` to `out` (for `Styled` values, within a running
+    `styled_json`)."""
+    _write(value, indent, out)
+
+
+def object_heads(indent: str, keys: tuple[str, ...]) -> list[str]:
+    """The text before each member's value of an object with these (sorted) keys at `indent`
+    (`{` or `,`, the line break, the indentation and `"key" : `)."""
+    heads = _HEADS.get((indent, keys))
+    if heads is None:
+        if len(_HEADS) > 1 << 12:
+            _HEADS.clear()
+        inner = indent + INDENT
+        heads = _HEADS[(indent, keys)] = [("{\n" if i == 0 else ",\n") + inner + _key(key)
+                                          for i, key in enumerate(keys)]
+    return heads
+
+
+def int_array_text(values: list[int], indent: str) -> str:
+    """The text of an array of integers at `indent`."""
+    out: list[str] = []
+    _write_array(values, indent, out)    # no objects inside: nothing of `_SEEN` involved
+    return "".join(out)
+
+
+def string_text(value: str) -> str:
+    """The JSON text of a string."""
+    text = _STRINGS.get(value)
+    if text is None:
+        if len(_STRINGS) > 1 << 16:
+            _STRINGS.clear()
+        text = _STRINGS[value] = json.dumps(value)
+    return text
+
+
 def _scalar(value: Any) -> str:
     if value is None:
         return "null"
@@ -80,6 +127,8 @@ def _write(value: Any, indent: str, out: list[str]) -> None:
         _write_object(value, indent, out)
     elif kind is list or isinstance(value, list):
         _write_array(value, indent, out)
+    elif isinstance(value, Styled):
+        value.write(indent, out)
     else:
         out.append(_scalar(value))
 
@@ -97,11 +146,7 @@ def _write_object(value: dict, indent: str, out: list[str]) -> None:
     keys = tuple(sorted(value))
     heads = _HEADS.get((indent, keys))
     if heads is None:
-        if len(_HEADS) > 1 << 12:
-            _HEADS.clear()
-        inner = indent + INDENT
-        heads = _HEADS[(indent, keys)] = [("{\n" if i == 0 else ",\n") + inner + _key(key)
-                                          for i, key in enumerate(keys)]
+        heads = object_heads(indent, keys)
     inner = indent + INDENT
     append = out.append
     for head, key in zip(heads, keys, strict=True):
@@ -112,11 +157,7 @@ def _write_object(value: dict, indent: str, out: list[str]) -> None:
             append(str(item))
         elif kind is str:
             text = _STRINGS.get(item)
-            if text is None:
-                if len(_STRINGS) > 1 << 16:
-                    _STRINGS.clear()
-                text = _STRINGS[item] = json.dumps(item)
-            append(text)
+            append(string_text(item) if text is None else text)
         elif kind is list:
             if len(item) == 4 and type(item[0]) is int and type(item[1]) is int and \
                     type(item[2]) is int and type(item[3]) is int:
@@ -161,6 +202,8 @@ def _write_array(values: list, indent: str, out: list[str]) -> None:
         out.append(inner)
         if type(item) is dict and item:
             _write_object(item, inner, out)
+        elif isinstance(item, Styled):
+            item.write(inner, out)
         else:
             _write(item, inner, out)
         out.append(",\n" if i + 1 < len(values) else "\n")
@@ -174,6 +217,8 @@ def _one_line(values: list) -> str | None:
     for v in values:
         if type(v) is int:
             texts.append(str(v))
+        elif isinstance(v, Styled):
+            return None
         elif isinstance(v, dict | list):
             if v:
                 return None

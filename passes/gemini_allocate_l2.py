@@ -15,6 +15,7 @@ against Gemini's own allocations.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors
+from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors, take_over
 from compiler.gemini_plan import (
     ORDER,
     HardwarePass,
@@ -82,28 +83,50 @@ def _number(tensors: dict[int, list[L2Tensor]], timelines: dict[int, gemini.Core
         tensor.tensor_id = tensor_id
 
 
-def _entry(tensor: L2Tensor, position: int, order: int | None,
-           readers_here: bool, sources: ArrayAttr) -> gemini.L2TensorOp:
-    props = {
+def _entry_parts(tensor: L2Tensor, order: int, sources: ArrayAttr) -> tuple[dict, dict]:
+    """The properties every entry of `tensor` has, before and after `newly_added` (made once
+    per tensor: it is listed at every position it is live)."""
+    head = {
         "address": gemini.int_attr(tensor.address), "size": gemini.int_attr(tensor.size),
-        "tensor_id": gemini.int_attr(tensor.tensor_id), "kind": StringAttr(tensor.kind),
+        "tensor_id": gemini.int_attr(tensor.tensor_id), "kind": _string(tensor.kind),
         "align": gemini.int_attr(tensor.align), "bitwidth": gemini.int_attr(tensor.bitwidth),
         "lower": gemini.ints_attr(tensor.box[0]), "upper": gemini.ints_attr(tensor.box[1]),
         "tensor_order": gemini.int_attr(order),
     }
     if tensor.kind == "ofmap":
         # As Gemini writes store staging: no transfer ids, no sources, no newly_added.
-        props["layer_name"] = StringAttr(tensor.layer_name)
-        props["start_send"] = gemini.bool_attr(True)
-        return gemini.L2TensorOp.build(**props)
-    props["newly_added"] = gemini.bool_attr(position == tensor.first)
-    props["transfer_id"] = gemini.ints_attr(tensor.transfer_ids)
-    props["source"] = sources
+        return head, {"layer_name": _string(tensor.layer_name),
+                      "start_send": gemini.bool_attr(True)}
+    tail = {"transfer_id": gemini.ints_attr(tensor.transfer_ids), "source": sources}
     if tensor.layer_name is not None:
-        props["layer_name"] = StringAttr(tensor.layer_name)
+        tail["layer_name"] = _string(tensor.layer_name)
+    return head, tail
+
+
+def _entry(tensor: L2Tensor, position: int, parts: tuple[dict, dict],
+           readers_here: bool) -> gemini.L2TensorOp:
+    head, tail = parts
+    if tensor.kind == "ofmap":
+        return gemini.L2TensorOp.build(**head, **tail)
+    props = {**head, "newly_added": gemini.bool_attr(position == tensor.first), **tail}
     if readers_here and tensor.kind == "ifmap":
         props["cur_wl_ifmap"] = gemini.bool_attr(True)
     return gemini.L2TensorOp.build(**props)
+
+
+_string = functools.lru_cache(maxsize=1 << 12)(StringAttr)
+"""Tensor kinds and layer names: a few dozen texts for thousands of entries."""
+
+
+def _with_buffer_list(lists: ArrayAttr | None, made: dict) -> ArrayAttr:
+    """What `WorkloadOp.add_list("buffer")` sets `lists` to (the workload has no buffer list),
+    made once per `lists` attribute (by identity, kept alive with its result: hashing an
+    array attribute costs more than making the new one)."""
+    found = made.get(id(lists))
+    if found is None:
+        found = made[id(lists)] = (lists, ArrayAttr([*(lists.data if lists is not None else ()),
+                                                     _string("buffer")]))
+    return found[1]
 
 
 @dataclass(frozen=True)
@@ -118,33 +141,42 @@ class GeminiAllocateL2Pass(HardwarePass):
         if graph is None or any(wl.has_list("buffer") for wl in schedule.workloads()):
             reallocate(schedule)
             return
-        layers = layer_table(graph)
-        tensors = plan_tensors(schedule, layers, self.hw)
         cores = {core.id: core for core in schedule.cores}
-        _number(tensors, cores)
+        # gemini-dram-order planned (and allocated) these tensors already, on this very IR in
+        # the default pipeline; any other IR is planned here.
+        tensors = take_over(op, self.hw)
+        allocated = tensors is not None
+        if tensors is None:
+            tensors = plan_tensors(schedule, layer_table(graph), self.hw)
+            _number(tensors, cores)
         dram = schedule.dram
         order_of = {("load", ld.value("transfer_id")): get_int(ld, ORDER) for ld in dram.loads}
         order_of |= {("store", s.value("transfer_id")): get_int(s, ORDER) for s in dram.stores}
         sentinel = len(dram.loads) + len(dram.stores)
         capacity = schedule.value("buffersize")
-        sources: dict[int, ArrayAttr] = {}
+        parts: dict[int, tuple[dict, dict]] = {}
+        ring = gemini.rows_attr([[0, capacity]])
+        lists: dict = {}
         for core_id, found in tensors.items():
             core = cores[core_id]
-            allocate(core, found, capacity)
+            if not allocated:
+                allocate(core, found, capacity)
             for position, wl in enumerate(core.workloads):
                 live = [t for t in found if t.first <= position <= t.last]
                 entries = []
                 for tensor in live:
-                    if id(tensor) not in sources:
-                        sources[id(tensor)] = ArrayAttr(tensor.sources())
                     order = order_of.get(tensor.dram, sentinel) if tensor.dram else sentinel
                     if order is None:
                         raise error_at(wl, "DRAM transfers have no gemini.order (run "
                                            "gemini-dram-order first)")
+                    if id(tensor) not in parts:
+                        parts[id(tensor)] = _entry_parts(tensor, order,
+                                                         ArrayAttr(tensor.sources()))
                     entries.append((order, -tensor.tensor_id,
-                                    _entry(tensor, position, order, position in tensor.readers,
-                                           sources[id(tensor)])))
+                                    _entry(tensor, position, parts[id(tensor)],
+                                           position in tensor.readers)))
                 for *_, entry in sorted(entries, key=lambda e: e[:2]):
                     wl.append(entry)
-                wl.add_list("buffer")
-                wl.ring_buffer_info = gemini.rows_attr([[0, capacity]])
+                # (no workload has a buffer list: `reallocate` takes those schedules)
+                wl.lists = _with_buffer_list(wl.lists, lists)
+                wl.ring_buffer_info = ring
