@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import add
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from compiler import gemini_model as model
@@ -250,19 +250,14 @@ def take_over(module: ModuleOp, hw: GeminiHardware) -> dict[int, list[L2Tensor]]
     return handed.tensors
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def _string(text: str) -> StringAttr:
-    return StringAttr(text)
-
-
 @functools.lru_cache(maxsize=1 << 14)
 def _source(core: int, layer: str | None, box: tuple, size: int, tid: int,
             kind: str) -> gemini.SourceAttr:
     values = {"core_id": gemini.int_attr(core), "lower": gemini.ints_attr(box[0]),
               "upper": gemini.ints_attr(box[1]), "size": gemini.int_attr(size),
-              "transfer_id": gemini.int_attr(tid), "kind": _string(kind)}
+              "transfer_id": gemini.int_attr(tid), "kind": gemini.str_attr(kind)}
     if layer is not None:
-        values["layer_name"] = _string(layer)
+        values["layer_name"] = gemini.str_attr(layer)
     return gemini.SourceAttr.from_fields(values)
 
 

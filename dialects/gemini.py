@@ -67,7 +67,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.fast_verify import verify_op
-from dialects.utils import VerifyAt, bare_op, built, i64_attr, verified_so_far, warn
+from dialects.utils import VerifyAt, bare_op, built, i64_attr, verified_so_far, walk_ops, warn
 
 DIMS = 4
 LAYER_TYPES = ("pe", "vp", "dt")
@@ -1256,7 +1256,7 @@ class ScheduleOp(RecordOp):
         done = verified_so_far()
         others: list[Operation] = []
         """The walk's ops but the records and cores (this op first), in order."""
-        for op in _walk(self):
+        for op in walk_ops(self):
             if op is not self and isinstance(op, (RecordOp, CoreOp)):  # noqa: UP038 (faster)
                 try:
                     if done is None:
@@ -1288,28 +1288,9 @@ class ScheduleOp(RecordOp):
 # ---------------------------------------------------------------------------------------------
 
 
-def _walk(root: Operation, found: list[Operation] | None = None) -> list[Operation]:
-    """The ops of `root.walk()` (root, then the ops of its regions, each before its own
-    regions) in a list, by the blocks' op lists, without xDSL's nested generators: a
-    schedule has ~13k ops."""
-    if found is None:
-        found = []
-    found.append(root)
-    for region in root.regions:
-        for block in region.blocks:
-            op = block._first_op  # noqa: SLF001 -- as in `_ops_of`
-            while op is not None:
-                if op.regions:
-                    _walk(op, found)
-                else:
-                    found.append(op)
-                op = op._next_op  # noqa: SLF001
-    return found
-
-
 def _walk_replacing(root: Operation, skipped: Operation, instead: list[Operation],
                     found: list[Operation] | None = None) -> list[Operation]:
-    """`_walk(root)` with the ops of `skipped`'s walk replaced by `instead` (at its place)."""
+    """`walk_ops(root)` with the ops of `skipped`'s walk replaced by `instead` (at its place)."""
     if found is None:
         found = []
     found.append(root)
@@ -1333,7 +1314,7 @@ class TransferIndex:
     def __init__(self, schedule: ScheduleOp, others: list[Operation] | None = None):
         self.schedule = schedule
         self.others = others
-        """The ops of `_walk(schedule)` that are neither records nor cores, when the caller
+        """The ops of `walk_ops(schedule)` that are neither records nor cores, when the caller
         has them (the schedule's verifier): the search for a network's layers (`dnn.*` ops)
         reads those instead of walking the schedule's ~13k ops again."""
         self.workloads: dict[tuple[int, int], WorkloadOp] = {
@@ -1590,7 +1571,7 @@ class TransferIndex:
             return {}
         shapes = {}
         if self.others is None:
-            ops = _walk(module)
+            ops = walk_ops(module)
         else:
             ops = _walk_replacing(module, self.schedule, self.others)
         for op in ops:

@@ -15,12 +15,11 @@ against Gemini's own allocations.
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 
 from compiler.diagnostics import PlancError
 from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors, take_over
@@ -88,18 +87,18 @@ def _entry_parts(tensor: L2Tensor, order: int, sources: ArrayAttr) -> tuple[dict
     per tensor: it is listed at every position it is live)."""
     head = {
         "address": gemini.int_attr(tensor.address), "size": gemini.int_attr(tensor.size),
-        "tensor_id": gemini.int_attr(tensor.tensor_id), "kind": _string(tensor.kind),
+        "tensor_id": gemini.int_attr(tensor.tensor_id), "kind": gemini.str_attr(tensor.kind),
         "align": gemini.int_attr(tensor.align), "bitwidth": gemini.int_attr(tensor.bitwidth),
         "lower": gemini.ints_attr(tensor.box[0]), "upper": gemini.ints_attr(tensor.box[1]),
         "tensor_order": gemini.int_attr(order),
     }
     if tensor.kind == "ofmap":
         # As Gemini writes store staging: no transfer ids, no sources, no newly_added.
-        return head, {"layer_name": _string(tensor.layer_name),
+        return head, {"layer_name": gemini.str_attr(tensor.layer_name),
                       "start_send": gemini.bool_attr(True)}
     tail = {"transfer_id": gemini.ints_attr(tensor.transfer_ids), "source": sources}
     if tensor.layer_name is not None:
-        tail["layer_name"] = _string(tensor.layer_name)
+        tail["layer_name"] = gemini.str_attr(tensor.layer_name)
     return head, tail
 
 
@@ -114,10 +113,6 @@ def _entry(tensor: L2Tensor, position: int, parts: tuple[dict, dict],
     return gemini.L2TensorOp.build(**props)
 
 
-_string = functools.lru_cache(maxsize=1 << 12)(StringAttr)
-"""Tensor kinds and layer names: a few dozen texts for thousands of entries."""
-
-
 def _with_buffer_list(lists: ArrayAttr | None, made: dict) -> ArrayAttr:
     """What `WorkloadOp.add_list("buffer")` sets `lists` to (the workload has no buffer list),
     made once per `lists` attribute (by identity, kept alive with its result: hashing an
@@ -125,7 +120,7 @@ def _with_buffer_list(lists: ArrayAttr | None, made: dict) -> ArrayAttr:
     found = made.get(id(lists))
     if found is None:
         found = made[id(lists)] = (lists, ArrayAttr([*(lists.data if lists is not None else ()),
-                                                     _string("buffer")]))
+                                                     gemini.str_attr("buffer")]))
     return found[1]
 
 

@@ -18,6 +18,7 @@ from xdsl.passes import ModulePass
 
 from compiler.gemini_plan import schedule_of, workloads_in_order
 from dialects import gemini
+from dialects.utils import walk_ops
 
 
 def canonical_order(schedule: gemini.ScheduleOp) -> list[int]:
@@ -67,7 +68,7 @@ def renumber(schedule: gemini.ScheduleOp, mapping: dict[int, int]) -> None:
             found = renumbered[id(attr)] = (attr, _renumber(attr, mapping))
         return found[1]
 
-    for op in _all_ops(schedule):
+    for op in walk_ops(schedule):
         if not isinstance(op, gemini.RecordOp):
             continue
         properties = op.properties
@@ -103,26 +104,6 @@ def renumber(schedule: gemini.ScheduleOp, mapping: dict[int, int]) -> None:
             else:
                 wl.body.block.insert_op_after(o, anchor)
             anchor = o
-
-
-def _all_ops(root: Operation) -> list[Operation]:
-    """`root.walk()` as a list (the same ops in the same order: each op, then the ops of its
-    regions), by the blocks' op lists without xDSL's nested generators."""
-    found: list[Operation] = []
-    stack = [root]
-    while stack:
-        op = stack.pop()
-        found.append(op)
-        if op.regions:
-            children = []
-            for region in op.regions:
-                for block in region.blocks:
-                    child = block.first_op
-                    while child is not None:
-                        children.append(child)
-                        child = child.next_op
-            stack.extend(reversed(children))
-    return found
 
 
 def _ends_with(block: Block, ops: list[Operation]) -> bool:

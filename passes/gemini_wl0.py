@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, NoneAttr, StringAttr
+from xdsl.dialects.builtin import ModuleOp, NoneAttr
 
 from compiler import gemini_model as model
 from compiler.diagnostics import PlancError
@@ -91,7 +91,6 @@ class GeminiWl0Pass(HardwarePass):
             return
         layers = layer_table(graph)
         loads = {ld.value("transfer_id"): ld for ld in schedule.dram.loads}
-        strings: dict[str, StringAttr] = {}
         for core in schedule.cores:
             timeline = CoreTimeline(core.id, core.workloads)
             entries = wl0_entries(core, timeline, layers, loads, hw)
@@ -103,8 +102,8 @@ class GeminiWl0Pass(HardwarePass):
                     live[position].append(entry)
             for position, wl in enumerate(core.workloads):
                 for entry in live.get(position, ()):
-                    wl.append(_wl0_op(entry, strings))
-                wl.wl0_key = _string("wl0_buffer", strings)
+                    wl.append(_wl0_op(entry))
+                wl.wl0_key = gemini.str_attr("wl0_buffer")
 
 def wl0_entries(core, timeline, layers, loads, hw) -> list[Wl0Entry]:
     direct: dict[int, Wl0Entry] = {}
@@ -138,15 +137,13 @@ def wl0_entries(core, timeline, layers, loads, hw) -> list[Wl0Entry]:
     return entries
 
 
-def _wl0_op(entry: Wl0Entry, strings: dict[str, StringAttr] | None = None,
-            ) -> gemini.Wl0TensorOp:
-    """The WL0 entry of `entry` (`strings`: string attributes made so far, to share: an entry
-    is listed at every position it spans)."""
-    strings = {} if strings is None else strings
+def _wl0_op(entry: Wl0Entry) -> gemini.Wl0TensorOp:
+    """The WL0 entry of `entry` (listed at every position it spans: its attributes are
+    shared)."""
     props = {"address": gemini.int_attr(entry.tensor.address),
              "size": gemini.int_attr(entry.tensor.size), "align": gemini.int_attr(8),
-             "bitwidth": gemini.int_attr(8), "layer_name": _string(entry.layer, strings),
-             "source": _string(entry.source, strings),
+             "bitwidth": gemini.int_attr(8), "layer_name": gemini.str_attr(entry.layer),
+             "source": gemini.str_attr(entry.source),
              "tensor_order": gemini.int_attr(entry.order) if entry.order is not None
              else NO_ORDER,
              "transfer_id": gemini.ints_attr([entry.transfer_id])}
@@ -160,9 +157,3 @@ NO_ORDER = NoneAttr()
 """The `tensor_order` of streamed entries (one attribute: they are immutable)."""
 
 
-def _string(text: str, strings: dict[str, StringAttr]) -> StringAttr:
-    """`StringAttr(text)`, made once per text (`strings`: those made so far)."""
-    found = strings.get(text)
-    if found is None:
-        found = strings[text] = StringAttr(text)
-    return found

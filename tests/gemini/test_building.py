@@ -21,6 +21,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from compiler.json_reader import load_json_file, parse_json
 from dialects import gemini
+from dialects.utils import walk_ops
 from frontends.gemini_ir import import_document
 from tests.conftest import corpus_params
 from tests.gemini.fixtures import small_schedule
@@ -37,7 +38,7 @@ def _modules(path):
 
 
 def _records(module):
-    return [op for op in gemini._walk(module) if isinstance(op, gemini.RecordOp)]
+    return [op for op in walk_ops(module) if isinstance(op, gemini.RecordOp)]
 
 
 @pytest.mark.parametrize("path", SCHEDULES)
@@ -174,14 +175,14 @@ def test_workload_entries_and_appends_are_xdsls():
     from xdsl.ir import Block, Region
 
     module = next(_modules(None))
-    workloads = [op for op in gemini._walk(module) if isinstance(op, gemini.WorkloadOp)]
+    workloads = [op for op in walk_ops(module) if isinstance(op, gemini.WorkloadOp)]
     for wl in workloads:
         entries = list(wl.body.block.ops)
         for kind in {type(op) for op in entries}:
             assert wl.children(kind) == [op for op in entries if type(op) is kind]
             assert wl.grouped()[kind] == wl.children(kind)
         assert gemini._body_block(wl) is wl.body.block
-    schedule = next(op for op in gemini._walk(module) if isinstance(op, gemini.ScheduleOp))
+    schedule = next(op for op in walk_ops(module) if isinstance(op, gemini.ScheduleOp))
     assert schedule.cores == [op for op in schedule.body.block.ops
                               if isinstance(op, gemini.CoreOp)]
     assert schedule.cores[0].workloads == workloads

@@ -363,7 +363,6 @@ def _schedule(module) -> gemini.ScheduleOp:
 def test_renumbering_equals_the_plain_walk_and_moves(mapping):
     module = _wired_module()
     schedule = _schedule(module)
-    assert gemini_transfer_ids._all_ops(schedule) == list(schedule.walk())
     order = list(dict.fromkeys(gemini_transfer_ids.canonical_order(schedule)))
     assert len(order) > 10
     if mapping == "shuffled":

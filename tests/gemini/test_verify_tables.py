@@ -10,6 +10,7 @@ import pytest
 
 from compiler.json_reader import parse_json
 from dialects import gemini
+from dialects.utils import walk_ops
 from frontends.gemini_ir import import_document
 from tests.gemini.fixtures import small_schedule
 
@@ -20,9 +21,9 @@ def _module():
 
 def test_walk_lists_the_ops_of_xdsl_walk_in_order():
     module = _module()
-    assert gemini._walk(module) == list(module.walk())
+    assert walk_ops(module) == list(module.walk())
     schedule = next(op for op in module.walk() if isinstance(op, gemini.ScheduleOp))
-    assert gemini._walk(schedule) == list(schedule.walk())
+    assert walk_ops(schedule) == list(schedule.walk())
 
 
 def test_grouped_matches_children_of_each_kind():
@@ -76,14 +77,14 @@ def _error(module) -> str | None:
 
 def _tensor_1(module) -> tuple[gemini.L2TensorOp, gemini.L2TensorOp]:
     """Tensor 1 of the small schedule in both snapshots (quant's and conv's)."""
-    found = [op for op in gemini._walk(module) if isinstance(op, gemini.L2TensorOp)
+    found = [op for op in walk_ops(module) if isinstance(op, gemini.L2TensorOp)
              and op.value("tensor_id") == 1]
     assert len(found) == 2
     return found[0], found[1]
 
 
 def _ifmap_of_conv(module) -> gemini.IfmapOp:
-    return [op for op in gemini._walk(module) if isinstance(op, gemini.IfmapOp)][1]
+    return [op for op in walk_ops(module) if isinstance(op, gemini.IfmapOp)][1]
 
 
 def _shared_and_verified():
@@ -135,7 +136,7 @@ def _destinations_as_sources(doc_or_module):
     if isinstance(doc_or_module, dict):
         return False  # the JSON reader refuses it itself
     else:
-        ofmap = [op for op in gemini._walk(doc_or_module) if isinstance(op, gemini.OfmapOp)][0]
+        ofmap = [op for op in walk_ops(doc_or_module) if isinstance(op, gemini.OfmapOp)][0]
         _tensor_1(doc_or_module)[1].properties["source"] = ofmap.properties["destination"]
 
 
@@ -165,14 +166,14 @@ def test_layer_shapes_from_the_verifiers_walk_are_the_whole_walks():
     from tests.gemini.test_pipeline import schedule, the_schedule
 
     def others(s):
-        return [op for op in gemini._walk(s)
+        return [op for op in walk_ops(s)
                 if op is s or not isinstance(op, (gemini.RecordOp, gemini.CoreOp))]
 
     module = schedule(small_network())
     s = the_schedule(module)
     shapes = gemini.TransferIndex(s)._layer_shapes()
     assert shapes and gemini.TransferIndex(s, others(s))._layer_shapes() == shapes
-    layer = next(op for op in gemini._walk(module) if op.name.startswith("dnn.")
+    layer = next(op for op in walk_ops(module) if op.name.startswith("dnn.")
                  and "layer_name" in op.properties and op.results)
     inside = layer.clone()
     inside.properties["layer_name"] = gemini.str_attr("zz_inside")
@@ -184,6 +185,6 @@ def test_layer_shapes_from_the_verifiers_walk_are_the_whole_walks():
 
 def test_id_sets_kept_on_the_attribute_are_the_transfer_ids():
     module = _module()
-    records = [op for op in gemini._walk(module) if isinstance(op, gemini.RecordOp)]
+    records = [op for op in walk_ops(module) if isinstance(op, gemini.RecordOp)]
     for op in records * 2:
         assert gemini._id_set(op) == frozenset(op.transfer_ids)
