@@ -371,7 +371,7 @@ def _load_onnx(path: str) -> tuple[InputFormat, ModuleOp]:
 
 def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
     from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError
+    from xdsl.utils.exceptions import ParseError, VerifyException
 
     from compiler.context import planc_context
     from compiler.locations import parse_error_message
@@ -380,10 +380,18 @@ def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
         text = open(path, encoding="utf-8").read()
     except OSError as e:
         raise PlancError(f"cannot read: {e.strerror}", file=path) from None
+    parser = Parser(planc_context(), text, name=path)
     try:
-        module = Parser(planc_context(), text, name=path).parse_module()
+        module = parser.parse_module()
     except ParseError as e:
         raise PlancError(f"invalid IR: {parse_error_message(e)}") from None
+    except VerifyException as e:
+        # An attribute's own rules run when the parser builds it (a Gemini destination
+        # with a number for its layer name): reported where the parser stopped.
+        line = text.count("\n", 0, parser.pos) + 1
+        column = parser.pos - text.rfind("\n", 0, parser.pos)
+        message = " ".join(str(e).split())
+        raise PlancError(f"invalid IR: {path}:{line}:{column}: {message}") from None
     roots = [op.name for op in module.ops]
     fmt = next((f for f in map(format_of_root, roots) if f is not None), None)
     if fmt is None:

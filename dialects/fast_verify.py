@@ -389,6 +389,30 @@ def verify_op(op: Operation) -> None:
     if plan is None:
         op.verify_()
         return
+    _verify_generic(plan, op)
+    if plan.custom is not None:
+        plan.custom(op)
+
+
+def verify_generic(op: Operation) -> None:
+    """The first half of `verify_op`: the op against its definition and traits, not its own
+    `verify_` (for containers whose children's rules read each other's fields: all of them
+    pass this half before any of them runs `verify_custom`)."""
+    plan = _plan_of(type(op))
+    if plan is not None:
+        _verify_generic(plan, op)
+
+
+def verify_custom(op: Operation) -> None:
+    """The second half of `verify_op`: the op's own `verify_` (after `verify_generic`)."""
+    plan = _plan_of(type(op))
+    if plan is None:
+        op.verify_()
+    elif plan.custom is not None:
+        plan.custom(op)
+
+
+def _verify_generic(plan: _Plan, op: Operation) -> None:
     if plan.generic_ok(op):
         for trait in plan.op_def.traits:
             if type(trait) is IsolatedFromAbove and _isolated(op):
@@ -396,5 +420,3 @@ def verify_op(op: Operation) -> None:
             trait.verify(op)
     else:
         plan.op_def.verify(op)
-    if plan.custom is not None:
-        plan.custom(op)

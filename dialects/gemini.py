@@ -66,7 +66,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.fast_verify import verify_op
+from dialects.fast_verify import verify_custom, verify_generic
 from dialects.utils import VerifyAt, bare_op, built, i64_attr, verified_so_far, walk_ops, warn
 
 DIMS = 4
@@ -561,10 +561,8 @@ class RecordOp(IRDLOperation):
     def check(self) -> None:
         """The record's own rules (without xDSL's generic property checks)."""
         properties = self.properties
-        required, lists = _field_tables(type(self))
-        for prop, key in required:
-            if prop not in properties:
-                raise VerifyException(f"missing required key '{key}'")
+        self.check_required()
+        _, lists = _field_tables(type(self))
         if "lower" in properties or "upper" in properties:
             lower, upper = properties.get("lower"), properties.get("upper")
             _check_box(() if lower is None else _values(lower),
@@ -578,6 +576,13 @@ class RecordOp(IRDLOperation):
                     if not isinstance(item, wanted):
                         raise VerifyAt(f"expected a {wanted.name} attribute", None, key, i)
                 attr.__dict__["_planc_items"] = wanted
+
+    def check_required(self) -> None:
+        """Every required member is there (a container's rules read its records' members)."""
+        properties = self.properties
+        for prop, key in _field_tables(type(self))[0]:
+            if prop not in properties:
+                raise VerifyException(f"missing required key '{key}'")
 
     def check_choice(self, prop: str, key: str, choices: tuple[str, ...]) -> None:
         value = self.value(prop)
@@ -1115,6 +1120,14 @@ class WorkloadOp(RecordOp):
                                    f"{box_size(lo, hi)}", ifmap, "upper")
 
 
+def _verify_form(op: Operation) -> None:
+    """The checks every record of a schedule passes before any record's own rules run: its
+    definition's (the kinds of its fields) and its required members."""
+    verify_generic(op)
+    if isinstance(op, RecordOp):
+        op.check_required()
+
+
 def _id_set(op: RecordOp) -> frozenset[int]:
     """`frozenset(op.transfer_ids)`, kept on the (immutable) `transfer_id` attribute: the
     verifier compares the id sets of each workload's ifmaps and L2 tensors."""
@@ -1250,26 +1263,32 @@ class ScheduleOp(RecordOp):
             value = self.value(prop)
             if value is not None and value <= 0:
                 raise VerifyAt(f"{prop} must be > 0", None, prop)
-        # Each record's own rules first, so that the cross checks below can trust them. When
-        # the whole module is being verified (`verifying_once`), each op is verified here in
-        # full and remembered, so that the module walk does not check it a second time.
+        # Each record's own rules first, so that the cross checks below can trust them; and
+        # every record's generic checks (its fields of the kinds declared) before any record's
+        # own rules, which read their children's fields too (a workload its blocks' boxes):
+        # MLIR text can hold any attribute there. When the whole module is being verified
+        # (`verifying_once`), each op is verified here in full and remembered, so that the
+        # module walk does not check it a second time.
         done = verified_so_far()
         others: list[Operation] = []
         """The walk's ops but the records and cores (this op first), in order."""
+        records: list[Operation] = []
         for op in walk_ops(self):
             if op is not self and isinstance(op, (RecordOp, CoreOp)):  # noqa: UP038 (faster)
+                if done is None or id(op) not in done:
+                    records.append(op)
+            else:
+                others.append(op)
+        for verify in (_verify_form, verify_custom):
+            for op in records:
                 try:
-                    if done is None:
-                        op.check() if isinstance(op, RecordOp) else op.verify_()
-                    elif id(op) not in done:
-                        verify_op(op)
-                        done.add(id(op))
+                    verify(op)
                 except VerifyAt as e:
                     raise VerifyAt(str(e), e.op or op, *e.steps) from None
                 except VerifyException as e:
                     raise VerifyAt(str(e), op) from None
-            else:
-                others.append(op)
+        if done is not None:
+            done.update(map(id, records))
         if len([op for op in self.body.ops if isinstance(op, DramOp)]) > 1:
             raise VerifyException("a schedule has one DRAM section")
         cores = [c.id for c in self.cores]
