@@ -131,8 +131,24 @@ def test_isolated_from_above_as_xdsl_decides():
     assert outcome(verify_op, bad) == expected
 
 
+def planc_schedule() -> str:
+    """planc's own Gemini schedule of the ARK ffn example on a 2x2 mesh (JSON text)."""
+    import tempfile
+    from pathlib import Path
+
+    from compiler.driver import main
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "ffn_stschedule.json"
+        root = Path(__file__).resolve().parent.parent
+        assert main([str(root / "examples" / "ffn.json"), "-t", "gemini", "--mesh", "2x2",
+                     "-o", str(out)]) == 0
+        return out.read_text()
+
+
 def gemini_modules():
-    """The small hand-written Gemini schedule and a real one of the corpus, imported."""
+    """The small hand-written Gemini schedule, planc's schedule of the ffn example and a real
+    one of the corpus, imported."""
     import json
 
     from compiler.json_reader import load_json_file, parse_json
@@ -141,6 +157,7 @@ def gemini_modules():
     from tests.gemini.fixtures import small_schedule
 
     yield import_document(parse_json(json.dumps(small_schedule())))
+    yield import_document(parse_json(planc_schedule()))   # always there, unlike the corpus
     real = sorted((corpus_root() / "gemini").glob("*_stschedule.json"))
     if real:
         yield import_document(load_json_file(real[0]))
