@@ -32,8 +32,8 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from dialects import ark, sched
+from dialects.utils import bare_op
 from passes.byte_regions import ByteRegion
-from passes.op_building import bare_op
 from passes.sched_graph import (
     data_producers,
     is_fresh_write,
@@ -313,7 +313,7 @@ def write_kernels(schedule: sched.ScheduleOp, groups: list[Group], fused: Sequen
 
 
 def kernel_op(kernel_id: int, kind: str) -> sched.KernelOp:
-    """`sched.KernelOp(kernel_id, kind)`, built bare (`passes.op_building`): fusion makes
+    """`sched.KernelOp(kernel_id, kind)`, built bare (`dialects.utils.bare_op`): fusion makes
     thousands."""
     return bare_op(sched.KernelOp, {"id": sched.int_attr(kernel_id), "kind": _kind_attr(kind)})
 

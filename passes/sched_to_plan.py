@@ -24,7 +24,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import PlancError
 from compiler.hardware import gpu_device
 from dialects import ark, plan, sched
-from passes.op_building import bare_op
+from dialects.utils import bare_op
 from passes.sched_tables import Launch, ScheduleTables, tables_for
 
 
@@ -52,7 +52,7 @@ def resource_groups(launches: Sequence[Launch | sched.LaunchOp]) -> list[plan.Re
 
 
 # The plan ops this pass makes by the thousand, built from the properties their constructors
-# would give them (`passes.op_building.bare_op`: the constructors' generic argument handling
+# would give them (`dialects.utils.bare_op`: the constructors' generic argument handling
 # and xDSL's generic builder cost more than the lowering; `tests/sched/test_plan_tables.py`
 # checks both agree).
 

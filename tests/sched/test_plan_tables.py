@@ -14,8 +14,8 @@ from backends.ark_plan import PLANC_PASSES, emit_plan
 from compiler.driver import run_pipeline
 from compiler.locations import verify_module
 from dialects import ark, plan, sched
+from dialects.utils import bare_op
 from frontends.model_zoo import generated
-from passes.op_building import bare_op
 from passes.sched_fuse import kernel_op
 from passes.sched_tables import Launch
 from passes.sched_to_plan import (
