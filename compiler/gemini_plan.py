@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -56,7 +56,8 @@ class L2Overflow(PlancError):
 
 
 def set_int(op: Operation, name: str, value: int) -> None:
-    op.attributes[name] = IntegerAttr(value, i64)
+    # One attribute per value (they are immutable): the passes set ~10k steps and orders.
+    op.attributes[name] = gemini.int_attr(value)
 
 
 def get_int(op: Operation, name: str, default: int | None = None) -> int | None:

@@ -113,17 +113,6 @@ def _entry(tensor: L2Tensor, position: int, parts: tuple[dict, dict],
     return gemini.L2TensorOp.build(**props)
 
 
-def _with_buffer_list(lists: ArrayAttr | None, made: dict) -> ArrayAttr:
-    """What `WorkloadOp.add_list("buffer")` sets `lists` to (the workload has no buffer list),
-    made once per `lists` attribute (by identity, kept alive with its result: hashing an
-    array attribute costs more than making the new one)."""
-    found = made.get(id(lists))
-    if found is None:
-        found = made[id(lists)] = (lists, ArrayAttr([*(lists.data if lists is not None else ()),
-                                                     gemini.str_attr("buffer")]))
-    return found[1]
-
-
 @dataclass(frozen=True)
 class GeminiAllocateL2Pass(HardwarePass):
     """L2 snapshots with first-fit addresses (or re-allocation of existing snapshots)."""
@@ -151,7 +140,6 @@ class GeminiAllocateL2Pass(HardwarePass):
         capacity = schedule.value("buffersize")
         parts: dict[int, tuple[dict, dict]] = {}
         ring = gemini.rows_attr([[0, capacity]])
-        lists: dict = {}
         for core_id, found in tensors.items():
             core = cores[core_id]
             if not allocated:
@@ -172,6 +160,5 @@ class GeminiAllocateL2Pass(HardwarePass):
                                            position in tensor.readers)))
                 for *_, entry in sorted(entries, key=lambda e: e[:2]):
                     wl.append(entry)
-                # (no workload has a buffer list: `reallocate` takes those schedules)
-                wl.lists = _with_buffer_list(wl.lists, lists)
+                wl.add_list("buffer")
                 wl.ring_buffer_info = ring

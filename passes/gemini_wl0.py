@@ -137,6 +137,10 @@ def wl0_entries(core, timeline, layers, loads, hw) -> list[Wl0Entry]:
     return entries
 
 
+NO_ORDER = NoneAttr()
+"""The `tensor_order` of streamed entries (one attribute: they are immutable)."""
+
+
 def _wl0_op(entry: Wl0Entry) -> gemini.Wl0TensorOp:
     """The WL0 entry of `entry` (listed at every position it spans: its attributes are
     shared)."""
@@ -151,9 +155,3 @@ def _wl0_op(entry: Wl0Entry) -> gemini.Wl0TensorOp:
         props["lower"] = gemini.ints_attr(entry.box[0])
         props["upper"] = gemini.ints_attr(entry.box[1])
     return gemini.Wl0TensorOp.build(**props)
-
-
-NO_ORDER = NoneAttr()
-"""The `tensor_order` of streamed entries (one attribute: they are immutable)."""
-
-

@@ -27,6 +27,7 @@ from compiler.gemini_plan import (
     layer_parts,
     mesh_of,
     segments,
+    set_int,
 )
 from dialects import gemini
 
@@ -56,8 +57,7 @@ class GeminiWorkloadsPass(ModulePass):
                                                    *part.box)
                         wl.ofmap_size = gemini.int_attr(
                             model.fmap_bytes(part.box, layer.out_type.bits))
-                        # `set_int`, with the shared attribute of the value (one per step).
-                        wl.attributes[STEP] = gemini.int_attr(step)
+                        set_int(wl, STEP, step)
                         step += 1
                         core.append(wl)
         schedule = gemini.ScheduleOp.new(self.buffer_size, xlen, ylen)
