@@ -92,16 +92,21 @@ class Occupancy:
 
     def _push(self, leaf: int) -> None:
         """Hand the additions kept above `leaf` down to the children on its path."""
-        high, add = self._max, self._add
+        add = self._add
         for shift in range(self._height, 0, -1):
             node = leaf >> shift
-            pending = add[node]
-            if pending:
-                for child in (2 * node, 2 * node + 1):
-                    high[child] += pending
-                    if child < self._width:
-                        add[child] += pending
-                add[node] = 0.0
+            if add[node]:
+                self._hand_down(node)
+
+    def _hand_down(self, node: int) -> None:
+        """Move the additions kept at internal `node` to its two children."""
+        high, add = self._max, self._add
+        pending = add[node]
+        for child in (2 * node, 2 * node + 1):
+            high[child] += pending
+            if child < self._width:
+                add[child] += pending
+        add[node] = 0.0
 
     def _pull(self, leaf: int) -> None:
         """Recompute the maxima above `leaf`."""
@@ -141,16 +146,11 @@ class Occupancy:
         """What is in use at each position (`peak(p, p)` for every p, in one pass)."""
         if self._pending is not None:
             self._build()
-        high, add, width = self._max, self._add, self._width
+        add, width = self._add, self._width
         for node in range(1, width):     # parents before children
-            pending = add[node]
-            if pending:
-                for child in (2 * node, 2 * node + 1):
-                    high[child] += pending
-                    if child < width:
-                        add[child] += pending
-                add[node] = 0.0
-        return high[width: width + self.size]
+            if add[node]:
+                self._hand_down(node)
+        return self._max[width: width + self.size]
 
     def fits(self, first: int, last: int, size: float) -> bool:
         return self.peak(first, last) + size <= self.capacity
