@@ -11,12 +11,11 @@ adds them).
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr
 
 from compiler import gemini_model as model
 from compiler.gemini_l2 import weight_in_l2
@@ -44,11 +43,10 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
     """The tiles and time of `wl` (`kids`: `wl.grouped()`, when the caller has it)."""
     box = wl.box
     if kids is None:
-        ifmaps, weight = _inputs_of(wl)
-    else:
-        ifmaps = kids.get(gemini.IfmapOp, [])
-        weights = kids.get(gemini.WeightOp)
-        weight = weights[0] if weights else None
+        kids = wl.grouped()
+    ifmaps = kids.get(gemini.IfmapOp, [])
+    weights = kids.get(gemini.WeightOp)
+    weight = weights[0] if weights else None
     in_bytes = sum(ifmap.value("size") for ifmap in ifmaps)
     if layer.LAYER_TYPE == "vp":
         # The vector processor streams its operands side by side: the first one sets the pace.
@@ -74,21 +72,6 @@ def plan_workload(layer: dnn.LayerOp, wl: gemini.WorkloadOp, hw: GeminiHardware,
         tiles.extend(TilePlan((lower, upper), cycles) for _ in range(slices))
     units = -(-model.wl0_stream_units(layer, tile_k, hw) // slices)
     return WorkloadPlan(tiles, model.stream_time([t.cycles for t in tiles], units), units)
-
-
-def _inputs_of(wl: gemini.WorkloadOp) -> tuple[list[gemini.IfmapOp], gemini.WeightOp | None]:
-    """`wl.ifmaps` and `wl.weight` in one walk of its entries (a planned workload has many:
-    tiles, L2 and WL0 tensors; the DRAM ordering plans every workload twice)."""
-    ifmaps, weight = [], None
-    op = wl.body.block.first_op
-    while op is not None:
-        kind = type(op)
-        if kind is gemini.IfmapOp:
-            ifmaps.append(op)
-        elif kind is gemini.WeightOp and weight is None:
-            weight = op
-        op = op.next_op
-    return ifmaps, weight
 
 
 def operand_ifmaps(wl: gemini.WorkloadOp, index: int) -> list[gemini.IfmapOp]:
@@ -123,7 +106,7 @@ def tile_op(index: int, tile: TilePlan, layer: dnn.LayerOp, wl: gemini.WorkloadO
             pe_props: dict[str, StringAttr] | None = None) -> gemini.TileOp:
     """Tile `index` of `wl` (`ifmaps`: `wl.ifmaps`; `pe_props`: `pe_tile_props(layer)` of a PE
     layer; either when the caller has them)."""
-    props = {"key": _tile_key(index),
+    props = {"key": gemini.str_attr(f"tile_num_{index}"),
              "ofmap_lower": gemini.ints_attr(tile.ofmap[0]),
              "ofmap_upper": gemini.ints_attr(tile.ofmap[1]),
              "single_tile_time_pred": _time_attr(float(round(tile.cycles, 3)))}
@@ -147,13 +130,6 @@ def pe_tile_props(layer: dnn.LayerOp) -> dict[str, StringAttr]:
             "loop_order": StringAttr("KNHW")}
 
 
-@functools.lru_cache(maxsize=256)
-def _tile_key(index: int) -> StringAttr:
-    """The `key` of tile `index`: one attribute per tile number serves every workload
-    (attributes are immutable)."""
-    return StringAttr(f"tile_num_{index}")
-
-
 _TIMES: dict[tuple[float, bool], FloatAttr] = {}
 
 
@@ -169,19 +145,6 @@ def _time_attr(cycles: float) -> FloatAttr:
     return found
 
 
-def _with_list(lists: ArrayAttr | None, key: str, made: dict[tuple, ArrayAttr],
-               ) -> ArrayAttr | None:
-    """`WorkloadOp.add_list(key)` on a workload whose `lists` is `lists`: the new attribute, or
-    None when the key is listed already; made once per distinct list (`made`)."""
-    keys = tuple(a.data for a in lists.data) if lists is not None else ()
-    if key in keys:
-        return None
-    found = made.get(keys)
-    if found is None:
-        found = made[keys] = ArrayAttr([*(StringAttr(k) for k in keys), StringAttr(key)])
-    return found
-
-
 @dataclass(frozen=True)
 class GeminiCyclesPass(HardwarePass):
     """Fill every workload's tile_info and time from the cycle model."""
@@ -194,7 +157,6 @@ class GeminiCyclesPass(HardwarePass):
         layers = layer_table(graph)
         hw = self.hw
         pe_props: dict[str, dict[str, StringAttr]] = {}
-        made: dict[tuple, ArrayAttr] = {}
         for wl in schedule.workloads():
             layer = layers[wl.layer]
             kids = wl.grouped()
@@ -210,8 +172,6 @@ class GeminiCyclesPass(HardwarePass):
             ifmaps = kids.get(gemini.IfmapOp, [])
             for i, tile in enumerate(plan.tiles):
                 wl.append(tile_op(i, tile, layer, wl, ifmaps, props))
-            lists = _with_list(wl.lists, "tile_info", made)
-            if lists is not None:
-                wl.lists = lists
+            wl.add_list("tile_info")
             wl.time = gemini.int_attr(math.floor(plan.time))
 
