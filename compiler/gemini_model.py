@@ -224,36 +224,26 @@ def is_local(layer: dnn.LayerOp) -> bool:
                                   *dnn.VIEW_CLASSES))
 
 
-def conv_channels(layer: dnn.Conv2dOp, k0: int, k1: int) -> tuple[int, int]:
-    """Input channels output channels k0..k1 read: all of them, or with g groups those of the
-    groups k0..k1 fall in (group k // (K/g) reads channels [group * C/g, (group+1) * C/g))."""
-    c = dnn.fmap(layer.inputs[0]).nchw[1]
-    return _conv_channels(c, layer.group_count, layer.out_type.nchw[1], k0, k1)
-
-
 def _conv_channels(c: int, g: int, k: int, k0: int, k1: int) -> tuple[int, int]:
-    """`conv_channels` of a convolution with C = `c` inputs, K = `k` outputs and g groups."""
+    """Input channels output channels k0..k1 of a convolution with C = `c` inputs, K = `k`
+    outputs and g groups read: all of them, or with g groups those of the groups k0..k1 fall
+    in (group k // (K/g) reads channels [group * C/g, (group+1) * C/g))."""
     k_per, c_per = k // g, c // g
     return (k0 // k_per) * c_per, (k1 // k_per + 1) * c_per - 1
 
 
-def lrn_channels(layer: dnn.LrnOp, c0: int, c1: int) -> tuple[int, int]:
-    """Input channels an LRN's output channels c0..c1 read: their channel windows, clipped."""
-    before, after = layer.channel_reach
-    channels = dnn.fmap(layer.inputs[0]).nchw[1]
+def _lrn_channels(before: int, after: int, channels: int, c0: int,
+                  c1: int) -> tuple[int, int]:
+    """Input channels an LRN's output channels c0..c1 read (reaching `before` and `after`
+    channels over `channels`): their channel windows, clipped."""
     return max(0, c0 - before), min(channels - 1, c1 + after)
 
 
-def shuffled_channels(layer: dnn.ChannelShuffleOp, c0: int, c1: int) -> tuple[int, int]:
-    """The first and last input channel a channel shuffle's outputs c0..c1 come from."""
-    return _shuffled_channels(layer.group_count, dnn.fmap(layer.inputs[0]).nchw[1], c0, c1)
-
-
 def _shuffled_channels(g: int, channels: int, c0: int, c1: int) -> tuple[int, int]:
-    """`shuffled_channels` with g groups over `channels` input channels. Output c = j*g + i is
-    input i*(C/g) + j: per residue i (at most g of them) the outputs with that residue run from
-    j_first to j_last, so the bounds come from at most g residues, not from every channel of
-    the range."""
+    """The first and last input channel a channel shuffle's outputs c0..c1 come from, with g
+    groups over `channels` input channels. Output c = j*g + i is input i*(C/g) + j: per
+    residue i (at most g of them) the outputs with that residue run from j_first to j_last, so
+    the bounds come from at most g residues, not from every channel of the range."""
     per = channels // g
     first, last = None, None
     for c in range(c0, min(c1, c0 + g - 1) + 1):
@@ -314,9 +304,8 @@ def input_box(layer: dnn.LayerOp, index: int, out: Box, facts: tuple | None = No
         first, last = _shuffled_channels(*params, c0, c1)
         return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
     if rule == _LRN:
-        before, after, channels = params
-        return ([n0, max(0, c0 - before), h0, w0],
-                [n1, min(channels - 1, c1 + after), h1, w1]), no_pad
+        first, last = _lrn_channels(*params, c0, c1)
+        return ([n0, first, h0, w0], [n1, last, h1, w1]), no_pad
     if rule == _DENSE:
         return ([n0, 0, 0, 0], [n1, shape[1] - 1, shape[2] - 1, shape[3] - 1]), no_pad
     if rule == _MATMUL:
