@@ -131,7 +131,7 @@ TARGETS: tuple[TargetInfo, ...] = (
                Flag("--message-size", "message size for the cost model, e.g. 1MB, 64K, 4096 "
                     "(default 1MB)", metavar="BYTES"),
                Flag("--mscclpp-hw", "GPU whose description the cost model uses (default "
-                    "h100; see compiler/devices)", default="h100", metavar="GPU"))),
+                    "h100; see devices)", default="h100", metavar="GPU"))),
     TargetInfo("cpu", "C++17 program running an ARK plan on CPU threads (a directory)",
                "backends.cpu", writes_directory=True),
     TargetInfo("cuda", "CUDA host program and persistent kernel of an ARK plan (a directory)",

@@ -14,10 +14,10 @@ from xdsl.dialects.builtin import ModuleOp, NoneAttr
 from xdsl.ir import Attribute
 
 from backends.json_format import MODEL_DEPTH, denser_json
-from compiler.diagnostics import PlancError
 from dialects import ark
 from dialects.json_value import dict_value
 from dialects.utils import single_root
+from ground.diagnostics import PlancError
 
 
 def buffer_json(buffer: ark.BufferAttr) -> dict[str, Any]:

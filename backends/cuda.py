@@ -37,8 +37,8 @@ from backends.plan_cxx import (
     range_args,
     runtime_files,
 )
-from compiler.diagnostics import PlancError, UsageError
 from dialects import plan
+from ground.diagnostics import PlancError, UsageError
 
 WARP_SIZE = 32
 MAX_THREADS_PER_BLOCK = 1024

@@ -9,7 +9,6 @@ StyledWriter layout, which Gemini's own tools write.
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import add
@@ -34,10 +33,11 @@ from backends.jsoncpp import (
     styled_json,
     write_value,
 )
-from compiler.diagnostics import PlancError, UsageError
 from dialects import gemini
 from dialects.gemini import Kind
 from dialects.json_value import dict_value
+from ground.diagnostics import PlancError, UsageError
+from targets.gemini.model import check_bandwidth
 
 
 def schedule_pipeline(options: argparse.Namespace, rebatch: bool = True) -> str:
@@ -87,10 +87,10 @@ def retry(error: Exception, options: argparse.Namespace) -> argparse.Namespace |
     need more on one core (a layer cut by rows after one cut by samples gathers every sample's
     rows), and then gemini-dram-order finds a workload whose data overflow L2. The whole
     schedule is planned again with 3/4 of the budget (ResNet-34 at batch 16 on 2x2 overflowed
-    at the default 55% of L2 and fits at 41%), up to `compiler.driver.MAX_RETRIES` times. A
+    at the default 55% of L2 and fits at 41%), up to `compiler.pipeline.MAX_RETRIES` times. A
     budget the user gave with --l2-budget is kept: the error stands."""
-    from compiler.gemini_model import GeminiHardware
-    from compiler.gemini_plan import L2Overflow
+    from targets.gemini.model import GeminiHardware
+    from targets.gemini.plan import L2Overflow
 
     tried = getattr(options, "l2_retries", 0)
     if not isinstance(error, L2Overflow) or (tried == 0 and
@@ -113,13 +113,6 @@ DEFAULT_BUFFER = 8 * 1024 * 1024
 DEFAULT_DRAM_BW = 16.0
 INT64_MAX = 2**63 - 1
 """The IR records sizes and batches as i64: a larger option was an internal error."""
-
-
-def check_bandwidth(bandwidth: float) -> None:
-    """`--dram-bw` is a finite positive number of GB/s: NaN passed `<= 0` and then failed
-    turning cycles into integers (an internal error)."""
-    if not (math.isfinite(bandwidth) and bandwidth > 0):
-        raise UsageError(f"--dram-bw: expected a positive bandwidth in GB/s, got {bandwidth}")
 
 
 def pass_float(value: float) -> str:

@@ -14,9 +14,9 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from compiler.diagnostics import PlancError
 from dialects import dnn
 from dialects.json_value import dict_value
+from ground.diagnostics import PlancError
 
 STANDARD_KEYS = ("layer_index", "name", "operation", "input_dtype", "output_dtype",
                  "input_shape", "output_shape", "previous_layer", "next_layer")

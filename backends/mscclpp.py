@@ -14,7 +14,6 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from backends.json_format import indented_json
-from compiler.diagnostics import PlancError, UsageError
 from dialects import mscclpp as ms
 from dialects.json_value import dict_value
 from frontends.mscclpp_schema import (
@@ -25,6 +24,7 @@ from frontends.mscclpp_schema import (
     spellings_value,
     write_object,
 )
+from ground.diagnostics import PlancError, UsageError
 
 
 def _int(attr) -> int:
@@ -243,7 +243,7 @@ def emit(module: ModuleOp, options: Namespace) -> str:
 
 
 def synthesize(options: Namespace) -> ModuleOp:
-    from compiler.collectives.synthesis import synthesize_from_options
+    from targets.mscclpp.selection import synthesize_from_options
 
     if getattr(options, "collective", None) is None:
         raise UsageError("--target mscclpp needs an INPUT file, or --collective (with --ranks "

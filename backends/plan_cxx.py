@@ -34,12 +34,12 @@ from importlib import resources
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.base_printer import BasePrinter
 
-from compiler.cost_model import refuse_impossible_grid
-from compiler.diagnostics import PlancError
-from compiler.locations import source_path
-from compiler.model_outputs import final_outputs
 from dialects import ark, plan
-from passes.byte_regions import ByteRegion, covered_by_union
+from dialects.locations import source_path
+from ground.diagnostics import PlancError
+from targets.ark.byte_regions import ByteRegion, covered_by_union
+from targets.ark.cost_model import refuse_impossible_grid
+from targets.ark.model_outputs import final_outputs
 
 RUNTIME_DIR = "runtime"
 RUNTIME_HEADERS = ("planc_types.h", "planc_kernels.h", "planc_host.h")
@@ -287,7 +287,7 @@ class PlanPrinter(BasePrinter):
 
     def output_files(self) -> list[TensorFile]:
         """Results no operator uses and no later operator overwrites through another view
-        (`compiler.model_outputs.final_outputs`): what the plan computes for its user."""
+        (`targets.ark.model_outputs.final_outputs`): what the plan computes for its user."""
         return [TensorFile(value.type, self.offset(value.type))
                 for value in final_outputs(self.model_order())]
 

@@ -220,7 +220,7 @@ class _PlanText:
         props = tg.properties
         extra = props.get("extra")
         if extra is not None and extra.data:
-            from backends.ark_plan import task_group_json
+            from backends.plan_json import task_group_json
 
             return _I6 + compact(task_group_json(tg))
         return (f'{_I6}{{"TaskId":{props["task_id"].value.data},"TaskRange":'

@@ -35,8 +35,8 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from backends.plan_cxx import comment_text
-from compiler.diagnostics import PlancError
 from dialects import metalium as mt
+from ground.diagnostics import PlancError
 
 RUNTIME_HEADER = "planc_tt_host.hpp"
 HOST_INCLUDES = ("cstdint", "memory", "string", "vector", "tt-metalium/host_api.hpp",
@@ -405,7 +405,7 @@ def emit_sources(module: ModuleOp) -> dict[str, str]:
 
 def pipeline(source_format: str, options: Namespace) -> str:
     from backends.tt_plan import lowering_pipeline
-    from compiler.tt_device import device_named
+    from devices.tt import device_named
 
     arch = device_named(getattr(options, "arch", None)).name
     lower = f"tt-to-metalium{{arch={arch}}}"

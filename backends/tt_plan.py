@@ -20,9 +20,9 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from backends.ark_model import operator_json
-from compiler.diagnostics import PlancError
 from dialects import tt
 from dialects.json_value import dict_value
+from ground.diagnostics import PlancError
 
 # ---------------------------------------------------------------------------------------------
 # Plans as JSON values
@@ -124,7 +124,7 @@ def emit_plans(module: ModuleOp) -> str:
 
 def lowering_pipeline(options: Namespace) -> str:
     """The passes turning an ARK model into scheduled plans, configured by the TT flags."""
-    from compiler.tt_device import device_named, parse_grid
+    from devices.tt import device_named, parse_grid
 
     device = device_named(getattr(options, "arch", None))
     grid = parse_grid(getattr(options, "grid", None), device)

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compiler.diagnostics import PlancError  # noqa: E402
+from ground.diagnostics import PlancError  # noqa: E402
 from tests.sched.aliasing_models import random_model  # noqa: E402
 from tests.sched.test_aliasing import assert_plans_compute, assert_tt_computes  # noqa: E402
 from tests.sched.test_cpu_programs import check_program  # noqa: E402

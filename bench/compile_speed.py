@@ -67,8 +67,8 @@ start = time.process_time()
 gc.disable()
 from argparse import Namespace
 from compiler.context import planc_context
-from compiler.json_reader import load_json_file
-from compiler.locations import verify_module
+from ground.json_reader import load_json_file
+from dialects.locations import verify_module
 from frontends import detect_format
 from passes.ark_plan import ArkPlanPass
 from backends.ark_plan import emit

@@ -35,10 +35,10 @@ import numpy as np  # noqa: E402
 
 from backends.ark_plan import single_plan  # noqa: E402
 from backends.cpu import BUILD  # noqa: E402
-from compiler import dtypes  # noqa: E402
 from compiler.driver import main as planc  # noqa: E402
-from compiler.model_interpreter import evaluate, run_model  # noqa: E402
 from dialects import ark  # noqa: E402
+from ground import dtypes  # noqa: E402
+from targets.ark.model_interpreter import evaluate, run_model  # noqa: E402
 from tests.codegen import plans, programs  # noqa: E402
 from tests.sched.test_cpu_programs import program_inputs as cut_inputs  # noqa: E402
 

@@ -6,7 +6,7 @@
 For every corpus pair (the frontend layer description of an INT8 ResNet and the scheduler IR
 Gemini made from it: batch 1, one core, 8 MB L2, 16 GB/s) it schedules the description with
 planc at each batch size and prints ratios planc / Gemini, all measured by the same code
-(`compiler.gemini_simulator.schedule_metrics`) on both IRs:
+(`targets.gemini.simulator.schedule_metrics`) on both IRs:
 
 * compute: the sum of the workloads' `time` (each IR's own figures);
 * compute (same model): against Gemini's workloads re-timed by planc's cycle model, so that
@@ -53,14 +53,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backends.gemini import emit, schedule_pipeline  # noqa: E402
-from compiler import gemini_model as model  # noqa: E402
-from compiler.driver import run_pipeline  # noqa: E402
-from compiler.gemini_simulator import Metrics, schedule_metrics  # noqa: E402
-from compiler.json_reader import load_json_file  # noqa: E402
-from compiler.locations import verify_module  # noqa: E402
+from compiler.pipeline import run_pipeline  # noqa: E402
 from dialects import gemini as gemini_dialect  # noqa: E402
+from dialects.locations import verify_module  # noqa: E402
 from frontends.gemini_ir import import_document as import_ir  # noqa: E402
 from frontends.gemini_layers import import_document as import_layers  # noqa: E402
+from ground.json_reader import load_json_file  # noqa: E402
+from targets.gemini import model  # noqa: E402
+from targets.gemini.simulator import Metrics, schedule_metrics  # noqa: E402
 
 BANDWIDTH = 16.0
 BUFFER = model.GeminiHardware.buffer_bytes

@@ -9,7 +9,7 @@ lower bound of an allreduce over point-to-point links (launch + one hop +
 2(p-1)/p n / link bandwidth; NVLS reduces in the switch and can beat it). Then, for every
 allreduce plan of the upstream corpus (2 and 4 ranks), the ratio of planc's pick for the same
 rank count to that plan's modeled time (below 1: planc's is faster). Everything is the cost
-model's (`compiler.collectives.cost`), measured in this run; nothing here is a hardware
+model's (`targets.mscclpp.cost`), measured in this run; nothing here is a hardware
 measurement.
 """
 
@@ -24,16 +24,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.collectives.cost import (  # noqa: E402
+from frontends.mscclpp import import_document  # noqa: E402
+from ground.json_reader import load_json_file  # noqa: E402
+from targets.mscclpp.cost import (  # noqa: E402
     hardware_named,
     lower_bound,
     model_time,
     padded_message,
 )
-from compiler.collectives.selection import candidates, fastest, modeled  # noqa: E402
-from compiler.collectives.synthesis import Spec  # noqa: E402
-from compiler.json_reader import load_json_file  # noqa: E402
-from frontends.mscclpp import import_document  # noqa: E402
+from targets.mscclpp.selection import candidates, fastest, modeled  # noqa: E402
+from targets.mscclpp.synthesis import Spec  # noqa: E402
 
 SIZES = [2**k for k in range(10, 31)]
 

@@ -31,14 +31,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 from roofline import model_bound, plan_seconds  # noqa: E402
 
 from backends.ark_plan import model_pipeline, single_plan  # noqa: E402
-from compiler.diagnostics import PlancError  # noqa: E402
-from compiler.driver import run_pipeline, without_garbage_collection  # noqa: E402
-from compiler.hardware import gpu_device  # noqa: E402
-from compiler.json_reader import load_json_file  # noqa: E402
-from compiler.plan_simulator import simulate  # noqa: E402
+from compiler.pipeline import run_pipeline, without_garbage_collection  # noqa: E402
+from devices.hardware import gpu_device  # noqa: E402
 from frontends.ark_model import import_document  # noqa: E402
 from frontends.model_builder import ModelBuilder  # noqa: E402
 from frontends.model_zoo import llama_decoder_layer  # noqa: E402
+from ground.diagnostics import PlancError  # noqa: E402
+from ground.json_reader import load_json_file  # noqa: E402
+from targets.ark.plan_simulator import simulate  # noqa: E402
 
 
 def matmul_model(m: int, n: int, k: int):

@@ -1,6 +1,6 @@
 """A plain roofline of ARK plans, independent of planc's cost model.
 
-planc's cost model (compiler/cost_model.py) charges every task a fixed overhead and a memory
+planc's cost model (targets/ark/cost_model.py) charges every task a fixed overhead and a memory
 latency per operator, and models per-processor bandwidth and warp occupancy; those terms are
 assumptions, and a planner tuned against them could win only under them. This model has none:
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from compiler.hardware import GpuDevice
+from devices.hardware import GpuDevice
 from dialects import ark, plan
 
 

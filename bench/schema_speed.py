@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.driver import without_garbage_collection  # noqa: E402
-from compiler.json_reader import load_json_file  # noqa: E402
+from compiler.pipeline import without_garbage_collection  # noqa: E402
 from frontends import detect_format, schemas  # noqa: E402
+from ground.json_reader import load_json_file  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 

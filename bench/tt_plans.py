@@ -2,7 +2,7 @@
 
     python bench/tt_plans.py [--arch wormhole_b0] [--grid 8x8]
 
-For each workload, the modeled time (compiler.tt_schedule's cost model) of every partition
+For each workload, the modeled time (targets.tt.schedule's cost model) of every partition
 strategy and of `auto`, as a ratio to row_major, TileLang-TT's default, measured in the same
 run; and the wall time of lowering the model to plans (tt-tile, tt-partition, tt-place).
 Ratios below 1 mean faster than TileLang-TT's partition. Never part of the test run.
@@ -17,14 +17,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.driver import run_pipeline  # noqa: E402
-from compiler.json_reader import load_json_file  # noqa: E402
-from compiler.tt_device import device_named, parse_grid  # noqa: E402
-from compiler.tt_kernels import kernel_buffers, kernel_geometry  # noqa: E402
-from compiler.tt_schedule import kernel_cost  # noqa: E402
+from compiler.pipeline import run_pipeline  # noqa: E402
+from devices.tt import device_named, parse_grid  # noqa: E402
+from dialects.tt_kernels import kernel_buffers, kernel_geometry  # noqa: E402
 from frontends.ark_model import import_document  # noqa: E402
 from frontends.model_builder import ModelBuilder  # noqa: E402
+from ground.json_reader import load_json_file  # noqa: E402
 from passes.tt_partition import STRATEGIES, choose_strategy, partition_tiles  # noqa: E402
+from targets.tt.schedule import kernel_cost  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

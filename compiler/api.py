@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from backends import make_options, target_named
 from compiler.checking import CheckReport, check_file, check_module
-from compiler.diagnostics import PlancError
 from frontends import InputFormat, format_named, format_of_root, load_hook
+from ground.diagnostics import PlancError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -45,7 +45,7 @@ class SimulationResult:
 
 def load(path: str | Path, *, format: str | None = None) -> ModuleOp:
     """Import and verify the document at `path` (its format detected unless named)."""
-    from compiler.driver import load_input
+    from compiler.pipeline import load_input
 
     return load_input(str(path), format)[1]
 
@@ -64,8 +64,8 @@ def compile(source: ModuleOp | str | Path, target: str, *, pipeline: str | None 
     """Compile `source` (a path or an imported module) for `target`, as `planc SOURCE
     --target TARGET` does; returns the text, or {relative path: text} for targets that write
     a directory, and also writes it to `output` when given (atomically)."""
-    from compiler.driver import lower, without_garbage_collection
     from compiler.output import write_product
+    from compiler.pipeline import lower, without_garbage_collection
 
     info = target_named(target)
     if info is None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from backends import make_options
-from compiler.diagnostics import PlancError
-from compiler.findings import ERROR, WARNING, Finding, from_error, from_warnings
+from dialects.findings import ERROR, WARNING, Finding, from_error, from_warnings
 from frontends import InputFormat, load_hook
+from ground.diagnostics import PlancError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -56,7 +56,7 @@ class CheckReport:
 
 def check_file(path: str, options: Any = None, forced: str | None = None) -> CheckReport:
     """All findings about the document at `path`."""
-    from compiler.driver import import_file
+    from compiler.pipeline import import_file
 
     try:
         fmt, module = import_file(path, forced)
@@ -71,7 +71,7 @@ def check_file(path: str, options: Any = None, forced: str | None = None) -> Che
 
 def check_module(fmt: InputFormat, module: ModuleOp, options: Any = None) -> CheckReport:
     """All findings about an imported (not yet verified) document of format `fmt`."""
-    from compiler.locations import verify_all
+    from dialects.locations import verify_all
     from dialects.utils import collecting_warnings
 
     options = options if options is not None else make_options("check")

@@ -27,13 +27,13 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from backends import TARGETS, TargetInfo, all_flags, flags_of, make_options, takers, target_named
-from compiler.diagnostics import PlancError, UsageError
-from frontends import FORMATS, InputFormat, detect_format, format_named, format_of_root, load_hook
+from compiler.pipeline import load_input, load_inputs, lower, without_garbage_collection
+from frontends import FORMATS, load_hook
+from ground.diagnostics import PlancError, UsageError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -89,7 +89,7 @@ def _add_common_options(parser: argparse.ArgumentParser, json_help: str | None) 
 def configure_output(args: argparse.Namespace) -> None:
     """-q silences progress lines; -v sends the `planc` loggers to stderr. Library users
     configure the `planc` logger themselves; planc adds its handler only when asked."""
-    from compiler import progress
+    from ground import progress
 
     progress.QUIET = bool(getattr(args, "quiet", False))
     logger = logging.getLogger("planc")
@@ -170,7 +170,7 @@ def compile_parser() -> argparse.ArgumentParser:
 
 
 def tune_parser() -> argparse.ArgumentParser:
-    from compiler.tune.search import OBJECTIVES, STRATEGIES
+    from compiler.tune_search import OBJECTIVES, STRATEGIES
 
     parser = ArgumentParser(
         prog=f"{PROG} tune", description="Explore a target's decisions (a declared search "
@@ -266,8 +266,8 @@ def schema_parser() -> argparse.ArgumentParser:
 
 
 def schema_command(args: argparse.Namespace) -> int:
-    from compiler.json_reader import load_json_file
     from frontends import schemas
+    from ground.json_reader import load_json_file
 
     if args.name is None:
         print("\n".join(f"{name:<17} {summary}" for name, summary in schemas.SCHEMAS.items()))
@@ -322,180 +322,6 @@ def _version() -> str:
         return version("planc")
     except Exception:  # noqa: BLE001 -- running from a source tree without metadata
         return "unknown"
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading inputs
-# ---------------------------------------------------------------------------------------------
-
-
-def load_input(path: str, forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
-    """Import `path` into IR and verify it; the format is detected unless `forced`."""
-    from compiler.locations import verify_module
-
-    fmt, module = import_file(path, forced)
-    try:
-        verify_module(module)
-    except PlancError as e:
-        raise e.in_file(path) from None
-    return fmt, module
-
-
-def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
-    """Import `path` into IR without verifying it."""
-    if path.endswith(".mlir"):
-        return _load_mlir(path)
-    if path.endswith(".onnx"):
-        return _load_onnx(path)
-    from compiler.json_reader import load_json_file
-
-    doc = load_json_file(path)
-    fmt = format_named(forced) if forced else detect_format(doc.value)
-    if fmt is None:
-        known = ", ".join(f.name for f in FORMATS)
-        raise PlancError(f"cannot tell the format of this document (known formats: "
-                         f"{known}); name it with --from", path="$", file=path)
-    try:
-        return fmt, fmt.read(doc)
-    except PlancError as e:
-        raise e.in_file(path) from None
-
-
-def _load_onnx(path: str) -> tuple[InputFormat, ModuleOp]:
-    """An ONNX model: an ARK model, or a Gemini layer graph for convolutional networks."""
-    from frontends.onnx_model import import_onnx
-
-    module = import_onnx(path)
-    return format_of_root(module.ops.first.name), module
-
-
-def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError, VerifyException
-
-    from compiler.context import planc_context
-    from compiler.locations import parse_error_message
-
-    try:
-        text = open(path, encoding="utf-8").read()
-    except OSError as e:
-        raise PlancError(f"cannot read: {e.strerror}", file=path) from None
-    parser = Parser(planc_context(), text, name=path)
-    try:
-        module = parser.parse_module()
-    except ParseError as e:
-        raise PlancError(f"invalid IR: {parse_error_message(e)}") from None
-    except VerifyException as e:
-        # An attribute's own rules run when the parser builds it (a Gemini destination
-        # with a number for its layer name): reported where the parser stopped.
-        line = text.count("\n", 0, parser.pos) + 1
-        column = parser.pos - text.rfind("\n", 0, parser.pos)
-        message = " ".join(str(e).split())
-        raise PlancError(f"invalid IR: {path}:{line}:{column}: {message}") from None
-    roots = [op.name for op in module.ops]
-    fmt = next((f for f in map(format_of_root, roots) if f is not None), None)
-    if fmt is None:
-        raise PlancError(f"no planc document in this IR (top-level ops: {', '.join(roots)})",
-                         file=path)
-    return fmt, module
-
-
-# ---------------------------------------------------------------------------------------------
-# Compiling
-# ---------------------------------------------------------------------------------------------
-
-
-def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
-                 verify_each: bool | None = None) -> list[tuple[str, float]]:
-    """Apply the pass pipeline `spec` to `module` and verify the result. With `verify_each`
-    (`--verify-each`, `PLANC_VERIFY_EACH=1`, or printing the IR after every pass) the IR is
-    verified after every pass, which names the pass that broke it; by default only after the
-    last one, since whole-module verification of intermediate IR was half of a 4x4 Gemini
-    compile and every pass's result reaches the final verification anyway. Each pass's time
-    is logged at INFO on the `planc.pipeline` logger (`planc -v`); on a terminal a progress
-    line names the pass that runs. Returns (pass, seconds) per pass."""
-    if not spec:
-        return []
-    if verify_each is None:
-        verify_each = bool(os.environ.get("PLANC_VERIFY_EACH"))
-    verify_each = verify_each or print_ir
-    from time import perf_counter
-
-    from xdsl.passes import PassPipeline
-
-    from compiler.context import planc_context
-    from compiler.locations import verify_module
-    from compiler.progress import Stages
-    from passes import get_all_passes
-
-    clock = [perf_counter()]
-    timings: list[tuple[str, float]] = []
-
-    def after_each(previous, module: ModuleOp, following) -> None:
-        if previous is not None:
-            ran = perf_counter()
-            if verify_each or following is None:
-                verify_module(module)
-            LOG.info("pass %s: %.3f s (verify %.3f s)", previous.name, ran - clock[0],
-                     perf_counter() - ran)
-            timings.append((previous.name, perf_counter() - clock[0]))
-            stages.done()
-            if print_ir:
-                from backends.mlir import print_module  # xDSL's printer, only when asked
-
-                sys.stderr.write(f"// -----// IR Dump After {previous.name} //----- //\n")
-                sys.stderr.write(print_module(module))
-        if following is not None:
-            stages.start(following.name)
-        clock[0] = perf_counter()
-
-    from xdsl.utils.exceptions import ArgSpecParseError
-
-    available = get_all_passes()
-    try:
-        pipeline = PassPipeline.parse_spec(available, spec, after_each)
-    # xDSL reports spec errors as assorted exceptions; a syntax error's class derives from
-    # BaseException alone (`--pipeline 'ark-compress{'` was a traceback), and its text spans
-    # several lines (the spec and a caret under the fault).
-    except (Exception, ArgSpecParseError) as e:  # noqa: BLE001
-        raise UsageError(f"--pipeline: {' '.join(str(e).split())} (known passes: "
-                         f"{', '.join(sorted(available))})") from None
-    with Stages(len(pipeline.passes), "pipeline") as stages:
-        pipeline.apply(planc_context(), module)
-    return timings
-
-
-@contextmanager
-def without_garbage_collection() -> Iterator[None]:
-    """Pause Python's cycle collector: IR is a large graph of cyclic objects, which makes
-    every collection walk all of it, so compile time grows quadratically with model size."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def load_inputs(paths: list[str], forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
-    """Several documents of one format as one module; each top-level op is marked with its
-    file (`planc.file`) so that errors found later can name it."""
-    from xdsl.dialects.builtin import StringAttr
-
-    loaded = [(path, *load_input(path, forced)) for path in paths]
-    first_path, fmt, combined = loaded[0]
-    for path, other, _ in loaded[1:]:
-        if other is not fmt:
-            raise UsageError(f"all inputs must be of one format: {first_path} is {fmt.name}, "
-                             f"{path} is {other.name}")
-    for path, _, module in loaded:
-        for op in list(module.ops):
-            op.attributes["planc.file"] = StringAttr(path)
-            if module is not combined:
-                op.detach()
-                combined.body.block.add_op(op)
-    return fmt, combined
 
 
 def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo, options: Any,
@@ -577,39 +403,6 @@ def compile_command(args: argparse.Namespace) -> int:
                           "seconds": seconds,
                           "passes": [{"name": n, "seconds": round(t, 6)} for n, t in passes]}))
     return 0
-
-
-MAX_RETRIES = 4
-"""Attempts a backend's `retry` may add (each one loads and plans the input again)."""
-
-
-def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: Any,
-          pipeline: str | None, steps: dict[str, float] | None = None,
-          **run: Any) -> tuple[list[tuple[str, float]], Any]:
-    """Load the input (`load(options)` gives its format and a fresh module), run the target's
-    pipeline (or `pipeline`) and emit: ((pass, seconds) per pass, the product). A backend with
-    `retry(error, options)` may answer an error of its pipeline with options for another
-    attempt (Gemini plans again with a smaller L2 budget when a cut overflows L2); an explicit
-    `--pipeline` is run as given."""
-    from time import perf_counter
-
-    steps = {} if steps is None else steps
-    retry = getattr(backend, "retry", None) if pipeline is None else None
-    attempts = 0
-    while True:
-        source, module = load(options)
-        spec = pipeline if pipeline is not None else backend.pipeline(source, options)
-        steps["pipeline"] = perf_counter()
-        try:
-            passes = run_pipeline(module, spec, **run)
-            steps["emit"] = perf_counter()
-            return passes, backend.emit(module, options)
-        except PlancError as e:
-            again = retry(e, options) if retry is not None and attempts < MAX_RETRIES else None
-            if again is None:
-                raise
-            LOG.info("%s; planning again with %s", e.message, again.retry_note)
-            options, attempts = again, attempts + 1
 
 
 def _step_seconds(starts: dict[str, float], end: float) -> dict[str, float]:

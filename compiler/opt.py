@@ -30,14 +30,14 @@ from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from backends import TARGETS, TargetInfo, make_options
-from compiler.diagnostics import PlancError
 from dialects import get_all_dialects
+from ground.diagnostics import PlancError
 from passes import get_all_passes
 
 
 def _import_json(stream: IO[bytes]) -> ModuleOp:
-    from compiler.json_reader import parse_json
     from frontends import detect_format
+    from ground.json_reader import parse_json
 
     doc = parse_json(stream.read().decode("utf-8"))
     fmt = detect_format(doc.value)
@@ -150,7 +150,7 @@ def user_error(e: BaseException) -> str | None:
         VerifyException,
     )
 
-    from compiler.locations import parse_error_message
+    from dialects.locations import parse_error_message
 
     if isinstance(e, PlancError):
         return str(e)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from compiler.diagnostics import PlancError
+from ground.diagnostics import PlancError
 
 # What a target produces: the text of one file, or {relative path: text} for a directory.
 Product = str | bytes | Mapping[str, str]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from compiler.diagnostics import PlancError
+from ground.diagnostics import PlancError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -92,9 +92,9 @@ def pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
 
 
 def ark_plan_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
-    from compiler.cost_model import plan_cost
-    from compiler.plan_simulator import plan_device, single
     from dialects import ark
+    from targets.ark.cost_model import plan_cost
+    from targets.ark.plan_simulator import plan_device, single
 
     p = single(module)
     device, _ = plan_device(p, arch)

@@ -249,7 +249,7 @@ class _QuickVerify:
     """Plan ops verify themselves at a fraction of the generic cost: `verify_quickly()` checks
     the op's `FORM` and, when it holds, runs the op's own rules (`own_rules`, which `verify_`
     runs too) and says True; it says False, having checked nothing, when the generic
-    verification must decide (`compiler.locations.verify_module` and `verify_children` then
+    verification must decide (`dialects.locations.verify_module` and `verify_children` then
     run it). A plan of 10k operators has 12k of these ops."""
 
     FORM: ClassVar[_Form]
@@ -636,7 +636,7 @@ class PlanOp(IRDLOperation):
         """What one processor of the plan's Architecture offers (None when unknown)."""
         if self.arch_name is None:
             return None
-        from compiler.hardware import architecture_limits
+        from devices.hardware import architecture_limits
 
         return architecture_limits(self.arch_name)
 
@@ -1231,7 +1231,7 @@ def task_executions(p: PlanOp) -> int:
 def refuse_too_many_tasks(p: PlanOp, what: str) -> None:
     count = task_executions(p)
     if count > MAX_TASK_EXECUTIONS:
-        from compiler.diagnostics import PlancError
+        from ground.diagnostics import PlancError
 
         raise PlancError(f"the plan runs {count:,} tasks, more than the {MAX_TASK_EXECUTIONS:,} "
                          f"{what} handles (planc check decides its rules symbolically at any "

@@ -5,7 +5,7 @@ run which tiles when, and where tensors live in device memory:
 
 * `sched.schedule` holds the model graph (the `ark` operators and views, in one flat block as in
   `ark.model`) and the schedule ops below; `device` names the hardware description
-  (`compiler.hardware`) that tiling and partitioning were done for.
+  (`devices.hardware`) that tiling and partitioning were done for.
 * A *kernel* is a group of fused operators that run tile by tile: for every tile index, each of
   its operators computes its own tile of output, in block order. `sched.kernel` declares one
   (`kind`: matmul, rows, elementwise, transpose or single); its operators are the `ark` ops whose

@@ -475,7 +475,7 @@ class KernelOp(JsonObjectOp):
         return next(op for op in self.body.block.ops if isinstance(op, ark.ArkOp))
 
     def buffer_names(self) -> list[str]:
-        from compiler.tt_kernels import kernel_buffers
+        from dialects.tt_kernels import kernel_buffers
 
         return list(kernel_buffers(self.operator))
 
@@ -484,7 +484,7 @@ class KernelOp(JsonObjectOp):
         return f"{op.ark_type} '{op.label.data}'"
 
     def check(self) -> None:
-        from compiler.tt_kernels import NotAKernel, kernel_geometry
+        from dialects.tt_kernels import NotAKernel, kernel_geometry
 
         operators = [op for op in self.body.block.ops if isinstance(op, ark.ArkOp)]
         others = [op for op in self.body.block.ops

@@ -24,8 +24,8 @@ from xdsl.irdl.operations import AttrSizedSegments
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.diagnostics import PlancError
 from dialects.fast_verify import verify_op
+from ground.diagnostics import PlancError
 
 RootT = TypeVar("RootT", bound=Operation)
 AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)

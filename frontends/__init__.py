@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
-    from compiler.json_reader import JsonNode
+    from ground.json_reader import JsonNode
 
 
 def _has(*keys: str) -> Callable[[Any], bool]:
@@ -90,32 +90,32 @@ def _is_layer_description(doc: Any) -> bool:
 FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
-                simulate="compiler.model_interpreter:simulate_model",
+                simulate="targets.ark.model_interpreter:simulate_model",
                 describe="frontends.ark_model:describe", schema="ark-model"),
     InputFormat("ark-plan", "ARK plan file (tasks on processors, warps and SRAM)",
                 "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
-                simulate="compiler.plan_simulator:simulate_plan",
+                simulate="targets.ark.plan_simulator:simulate_plan",
                 describe="frontends.ark_plan:describe",
-                check="compiler.arkplan.check:check", schema="ark-plan"),
+                check="targets.ark.plan_check:check", schema="ark-plan"),
     InputFormat("tt", "Tenstorrent runtime plan (tt.plan.json, TileLang-TT)",
                 "frontends.tt_plan", _tt_plan, "tt.plans",
-                simulate="compiler.tt_simulator:simulate_plans",
+                simulate="targets.tt.simulator:simulate_plans",
                 describe="frontends.tt_plan:describe", schema="tt"),
     InputFormat("gemini-ir", "Gemini scheduler IR (*_stschedule.json)", "frontends.gemini_ir",
                 _has("buffersize", "xlen", "ylen"), "gemini.schedule",
-                simulate="compiler.gemini_simulator:simulate_schedule",
+                simulate="targets.gemini.simulator:simulate_schedule",
                 describe="frontends.gemini_ir:describe", schema="gemini-ir"),
     InputFormat("gemini-layers", "Gemini frontend layer description (DNN layers)",
                 "frontends.gemini_layers", _is_layer_description, "dnn.graph",
-                simulate="compiler.dnn_interpreter:simulate_graph",
+                simulate="targets.gemini.dnn_interpreter:simulate_graph",
                 describe="frontends.gemini_layers:describe", schema="gemini-layers"),
     InputFormat("mscclpp", "MSCCL++ execution plan (collective algorithm; seed or executor "
                 "schema)", "frontends.mscclpp",
                 lambda doc: isinstance(doc, dict) and "gpus" in doc
                 and ("collective" in doc or "protocol" in doc), "mscclpp.algorithm",
-                simulate="compiler.collectives.simulator:simulate_plan",
+                simulate="targets.mscclpp.simulator:simulate_plan",
                 describe="frontends.mscclpp:describe",
-                check="compiler.collectives.check:check", schema="mscclpp"),
+                check="targets.mscclpp.check:check", schema="mscclpp"),
 )
 
 

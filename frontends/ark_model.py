@@ -22,12 +22,12 @@ from xdsl.dialects.builtin import DictionaryAttr, IntAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.diagnostics import PlancError
-from compiler.json_reader import JsonNode
-from compiler.locations import json_location
 from dialects import ark
 from dialects.json_value import dict_attr
+from dialects.locations import json_location
 from dialects.utils import single_root
+from ground.diagnostics import PlancError
+from ground.json_reader import JsonNode
 
 # ---------------------------------------------------------------------------------------------
 # Tensors, buffers and arguments

@@ -14,12 +14,12 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.json_reader import JsonNode
-from compiler.locations import json_location
 from dialects import ark, plan
 from dialects.json_value import dict_attr
+from dialects.locations import json_location
 from dialects.utils import single_root
 from frontends.ark_model import TensorTable, read_operator
+from ground.json_reader import JsonNode
 
 PLAN_KEYS = frozenset(plan.PlanOp.HEADER_KEYS)
 TASK_KEYS = frozenset({"Id", "NumWarps", "SramBytes", "Ops"})

@@ -14,11 +14,11 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NoneAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.json_reader import JsonNode
-from compiler.locations import json_location
 from dialects import gemini
 from dialects.gemini import Field, Kind
 from dialects.json_value import dict_attr
+from dialects.locations import json_location
+from ground.json_reader import JsonNode
 
 DRAM_KEY = "-1"
 

@@ -19,10 +19,10 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.json_reader import JsonNode
-from compiler.locations import json_location
 from dialects import dnn
 from dialects.json_value import dict_attr
+from dialects.locations import json_location
+from ground.json_reader import JsonNode
 
 TYPED_KEYS = frozenset({"layer_index", "operation", "input_shape", "output_shape",
                         "input_dtype", "output_dtype", "previous_layer", "next_layer"})

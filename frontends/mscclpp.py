@@ -14,11 +14,9 @@ from typing import Any
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, IntegerAttr, ModuleOp, StringAttr, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region
 
-from compiler.diagnostics import one_of
-from compiler.json_reader import JsonNode
-from compiler.locations import json_location
 from dialects import mscclpp as ms
 from dialects.json_value import dict_attr
+from dialects.locations import json_location
 from frontends.mscclpp_schema import (
     EXECUTOR,
     OP_NAME_SPELLING,
@@ -28,6 +26,8 @@ from frontends.mscclpp_schema import (
     read_spelling_member,
     spellings_attr,
 )
+from ground.diagnostics import one_of
+from ground.json_reader import JsonNode
 
 MAX_COUNT = 2**31 - 1
 
@@ -341,7 +341,7 @@ def import_document(doc: JsonNode) -> ModuleOp:
     algorithm = importer.algorithm()
     if importer.schema == SEED:
         # `planc check` judges plans by what today's executor does, and today's executor
-        # reads the executor schema only (see compiler.collectives.check).
+        # reads the executor schema only (see targets.mscclpp.check).
         algorithm.attributes["planc.schema"] = StringAttr("seed")
     return ModuleOp([algorithm])
 

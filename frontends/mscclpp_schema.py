@@ -29,7 +29,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
 
-from compiler.json_reader import JsonNode
+from ground.json_reader import JsonNode
 
 EXECUTOR = "executor"
 SEED = "seed"

@@ -27,10 +27,10 @@ import numpy as np
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.ir import Block, Region, SSAValue
 
-from compiler.diagnostics import PlancError
 from dialects import dnn
 from frontends.onnx_model import HANDLERS as CONSTANT_FOLDING
 from frontends.onnx_model import OnnxImport, array_of, attributes
+from ground.diagnostics import PlancError
 
 DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 2: "uint8", 6: "int32"}
 FOLDED = ("Constant", "Shape", "ConstantOfShape", "Range", "Unsqueeze", "Squeeze", "Cast",

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.diagnostics import PlancError
 from dialects import ark
+from ground.diagnostics import PlancError
 
 # ONNX element types (TensorProto.DataType) and ARK's names for them.
 ARK_DTYPES = {1: "FP32", 10: "FP16", 16: "BF16", 6: "INT32", 3: "INT8", 2: "UINT8",
@@ -61,7 +61,7 @@ def read_bounded(path: str) -> bytes:
     planc keeps for every input (`MAX_INPUT_BYTES`)."""
     import stat
 
-    from compiler.json_reader import MAX_INPUT_BYTES
+    from ground.json_reader import MAX_INPUT_BYTES
 
     try:
         with open(path, "rb") as f:
@@ -98,20 +98,6 @@ def load(path: str) -> Any:
         return onnx.shape_inference.infer_shapes(model)
     except Exception:  # noqa: BLE001 -- shapes are then taken from the graph as written
         return model
-
-
-def import_onnx(path: str):
-    """The module of an ONNX file: an ARK model, or a dnn graph for convolutional networks."""
-    return import_model(load(path), path).module
-
-
-def import_model(model: Any, path: str = "model.onnx") -> OnnxImport:
-    ops = {node.op_type for node in model.graph.node}
-    if ops & CNN_OPERATORS:
-        from frontends.onnx_cnn import import_cnn
-
-        return import_cnn(model, path)
-    return ArkImporter(model, path).run()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 
-from compiler.json_reader import JsonNode
-from compiler.locations import json_location
 from dialects import tt
 from dialects.json_value import dict_attr
+from dialects.locations import json_location
 from frontends.ark_model import TensorTable, read_operator
+from ground.json_reader import JsonNode
 
 PLAN_KEYS = ("core_grid", "core_ranges", "work_partition", "layouts", "schema_version",
              "backend_version", "kernel")

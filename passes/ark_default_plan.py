@@ -29,11 +29,11 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import PlancError
-from compiler.hardware import GpuDevice, gpu_device
-from compiler.locations import source_path
+from devices.hardware import GpuDevice, gpu_device
 from dialects import ark, plan
 from dialects.json_value import dict_attr
+from dialects.locations import source_path
+from ground.diagnostics import PlancError
 from passes.ark_compress import remove_virtual_operators
 from passes.ark_to_sched import refuse_oversized
 

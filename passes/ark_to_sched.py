@@ -14,14 +14,14 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import PlancError
-from compiler.hardware import gpu_device
-from compiler.locations import source_path
+from devices.hardware import gpu_device
 from dialects import ark, sched
+from dialects.locations import source_path
 from dialects.utils import op_list
+from ground.diagnostics import PlancError
 from passes.ark_compress import remove_virtual_operators
 from passes.sched_graph import is_a, op_kind
-from passes.tensor_layouts import layout_of
+from targets.ark.tensor_layouts import layout_of
 
 
 def schedule_model(model: ark.ModelOp, device: str, kernels: bool = True,

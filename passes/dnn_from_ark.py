@@ -31,7 +31,7 @@ samples (network inputs and everything computed from them) gets a leading dim of
 Model inputs that are not weights become network inputs; results nobody reads become network
 outputs. Inputs and outputs record the ARK tensor they stand for (`ark.tensor`, and
 `ark.transposed` on weights stored transposed), so that the graph can be checked against the
-model (`compiler.gemini_equivalence`). What Gemini cannot express is refused with the
+model (`targets.gemini.equivalence`). What Gemini cannot express is refused with the
 operator's JSON path, the reason and the way out: communication ops and Embedding (run them on
 the host and cut the network there), views in a frame of their own over a strided source, and
 reads of a buffer that operators wrote through another view (Gemini layers produce whole, fresh
@@ -52,9 +52,9 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import PlancError
-from compiler.locations import source_path
 from dialects import ark, dnn
+from dialects.locations import source_path
+from ground.diagnostics import PlancError
 
 DTYPES = {"FP16": "float16", "FP32": "float32", "BF16": "bfloat16", "INT8": "int8",
           "UINT8": "uint8", "INT32": "int32", "UINT32": "uint32", "BYTE": "int8"}

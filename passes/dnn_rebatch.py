@@ -14,9 +14,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from compiler.diagnostics import PlancError
-from compiler.gemini_plan import graph_of
 from dialects import dnn
+from ground.diagnostics import PlancError
+from targets.gemini.plan import graph_of
 
 
 def rebatched(ftype: dnn.FmapType, batch: int) -> dnn.FmapType:

@@ -1,7 +1,7 @@
 """gemini-allocate-l2: the L2 snapshots of every workload and their addresses.
 
 On a schedule from the earlier passes, the pass lists, for every workload, the tensors in its
-core's L2 when it starts (`compiler.gemini_l2.plan_tensors`: inputs assembled from core blocks or
+core's L2 when it starts (`targets.gemini.l2.plan_tensors`: inputs assembled from core blocks or
 loaded from DRAM, staged weights, store staging), with `newly_added`, `cur_wl_ifmap`, sources,
 tensor ids and `tensor_order` (the DRAM queue position from gemini-dram-order, M for on-chip
 tensors), and gives each tensor an address by Gemini's allocator: lowest-address first fit at
@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 
-from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import L2Tensor, allocate, plan_tensors, take_over
-from compiler.gemini_plan import (
+from dialects import dnn, gemini
+from ground.diagnostics import PlancError
+from targets.gemini.l2 import L2Tensor, allocate, plan_tensors, take_over
+from targets.gemini.plan import (
     ORDER,
     HardwarePass,
     error_at,
@@ -32,7 +33,6 @@ from compiler.gemini_plan import (
     schedule_of,
     workload_step,
 )
-from dialects import dnn, gemini
 
 
 def reallocate(schedule: gemini.ScheduleOp) -> None:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler.gemini_plan import (
+from dialects import dnn
+from passes.gemini_group_layers import evaluate_segment, layer_facts
+from targets.gemini.plan import (
     GROUPS,
     SUB_BATCH,
     HardwarePass,
@@ -29,8 +31,6 @@ from compiler.gemini_plan import (
     set_int,
     source,
 )
-from dialects import dnn
-from passes.gemini_group_layers import evaluate_segment, layer_facts
 
 
 @dataclass(frozen=True)

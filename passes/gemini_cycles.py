@@ -5,7 +5,7 @@ channels at a time (`stream_tile_channels`; a tile whose weights exceed the WL0 
 along its input channels too, `stream_slices`); while tile i computes, tile i+1's weights load,
 so its time is `L + sum(max(c_i, L)) + c_last` with L the tile's WL0 load cycles. Every other
 workload is one tile. Tile cycles come from the calibrated roofline of
-`compiler.gemini_model`; DRAM stalls are not part of `time` (as in Gemini's IR; the simulator
+`targets.gemini.model`; DRAM stalls are not part of `time` (as in Gemini's IR; the simulator
 adds them).
 """
 
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr
 
-from compiler import gemini_model as model
-from compiler.gemini_l2 import weight_in_l2
-from compiler.gemini_model import Box, GeminiHardware
-from compiler.gemini_plan import OPERAND, HardwarePass, graph_of, layer_table, schedule_of
 from dialects import dnn, gemini
+from targets.gemini import model
+from targets.gemini.l2 import weight_in_l2
+from targets.gemini.model import Box, GeminiHardware
+from targets.gemini.plan import OPERAND, HardwarePass, graph_of, layer_table, schedule_of
 
 
 @dataclass

@@ -32,11 +32,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler import gemini_model as model
-from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import CoreTimeline, L2Tensor, hand_over, land, plan_tensors
-from compiler.gemini_model import GeminiHardware
-from compiler.gemini_plan import (
+from dialects import dnn, gemini
+from dialects.locations import source_path
+from ground.diagnostics import PlancError
+from passes.gemini_cycles import WorkloadPlan, plan_workload
+from targets.gemini import model
+from targets.gemini.l2 import CoreTimeline, L2Tensor, hand_over, land, plan_tensors
+from targets.gemini.model import GeminiHardware
+from targets.gemini.plan import (
     ISSUE,
     ORDER,
     HardwarePass,
@@ -47,9 +50,6 @@ from compiler.gemini_plan import (
     set_int,
     workload_step,
 )
-from compiler.locations import source_path
-from dialects import dnn, gemini
-from passes.gemini_cycles import WorkloadPlan, plan_workload
 
 
 class Occupancy:

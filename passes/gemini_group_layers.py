@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler import gemini_model as model
-from compiler.diagnostics import PlancError
-from compiler.gemini_model import GeminiHardware
-from compiler.gemini_plan import (
+from dialects import dnn
+from dialects.locations import source_path
+from ground.diagnostics import PlancError
+from targets.gemini import model
+from targets.gemini.model import GeminiHardware
+from targets.gemini.plan import (
     MESH,
     SEGMENT,
     HardwarePass,
@@ -39,8 +41,6 @@ from compiler.gemini_plan import (
     source,
     sources,
 )
-from compiler.locations import source_path
-from dialects import dnn
 
 MAX_SEGMENT_LAYERS = 96
 """Longest segment the search considers: the search grows at most this many segments from

@@ -29,9 +29,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler import gemini_model as model
-from compiler.gemini_model import Box
-from compiler.gemini_plan import (
+from dialects import dnn
+from targets.gemini import model
+from targets.gemini.model import Box
+from targets.gemini.plan import (
     CORES,
     MESH,
     SPLIT,
@@ -46,7 +47,6 @@ from compiler.gemini_plan import (
     set_ints,
     snake_cores,
 )
-from dialects import dnn
 
 NOC_BYTES_PER_CYCLE = 64
 

@@ -35,9 +35,10 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
-from compiler import gemini_model as model
-from compiler.gemini_model import Box
-from compiler.gemini_plan import (
+from dialects import dnn, gemini
+from targets.gemini import model
+from targets.gemini.model import Box
+from targets.gemini.plan import (
     OPERAND,
     SEGMENT,
     consumers,
@@ -51,7 +52,6 @@ from compiler.gemini_plan import (
     schedule_of,
     workloads_in_order,
 )
-from dialects import dnn, gemini
 
 SOURCE_NAME = "gemini.from"
 """On fmap DRAM loads: the name of the layer or network input whose data they read."""

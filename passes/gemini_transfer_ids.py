@@ -16,9 +16,9 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, Module
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
-from compiler.gemini_plan import schedule_of, workloads_in_order
 from dialects import gemini
 from dialects.utils import walk_ops
+from targets.gemini.plan import schedule_of, workloads_in_order
 
 
 def canonical_order(schedule: gemini.ScheduleOp) -> list[int]:

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NoneAttr
 
-from compiler import gemini_model as model
-from compiler.diagnostics import PlancError
-from compiler.gemini_l2 import CoreTimeline, L2Tensor, allocate, weight_in_l2
-from compiler.gemini_plan import (
+from dialects import dnn, gemini
+from ground.diagnostics import PlancError
+from passes.gemini_cycles import plan_workload
+from targets.gemini import model
+from targets.gemini.l2 import CoreTimeline, L2Tensor, allocate, weight_in_l2
+from targets.gemini.plan import (
     ISSUE,
     ORDER,
     HardwarePass,
@@ -28,8 +30,6 @@ from compiler.gemini_plan import (
     layer_table,
     schedule_of,
 )
-from dialects import dnn, gemini
-from passes.gemini_cycles import plan_workload
 
 
 @dataclass

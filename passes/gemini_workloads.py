@@ -17,8 +17,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler import gemini_model as model
-from compiler.gemini_plan import (
+from dialects import gemini
+from targets.gemini import model
+from targets.gemini.plan import (
     GROUPS,
     STEP,
     graph_of,
@@ -29,7 +30,6 @@ from compiler.gemini_plan import (
     segments,
     set_int,
 )
-from dialects import gemini
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The module holds one `ark.model` per rank (the driver combines several INPUT files); the pass
 replaces them with the `mscclpp.algorithm` their communication needs: the fastest standard
 all-reduce when the models compute one, otherwise their sends and receives op by op (see
-`compiler.collectives.lowering`). Options choose the all-reduce instead of the cost model:
+`targets.mscclpp.lowering`). Options choose the all-reduce instead of the cost model:
 `algorithm` (ring, allpairs, oneshot, nvls or auto), `protocol` (Simple or LL), `instances`
 (0: let the cost model choose), `hardware` (the cost model's GPU); `recognise=false` lowers
 even an all-reduce op by op.
@@ -22,9 +22,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from compiler.collectives.lowering import Choice, lower_models
-from compiler.diagnostics import PlancError
 from dialects import ark
+from ground.diagnostics import PlancError
+from targets.mscclpp.lowering import Choice, lower_models
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,10 @@ from xdsl.passes import ModulePass
 
 from dialects import ark, sched
 from dialects.utils import op_list
-from passes.byte_regions import ByteRegion
 from passes.sched_graph import ELEMENTWISE, is_a
 from passes.sched_tables import ScheduleTables
-from passes.tensor_layouts import layout_of
+from targets.ark.byte_regions import ByteRegion
+from targets.ark.tensor_layouts import layout_of
 
 Position = tuple[int, int, int]
 """(phase, kernel's place in the execution order, operator's place in its kernel)."""

@@ -33,7 +33,6 @@ from xdsl.passes import ModulePass
 
 from dialects import ark, sched
 from dialects.utils import bare_op
-from passes.byte_regions import ByteRegion
 from passes.sched_graph import (
     data_producers,
     is_fresh_write,
@@ -42,6 +41,7 @@ from passes.sched_graph import (
     operator_dependencies,
 )
 from passes.sched_tables import ScheduleTables
+from targets.ark.byte_regions import ByteRegion
 
 MERGED_KIND = {
     frozenset({"matmul"}): "matmul", frozenset({"matmul", "elementwise"}): "matmul",

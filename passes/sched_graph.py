@@ -5,7 +5,7 @@ because tensors are windows of buffers, on every earlier operator whose access t
 conflicts with its own: a read after a write of overlapping bytes (a concat written by slices,
 then read whole; a KV-cache row written, then the whole cache read; a tensor updated in place,
 then read through an earlier reshape), a write after a read and a write after a write. Overlap
-is decided on byte regions (`passes.byte_regions`), never element by element. Kernels depend on
+is decided on byte regions (`targets.ark.byte_regions`), never element by element. Kernels depend on
 the kernels of the operators their operators depend on.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from xdsl.ir import SSAValue
 
 from dialects import ark
-from passes.byte_regions import ByteRegion, covers, overlaps
-from passes.tensor_layouts import layout_of
+from targets.ark.byte_regions import ByteRegion, covers, overlaps
+from targets.ark.tensor_layouts import layout_of
 
 
 def shape4(shape: Sequence[int]) -> tuple[int, ...]:

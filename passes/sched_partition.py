@@ -42,8 +42,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from compiler.cost_model import KernelEstimate, kernel_estimate
-from compiler.hardware import GpuDevice, gpu_device
+from devices.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
 from dialects.plan import Range
 from passes.sched_graph import (
@@ -55,6 +54,7 @@ from passes.sched_graph import (
 )
 from passes.sched_tables import Launch, ScheduleTables, Signatures
 from passes.sched_tile import Tiler, cached_signature, slots
+from targets.ark.cost_model import KernelEstimate, kernel_estimate
 
 CONCURRENCY = ("auto", "ranges", "sequence")
 
@@ -664,7 +664,7 @@ class SchedPartitionPass(ModulePass):
 
     def check_options(self) -> None:
         if self.concurrency not in CONCURRENCY:
-            from compiler.diagnostics import UsageError
+            from ground.diagnostics import UsageError
 
             raise UsageError(f"sched-partition: concurrency must be one of "
                              f"{', '.join(CONCURRENCY)}, got '{self.concurrency}'")

@@ -1,7 +1,7 @@
 """`sched-tile`: choose each kernel's tiling for the schedule's device, with the cost model.
 
 For every kernel the pass enumerates the tilings its kind allows on the device and keeps the
-one `compiler.cost_model.kernel_estimate` finds fastest when the kernel has the device to
+one `targets.ark.cost_model.kernel_estimate` finds fastest when the kernel has the device to
 itself:
 
 * matmul kernels: the matmul kernel configurations the device's runtime supports for the data
@@ -31,16 +31,16 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.cost_model import kernel_estimate
-from compiler.diagnostics import PlancError
-from compiler.hardware import GpuDevice, gpu_device
-from compiler.locations import source_path
+from devices.hardware import GpuDevice, gpu_device
 from dialects import ark, sched
 from dialects.json_value import dict_attr
+from dialects.locations import source_path
+from ground.diagnostics import PlancError
 from passes.ark_default_plan import default_config
 from passes.sched_graph import Operands, shape4
 from passes.sched_tables import ScheduleTables, Signatures
-from passes.tensor_layouts import layout_of
+from targets.ark.cost_model import kernel_estimate
+from targets.ark.tensor_layouts import layout_of
 
 ROW_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TILE_WIDTHS = (64, 256, 1024, 4096)

@@ -21,10 +21,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import PlancError
-from compiler.hardware import gpu_device
+from devices.hardware import gpu_device
 from dialects import ark, plan, sched
 from dialects.utils import bare_op
+from ground.diagnostics import PlancError
 from passes.sched_tables import Launch, ScheduleTables, tables_for
 
 

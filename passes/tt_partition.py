@@ -12,7 +12,7 @@ has more than ceil(T/P). Strategies differ in which tiles a core gets and in wha
                 (rows + columns) a core touches; a core walks its block row by row;
 * z_order       tiles numbered along a Morton (Z) curve, cores taken x-major.
 
-`auto` (the default) asks the cost model (`compiler.tt_schedule`) for the modeled time of
+`auto` (the default) asks the cost model (`targets.tt.schedule`) for the modeled time of
 each strategy and keeps the fastest, the first in the order above on ties. The cores that get
 work are described by as few disjoint core ranges as possible (one for the whole grid when
 all cores work). The functions here are pure (shapes and grids in, work lists out), so other
@@ -28,12 +28,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import PlancError
-from compiler.locations import source_path
-from compiler.tt_device import device_named, parse_grid
-from compiler.tt_kernels import kernel_buffers, kernel_geometry
-from compiler.tt_schedule import Core, Tile, kernel_cost
+from devices.tt import device_named, parse_grid
 from dialects import ark, tt
+from dialects.locations import source_path
+from dialects.tt_kernels import kernel_buffers, kernel_geometry
+from ground.diagnostics import PlancError
+from targets.tt.schedule import Core, Tile, kernel_cost
 
 STRATEGIES = ("row_major", "column_major", "block", "z_order")
 ITEM_ORDER = {"row_major": "row_major", "column_major": "column_major", "block": "row_major",

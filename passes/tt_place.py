@@ -5,7 +5,7 @@ A Tensix core has about 1.4 MiB of L1 SRAM; a buffer placed in L1 is interleaved
 pages of each core's L1. Buffers are considered across all plans of the document, because an
 ARK buffer lives from the first kernel that touches it to the last one:
 
-1. each kernel reserves its circular buffers (`compiler.tt_schedule.circular_buffers`);
+1. each kernel reserves its circular buffers (`targets.tt.schedule.circular_buffers`);
 2. buffers are taken in order of traffic density (tiles the kernels move per byte of buffer,
    most first; smaller first on ties), and a buffer goes to L1 if, at every kernel of its live
    range, it fits in what is left of L1 next to the CBs and the buffers already placed;
@@ -25,11 +25,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import PlancError
-from compiler.tt_device import TTDevice, device_named
-from compiler.tt_kernels import KernelKind, TileView, kernel_buffers, kernel_geometry
-from compiler.tt_schedule import circular_buffers, core_traffic, held_operand, tile_bytes
+from devices.tt import TTDevice, device_named
 from dialects import tt
+from dialects.tt_kernels import KernelKind, TileView, kernel_buffers, kernel_geometry
+from ground.diagnostics import PlancError
+from targets.tt.schedule import circular_buffers, core_traffic, held_operand, tile_bytes
 
 # ---------------------------------------------------------------------------------------------
 # Pure placement

@@ -24,10 +24,10 @@ from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from compiler.diagnostics import PlancError
-from compiler.locations import source_path
-from compiler.tt_kernels import NO_KERNEL_OPS, NotAKernel, describe_op, kernel_geometry
 from dialects import ark, tt
+from dialects.locations import source_path
+from dialects.tt_kernels import NO_KERNEL_OPS, NotAKernel, describe_op, kernel_geometry
+from ground.diagnostics import PlancError
 
 SCHEMA_VERSION = 1
 

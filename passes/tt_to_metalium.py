@@ -4,7 +4,7 @@ For every plan (kernel) three kernels are generated, each a `metalium.source`:
 
 * reader (RISCV_1, NoC 1): for each of the core's work items, fetches the input tiles through
   TensorAccessors into input circular buffers. A matmul keeps the K strip of one operand (the
-  one `compiler.tt_schedule.held_operand` picks) while consecutive work items share it, and
+  one `targets.tt.schedule.held_operand` picks) while consecutive work items share it, and
   streams the other tile by tile;
 * compute: the tile protocol of the current API: `tile_regs_acquire`, the FPU / SFPU ops on DST
   (`matmul_tiles` accumulating over the K loop; `transpose` only ever means "transpose B"
@@ -17,7 +17,7 @@ The host program (`main.cpp`) creates one buffer per ARK buffer (L1 or DRAM as t
 tile pages, interleaved or as one page), writes the model inputs, and launches the kernels in
 order, one program each, on the plan's core ranges (converted once to tt-metal's inclusive
 CoreRange). Circular buffers of host and kernels come from one table
-(`compiler.tt_schedule.circular_buffers`). Runtime args carry each core's work list: packed
+(`targets.tt.schedule.circular_buffers`). Runtime args carry each core's work list: packed
 items `(io << 16) | jo`, or just a start tile when every core's tiles are a contiguous row-major
 run (any row_major partition), which keeps large work lists under tt-metal's 341-argument limit.
 
@@ -41,26 +41,10 @@ from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from compiler.diagnostics import PlancError
-from compiler.locations import source_path
-from compiler.tt_device import TTDevice, device_named
-from compiler.tt_kernels import (
-    KernelGeometry,
-    KernelKind,
-    TileView,
-    describe_op,
-    kernel_buffers,
-    kernel_geometry,
-)
-from compiler.tt_schedule import (
-    CircularBuffer,
-    b_has_batches,
-    circular_buffers,
-    held_operand,
-    tile_bytes,
-)
+from devices.tt import TTDevice, device_named
 from dialects import ark, tt
 from dialects import metalium as mt
+from dialects.locations import source_path
 from dialects.metalium_builder import (
     Decoder,
     add,
@@ -74,6 +58,22 @@ from dialects.metalium_builder import (
     named,
     rem,
     when,
+)
+from dialects.tt_kernels import (
+    KernelGeometry,
+    KernelKind,
+    TileView,
+    describe_op,
+    kernel_buffers,
+    kernel_geometry,
+)
+from ground.diagnostics import PlancError
+from targets.tt.schedule import (
+    CircularBuffer,
+    b_has_batches,
+    circular_buffers,
+    held_operand,
+    tile_bytes,
 )
 
 DATA_FORMATS = {"FP16": "Float16", "BF16": "Float16_b", "FP32": "Float32", "INT32": "Int32",

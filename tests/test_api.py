@@ -10,7 +10,7 @@ import pytest
 import compiler as planc
 from backends import options_type
 from backends.mlir import print_module
-from compiler.diagnostics import PlancError
+from ground.diagnostics import PlancError
 from tests.conftest import EXAMPLES, ROOT, write_json
 
 

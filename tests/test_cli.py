@@ -213,7 +213,7 @@ def test_json_errors_are_objects(planc, bad_model):
 @pytest.mark.parametrize("flags, verified", [((), 1), (("--verify-each",), "all")])
 def test_verification_after_the_last_pass_or_each(planc, model, tmp_path, monkeypatch, flags,
                                                    verified):
-    import compiler.locations as locations
+    import dialects.locations as locations
 
     calls = []
     real = locations.verify_module

@@ -17,8 +17,15 @@ import pytest
 
 from backends.ark_plan import model_pipeline
 from backends.plan_cxx import float32
-from compiler import cost_model
-from compiler.cost_model import (
+from compiler.pipeline import run_pipeline
+from devices.hardware import gpu_device
+from dialects import ark
+from frontends.ark_model import import_document
+from frontends.model_builder import ModelBuilder
+from frontends.model_zoo import generated
+from ground.json_reader import load_json_file
+from targets.ark import cost_model
+from targets.ark.cost_model import (
     _NumpyOnly,
     _saturation,
     first_task_work,
@@ -26,13 +33,6 @@ from compiler.cost_model import (
     kernel_estimate,
     saturation,
 )
-from compiler.driver import run_pipeline
-from compiler.hardware import gpu_device
-from compiler.json_reader import load_json_file
-from dialects import ark
-from frontends.ark_model import import_document
-from frontends.model_builder import ModelBuilder
-from frontends.model_zoo import generated
 from tests.conftest import EXAMPLES
 from tests.sched.models import MODELS
 

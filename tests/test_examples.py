@@ -7,10 +7,10 @@ import importlib.util
 import numpy as np
 import pytest
 
-from compiler.json_reader import load_json_file
-from compiler.locations import verify_module
-from compiler.model_interpreter import run_model
+from dialects.locations import verify_module
 from frontends.ark_model import import_document
+from ground.json_reader import load_json_file
+from targets.ark.model_interpreter import run_model
 from tests.conftest import EXAMPLES
 
 spec = importlib.util.spec_from_file_location("build_examples", EXAMPLES / "build_examples.py")
@@ -71,7 +71,7 @@ def test_ark_compress_removes_the_view_nodes_and_keeps_the_numbers():
     """attention_nodes.json is attention.json as ARK's Python API writes it before
     `Model::compress()`: every reshape a virtual node. `ark-compress` removes exactly those,
     and the model computes the same numbers before and after (and as attention.json)."""
-    from compiler.driver import run_pipeline
+    from compiler.pipeline import run_pipeline
 
     module = import_document(load_json_file(EXAMPLES / "attention_nodes.json"))
     model = module.ops.first

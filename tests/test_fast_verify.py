@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntAttr, StringAttr, i32
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from compiler.driver import import_file, run_pipeline
+from compiler.pipeline import import_file, run_pipeline
 from dialects.fast_verify import verify_op
 from dialects.utils import verify_operation
 from frontends.model_zoo import generated
@@ -151,8 +151,8 @@ def gemini_modules():
     one of the corpus, imported."""
     import json
 
-    from compiler.json_reader import load_json_file, parse_json
     from frontends.gemini_ir import import_document
+    from ground.json_reader import load_json_file, parse_json
     from tests.conftest import corpus_root
     from tests.gemini.fixtures import small_schedule
 

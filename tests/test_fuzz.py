@@ -56,11 +56,11 @@ def test_importers_never_accept_what_the_schema_refuses(kind):
 
     from xdsl.utils.exceptions import VerifyException
 
-    from compiler.diagnostics import PlancError
-    from compiler.json_reader import parse_json
-    from compiler.locations import verify_module
+    from dialects.locations import verify_module
     from frontends import detect_format
     from frontends.schemas import validate
+    from ground.diagnostics import PlancError
+    from ground.json_reader import parse_json
 
     files = fuzz.seeds().get(kind)
     if not files:

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from compiler import hardware
-from compiler.diagnostics import PlancError, UsageError
-from compiler.json_reader import JsonNode
-from compiler.locations import verify_module
+from devices import hardware
+from dialects.locations import verify_module
 from frontends.ark_plan import import_document
+from ground.diagnostics import PlancError, UsageError
+from ground.json_reader import JsonNode
 from tests.plan.fixtures import small_plan_doc
 
 

@@ -212,9 +212,9 @@ def test_the_importer_is_strict_without_the_schema(change, words):
     tag as a well-formed buffer remembered under the same key; the JSON Schema catches these at
     the command line, but scripts call the importer directly. The control is the same document
     unchanged, which imports."""
-    from compiler.diagnostics import PlancError
-    from compiler.json_reader import JsonNode
     from frontends.ark_model import import_document
+    from ground.diagnostics import PlancError
+    from ground.json_reader import JsonNode
 
     doc = json.loads((EXAMPLES / "ffn.json").read_text())
     same_buffer = copy.deepcopy(_first_tensor(doc))
@@ -318,7 +318,7 @@ def test_generated_collectives_are_bounded(planc, tmp_path, args, words):
 @pytest.mark.slow  # 3.4 CPU s; the refusals above are fast
 def test_the_largest_generated_collective_is_accepted():
     """The control of the bound: 64 GPUs of one ring instance is still generated."""
-    from compiler.collectives.synthesis import Spec, synthesize
+    from targets.mscclpp.synthesis import Spec, synthesize
 
     algorithm = synthesize(Spec("allreduce", 64, "ring"))
     assert len(algorithm.gpus()) == 64
@@ -467,7 +467,7 @@ def test_endless_inputs_are_refused(planc, monkeypatch):
     """`planc check /dev/zero` (or `schema tt /dev/full`) read until memory ran out
     (MemoryError after 11 s); reading stops one byte past the stated limit. The limit is
     lowered here to keep the test small; the control is the example, under the limit."""
-    from compiler import json_reader
+    from ground import json_reader
 
     monkeypatch.setattr(json_reader, "MAX_INPUT_BYTES", 20_000)
     assert planc("check", EXAMPLES / "ffn.json").code == 0          # 6,439 bytes
@@ -539,7 +539,7 @@ def test_layer_graphs_too_large_to_simulate(planc, tmp_path, monkeypatch):
     ended in a MemoryError (an internal error) after allocating what it could. The graph's
     bytes are counted from its shapes first (the limit is lowered here to keep the test
     small; the control is the same graph under the real limit)."""
-    from compiler import model_interpreter
+    from targets.ark import model_interpreter
 
     layers = tmp_path / "layers.json"
     assert planc(EXAMPLES / "ffn.json", "-t", "gemini-layers", "-o", layers).code == 0

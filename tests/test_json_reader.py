@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.diagnostics import PlancError
-from compiler.json_reader import JsonNode, parse_json
+from ground.diagnostics import PlancError
+from ground.json_reader import JsonNode, parse_json
 
 
 def error(fn):
@@ -51,7 +51,7 @@ def test_unknown_members():
 def test_depth_guard_same_with_and_without_the_lowered_limit(monkeypatch, bounded):
     """The parse under a lowered recursion limit (which skips the walk over every container)
     and the walk itself give the same verdict at every depth around both thresholds."""
-    from compiler import json_reader
+    from ground import json_reader
 
     if bounded:
         assert json_reader._bounded()  # CPython 3.11: the parser obeys the limit

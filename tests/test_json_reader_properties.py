@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.diagnostics import PlancError
-from compiler.json_reader import MAX_DEPTH, parse_json
+from ground.diagnostics import PlancError
+from ground.json_reader import MAX_DEPTH, parse_json
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2 ** 70), max_value=2 ** 70),

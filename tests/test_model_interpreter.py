@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import dtypes
-from compiler.diagnostics import PlancError
-from compiler.model_interpreter import run_model
 from frontends.model_builder import ModelBuilder
+from ground import dtypes
+from ground.diagnostics import PlancError
+from targets.ark.model_interpreter import run_model
 
 RNG = np.random.default_rng(7)
 

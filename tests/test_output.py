@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.diagnostics import PlancError
 from compiler.output import write_directory_atomic, write_file_atomic
+from ground.diagnostics import PlancError
 
 
 def test_file_is_replaced_whole(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compiler import progress
+from ground import progress
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from compiler.diagnostics import PlancError, extend_path
-from compiler.json_reader import JsonNode
 from frontends import FORMATS, detect_format, format_named
 from frontends import schemas as S
+from ground.diagnostics import PlancError, extend_path
+from ground.json_reader import JsonNode
 from tests.conftest import EXAMPLES, corpus_root
 
 NOT_DOCUMENTS = {"TT_RUNTIME_PLAN.schema.json"}
@@ -148,7 +148,7 @@ def test_every_corpus_file_validates(path: Path):
 def _outputs(tmp_path: Path) -> Iterator[tuple[str, str, Any]]:
     """(what, schema, document) for what planc writes from the examples and the corpus."""
     from compiler import api
-    from compiler.driver import load_inputs
+    from compiler.pipeline import load_inputs
 
     models = ["ffn.json", "attention.json", "attention_nodes.json"]
     for name in models:
@@ -303,7 +303,7 @@ def mutants(doc: Any, rng: random.Random, count: int) -> Iterator[tuple[str, tup
 
 def importer_accepts(schema: str, value: Any) -> bool:
     """Does the format's importer, then its verifiers, accept `value` (without the schema)?"""
-    from compiler.locations import verify_module
+    from dialects.locations import verify_module
 
     fmt = format_named({"ark-plan": "ark-plan", "mscclpp-seed": "mscclpp",
                         "mscclpp-executor": "mscclpp"}.get(schema, schema))

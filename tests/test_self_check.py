@@ -70,9 +70,9 @@ def test_layer_descriptions_read_back_to_the_same_numbers(planc, tmp_path, model
     import numpy as np
 
     from compiler.api import load
-    from compiler.dnn_interpreter import run_graph
-    from compiler.driver import run_pipeline
+    from compiler.pipeline import run_pipeline
     from dialects import dnn
+    from targets.gemini.dnn_interpreter import run_graph
 
     out = written(planc, tmp_path, EXAMPLES / model, "gemini-layers", ())
     original = load(EXAMPLES / model)

@@ -87,7 +87,7 @@ def test_formats_read_on_first_use_print_and_parse_as_irdl_would():
 @pytest.mark.parametrize("target", ["ark", "tt", "cpu", "mlir"])
 def test_compiling_does_not_import_numpy(target, tmp_path):
     """numpy is the simulators' (0.07 s of start-up): the cost model's estimates for the
-    planners run in plain Python (`compiler.cost_model.first_task_work`)."""
+    planners run in plain Python (`targets.ark.cost_model.first_task_work`)."""
     code = ("import sys; from compiler import driver; "
             f"code = driver.main([{str(ROOT / 'examples' / 'ffn.json')!r}, '--target', "
             f"{target!r}, '-o', {str(tmp_path / 'out')!r}]); "

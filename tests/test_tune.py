@@ -9,11 +9,11 @@ import time
 import pytest
 
 from compiler import api
-from compiler.diagnostics import PlancError
 from compiler.tune import TuneOptions, tune
-from compiler.tune.evaluate import Job
-from compiler.tune.search import RayExecutor
-from compiler.tune.space import parse_space, space_for
+from compiler.tune_evaluate import Job
+from compiler.tune_search import RayExecutor
+from compiler.tune_space import parse_space, space_for
+from ground.diagnostics import PlancError
 from tests.conftest import EXAMPLES
 
 # A small ARK space: 2 planners x 2 granularities x 2 split-K, the other passes as planc's.

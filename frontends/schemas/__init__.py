@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from compiler.diagnostics import PlancError, extend_path, one_of
+from ground.diagnostics import PlancError, extend_path, one_of
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -217,7 +217,7 @@ _TYPE_PHRASES = {"object": "an object", "array": "an array", "string": "a string
 def _message(keyword: str, expected: Any, schema: Any, value: Any) -> str:
     """A violation of `keyword` (whose value is `expected`, in subschema `schema`) by
     `value`, in the importers' words ('expected ..., got ...')."""
-    from compiler.json_reader import describe
+    from ground.json_reader import describe
 
     schema = schema if isinstance(schema, dict) else {}
     match keyword:

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from backends.ark_model import emit_model
-from compiler.json_reader import load_json_file
-from compiler.locations import verify_module
+from dialects.locations import verify_module
 from frontends.ark_model import import_document
+from ground.json_reader import load_json_file
 from tests.conftest import corpus_params
 
 MODEL_FILES = [p for p in corpus_params("ark")

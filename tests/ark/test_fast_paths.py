@@ -14,11 +14,11 @@ import pytest
 from xdsl.dialects.builtin import NameLoc, NoneAttr, StringAttr
 from xdsl.irdl import IRDLOperation
 
-from compiler.diagnostics import PlancError
-from compiler.json_reader import JsonNode
-from compiler.locations import json_location
 from dialects import ark
+from dialects.locations import json_location
 from frontends import ark_model
+from ground.diagnostics import PlancError
+from ground.json_reader import JsonNode
 
 
 def random_tensor(rng: random.Random) -> dict:
@@ -133,7 +133,7 @@ def generic_twin(op):
 
 @pytest.mark.parametrize("name", ["ffn.json", "attention.json", "allreduce_rank0.json"])
 def test_fast_built_ops_equal_generic_built_ones(name):
-    from compiler.driver import import_file
+    from compiler.pipeline import import_file
     from tests.conftest import EXAMPLES
 
     _, module = import_file(str(EXAMPLES / name))

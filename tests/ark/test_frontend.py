@@ -8,10 +8,10 @@ import json
 import pytest
 
 from backends.ark_model import model_json, single_model
-from compiler.diagnostics import PlancError
-from compiler.json_reader import JsonNode
 from dialects import ark
 from frontends.ark_model import import_document
+from ground.diagnostics import PlancError
+from ground.json_reader import JsonNode
 from tests.ark.fixtures import reshape_model_doc, small_model_doc, to_ops_form
 
 

@@ -18,11 +18,11 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from backends.ark_model import emit_model
-from compiler.diagnostics import PlancError
-from compiler.json_reader import JsonNode
 from dialects import ark
 from frontends import ark_model
 from frontends.model_zoo import generated
+from ground.diagnostics import PlancError
+from ground.json_reader import JsonNode
 from tests.ark.fixtures import reshape_model_doc, small_model_doc
 from tests.conftest import corpus_root
 

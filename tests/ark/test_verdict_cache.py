@@ -20,10 +20,10 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Block, Operation, Region
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.driver import import_file, run_pipeline
-from compiler.locations import verify_module
+from compiler.pipeline import import_file, run_pipeline
 from dialects import ark
 from dialects.fast_verify import verify_op
+from dialects.locations import verify_module
 from dialects.utils import walk_ops
 from frontends.model_zoo import generated
 from tests.conftest import EXAMPLES
@@ -38,7 +38,7 @@ def outcome(check, op: Operation) -> str:
 
 
 def quick_or_full(op: Operation) -> None:
-    """What `compiler.locations.verify_module` runs for one op."""
+    """What `dialects.locations.verify_module` runs for one op."""
     if not op.verify_quickly():
         verify_op(op)
 
@@ -260,9 +260,9 @@ def test_config_checks_fire_on_the_last_of_many_alike_operators(key):
     """A planned stack of alike blocks: its operators share verdict keys and Configs, so
     all but the first pass on remembered verdicts. The last operator of a tiled kind, given
     a Config that differs in one number, is still refused."""
-    from compiler.diagnostics import PlancError
     from dialects import plan
     from dialects.json_value import dict_attr, dict_value
+    from ground.diagnostics import PlancError
 
     module = generated(30)
     run_pipeline(module, "ark-plan{device=a100}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.model_interpreter import ModelRun, run_model
+from targets.ark.model_interpreter import ModelRun, run_model
 from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
 

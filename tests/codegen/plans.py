@@ -16,12 +16,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
 from backends.ark_model import emit_model
-from compiler.json_reader import JsonNode
-from compiler.locations import verify_module
 from dialects import ark
+from dialects.locations import verify_module
 from dialects.plan import output_tile_count
 from frontends.ark_model import import_document as import_model
 from frontends.ark_plan import import_document as import_plan
+from ground.json_reader import JsonNode
 
 
 def model_doc(module: ModuleOp) -> dict:

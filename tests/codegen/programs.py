@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler import dtypes
-from compiler.model_interpreter import ModelRun
 from compiler.output import write_product
+from ground import dtypes
+from targets.ark.model_interpreter import ModelRun
 
 CXX = shutil.which("g++") or shutil.which("clang++")
 NVCC = shutil.which("nvcc")

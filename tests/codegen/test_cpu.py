@@ -13,10 +13,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from compiler.json_reader import load_json_file
-from compiler.locations import verify_module
-from compiler.model_interpreter import run_model
+from dialects.locations import verify_module
 from frontends.ark_plan import import_document
+from ground.json_reader import load_json_file
+from targets.ark.model_interpreter import run_model
 from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
 from tests.codegen.conftest import EMULATED

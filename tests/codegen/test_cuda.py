@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.json_reader import load_json_file
-from compiler.model_interpreter import run_model
 from frontends.ark_plan import import_document
+from ground.json_reader import load_json_file
+from targets.ark.model_interpreter import run_model
 from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
 from tests.conftest import corpus_root

@@ -10,11 +10,11 @@ import pytest
 
 from backends import ark_plan, cpu, cuda
 from backends.ark_plan import single_plan
-from compiler.diagnostics import PlancError
-from compiler.json_reader import load_json_file
 from dialects import plan
 from frontends.ark_plan import import_document
 from frontends.model_builder import ModelBuilder
+from ground.diagnostics import PlancError
+from ground.json_reader import load_json_file
 from tests.codegen import plans
 from tests.codegen.cases import CASES, chain_model, concurrent_chain, fp16_model
 from tests.conftest import EXAMPLES, corpus_params, write_json

@@ -21,9 +21,9 @@ import pytest
 from backends.ark_plan import single_plan
 from backends.cpu import CpuPrinter
 from backends.plan_cxx import runtime_files
-from compiler import dtypes
 from compiler.output import write_product
 from dialects import ark, plan
+from ground import dtypes
 from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
 

@@ -144,10 +144,10 @@ def family(seed: int, count: int) -> list[tuple[str, ModuleOp]]:
 
 def main(argv: list[str]) -> int:
     from backends.ark_model import emit_model
-    from compiler.diagnostics import PlancError
-    from compiler.gemini_equivalence import prove_model
-    from compiler.json_reader import parse_json
+    from compiler.validation import prove_model
     from frontends.ark_model import import_document
+    from ground.diagnostics import PlancError
+    from ground.json_reader import parse_json
 
     count = int(argv[0]) if argv else 50
     seed = int(argv[1]) if len(argv) > 1 else 0

@@ -2,7 +2,7 @@
 
 Each model is built here, lowered, and proven: the layer graph against ARK's reference
 interpreter, the schedule against the graph (`planc simulate`), see
-`compiler.gemini_equivalence`. What Gemini cannot express is refused in one line naming the
+`targets.gemini.equivalence`. What Gemini cannot express is refused in one line naming the
 operator, its JSON path, the reason and the way out. Budgets no schedule can meet are refused
 before the search (the stall of issue 11: minutes in the DRAM ordering).
 """
@@ -14,16 +14,17 @@ import random
 import pytest
 
 from backends.ark_model import emit_model
-from compiler.diagnostics import PlancError
-from compiler.driver import run_pipeline
-from compiler.gemini_equivalence import compare_graph, prove_model
-from compiler.gemini_l2 import CoreTimeline
-from compiler.json_reader import parse_json
+from compiler.pipeline import run_pipeline
+from compiler.validation import prove_model
 from dialects import ark, dnn
 from frontends.ark_model import import_document as import_ark
 from frontends.model_builder import ModelBuilder
 from frontends.model_zoo import llama_decoder_layer
+from ground.diagnostics import PlancError
+from ground.json_reader import parse_json
 from passes.gemini_dram_order import Occupancy
+from targets.gemini.equivalence import compare_graph
+from targets.gemini.l2 import CoreTimeline
 from tests.conftest import diagonal
 from tests.gemini.ark_family import REFUSABLE, family
 

@@ -19,10 +19,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.json_reader import load_json_file, parse_json
 from dialects import gemini
 from dialects.utils import walk_ops
 from frontends.gemini_ir import import_document
+from ground.json_reader import load_json_file, parse_json
 from tests.conftest import corpus_params
 from tests.gemini.fixtures import small_schedule
 

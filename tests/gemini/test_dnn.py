@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from backends.gemini_layers import emit
-from compiler.dnn_interpreter import run_graph
-from compiler.driver import run_pipeline
-from compiler.json_reader import load_json_file, parse_json
-from compiler.locations import verify_module
-from compiler.model_interpreter import run_model
+from compiler.pipeline import run_pipeline
 from dialects import ark, dnn
+from dialects.locations import verify_module
 from frontends.ark_model import import_document as import_ark
 from frontends.gemini_layers import import_document
+from ground.json_reader import load_json_file, parse_json
+from targets.ark.model_interpreter import run_model
+from targets.gemini.dnn_interpreter import run_graph
 from tests.conftest import EXAMPLES, corpus_params, write_json
 from tests.gemini.fixtures import small_network
 

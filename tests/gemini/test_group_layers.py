@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from compiler.gemini_model import GeminiHardware
 from passes.gemini_group_layers import (
     MAX_SEGMENT_LAYERS,
     LayerFacts,
@@ -15,6 +14,7 @@ from passes.gemini_group_layers import (
     best_segmentation,
     evaluate_segment,
 )
+from targets.gemini.model import GeminiHardware
 
 
 def random_facts(rng: random.Random, n: int) -> list[LayerFacts]:
@@ -104,10 +104,10 @@ def test_more_layers_than_workloads_are_refused_before_the_search(monkeypatch):
 
     import passes.gemini_partition
     from backends.gemini import schedule_pipeline
-    from compiler.diagnostics import PlancError
-    from compiler.driver import run_pipeline
-    from compiler.json_reader import parse_json
+    from compiler.pipeline import run_pipeline
     from frontends.gemini_layers import import_document
+    from ground.diagnostics import PlancError
+    from ground.json_reader import parse_json
     from tests.gemini.fixtures import small_network
 
     def schedule():

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from backends.gemini import emit
-from compiler.diagnostics import PlancError
-from compiler.json_reader import load_json_file, parse_json
-from compiler.locations import verify_module
+from dialects.locations import verify_module
 from frontends.gemini_ir import import_document
+from ground.diagnostics import PlancError
+from ground.json_reader import load_json_file, parse_json
 from tests.conftest import corpus_params, write_json
 from tests.gemini.fixtures import NETWORK_FACTS, small_schedule
 

@@ -1,5 +1,5 @@
 """gemini-dram-order hands its landed, numbered and allocated L2 tensors to gemini-allocate-l2
-(`compiler.gemini_l2.hand_over` / `take_over`) instead of the latter planning them again. The
+(`targets.gemini.l2.hand_over` / `take_over`) instead of the latter planning them again. The
 handed tensors must equal a fresh `plan_tensors` + numbering + first fit on the IR dram-order
 left, on real and generated schedules; any change to the IR (or other hardware options) must
 make allocate-l2 plan afresh, and both ways must give the same IR."""
@@ -17,15 +17,15 @@ from xdsl.passes import PassPipeline
 
 from backends.gemini import schedule_pipeline
 from backends.mlir import print_module
-from compiler import gemini_model as model
 from compiler.context import planc_context
-from compiler.gemini_l2 import allocate, plan_tensors, take_over
-from compiler.gemini_plan import ISSUE, get_int, layer_table, schedule_of, set_int
-from compiler.json_reader import load_json_file, parse_json
 from dialects import dnn
 from frontends.gemini_layers import import_document as import_layers
+from ground.json_reader import load_json_file, parse_json
 from passes import get_all_passes
 from passes.gemini_allocate_l2 import _number
+from targets.gemini import model
+from targets.gemini.l2 import allocate, plan_tensors, take_over
+from targets.gemini.plan import ISSUE, get_int, layer_table, schedule_of, set_int
 from tests.conftest import corpus_root
 from tests.gemini.test_l2_quality import generated_network
 

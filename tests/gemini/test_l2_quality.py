@@ -15,14 +15,14 @@ import random
 import pytest
 
 from backends.gemini import schedule_pipeline
-from compiler.driver import run_pipeline
-from compiler.gemini_l2 import AllocationError, L2Tensor, first_fit
-from compiler.gemini_simulator import check_tiles, schedule_metrics
-from compiler.json_reader import load_json_file, parse_json
-from compiler.locations import verify_module
+from compiler.pipeline import run_pipeline
+from dialects.locations import verify_module
 from frontends.gemini_ir import import_document as import_ir
 from frontends.gemini_layers import import_document as import_layers
+from ground.json_reader import load_json_file, parse_json
 from passes.gemini_dram_order import Occupancy
+from targets.gemini.l2 import AllocationError, L2Tensor, first_fit
+from targets.gemini.simulator import check_tiles, schedule_metrics
 from tests.conftest import corpus_root
 from tests.gemini.fixtures import small_network
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr
 
-from compiler import gemini_model as model
-from compiler.driver import load_input, run_pipeline
-from compiler.gemini_plan import cut
+from compiler.pipeline import load_input, run_pipeline
 from dialects import dnn, gemini
 from passes import gemini_cycles, gemini_partition, gemini_transfer_ids
+from targets.gemini import model
+from targets.gemini.plan import cut
 from tests.conftest import corpus_root
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -384,7 +384,7 @@ def test_planning_a_workload_reads_the_entries_the_accessors_give():
     """`plan_workload`'s plan from one walk of the entries (`grouped()`) against its plan from
     `wl.ifmaps`/`wl.weight`, on planned workloads (tiles, L2 and WL0 entries around them)."""
     from backends.gemini import schedule_pipeline
-    from compiler.gemini_plan import layer_table
+    from targets.gemini.plan import layer_table
 
     _, module = load_input(str(EXAMPLES / "ffn.json"))
     run_pipeline(module, "dnn-from-ark," + schedule_pipeline(

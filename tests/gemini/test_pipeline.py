@@ -12,13 +12,13 @@ import json
 import pytest
 
 from backends.gemini import schedule_pipeline
-from compiler.diagnostics import PlancError
-from compiler.driver import run_pipeline
-from compiler.gemini_simulator import check_tiles, schedule_metrics
-from compiler.json_reader import parse_json
-from compiler.locations import verify_module
+from compiler.pipeline import run_pipeline
+from dialects.locations import verify_module
 from frontends.ark_model import import_document as import_ark
 from frontends.gemini_layers import import_document as import_layers
+from ground.diagnostics import PlancError
+from ground.json_reader import parse_json
+from targets.gemini.simulator import check_tiles, schedule_metrics
 from tests.conftest import EXAMPLES, corpus_params, small_ffn_doc, write_json
 from tests.gemini.fixtures import small_network
 
@@ -263,7 +263,7 @@ def test_an_l2_overflow_is_planned_again_with_a_smaller_budget(planc, tmp_path, 
 
 def test_retry_shrinks_only_an_l2_overflow():
     from backends.gemini import retry
-    from compiler.gemini_plan import L2Overflow
+    from targets.gemini.plan import L2Overflow
 
     options = argparse.Namespace(buffer_size=None, l2_budget=None)
     again = retry(L2Overflow("overflow"), options)

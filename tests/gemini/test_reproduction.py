@@ -12,12 +12,12 @@ import math
 
 import pytest
 
-from compiler import gemini_model as model
-from compiler.json_reader import load_json_file, parse_json
 from frontends.gemini_ir import import_document as import_ir
 from frontends.gemini_layers import import_document as import_layers
+from ground.json_reader import load_json_file, parse_json
 from passes.gemini_allocate_l2 import reallocate
 from passes.gemini_wl0 import reallocate as reallocate_wl0
+from targets.gemini import model
 from tests.conftest import corpus_params
 from tests.gemini.fixtures import NETWORK_FACTS, network_pairs, small_schedule
 

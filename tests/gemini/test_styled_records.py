@@ -14,10 +14,10 @@ import pytest
 
 from backends.gemini import emit, find_schedule, schedule_json, schedule_pipeline
 from backends.jsoncpp import styled_json
-from compiler.driver import run_pipeline
-from compiler.json_reader import load_json_file, parse_json
+from compiler.pipeline import run_pipeline
 from frontends.gemini_ir import import_document as import_ir
 from frontends.gemini_layers import import_document as import_layers
+from ground.json_reader import load_json_file, parse_json
 from tests.conftest import corpus_params
 from tests.gemini.fixtures import small_schedule
 from tests.gemini.test_l2_quality import generated_network

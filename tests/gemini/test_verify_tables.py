@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from compiler.json_reader import parse_json
 from dialects import gemini
 from dialects.utils import walk_ops
 from frontends.gemini_ir import import_document
+from ground.json_reader import parse_json
 from tests.gemini.fixtures import small_schedule
 
 
@@ -65,8 +65,8 @@ def test_store_index_gives_the_first_matching_store():
 
 
 def _error(module) -> str | None:
-    from compiler.diagnostics import PlancError
-    from compiler.locations import verify_module
+    from dialects.locations import verify_module
+    from ground.diagnostics import PlancError
 
     try:
         verify_module(module)

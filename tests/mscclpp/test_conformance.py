@@ -10,9 +10,9 @@ from backends.json_format import indented_json
 from backends.mlir import print_module
 from backends.mscclpp import emit_algorithm
 from compiler.context import planc_context
-from compiler.json_reader import load_json_file, parse_json
-from compiler.locations import verify_module
+from dialects.locations import verify_module
 from frontends.mscclpp import detect_schema, import_document
+from ground.json_reader import load_json_file, parse_json
 from tests.conftest import corpus_params
 
 PLANS = corpus_params("mscclpp") + corpus_params("mscclpp/draft")

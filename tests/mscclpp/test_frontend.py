@@ -7,10 +7,10 @@ import json
 import pytest
 
 from backends.mscclpp import emit_algorithm
-from compiler.json_reader import parse_json
-from compiler.locations import verify_module
 from dialects import mscclpp as ms
+from dialects.locations import verify_module
 from frontends.mscclpp import detect_schema, import_document
+from ground.json_reader import parse_json
 from tests.conftest import write_json
 from tests.mscclpp.fixtures import allgather_plan, mutated, ops_of
 

@@ -9,13 +9,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from backends.ark_model import emit_model
-from compiler.collectives.communication import atom
-from compiler.collectives.lowering import Choice, lower_models
-from compiler.collectives.program import expand
-from compiler.collectives.selection import fastest
-from compiler.collectives.simulator import _cell_bytes, check_plan
-from compiler.collectives.synthesis import Spec
-from compiler.locations import verify_module
+from dialects.locations import verify_module
 from frontends.collective_models import (
     CommunicationBuilder,
     all_reduce_models,
@@ -24,6 +18,12 @@ from frontends.collective_models import (
     send_recv_matmul_models,
     shard_all_reduce_models,
 )
+from targets.mscclpp.communication import atom
+from targets.mscclpp.lowering import Choice, lower_models
+from targets.mscclpp.program import expand
+from targets.mscclpp.selection import fastest
+from targets.mscclpp.simulator import _cell_bytes, check_plan
+from targets.mscclpp.synthesis import Spec
 from tests.conftest import EXAMPLES
 
 
@@ -255,7 +255,7 @@ def test_an_exchange_in_place_goes_through_scratch(ranks):
 def test_an_exchange_in_place_put_straight_into_place_races(monkeypatch):
     """The check is not vacuous: without staging, a put lands in the peer's x while the peer
     still reads x for its own send."""
-    from compiler.collectives.communication import Communication
+    from targets.mscclpp.communication import Communication
 
     monkeypatch.setattr(Communication, "staged_transfers", lambda self: set())
     lowered = _lower(exchange_in_place_models(2))

@@ -11,12 +11,12 @@ import json
 import pytest
 
 from backends.ark_model import emit_model
-from compiler.collectives.cost import message_chunks, padded_message, padding_note
-from compiler.collectives.lowering import Choice, lower_models
-from compiler.collectives.program import expand
-from compiler.collectives.simulator import _cell_bytes, check_plan
-from compiler.collectives.synthesis import ALGORITHMS, Spec, synthesize, variants
 from frontends.collective_models import all_reduce_models, ring_shift_models
+from targets.mscclpp.cost import message_chunks, padded_message, padding_note
+from targets.mscclpp.lowering import Choice, lower_models
+from targets.mscclpp.program import expand
+from targets.mscclpp.simulator import _cell_bytes, check_plan
+from targets.mscclpp.synthesis import ALGORITHMS, Spec, synthesize, variants
 from tests.conftest import diagonal
 
 SIZES = list(range(1, 65)) + [420, 516, 1001, 4290, 65537]

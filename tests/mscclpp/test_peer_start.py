@@ -13,7 +13,7 @@ import pytest
 
 from backends.mscclpp import algorithm_json
 from compiler.checking import check_file
-from compiler.collectives.lowering import Choice, lower_models
+from targets.mscclpp.lowering import Choice, lower_models
 from tests.conftest import write_json
 from tests.mscclpp.fixtures import (
     allgather_plan,

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from compiler.collectives.program import expand, group_part
-from compiler.collectives.simulator import check_plan
-from compiler.json_reader import load_json_file, parse_json
-from compiler.locations import verify_module
+from dialects.locations import verify_module
 from frontends.mscclpp import import_document
+from ground.json_reader import load_json_file, parse_json
+from targets.mscclpp.program import expand, group_part
+from targets.mscclpp.simulator import check_plan
 from tests.conftest import corpus_params, write_json
 from tests.mscclpp.fixtures import allgather_plan, allreduce_plan, mutated, ops_of
 

@@ -7,11 +7,11 @@ import json
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler.collectives.cost import hardware_named, model_time
-from compiler.collectives.selection import candidates, fastest, modeled
-from compiler.collectives.simulator import check_plan
-from compiler.collectives.synthesis import ALGORITHMS, Spec, synthesize, variants
-from compiler.locations import verify_module
+from dialects.locations import verify_module
+from targets.mscclpp.cost import hardware_named, model_time
+from targets.mscclpp.selection import candidates, fastest, modeled
+from targets.mscclpp.simulator import check_plan
+from targets.mscclpp.synthesis import ALGORITHMS, Spec, synthesize, variants
 
 VARIANTS = [(c, a, p) for c in ALGORITHMS for a, p in variants(c, 8)]
 

@@ -22,14 +22,14 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from backends.gemini import schedule_pipeline  # noqa: E402
-from compiler import gemini_model as model  # noqa: E402
-from compiler.dnn_interpreter import run_graph  # noqa: E402
-from compiler.driver import run_pipeline  # noqa: E402
-from compiler.gemini_plan import group_of, layer_table  # noqa: E402
-from compiler.gemini_simulator import check_tiles  # noqa: E402
-from compiler.locations import verify_module  # noqa: E402
+from compiler.pipeline import run_pipeline  # noqa: E402
 from dialects import dnn  # noqa: E402
+from dialects.locations import verify_module  # noqa: E402
 from frontends.onnx_cnn import import_cnn  # noqa: E402
+from targets.gemini import model  # noqa: E402
+from targets.gemini.dnn_interpreter import run_graph  # noqa: E402
+from targets.gemini.plan import group_of, layer_table  # noqa: E402
+from targets.gemini.simulator import check_tiles  # noqa: E402
 
 SIZE = 12
 
@@ -212,8 +212,8 @@ def test_the_layer_description_carries_concatenations(planc, tmp_path):
 def test_a_network_input_concatenated_second_stays_an_input(planc, tmp_path):
     """In a layer description, inputs after a layer's first are constants (weights), except
     a concat's: a network input it reads second is still a network input."""
-    from compiler.json_reader import parse_json
     from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
 
     n = helper.make_node
     weights = [numpy_helper.from_array(np.ones((k, c, 1, 1), np.float32), name)
@@ -276,8 +276,8 @@ def along(doc: dict, axis: int) -> str:
 def test_a_layer_description_may_concatenate_rows(planc, tmp_path, mesh, buffer_size):
     """Gemini's passes cut a reader's box at any axis's offsets: rows concatenated (only
     layer descriptions can say so) schedule and compute right, tile by tile."""
-    from compiler.json_reader import parse_json
     from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
 
     module = import_document(parse_json(along(rows_and_samples(tmp_path, planc), 2)))
     run_pipeline(module, schedule_pipeline(argparse.Namespace(

@@ -22,12 +22,12 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from backends.gemini import schedule_pipeline  # noqa: E402
-from compiler import gemini_model as model  # noqa: E402
-from compiler.dnn_interpreter import run_graph  # noqa: E402
-from compiler.driver import run_pipeline  # noqa: E402
-from compiler.gemini_simulator import check_tiles  # noqa: E402
+from compiler.pipeline import run_pipeline  # noqa: E402
 from dialects import dnn, gemini  # noqa: E402
-from frontends.onnx_model import import_model  # noqa: E402
+from frontends.onnx import import_model  # noqa: E402
+from targets.gemini import model  # noqa: E402
+from targets.gemini.dnn_interpreter import run_graph  # noqa: E402
+from targets.gemini.simulator import check_tiles  # noqa: E402
 
 RNG = np.random.default_rng(7)
 

@@ -16,10 +16,10 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from backends.ark_plan import model_pipeline, single_plan  # noqa: E402
-from compiler.driver import run_pipeline  # noqa: E402
-from compiler.model_interpreter import run_model  # noqa: E402
+from compiler.pipeline import run_pipeline  # noqa: E402
 from dialects import dnn  # noqa: E402
-from frontends.onnx_model import import_model  # noqa: E402
+from frontends.onnx import import_model  # noqa: E402
+from targets.ark.model_interpreter import run_model  # noqa: E402
 
 SEQ, HIDDEN, HEADS, FFN = 16, 64, 2, 128
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -102,7 +102,7 @@ def test_the_interpreter_matches_onnx(block):
 
 @pytest.mark.parametrize("arch", ["a100", "mi300x"])
 def test_ark_plans_compute_what_onnx_computes(block, arch):
-    from compiler.plan_simulator import simulate
+    from targets.ark.plan_simulator import simulate
 
     model, x, expected, tolerance = block
     imp, run = imported_run(model, x)
@@ -115,8 +115,8 @@ def test_ark_plans_compute_what_onnx_computes(block, arch):
 
 def test_tt_plans_compute_what_onnx_computes(block):
     from backends.tt_plan import lowering_pipeline
-    from compiler.tt_simulator import simulate_against
     from dialects import tt
+    from targets.tt.simulator import simulate_against
 
     model, x, expected, tolerance = block
     imp, run = imported_run(model, x)
@@ -176,7 +176,7 @@ QUICK_SCHEDULES = {("resnet50", "1x1"), ("bvlc_alexnet", "1x1"), ("inception_v1"
 def test_light_networks_import_as_layer_graphs(name):
     """Every light network imports into a verified layer graph (the cheap half of the matrix
     below, run on all nine)."""
-    from compiler.locations import verify_module
+    from dialects.locations import verify_module
 
     imp = import_model(onnx.load(LIGHT / f"light_{name}.onnx"))
     verify_module(imp.module)
@@ -206,7 +206,7 @@ def test_light_networks_compute_tile_by_tile(name, mesh):
     import argparse
 
     from backends.gemini import schedule_pipeline
-    from compiler.gemini_simulator import check_tiles
+    from targets.gemini.simulator import check_tiles
 
     imp = import_model(onnx.load(LIGHT / f"light_{name}.onnx"))
     run_pipeline(imp.module, schedule_pipeline(argparse.Namespace(

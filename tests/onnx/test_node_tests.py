@@ -19,8 +19,8 @@ onnx = pytest.importorskip("onnx", reason="the ONNX frontend is the planc[onnx] 
 from onnx import numpy_helper  # noqa: E402
 from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 
-from compiler.diagnostics import PlancError  # noqa: E402
-from frontends.onnx_model import import_model  # noqa: E402
+from frontends.onnx import import_model  # noqa: E402
+from ground.diagnostics import PlancError  # noqa: E402
 
 CASES: dict = {}
 """ONNX's node test cases by name, filled when pytest collects this module."""
@@ -83,9 +83,9 @@ def _array(value):
 
 def outputs_of(imp, case, data_in):
     """planc's outputs for one data set, in the order of the graph's outputs."""
-    from compiler.dnn_interpreter import run_graph
-    from compiler.model_interpreter import run_model
     from dialects import dnn
+    from targets.ark.model_interpreter import run_model
+    from targets.gemini.dnn_interpreter import run_graph
 
     initializers = {t.name for t in case.model.graph.initializer}
     names = [v.name for v in case.model.graph.input if v.name not in initializers]

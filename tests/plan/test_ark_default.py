@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from backends.ark_plan import emit_plan, plan_json, single_plan
-from compiler.diagnostics import PlancError
-from compiler.hardware import gpu_device
-from compiler.locations import verify_module
+from backends.ark_plan import emit_plan, single_plan
+from backends.plan_json import plan_json
+from devices.hardware import gpu_device
+from dialects.locations import verify_module
 from frontends.model_builder import ModelBuilder
+from ground.diagnostics import PlancError
 from passes.ark_default_plan import ArkDefaultPlanPass
 from tests.conftest import corpus_root
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.arkplan.check import runtime_blocks
-from compiler.arkplan.coverage import Progression, cover
 from compiler.checking import check_file
 from dialects.plan import Range
+from targets.ark.coverage import Progression, cover
+from targets.ark.plan_check import runtime_blocks
 from tests.conftest import EXAMPLES, corpus_params, write_json
 from tests.plan import broken_plans
 

@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from backends.ark_plan import emit_plan, plan_json, single_plan
-from compiler.diagnostics import PlancError
-from compiler.json_reader import JsonNode, load_json_file
-from compiler.locations import verify_module
+from backends.ark_plan import emit_plan, single_plan
+from backends.plan_json import plan_json
 from dialects import plan
+from dialects.locations import verify_module
 from frontends.ark_plan import import_document
+from ground.diagnostics import PlancError
+from ground.json_reader import JsonNode, load_json_file
 from tests.conftest import corpus_params
 from tests.plan.fixtures import small_plan_doc
 

@@ -15,14 +15,15 @@ import random
 
 import pytest
 
-from backends.ark_plan import in_ark_format, model_pipeline, plan_json, single_plan
+from backends.ark_plan import in_ark_format, model_pipeline, single_plan
 from backends.json_format import PLAN_DEPTH, denser_json
+from backends.plan_json import plan_json
 from backends.plan_text import plan_text
-from compiler.driver import load_input, run_pipeline
-from compiler.json_reader import JsonNode, load_json_file
-from compiler.locations import verify_module
+from compiler.pipeline import load_input, run_pipeline
+from dialects.locations import verify_module
 from frontends.ark_plan import import_document
 from frontends.model_zoo import generated
+from ground.json_reader import JsonNode, load_json_file
 from tests.conftest import EXAMPLES
 from tests.plan.fixtures import small_plan_doc
 from tests.plan.test_plan import PLAN_FILES

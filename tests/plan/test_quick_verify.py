@@ -11,12 +11,12 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringA
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
-from compiler.diagnostics import PlancError
-from compiler.json_reader import JsonNode
-from compiler.locations import verify_module
 from dialects import plan
+from dialects.locations import verify_module
 from dialects.utils import walk_ops
 from frontends.ark_plan import import_document
+from ground.diagnostics import PlancError
+from ground.json_reader import JsonNode
 from tests.plan.fixtures import small_plan_doc
 
 
@@ -158,7 +158,7 @@ def errors_both_ways(module: ModuleOp, monkeypatch) -> tuple[str, str]:
     quick = message()
     with monkeypatch.context() as m:
         m.setattr(plan._QuickVerify, "verify_quickly", lambda self: False)  # noqa: SLF001
-        import compiler.locations as locations
+        import dialects.locations as locations
 
         m.setattr(locations, "_QUICK", {})
         generic = message()

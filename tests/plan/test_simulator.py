@@ -10,13 +10,13 @@ import json
 import numpy as np
 import pytest
 
-from compiler import cost_model
-from compiler.hardware import gpu_device
-from compiler.json_reader import JsonNode
-from compiler.locations import verify_module
-from compiler.plan_simulator import simulate_plan
+from devices.hardware import gpu_device
 from dialects import plan
+from dialects.locations import verify_module
 from frontends.ark_plan import import_document
+from ground.json_reader import JsonNode
+from targets.ark import cost_model
+from targets.ark.plan_simulator import simulate_plan
 from tests.conftest import write_json
 from tests.plan.fixtures import small_plan_doc
 
@@ -118,7 +118,8 @@ class TestWrongPlansAreCaught:
     def test_rotary_embedding_written_in_place(self):
         """Each output element of a rotary embedding needs its pair partner: writing over
         the input lets one thread overwrite what another has yet to read."""
-        from backends.ark_plan import plan_json, single_plan
+        from backends.ark_plan import single_plan
+        from backends.plan_json import plan_json
         from frontends.model_builder import ModelBuilder
         from passes.ark_default_plan import ArkDefaultPlanPass
 
@@ -272,9 +273,9 @@ class TestSampledRuns:
     def test_a_plan_computing_another_model_is_caught(self):
         """The add replaced by a subtraction: the sample's tiles agree with what the plan's
         own operators compute, but not with the model the plan was made from."""
-        from compiler.model_interpreter import run_model
-        from compiler.plan_simulator import simulate as simulate_op
         from frontends.ark_model import import_document as import_model
+        from targets.ark.model_interpreter import run_model
+        from targets.ark.plan_simulator import simulate as simulate_op
         from tests.ark.fixtures import small_model_doc
 
         model = import_model(JsonNode(small_model_doc()))

@@ -13,13 +13,13 @@ import pytest
 
 import passes.sched_fuse
 import passes.sched_partition
-from compiler.model_interpreter import run_model
-from compiler.plan_simulator import simulate
-from compiler.tt_simulator import simulate_against
 from dialects import ark
 from frontends.model_builder import ModelBuilder
-from passes.byte_regions import ByteRegion, byte_set
 from passes.sched_graph import data_producers, operator_dependencies
+from targets.ark.byte_regions import ByteRegion, byte_set
+from targets.ark.model_interpreter import run_model
+from targets.ark.plan_simulator import simulate
+from targets.tt.simulator import simulate_against
 from tests.sched.aliasing_models import random_model
 from tests.sched.test_cpu_programs import check_program, needs_compiler
 from tests.sched.test_pipeline import ARCHES, planned
@@ -241,7 +241,7 @@ def test_dependencies_order_every_conflict_of_generated_models(seed):
 
 
 def _hull_conflict(a: ark.ArkOp, b: ark.ArkOp) -> bool:
-    from passes.byte_regions import overlaps
+    from targets.ark.byte_regions import overlaps
 
     ra, wa = a.operand_groups()
     rb, wb = b.operand_groups()

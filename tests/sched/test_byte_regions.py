@@ -1,4 +1,4 @@
-"""`passes.byte_regions` against a brute-force oracle: the set of bytes each view touches,
+"""`targets.ark.byte_regions` against a brute-force oracle: the set of bytes each view touches,
 enumerated, on ~1000 random pairs of views (same grid, other grids, other element sizes)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from dialects import ark
-from passes.byte_regions import (
+from targets.ark.byte_regions import (
     ByteRegion,
     byte_set,
     covered_by_union,

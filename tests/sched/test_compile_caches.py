@@ -14,21 +14,22 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
-from backends.ark_plan import emit_plan, plan_json, single_plan
+from backends.ark_plan import emit_plan, single_plan
 from backends.json_format import PLAN_DEPTH, denser_json
-from compiler.driver import run_pipeline
-from compiler.hardware import gpu_device
-from compiler.locations import verify_module
+from backends.plan_json import plan_json
+from compiler.pipeline import run_pipeline
+from devices.hardware import gpu_device
 from dialects import ark, plan, sched
+from dialects.locations import verify_module
 from dialects.utils import op_list, walk_ops
 from frontends.model_zoo import generated
 from passes.ark_to_sched import refuse_oversized, schedules_and_operators
-from passes.byte_regions import ByteRegion, covers, overlaps
 from passes.sched_allocate import _on_buffer
 from passes.sched_graph import operand_table, shape4
 from passes.sched_tile import _layout as tile_layout
 from passes.sched_tile import signature
-from passes.tensor_layouts import layout_of
+from targets.ark.byte_regions import ByteRegion, covers, overlaps
+from targets.ark.tensor_layouts import layout_of
 
 
 def planned(ops: int, arch: str = "a100") -> ModuleOp:
@@ -99,7 +100,7 @@ def test_byte_regions_and_their_figures_are_computed_afresh_alike(modules):
 
 def test_overlaps_and_covers_with_cached_figures_match_brute_force():
     """Random small views of one buffer: the cached figures decide as enumeration does."""
-    from passes.byte_regions import byte_set
+    from targets.ark.byte_regions import byte_set
 
     rng = random.Random(13)
     regions = []

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from backends.ark_plan import model_pipeline, single_plan
-from compiler.driver import run_pipeline
-from compiler.json_reader import load_json_file
-from compiler.model_interpreter import Memory, buffer_sizes, run_model
+from compiler.pipeline import run_pipeline
 from frontends.ark_model import import_document
+from ground.json_reader import load_json_file
+from targets.ark.model_interpreter import Memory, buffer_sizes, run_model
 from tests.codegen import programs
 from tests.codegen.conftest import EMULATED_WARP_THREADS
 from tests.conftest import EXAMPLES

@@ -7,13 +7,14 @@ import json
 
 import pytest
 
-from backends.ark_plan import PLANC_PASSES, model_pipeline, plan_json, single_plan
-from compiler.driver import run_pipeline
-from compiler.json_reader import load_json_file, parse_json
-from compiler.locations import verify_module
-from compiler.model_interpreter import run_model
-from compiler.plan_simulator import simulate
+from backends.ark_plan import PLANC_PASSES, model_pipeline, single_plan
+from backends.plan_json import plan_json
+from compiler.pipeline import run_pipeline
+from dialects.locations import verify_module
 from frontends.ark_model import import_document
+from ground.json_reader import load_json_file, parse_json
+from targets.ark.model_interpreter import run_model
+from targets.ark.plan_simulator import simulate
 from tests.conftest import EXAMPLES, diagonal, small_ffn_doc
 from tests.sched.models import MODELS
 

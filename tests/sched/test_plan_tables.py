@@ -11,9 +11,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
 from backends.ark_plan import PLANC_PASSES, emit_plan
-from compiler.driver import run_pipeline
-from compiler.locations import verify_module
+from compiler.pipeline import run_pipeline
 from dialects import ark, plan, sched
+from dialects.locations import verify_module
 from dialects.utils import bare_op
 from frontends.model_zoo import generated
 from passes.sched_fuse import kernel_op

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler.driver import import_file, run_pipeline
+from compiler.pipeline import import_file, run_pipeline
 from dialects import ark, sched
 from tests.conftest import EXAMPLES
 

@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from compiler.cost_model import kernel_estimate
-from compiler.hardware import gpu_device
+from devices.hardware import gpu_device
 from passes.sched_partition import MAX_PARTS, k_parts, split_shapes
+from targets.ark.cost_model import kernel_estimate
 
 
 def _cases(n: int, seed: int = 13):

@@ -14,7 +14,7 @@ from frontends.model_builder import ModelBuilder
 
 def lower(module: ModuleOp, spec: str = "tt-tile,tt-partition{grid=2x2},tt-place") -> ModuleOp:
     """Run a tt pipeline on `module` in place (verifying after every pass) and return it."""
-    from compiler.driver import run_pipeline
+    from compiler.pipeline import run_pipeline
 
     run_pipeline(module, spec)
     return module

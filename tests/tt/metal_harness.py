@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler import dtypes
+from ground import dtypes
 
 MOCK_SDK = Path(__file__).resolve().parent / "mock_sdk"
 GXX = shutil.which("g++")

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from backends.tt_plan import document_json, emit_plans
-from compiler.json_reader import load_json_file
-from compiler.locations import verify_module
+from dialects.locations import verify_module
 from frontends.tt_plan import import_document
+from ground.json_reader import load_json_file
 from tests.conftest import corpus_params
 from tests.tt.fixtures import lower, matmul_model
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler import dtypes
-from compiler.model_interpreter import run_model
 from examples.build_examples import ffn
 from frontends.model_builder import ModelBuilder
+from ground import dtypes
+from targets.ark.model_interpreter import run_model
 from tests.conftest import EXAMPLES, corpus_params, write_json
 from tests.tt import metal_harness as harness
 from tests.tt.fixtures import matmul_plan
@@ -94,8 +94,8 @@ def mixed_model():
 
 
 def emulate(planc, tmp_path, model_text: str, *flags: str, seed: int = 5):
-    from compiler.json_reader import parse_json
     from frontends.ark_model import import_document
+    from ground.json_reader import parse_json
 
     source = tmp_path / "model.json"
     source.write_text(model_text)

@@ -8,10 +8,10 @@ import math
 import pytest
 
 from backends.tt_plan import document_json
-from compiler.diagnostics import UsageError
-from compiler.tt_device import device_named, parse_grid
-from compiler.tt_kernels import kernel_buffers, kernel_geometry
+from devices.tt import device_named, parse_grid
+from dialects.tt_kernels import kernel_buffers, kernel_geometry
 from frontends.model_builder import ModelBuilder
+from ground.diagnostics import UsageError
 from passes.tt_partition import (
     STRATEGIES,
     active_ranges,
@@ -106,13 +106,13 @@ def test_auto_picks_the_cheapest_strategy():
 
 
 def _kernel(m: int, k: int, n: int, **kw):
-    from compiler.tt_kernels import kernel_buffers, kernel_geometry
+    from dialects.tt_kernels import kernel_buffers, kernel_geometry
     op = lower(matmul_model(m, k, n, **kw), "tt-tile").ops.first.plans()[0].kernel.operator
     return kernel_geometry(op), kernel_buffers(op), op
 
 
 def test_strips_too_large_for_l1_are_streamed():
-    from compiler.tt_schedule import held_operand
+    from targets.tt.schedule import held_operand
     work = {(0, 0): [(0, 0), (0, 1)]}
     device = device_named(None)
     geometry, buffers, _ = _kernel(64, 256, 64)
@@ -125,7 +125,7 @@ def test_strips_too_large_for_l1_are_streamed():
 def test_a_batched_b_strip_belongs_to_its_batch():
     """Output tiles (0, 0) and (1, 0) of a batched matmul share B's column 0 only when B is
     broadcast over the batch; with B batched they need different strips."""
-    from compiler.tt_schedule import held_operand, strip_index
+    from targets.tt.schedule import held_operand, strip_index
     b = ModelBuilder()
     b.matmul(b.tensor([2, 32, 64]), b.tensor([2, 64, 32]))
     op = lower(b.finish(), "tt-tile").ops.first.plans()[0].kernel.operator
@@ -138,8 +138,8 @@ def test_a_batched_b_strip_belongs_to_its_batch():
 
 
 def test_cost_model_counts_held_strips():
-    from compiler.tt_kernels import kernel_buffers, kernel_geometry
-    from compiler.tt_schedule import core_traffic
+    from dialects.tt_kernels import kernel_buffers, kernel_geometry
+    from targets.tt.schedule import core_traffic
     module = lower(matmul_model(128, 256, 128), "tt-tile")
     op = module.ops.first.plans()[0].kernel.operator
     geometry = kernel_geometry(op)  # 4x4 tiles, Kt = 8

@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from compiler.diagnostics import PlancError
-from compiler.json_reader import load_json_file
-from compiler.model_interpreter import run_model
-from compiler.tt_kernels import TileView
-from compiler.tt_simulator import run_partition, simulate_against
 from dialects import ark
+from dialects.tt_kernels import TileView
 from frontends.ark_model import import_document
 from frontends.model_builder import ModelBuilder
+from ground.diagnostics import PlancError
+from ground.json_reader import load_json_file
+from targets.ark.model_interpreter import run_model
+from targets.tt.simulator import run_partition, simulate_against
 from tests.conftest import EXAMPLES
 from tests.tt.fixtures import lower
 

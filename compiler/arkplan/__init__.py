@@ -1,2 +1,0 @@
-"""ARK plans: the whole-document rules of `planc check` (`check`), decided symbolically with
-the progressions and intervals of `coverage`."""

@@ -1,0 +1,147 @@
+"""The search spaces of `planc tune`: the decisions each target can make, and their values.
+
+A candidate is one value per dimension. Dimensions are of two kinds:
+
+* a target option (`grid`, `partition`, `mesh`, `buffer_size`, `algorithm`, ...), passed as the
+  command line would pass the flag;
+* a pass option, `pass.option` (`sched-partition.split_k`), which changes one pass of the
+  target's default pipeline (ARK plans: planc's planner pass by pass).
+
+The first value of every dimension is planc's own decision, so the first candidate is what
+`planc MODEL --target T` writes. `--space 'name=v1,v2;other=...'` replaces or adds dimensions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ground.diagnostics import UsageError
+
+Value = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str
+    values: tuple[Value, ...]
+
+    @property
+    def is_pass_option(self) -> bool:
+        return "." in self.name
+
+
+# ARK plans: planc's planner, pass by pass (`planner=ark-default` ignores the pass options).
+ARK_PASSES = ("ark-to-sched", "sched-fuse", "sched-tile", "sched-partition", "sched-allocate",
+              "sched-to-plan")
+
+DEFAULT_SPACES: dict[str, tuple[Dimension, ...]] = {
+    "ark": (
+        Dimension("planner", ("planc", "ark-default")),
+        Dimension("sched-fuse.elementwise", (True, False)),
+        Dimension("sched-fuse.epilogue", (True, False)),
+        Dimension("sched-fuse.rows", (True, False)),
+        Dimension("sched-partition.concurrency", ("auto", "ranges", "sequence")),
+        Dimension("sched-partition.split_k", (True, False)),
+        Dimension("sched-partition.granularity", (1, 2, 4)),
+        Dimension("sched-allocate.reuse", (True, False)),
+    ),
+    "tt": (
+        Dimension("partition", ("auto", "row_major", "column_major", "block", "z_order")),
+        Dimension("grid", (None, "1x1", "2x2", "4x4", "8x4", "4x8", "8x8")),
+    ),
+    "gemini": (
+        Dimension("mesh", ("1x1", "1x2", "2x1", "2x2", "2x4", "4x2", "4x4")),
+        Dimension("buffer_size", (8388608, 2097152, 4194304, 16777216)),
+    ),
+    "mscclpp": (
+        Dimension("algorithm", ("auto", "ring", "allpairs", "oneshot", "nvls")),
+        Dimension("protocol", (None, "Simple", "LL")),
+        Dimension("instances", (None, 2, 4)),
+    ),
+}
+
+
+@dataclass
+class Space:
+    target: str
+    dimensions: tuple[Dimension, ...]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    """Target options that stay as given (e.g. the collective, its ranks, the message size)."""
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(d.values) for d in self.dimensions)
+
+    def default(self) -> dict[str, Value]:
+        return {d.name: d.values[0] for d in self.dimensions}
+
+    def canonical(self, decisions: dict[str, Value]) -> dict[str, Value]:
+        """Equal plans, equal decisions: ARK's default planner has no pass options."""
+        if decisions.get("planner") == "ark-default":
+            return {k: (v if k == "planner" or "." not in k else self._first(k))
+                    for k, v in decisions.items()}
+        return dict(decisions)
+
+    def _first(self, name: str) -> Value:
+        return next(d.values[0] for d in self.dimensions if d.name == name)
+
+    def all(self) -> Iterator[dict[str, Value]]:
+        """Every candidate, planc's own first; duplicates (after `canonical`) once."""
+        seen: set[str] = set()
+        names = [d.name for d in self.dimensions]
+        for values in itertools.product(*(d.values for d in self.dimensions)):
+            decisions = self.canonical(dict(zip(names, values, strict=True)))
+            key = candidate_key(decisions)
+            if key not in seen:
+                seen.add(key)
+                yield decisions
+
+    def sample(self, rng: random.Random) -> dict[str, Value]:
+        return self.canonical({d.name: rng.choice(d.values) for d in self.dimensions})
+
+
+def candidate_key(decisions: dict[str, Value]) -> str:
+    return ";".join(f"{k}={decisions[k]}" for k in sorted(decisions))
+
+
+def space_for(target: str, spec: str | None = None, fixed: dict[str, Any] | None = None) -> Space:
+    """The target's default space, with the dimensions of `spec` replacing or added."""
+    if target not in DEFAULT_SPACES:
+        raise UsageError(f"planc tune explores --target {', '.join(DEFAULT_SPACES)}, not "
+                         f"{target}")
+    dims = {d.name: d for d in DEFAULT_SPACES[target]}
+    for name, values in parse_space(spec).items():
+        dims[name] = Dimension(name, values)
+    for name in fixed or {}:
+        dims.pop(name, None)     # an option given on the command line is not explored
+    return Space(target, tuple(dims.values()), dict(fixed or {}))
+
+
+def parse_space(spec: str | None) -> dict[str, tuple[Value, ...]]:
+    """`--space 'grid=2x2,4x4; sched-partition.split_k=true,false'`."""
+    dims: dict[str, tuple[Value, ...]] = {}
+    for part in filter(None, (p.strip() for p in (spec or "").split(";"))):
+        name, sep, values = part.partition("=")
+        if not sep or not name.strip() or not values.strip():
+            raise UsageError(f"--space: expected 'name=value,value;...', got '{part}'")
+        dims[name.strip()] = tuple(_value(v.strip()) for v in values.split(","))
+    return dims
+
+
+def _value(text: str) -> Value:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "default"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

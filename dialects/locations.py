@@ -1,0 +1,121 @@
+"""Source locations of imported IR: the JSON path each op came from.
+
+Importers stamp every op with `loc("$.Nodes[3].Op")`, the MLIR way of remembering where IR came
+from. When a verifier later rejects an op, the driver reports that path, so a verification
+error points into the user's file just like an import error does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from dialects.fast_verify import verify_op
+from dialects.utils import VerifyAt, built, verifying_once, walk_ops
+from ground.diagnostics import PlancError, extend_path
+
+
+def json_location(path: str) -> NameLoc:
+    """`NameLoc(StringAttr(path), NoneAttr())`, put together directly: a string parameter
+    and no child location break no rule, and a large import makes one per op."""
+    if type(path) is not str:
+        return built(NameLoc, StringAttr(path), _NONE)
+    name = StringAttr.__new__(StringAttr)
+    name.__dict__["data"] = path
+    loc = NameLoc.__new__(NameLoc)
+    fields = loc.__dict__
+    fields["desc"] = name
+    fields["location"] = _NONE
+    return loc
+
+
+_NONE = NoneAttr()
+
+
+def source_path(op: Operation) -> str | None:
+    """The JSON path `op` was imported from: its own, or its closest located ancestor's."""
+    current: Operation | None = op
+    while current is not None:
+        loc = current.location
+        if isinstance(loc, NameLoc) and loc.desc.data.startswith("$"):
+            return loc.desc.data
+        current = current.parent_op()
+    return None
+
+
+def verify_module(module: ModuleOp) -> None:
+    """Verify every op; the first failure becomes a `PlancError` at the op's JSON path.
+
+    Ops are verified one by one rather than through `module.verify()`, whose diagnostics print
+    the whole module: for a user, the op's path and the verifier's sentence are the message.
+    Parents come before their children: a document's header (a grid, a rank) is checked before
+    the parts that depend on it. A container whose document-wide rules rely on its children's
+    own rules checks those first (see `plan.plan`).
+    """
+    with verifying_once() as done:
+        for op in walk_ops(module):
+            if id(op) in done:
+                continue  # verified by its parent, which checks it first
+            try:
+                quick = _QUICK.get(type(op), _QUICK)
+                if quick is _QUICK:
+                    quick = _QUICK[type(op)] = getattr(type(op), "verify_quickly", None)
+                if quick is None or not quick(op):
+                    verify_op(op)
+            except (VerifyException, DiagnosticException) as e:
+                raise verifier_error(op, e) from None
+
+
+_QUICK: dict[type, Any] = {}
+"""Per op class, its `verify_quickly(op)` (True when it verified the op itself, False when
+the generic verification must; see `dialects.plan`), or None."""
+
+
+def verify_all(module: ModuleOp, limit: int = 100) -> list[PlancError]:
+    """Every verifier failure of `module` (at most `limit`), for `planc check`.
+
+    As `verify_module`, but a failing op's descendants are skipped (their own rules usually
+    assume the parent's hold, so they would only echo the first failure) and the walk goes on
+    with the next op.
+    """
+    errors: list[PlancError] = []
+    skipped: set[Operation] = set()
+    for op in module.walk():
+        parent = op.parent_op()
+        if parent is not None and parent in skipped:
+            skipped.add(op)
+            continue
+        try:
+            op.verify_()
+        except (VerifyException, DiagnosticException) as e:
+            errors.append(verifier_error(op, e))
+            skipped.add(op)
+            if len(errors) >= limit:
+                break
+    return errors
+
+
+def verifier_error(op: Operation, error: Exception) -> PlancError:
+    """A verifier failure as a user error at the op's JSON path, naming the rule it breaks
+    (the verifier's own name for it, or the op that enforces it)."""
+    message = str(error).split("\n", 1)[0]
+    rule = op.name
+    if isinstance(error, VerifyAt):
+        rule = error.rule or (error.op or op).name
+    return PlancError(message, path=error_path(op, error), rule=rule)
+
+
+def error_path(op: Operation, error: Exception) -> str | None:
+    """The JSON path a verifier failure of `op` points at."""
+    if not isinstance(error, VerifyAt):
+        return source_path(op)
+    path = source_path(error.op or op)
+    return extend_path(path, *error.steps) if path is not None else None
+
+
+def parse_error_message(error: ParseError) -> str:
+    """`FILE:LINE:COL: message` for an error in MLIR text, on one line."""
+    return f"{error.span.get_location()}: {' '.join(error.msg.split())}"

@@ -1,0 +1,361 @@
+"""Reference semantics: run an `ark.model` with numpy, operator by operator.
+
+This is the ground truth that lowered plans are compared with. Memory is modelled the way ARK
+has it: every buffer is one flat byte array and every tensor a strided window of it (shape
+`Strides`, window at `Offsets` of size `Shape`), so aliasing, in-place writes and views behave
+as on the device. Values are computed in float32 and rounded to each output's element type.
+
+Inputs get reproducible random values unless the caller supplies them; embedding indices are
+drawn inside the embedding table. The run tracks which bytes of each buffer hold a value (given,
+drawn or written), so a tensor is an input exactly when it is read with bytes nothing has
+filled: the old rows of a KV cache that an operator updated through a slice are input, and two
+views of one input (a tensor and its reshape) see the same values.
+
+A table-driven evaluator is used rather than xDSL's `Interpreter`: results live in buffers, not
+in SSA values, and errors must surface as planc diagnostics rather than interpreter traces.
+"""
+
+from __future__ import annotations
+
+import math
+from argparse import Namespace
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+
+from dialects import ark
+from dialects.locations import source_path
+from dialects.utils import single_root
+from ground import dtypes
+from ground.diagnostics import PlancError
+from targets.ark.model_outputs import final_outputs
+
+# ---------------------------------------------------------------------------------------------
+# Memory
+# ---------------------------------------------------------------------------------------------
+
+
+def buffer_sizes(tensors: list[ark.TensorType]) -> dict[int, int]:
+    """Bytes per local buffer: the largest layout of any tensor on it (how ARK sizes them)."""
+    sizes: dict[int, int] = {}
+    for t in tensors:
+        sizes[t.buffer_id] = max(sizes.get(t.buffer_id, 0), t.span_bytes)
+    return sizes
+
+
+MAX_MEMORY_BYTES = 8 << 30
+"""The most buffer memory the numpy interpreters allocate (a model's whole device memory)."""
+
+
+class Memory:
+    """Buffers as byte arrays; tensors as numpy views into them."""
+
+    def __init__(self, sizes: dict[int, int]):
+        total = sum(sizes.values())
+        if total > MAX_MEMORY_BYTES:
+            raise PlancError(f"the buffers hold {total / 1e9:.3g} GB, more than the "
+                             f"{MAX_MEMORY_BYTES / 1e9:.3g} GB planc's numpy interpreter runs; "
+                             "use --cost-only (plans) or a smaller instance of the model")
+        self.buffers = {b: np.zeros(n, dtype=np.uint8) for b, n in sizes.items()}
+
+    def view(self, tensor: ark.TensorType) -> np.ndarray:
+        """The stored elements of `tensor` (writable, aliasing the buffer)."""
+        storage = dtypes.STORAGE[tensor.data_type]
+        strides = tensor.strides_list
+        raw = self.buffers[tensor.buffer_id][: math.prod(strides) * storage.itemsize]
+        window = tuple(slice(o, o + s) for o, s in zip(tensor.offsets_list, tensor.shape_list,
+                                                         strict=True))
+        return raw.view(storage).reshape(strides)[window]
+
+    def bytes_of(self, tensor: ark.TensorType) -> np.ndarray:
+        """The bytes of `tensor`'s elements, shape + [element bytes] (writable)."""
+        return byte_view(self.buffers[tensor.buffer_id], tensor)
+
+    def read(self, tensor: ark.TensorType) -> np.ndarray:
+        return dtypes.to_compute(self.view(tensor), tensor.data_type)
+
+    def write(self, tensor: ark.TensorType, values: np.ndarray) -> None:
+        shape = tensor.shape_list
+        values = np.asarray(values)
+        if list(values.shape) != shape:
+            values = np.broadcast_to(values.reshape(_squeeze_to(values.shape, len(shape))),
+                                     shape)
+        self.view(tensor)[...] = dtypes.to_storage(values, tensor.data_type)
+
+
+def byte_view(raw: np.ndarray, tensor: ark.TensorType) -> np.ndarray:
+    """The bytes of `tensor` in the byte array `raw` of its buffer, as shape + [element bytes]
+    (used on the buffers themselves, and on masks of them)."""
+    strides = tensor.strides_list
+    size = tensor.element_bytes
+    window = tuple(slice(o, o + s) for o, s in zip(tensor.offsets_list, tensor.shape_list,
+                                                     strict=True))
+    return raw[: math.prod(strides) * size].reshape([*strides, size])[window]
+
+
+def _squeeze_to(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    """Drop leading unit dims beyond `ndim` (ARK shapes are equal up to leading ones)."""
+    shape = tuple(shape)
+    while len(shape) > ndim and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+# ---------------------------------------------------------------------------------------------
+# Operator semantics
+# ---------------------------------------------------------------------------------------------
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # Integer tensors divide as C++ integers do on the device: truncating toward zero.
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.trunc(np.true_divide(a, b))
+    return a / b
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    # ARK's kernel uses the tanh approximation.
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+def _rope(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    x, r = np.broadcast_arrays(x, r)
+    out = np.empty(np.broadcast_shapes(x.shape, r.shape), dtype=np.float32)
+    x0, x1, r0, r1 = x[..., 0::2], x[..., 1::2], r[..., 0::2], r[..., 1::2]
+    out[..., 0::2] = x0 * r0 - x1 * r1
+    out[..., 1::2] = x0 * r1 + x1 * r0
+    return out
+
+
+def _matmul(op: ark.MatmulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = np.atleast_2d(a)
+    b = np.atleast_2d(b)
+    if op.trans_input:
+        a = np.swapaxes(a, -1, -2)
+    if op.trans_other:
+        b = np.swapaxes(b, -1, -2)
+    # Cast first: np.matmul(..., dtype=) takes numpy's generic loop instead of BLAS (~100x
+    # slower); float32 operands give the same float32 accumulation.
+    return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
+
+
+def _reduce(fn: Callable[..., np.ndarray]) -> Callable[[ark.ReduceOp, np.ndarray], np.ndarray]:
+    return lambda op, x: fn(x, axis=op.axis_index, keepdims=op.keeps_dim)
+
+
+def _cast(op: ark.CastOp, x: np.ndarray) -> np.ndarray:
+    src, dst = op.inputs[0].data_type, op.outputs[0].data_type
+    if src in dtypes.FLOATS and dst not in dtypes.FLOATS and src == "FP32":
+        return np.trunc(x)  # a C cast from float truncates; half/bf16 casts round (to_storage)
+    return x
+
+
+ONE_INPUT: dict[type[ark.ArkOp], Callable[[Any, np.ndarray], np.ndarray]] = {
+    ark.ExpOp: lambda op, x: np.exp(x),
+    ark.GeluOp: lambda op, x: _gelu(x),
+    ark.ReluOp: lambda op, x: np.maximum(x, 0),
+    ark.RsqrtOp: lambda op, x: 1.0 / np.sqrt(x),
+    ark.SigmoidOp: lambda op, x: 1.0 / (1.0 + np.exp(-x)),
+    ark.SqrtOp: lambda op, x: np.sqrt(x),
+    ark.CopyOp: lambda op, x: x,
+    ark.CastOp: _cast,
+    ark.ScalarAddOp: lambda op, x: x + np.float32(op.factor.value.data),
+    ark.ScalarMulOp: lambda op, x: x * np.float32(op.factor.value.data),
+    ark.ReduceSumOp: _reduce(np.sum),
+    ark.ReduceMaxOp: _reduce(np.max),
+    ark.ReduceMeanOp: _reduce(np.mean),
+    ark.TransposeOp: lambda op, x: np.transpose(x, op.perm),
+}
+"""Operators of one input: output = f(op, input)."""
+
+TWO_INPUTS: dict[type[ark.ArkOp], Callable[[Any, np.ndarray, np.ndarray], np.ndarray]] = {
+    ark.AddOp: lambda op, a, b: a + b,
+    ark.SubOp: lambda op, a, b: a - b,
+    ark.MulOp: lambda op, a, b: a * b,
+    ark.DivOp: lambda op, a, b: _divide(a, b),
+    ark.RopeOp: lambda op, a, b: _rope(a, b),
+    ark.MatmulOp: _matmul,
+    ark.EmbeddingOp: lambda op, idx, w: w[idx],
+}
+"""Operators of two inputs: output = f(op, input, other)."""
+
+NO_COMPUTE = (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)
+"""Operators with nothing to compute: their results alias data that is already in memory."""
+
+
+def evaluate(op: ark.ArkOp, inputs: list[np.ndarray]) -> np.ndarray | None:
+    """The value `op` writes into its (first) output, or None if it writes nothing."""
+    with np.errstate(all="ignore"):  # inf/nan are results to compare, not crashes
+        if type(op) in ONE_INPUT:
+            return ONE_INPUT[type(op)](op, inputs[0])
+        if type(op) in TWO_INPUTS:
+            return TWO_INPUTS[type(op)](op, inputs[0], inputs[1])
+    if isinstance(op, ark.ScalarAssignOp):
+        return np.full(op.outputs[0].shape_list, op.value.value.data, dtype=np.float32)
+    if isinstance(op, NO_COMPUTE):
+        return None
+    if isinstance(op, ark.CommOp):
+        raise PlancError(f"{op.ark_type} '{op.label.data}': communication operators are not "
+                         "simulated by the model interpreter", path=source_path(op))
+    raise PlancError(f"{op.ark_type} '{op.label.data}': operator type '{op.ark_type}' has no "
+                     "reference semantics", path=source_path(op))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a model
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelRun:
+    """What running a model produced, by tensor id."""
+
+    inputs: dict[int, np.ndarray] = field(default_factory=dict)
+    """The values given to (or drawn for) tensors read before being written."""
+    tensors: dict[int, np.ndarray] = field(default_factory=dict)
+    """Every input and every result tensor, as it was right after it was produced."""
+    outputs: list[int] = field(default_factory=list)
+    """Result tensors no other operator uses: the model's outputs."""
+    types: dict[int, ark.TensorType] = field(default_factory=dict)
+    memory: Memory | None = None
+    """The buffers at the end of the run (inputs and weights are still there)."""
+
+
+def _all_tensor_types(model: ark.ModelOp) -> list[ark.TensorType]:
+    return [r.type for op in model.graph.ops for r in op.results]
+
+
+def _random_input(tensor: ark.TensorType, rng: np.random.Generator,
+                  index_bound: int | None, scale: float) -> np.ndarray:
+    shape = tensor.shape_list
+    if tensor.data_type in dtypes.FLOATS:
+        return (scale * rng.uniform(-1.0, 1.0, size=shape)).astype(np.float32)
+    if index_bound is not None:
+        return rng.integers(0, index_bound, size=shape)
+    unsigned = tensor.data_type.startswith("U") or tensor.data_type == "BYTE"
+    return rng.integers(0 if unsigned else -8, 16 if unsigned else 8, size=shape)
+
+
+def _input_scales(model: ark.ModelOp) -> dict[SSAValue, float]:
+    """Scales for random matmul operands, so that products keep unit magnitude.
+
+    Each operand of a product over K terms is drawn at K^-1/4 of the usual range: like the
+    1/sqrt(K) scaling of trained weights, this keeps fp16 models from overflowing to inf.
+    """
+    scales: dict[SSAValue, float] = {}
+    for op in model.operators():
+        if isinstance(op, ark.MatmulOp):
+            k = op.problem_mnk()[2]
+            for value in op.read_tensors:
+                scales[value] = min(scales.get(value, 1.0), k ** -0.25)
+    return scales
+
+
+def _index_bounds(model: ark.ModelOp) -> dict[SSAValue, int]:
+    """Values used as embedding indices, with the number of rows they may select."""
+    return {op.read_tensors[0]: op.inputs[1].shape_list[0]
+            for op in model.operators() if isinstance(op, ark.EmbeddingOp)}
+
+
+def run_model(
+    model: ark.ModelOp | ModuleOp,
+    inputs: dict[int, np.ndarray] | None = None,
+    *,
+    seed: int = 0,
+) -> ModelRun:
+    """Execute every operator in order; see the module docstring."""
+    if isinstance(model, ModuleOp):
+        model = single_root(model, ark.ModelOp)
+    given = inputs or {}
+    rng = np.random.default_rng(seed)
+    sizes = buffer_sizes(_all_tensor_types(model))
+    memory = Memory(sizes)
+    held = {b: np.zeros(n, dtype=bool) for b, n in sizes.items()}
+    """Which bytes hold a value (given, drawn or written); np.zeros maps pages lazily."""
+    bounds = _index_bounds(model)
+    scales = _input_scales(model)
+    run = ModelRun()
+    # Given tensors are in memory from the start, so views of them (a reshape of an input)
+    # read the given values too.
+    types = {t.tensor_id: t for t in _all_tensor_types(model)}
+    for tensor_id, data in given.items():
+        tensor = types.get(tensor_id)
+        if tensor is not None:
+            memory.write(tensor, data)
+            byte_view(held[tensor.buffer_id], tensor)[...] = True
+            run.inputs[tensor_id] = run.tensors[tensor_id] = memory.read(tensor)
+            run.types[tensor_id] = tensor
+
+    def read(value: SSAValue) -> np.ndarray:
+        tensor = value.type
+        mask = byte_view(held[tensor.buffer_id], tensor)
+        if not mask.all():
+            data = given.get(tensor.tensor_id)
+            if data is None:
+                data = _random_input(tensor, rng, bounds.get(value), scales.get(value, 1.0))
+            _fill_unheld(memory, tensor, data, ~mask.all(axis=-1))
+            mask[...] = True
+            run.inputs[tensor.tensor_id] = memory.read(tensor)
+            run.tensors[tensor.tensor_id] = run.inputs[tensor.tensor_id]
+            run.types[tensor.tensor_id] = tensor
+        return memory.read(tensor)
+
+    for op in model.operators():
+        args = [read(v) for v in op.read_tensors]
+        result = evaluate(op, args)
+        if result is not None:
+            for out in op.outputs[:1]:
+                memory.write(out, result)
+        for tensor in op.outputs:
+            byte_view(held[tensor.buffer_id], tensor)[...] = True
+        for value in op.result_tensors:
+            run.tensors[value.type.tensor_id] = memory.read(value.type).copy()
+            run.types[value.type.tensor_id] = value.type
+    run.outputs = [v.type.tensor_id for v in final_outputs(model.operators())]
+    run.memory = memory
+    return run
+
+
+def _fill_unheld(memory: Memory, tensor: ark.TensorType, data: np.ndarray,
+                 unheld: np.ndarray) -> None:
+    """Store `data` into the elements of `tensor` marked in `unheld`, keeping the others."""
+    values = np.asarray(data)
+    shape = tensor.shape_list
+    if list(values.shape) != shape:
+        values = np.broadcast_to(values.reshape(_squeeze_to(values.shape, len(shape))), shape)
+    view = memory.view(tensor)
+    view[unheld] = dtypes.to_storage(values, tensor.data_type)[unheld]
+
+
+# ---------------------------------------------------------------------------------------------
+# `planc simulate` on a model file
+# ---------------------------------------------------------------------------------------------
+
+
+def _summary(values: np.ndarray) -> dict[str, Any]:
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+    return {
+        "mean": float(finite.mean()) if finite.size else None,
+        "max_abs": float(np.abs(finite).max()) if finite.size else None,
+        "finite": bool(finite.size == values.size),
+    }
+
+
+def simulate_model(module: ModuleOp, options: Namespace) -> dict[str, Any]:
+    """Run the model on random inputs and describe its outputs."""
+    run = run_model(module, seed=getattr(options, "seed", 0) or 0)
+    outputs = {
+        str(t): {"shape": run.types[t].shape_list, "dtype": run.types[t].data_type,
+                 **_summary(run.tensors[t])}
+        for t in run.outputs
+    }
+    return {
+        "ok": all(o["finite"] for o in outputs.values()),
+        "inputs": {str(t): run.types[t].shape_list for t in run.inputs},
+        "outputs": outputs,
+    }

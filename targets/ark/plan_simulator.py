@@ -1,0 +1,1047 @@
+"""`planc simulate PLAN.json`: run an ARK plan tile by tile and check it against its model.
+
+A plan carries no model, so the model is derived from the plan's own operators: each operator
+once (copies of an operator that several TaskInfos share are one operator), in the order the
+plan runs them, as an `ark.model` that `targets.ark.model_interpreter.run_model` executes on random
+inputs. The plan is then executed the way ARK executes it, on the same inputs:
+
+* processor groups in order; before each, the barriers `plan.barriers` places;
+* in each resource group, each task group's tasks distributed over processors and slots by
+  `plan.resource_group_schedule` (ARK's task_seq, with its processor rotation);
+* each task runs its operators in order, each on its own output tile (`plan.task_tile`),
+  reading just the input regions that tile needs.
+
+Memory starts as NaN-filled bytes (so a read of data nobody wrote shows up in the results), and
+a shadow records for every element the last task that wrote it and the last that read it. Each
+task runs at a point of a happens-before order: tasks in one slot run one after another, tasks
+on one processor run in program order, and tasks on different processors are ordered only by
+the barriers between processor groups (vector clocks, one per processor). Checking every access
+against the shadow finds
+
+* races: a read or write of an element whose last writer (or a write of an element whose last
+  reader) is not ordered before it, e.g. consumer and producer on disjoint processors with no
+  barrier in between, or a fused operator reading a tile another processor computes;
+* clobbered data: a read that finds an element last written by an operator that did not
+  produce the tensor being read, i.e. two tensors that are live at once share memory;
+* missing data: a read of an element no operator wrote, e.g. a tile its producer never ran;
+* unsafe in-place writes: an operator writing over an input whose elements it needs at other
+  places than their own (rotary embedding's pairs, a transpose, a matmul, a reduction);
+* tasks never run, and tiles whose values differ from the model's.
+
+Every output is compared with the model's (`dtypes.tolerance`). The cost model
+(`targets.ark.cost_model`) gives the modeled time, per-processor utilisation and warp occupancy;
+`plan.buffer_layout` gives the device memory the plan needs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from argparse import Namespace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from devices.hardware import GpuDevice, gpu_device, gpu_for_architecture
+from dialects import ark, plan
+from dialects.locations import source_path
+from dialects.utils import single_root
+from ground import dtypes
+from ground.diagnostics import PlancError
+from targets.ark.byte_regions import ByteRegion, overlaps
+from targets.ark.cost_model import plan_cost, refuse_impossible_grid
+from targets.ark.model_interpreter import Memory, ModelRun, buffer_sizes, evaluate, run_model
+
+MAX_ERRORS = 20
+INPUT = -1
+"""The shadow's writer id of data no task wrote (model inputs)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The model a plan computes
+# ---------------------------------------------------------------------------------------------
+
+
+def operator_copies(p: plan.PlanOp) -> dict[ark.ArkOp, ark.ArkOp]:
+    """Every operator of the plan mapped to the one it is a copy of (itself if original).
+
+    A plan may run one operator in several TaskInfos (each with its own Config, over part of
+    its tiles); the importer gives each copy fresh results, so copies are recognised by their
+    result tensor ids.
+    """
+    first: dict[tuple, ark.ArkOp] = {}
+    out = {}
+    for op in p.graph.ops:
+        if isinstance(op, ark.ArkOp):
+            key = (op.ark_type, op.label.data, tuple(t.tensor_id for t in op.results_types))
+            out[op] = first.setdefault(key, op) if key[2] else op
+    return out
+
+
+def execution_order(p: plan.PlanOp) -> dict[int, tuple[int, int, int]]:
+    """For each TaskInfo that runs: (processor group, resource group, task group) of its first
+    task group, the position where the plan starts it."""
+    first: dict[int, tuple[int, int, int]] = {}
+    for g, pg in enumerate(p.processor_groups()):
+        for r, rg in enumerate(pg.resource_groups()):
+            for t, tg in enumerate(rg.task_groups()):
+                if len(tg.tasks) and len(rg.processors):
+                    first.setdefault(tg.task, (g, r, t))
+    return first
+
+
+def derive_model(p: plan.PlanOp) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str]]:
+    """The model `p` computes: its original operators in the order the plan starts them
+    (producers first where the plan gets that wrong, which is reported), as an `ark.model` of
+    clones. Also the original operators in that order, and ordering problems found."""
+    copies = operator_copies(p)
+    started = execution_order(p)
+    never = (math.inf, 0, 0)
+    runs: dict[ark.ArkOp, list[tuple]] = {}
+    for op, original in copies.items():
+        if op.task_id in started:
+            runs.setdefault(original, []).append(started[op.task_id])
+    originals = [op for op, orig in copies.items() if op is orig]
+    position = {op: i for i, op in enumerate(originals)}
+    heap = [(min(runs.get(op, [never])), position[op], op) for op in originals]
+    heapq.heapify(heap)
+    problems: list[str] = []
+    ordered: list[ark.ArkOp] = []
+    done: set[ark.ArkOp] = set()
+
+    def place(op: ark.ArkOp) -> None:
+        if op in done:
+            return
+        done.add(op)
+        reads = set(op.read_tensors)
+        for value in op.operands:
+            for producer in _data_owner(value):
+                producer = copies.get(producer, producer)
+                if producer in done:
+                    continue
+                if value in reads:
+                    problems.append(f"'{op.label.data}' (task {op.task_id}) starts before "
+                                    f"'{producer.label.data}' (task {producer.task_id}), "
+                                    "whose result it reads")
+                place(producer)
+        ordered.append(op)
+
+    while heap:
+        place(heapq.heappop(heap)[2])
+    return _clone_as_model(p, ordered), ordered, problems
+
+
+def data_root(value: SSAValue) -> SSAValue:
+    """The tensor `value` is a view of: through views, up to a plain tensor or an operator's
+    result. Reads of an operator's result want that operator's data (another operator writing
+    the result's bytes through an unrelated tensor clobbers it); only writes through views of
+    the same tensor (or result) are updates of it."""
+    owner = value.owner
+    while isinstance(owner, ark.ViewOp) and owner.source is not None:
+        value = owner.source
+        owner = value.owner
+    return value
+
+
+def updates(write: SSAValue, root: SSAValue) -> bool:
+    """Does writing `write` (a view of `root`) update the tensor `root`? Always for a plain
+    tensor (a concat's output written by slices, a cache written by rows). An operator's result
+    is updated in place through itself or through a window of it; a tensor of the result's own
+    layout that another operator writes is memory the plan reuses while the result is live."""
+    if write is root or not isinstance(root.owner, ark.ArkOp):
+        return True
+    return not write.type.same_layout(root.type)
+
+
+def _data_owner(value: SSAValue) -> list[ark.ArkOp]:
+    """The operators whose results a value reads, looking through views."""
+    owner = value.owner
+    if isinstance(owner, ark.ViewOp):
+        return [o for operand in owner.operands for o in _data_owner(operand)]
+    return [owner] if isinstance(owner, ark.ArkOp) else []
+
+
+def _clone_as_model(p: plan.PlanOp, ordered: Sequence[ark.ArkOp]) -> ark.ModelOp:
+    block = Block()
+    mapping: dict[SSAValue, SSAValue] = {}
+
+    def emit(op: Operation) -> None:
+        for operand in op.operands:
+            if operand not in mapping and isinstance(operand.owner, ark.ViewOp):
+                emit(operand.owner)
+        clone = op.clone(value_mapper=mapping)
+        for old, new in zip(op.results, clone.results, strict=True):
+            mapping[old] = new
+        block.add_op(clone)
+
+    for op in ordered:
+        emit(op)
+    return ark.ModelOp(p.rank.value.data, p.world_size.value.data, Region(block))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shadow memory and happens-before
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Events:
+    """Every (task group, processor, slot) execution: the unit of ordering."""
+
+    processor: list[int] = field(default_factory=list)
+    clock: list[int] = field(default_factory=list)
+    slot: list[int] = field(default_factory=list)
+    task: list[int] = field(default_factory=list)
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def new(self, processor: int, clock: int, slot: int, task: int) -> int:
+        self.processor.append(processor)
+        self.clock.append(clock)
+        self.slot.append(slot)
+        self.task.append(task)
+        self.arrays = None
+        return len(self.processor) - 1
+
+    def as_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.arrays is None:
+            self.arrays = (np.array(self.processor), np.array(self.clock), np.array(self.slot))
+        return self.arrays
+
+
+class Clocks:
+    """Vector clocks: known[q][p] = how many task groups of processor p have finished as far
+    as processor q knows (its own count for p == q)."""
+
+    def __init__(self, processors: int):
+        self.known = np.zeros((processors, processors), dtype=np.int64)
+
+    def barrier(self, members: Sequence[int]) -> None:
+        rows = np.asarray(members)
+        self.known[rows] = self.known[rows].max(axis=0)
+
+    def finish(self, processor: int) -> None:
+        self.known[processor, processor] += 1
+
+    def now(self, processor: int) -> int:
+        return int(self.known[processor, processor])
+
+    def ordered_before(self, events: np.ndarray, ev: Events, processor: int,
+                       slot: int) -> np.ndarray:
+        """Which of `events` happen before the current task on (processor, slot)."""
+        procs, clocks, slots = ev.as_arrays()
+        p, c, s = procs[events], clocks[events], slots[events]
+        now = self.now(processor)
+        same = p == processor
+        return np.where(same, (c < now) | ((c == now) & (s == slot)),
+                        c < self.known[processor][p])
+
+
+class Shadow:
+    """Per buffer, per element of its smallest element type: last writer and last reader
+    event, and the operator that wrote the data."""
+
+    def __init__(self, sizes: dict[int, int], units: dict[int, int]):
+        self.units = units
+        self.writer = {b: np.full(n // units[b], -1, np.int64) for b, n in sizes.items()}
+        self.reader = {b: np.full(n // units[b], -1, np.int64) for b, n in sizes.items()}
+        self.data_op = {b: np.full(n // units[b], INPUT, np.int64) for b, n in sizes.items()}
+
+    def window(self, tensor: ark.TensorType, region: tuple[slice, ...]
+               ) -> tuple[slice, ...] | np.ndarray:
+        """How to index a shadow array for `region` (slices over the tensor's dims): slices of
+        the array shaped as the tensor's strides when its elements are shadow units (a view,
+        no copy), else flat indices."""
+        if tensor.element_bytes != self.units[tensor.buffer_id]:
+            return self.indices(tensor, region)
+        return (_Reshaped(tensor.strides_list), tuple(
+            slice(o + s.start, o + s.stop) for o, s in
+            zip(tensor.offsets_list, _concrete(region, tensor.shape_list), strict=True)))
+
+    def get(self, array: np.ndarray, where) -> np.ndarray:
+        if isinstance(where, tuple):
+            shape, window = where
+            return array[: math.prod(shape.dims)].reshape(shape.dims)[window]
+        return array[where]
+
+    def set(self, array: np.ndarray, where, value: int) -> None:
+        if isinstance(where, tuple):
+            shape, window = where
+            array[: math.prod(shape.dims)].reshape(shape.dims)[window] = value
+        else:
+            array[where] = value
+
+    def flat(self, tensor: ark.TensorType, elements: np.ndarray) -> np.ndarray:
+        """Shadow indices of the tensor's flat element indices `elements`."""
+        scale = tensor.element_bytes // self.units[tensor.buffer_id]
+        if scale == 1:
+            return elements
+        return (elements[:, None] * scale + np.arange(scale)[None, :]).reshape(-1)
+
+    def indices(self, tensor: ark.TensorType, region: tuple[slice, ...]) -> np.ndarray:
+        """Shadow element indices of `region` (slices over the tensor's dims)."""
+        unit = self.units[tensor.buffer_id]
+        scale = tensor.element_bytes // unit
+        strides = tensor.strides_list
+        coords = [np.arange(o + s.start, o + s.stop) for o, s in
+                  zip(tensor.offsets_list, _concrete(region, tensor.shape_list), strict=True)]
+        flat = np.zeros(1, dtype=np.int64)
+        for coord, extent in zip(coords, strides, strict=True):
+            flat = (flat[:, None] * extent + coord[None, :]).reshape(-1)
+        return (flat[:, None] * scale + np.arange(scale)[None, :]).reshape(-1)
+
+
+@dataclass(frozen=True)
+class _Reshaped:
+    dims: tuple[int, ...]
+
+    def __init__(self, dims: Sequence[int]):
+        object.__setattr__(self, "dims", tuple(dims))
+
+
+def _concrete(region: tuple[slice, ...], shape: Sequence[int]) -> list[slice]:
+    return [slice(*s.indices(n)[:2]) for s, n in zip(region, shape, strict=True)]
+
+
+def _units(tensors: Sequence[ark.TensorType]) -> dict[int, int]:
+    """Per buffer, the smallest element size of the tensors on it (the shadow's unit)."""
+    units: dict[int, int] = {}
+    for t in tensors:
+        units[t.buffer_id] = math.gcd(units.get(t.buffer_id, t.element_bytes),
+                                      t.element_bytes)
+    return units
+
+
+# ---------------------------------------------------------------------------------------------
+# Input regions of an output tile
+# ---------------------------------------------------------------------------------------------
+
+
+def _pad4(values: Sequence[Any], fill: Any) -> list[Any]:
+    return [fill] * (4 - len(values)) + list(values)
+
+
+def _matmul_regions(op: ark.MatmulOp, tile: tuple[slice, ...]) -> list[tuple[slice, ...]]:
+    """Rows of the input and columns of the other operand (all of K) behind an output tile."""
+    out_batch = op.outputs[0].shape_list[:-2]
+    rows, cols, batch = tile[-2], tile[-1], tile[:-2]
+    everything = slice(None)
+    regions = []
+    for value, transposed, inner, first in ((op.read_tensors[0], op.trans_input, rows, True),
+                                            (op.read_tensors[1], op.trans_other, cols, False)):
+        shape = value.type.shape_list
+        if len(shape) < 2:
+            regions.append((everything,))
+            continue
+        # The input's M (the other's N) is its second-to-last dim unless transposed.
+        inner_last = transposed if first else not transposed
+        last = (everything, inner) if inner_last else (inner, everything)
+        regions.append((*_broadcast_region_dims(shape[:-2], out_batch, batch), *last))
+    return regions
+
+
+def _broadcast_region_dims(shape: Sequence[int], out_shape: Sequence[int],
+                           tile: Sequence[slice]) -> list[slice]:
+    if not shape:
+        return []
+    n = max(len(shape), len(out_shape))
+    in_p, out_p = [1] * (n - len(shape)) + list(shape), [1] * (n - len(out_shape)) + list(out_shape)
+    tile_p = [slice(0, 1)] * (n - len(tile)) + list(tile)
+    region = [slice(0, 1) if in_p[d] == 1 and out_p[d] != 1 else tile_p[d] for d in range(n)]
+    return region[n - len(shape):]
+
+
+def input_regions(op: ark.ArkOp, tile: tuple[slice, ...]) -> list[tuple[slice, ...] | None]:
+    """For each read tensor of `op`, the region the output tile `tile` needs (None: all)."""
+    out_shape = plan.output_shape(op)
+    if isinstance(op, ark.MatmulOp):
+        return _matmul_regions(op, tile)
+    if isinstance(op, ark.ReduceOp):
+        region = list(tile)
+        if not op.keeps_dim:
+            region.insert(op.axis_index, slice(None))
+        else:
+            region[op.axis_index] = slice(None)
+        return [tuple(region)]
+    if isinstance(op, ark.TransposeOp):
+        region: list[slice] = [slice(None)] * len(tile)
+        for i, p in enumerate(op.perm):
+            region[p] = tile[i]
+        return [tuple(region)]
+    if isinstance(op, ark.EmbeddingOp):
+        return [tuple(tile[:-1]), None]
+    return [tuple(_broadcast_region_dims(v.type.shape_list, out_shape, tile))
+            for v in op.read_tensors]
+
+
+def _even_last(tile: tuple[slice, ...], shape: Sequence[int]) -> tuple[slice, ...]:
+    """The tile widened to whole (even, odd) pairs in the last dim, as rotary embedding needs."""
+    last = slice(*tile[-1].indices(shape[-1])[:2])
+    start, stop = last.start - last.start % 2, min(shape[-1], last.stop + last.stop % 2)
+    return (*tile[:-1], slice(start, stop))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a plan
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Problem:
+    kind: str
+    message: str
+    path: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class PlanRunner:
+    """Executes a plan functionally; see the module docstring."""
+
+    def __init__(self, p: plan.PlanOp, reference: ModelRun, originals: Sequence[ark.ArkOp]):
+        self.plan = p
+        self.ref = reference
+        self.copies = operator_copies(p)
+        self.index = {op: i for i, op in enumerate(originals)}
+        tensors = [r.type for op in p.graph.ops for r in op.results
+                   if isinstance(r.type, ark.TensorType)]
+        sizes = buffer_sizes(tensors)
+        self.memory = Memory(sizes)
+        for raw in self.memory.buffers.values():
+            raw.fill(0xFF)  # NaN in every float type: reads of unwritten data show
+        self.view = self.memory.view
+        self.shadow = Shadow(sizes, _units(tensors))
+        self.events = Events()
+        self.clocks = Clocks(p.processor_count)
+        self.problems: list[Problem] = []
+        self.counts: dict[str, int] = {}
+        self.provenance_cache: dict[SSAValue, frozenset[int]] = {}
+        self.in_place_checked: set[ark.ArkOp] = set()
+        self.view_writes: dict[SSAValue, set[tuple[int, ByteRegion]]] | None = None
+        self.view_writer_cache: dict[tuple[ark.ArkOp, SSAValue], frozenset[int]] = {}
+        for tid, values in reference.inputs.items():
+            tensor = reference.types[tid]
+            self.view(tensor)[...] = dtypes.to_storage(values, tensor.data_type)
+
+    def report(self, kind: str, message: str, op: Operation | None = None) -> None:
+        """Count a problem; keep the first MAX_ERRORS distinct messages."""
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        problem = Problem(kind, message, source_path(op) if op else None)
+        if len(self.problems) < MAX_ERRORS and problem not in self.problems:
+            self.problems.append(problem)
+
+    def provenance(self, value: SSAValue, direct: bool = True) -> frozenset[int]:
+        """Operators (original indices) whose writes `value` may hold; INPUT for model data."""
+        cached = self.provenance_cache.get(value) if direct else None
+        if cached is not None:
+            return cached
+        owner = value.owner
+        if isinstance(owner, ark.ViewOp):
+            found = (self.provenance(owner.source, direct=False) if owner.source is not None
+                     else frozenset({INPUT}))
+        elif isinstance(owner, ark.ArkOp):
+            original = self.copies.get(owner, owner)
+            if owner.RESULT_ALIASES == "read":
+                found = self.provenance(owner.read_tensors[value.index], direct)
+            else:
+                found = frozenset({self.index[original]})
+                if not direct and owner.write_tensors:
+                    found |= self.provenance(owner.write_tensors[value.index], direct=False)
+        else:
+            found = frozenset({INPUT})
+        if direct:
+            self.provenance_cache[value] = found
+        return found
+
+    def other_view_writers(self, op: ark.ArkOp, value: SSAValue) -> frozenset[int]:
+        """Operators (original indices) the model runs before `op` that write bytes `value`
+        reads through another view of the same data (a slice of a concat's output, a row of
+        a KV cache, a tensor updated in place and read through an earlier reshape): their
+        data is what `value` must hold there, not a clobber."""
+        key = (op, value)
+        cached = self.view_writer_cache.get(key)
+        if cached is not None:
+            return cached
+        if self.view_writes is None:
+            self.view_writes = {}
+            for other, original in self.copies.items():
+                for tensor in other.write_tensors:
+                    root = data_root(tensor)
+                    if updates(tensor, root):
+                        self.view_writes.setdefault(root, set()).add(
+                            (self.index[original], ByteRegion.of(tensor.type)))
+        before = self.index[self.copies.get(op, op)]
+        region = ByteRegion.of(value.type)
+        found = frozenset(i for i, written in self.view_writes.get(data_root(value), ())
+                          if i < before and overlaps(written, region))
+        self.view_writer_cache[key] = found
+        return found
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def check_read(self, op: ark.ArkOp, value: SSAValue, region: tuple[slice, ...],
+                   event: int, where: tuple[int, int]) -> None:
+        self.check_read_at(op, value, self.shadow.window(value.type, region), event, where)
+
+    def check_read_at(self, op: ark.ArkOp, value: SSAValue, spot, event: int,
+                      where: tuple[int, int]) -> None:
+        """Check a read of the shadow elements `spot` (see `Shadow.window`)."""
+        tensor = value.type
+        shadow = self.shadow
+        buf = tensor.buffer_id
+        writers = shadow.get(shadow.writer[buf], spot)
+        written = writers >= 0
+        if written.any():
+            unordered = ~self.clocks.ordered_before(writers[written], self.events, *where)
+            if unordered.any():
+                other = int(writers[written][np.argmax(unordered)])
+                self.report("race", f"'{op.label.data}' (task {op.task_id}) reads tensor "
+                            f"{tensor.tensor_id} (buffer {buf}) that task "
+                            f"{self.events.task[other]} on processor "
+                            f"{self.events.processor[other]} writes with no barrier in between",
+                            op)
+        expected = self.provenance(value) | self.other_view_writers(op, value)
+        found = shadow.get(shadow.data_op[buf], spot)
+        if len(expected) == 1:
+            wrong = found != next(iter(expected))
+        else:
+            wrong = ~np.isin(found, list(expected))
+        if wrong.any():
+            culprit = int(found[wrong][0])
+            if culprit == INPUT:
+                self.report("missing", f"'{op.label.data}' (task {op.task_id}) reads elements "
+                            f"of tensor {tensor.tensor_id} (buffer {buf}) that no task has "
+                            "written yet (a tile its producer never ran, or runs later)", op)
+            else:
+                self.report("clobbered", f"'{op.label.data}' (task {op.task_id}) reads tensor "
+                            f"{tensor.tensor_id} (buffer {buf}), but "
+                            f"'{self._name(culprit)}' overwrote it: tensors that are live at "
+                            "the same time share memory", op)
+        shadow.set(shadow.reader[buf], spot, event)
+
+    def check_write(self, op: ark.ArkOp, tensor: ark.TensorType, region: tuple[slice, ...],
+                    event: int, where: tuple[int, int]) -> None:
+        self.check_write_at(op, tensor, self.shadow.window(tensor, region), event, where)
+
+    def check_write_at(self, op: ark.ArkOp, tensor: ark.TensorType, spot, event: int,
+                       where: tuple[int, int]) -> None:
+        """Check a write of the shadow elements `spot`, then record it."""
+        shadow = self.shadow
+        buf = tensor.buffer_id
+        for kind, last in (("wrote", shadow.get(shadow.writer[buf], spot)),
+                           ("read", shadow.get(shadow.reader[buf], spot))):
+            seen = (last >= 0) & (last != event)
+            if not seen.any():
+                continue
+            unordered = ~self.clocks.ordered_before(last[seen], self.events, *where)
+            if unordered.any():
+                other = int(last[seen][np.argmax(unordered)])
+                self.report("race", f"'{op.label.data}' (task {op.task_id}) writes buffer "
+                            f"{buf} that task {self.events.task[other]} on processor "
+                            f"{self.events.processor[other]} {kind} with no barrier in between",
+                            op)
+        shadow.set(shadow.writer[buf], spot, event)
+        shadow.set(shadow.data_op[buf], spot, self.index[self.copies.get(op, op)])
+
+    def _name(self, index: int) -> str:
+        return next((op.label.data for op, i in self.index.items() if i == index), "?")
+
+    # -- execution --------------------------------------------------------------------------
+
+    def run(self) -> dict[int, np.ndarray]:
+        """Run every processor group; return how often each task index of each TaskInfo ran."""
+        p = self.plan
+        tasks = p.tasks()
+        operators = p.task_operators()
+        ran = {t: np.zeros(p.num_tasks(t), dtype=np.int64) for t in tasks}
+        from ground.progress import progress
+
+        groups = p.processor_groups()
+        for pg, syncs in progress(list(zip(groups, plan.barriers(groups), strict=True)),
+                                  "running tiles"):
+            for sync in syncs:
+                self.clocks.barrier(list(sync))
+            for rg in pg.resource_groups():
+                for schedule in plan.resource_group_schedule(rg, tasks):
+                    task_id = schedule.task_group.task
+                    for proc, slots in schedule.assignment.items():
+                        clock = self.clocks.now(proc)
+                        for slot, indices in enumerate(slots):
+                            if not indices:
+                                continue
+                            event = self.events.new(proc, clock, slot, task_id)
+                            np.add.at(ran[task_id], indices, 1)
+                            ops = operators[task_id]
+                            if batchable(ops):
+                                self.run_batch(ops[0], indices, event, (proc, slot))
+                                continue
+                            for index in indices:
+                                for op in ops:
+                                    self.run_tile(op, index, event, (proc, slot))
+                        self.clocks.finish(proc)
+        return ran
+
+    def check_in_place(self, op: ark.ArkOp) -> None:
+        """An operator may write over what it reads only element by element: an element-wise
+        operator over an input of its output's layout. Otherwise (rotary embedding's pairs,
+        a transpose, a matmul, a reduction, a broadcast input) a thread may overwrite input
+        another thread has yet to read."""
+        if op in self.in_place_checked or not op.outputs:
+            return
+        self.in_place_checked.add(op)
+        out = op.outputs[0]
+        elementwise = isinstance(op, (ark.UnaryOp, ark.BinaryOp)) and \
+            not isinstance(op, ark.RopeOp)
+        for tensor in op.inputs:
+            if tensor.buffer_id != out.buffer_id or (elementwise and tensor.same_layout(out)):
+                continue
+            everything = tuple(slice(None) for _ in tensor.shape_list)
+            read = self.shadow.indices(tensor, everything)
+            written = self.shadow.indices(out, tuple(slice(None) for _ in out.shape_list))
+            if np.intersect1d(read, written).size:
+                self.report("in-place", f"{op.ark_type} '{op.label.data}' (task {op.task_id}) "
+                            f"writes tensor {out.tensor_id} over tensor {tensor.tensor_id} it "
+                            f"reads (buffer {out.buffer_id}), but its output elements need other "
+                            "input elements than their own: one thread can overwrite what "
+                            "another has yet to read", op)
+
+    def run_tile(self, op: ark.ArkOp, index: int, event: int, where: tuple[int, int]) -> None:
+        if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
+            return
+        self.check_in_place(op)
+
+        def read(value: SSAValue, region: tuple[slice, ...], embedding_rows=None):
+            if embedding_rows is not None:
+                return self._gather_rows(op, value, embedding_rows, event, where)
+            self.check_read(op, value, region, event, where)
+            return dtypes.to_compute(self.view(value.type)[region], value.type.data_type)
+
+        out = op.outputs[0]
+        tile, values = tile_values(op, index, read)
+        target = self.view(out)[tile]
+        self.check_write(op, out, tile, event, where)
+        target[...] = dtypes.to_storage(np.broadcast_to(values, target.shape), out.data_type)
+        self.compare_tile(op, tile, index)
+
+    def elements(self, tensor: ark.TensorType) -> np.ndarray:
+        """The tensor's buffer as a flat array of its element type."""
+        storage = dtypes.STORAGE[tensor.data_type]
+        raw = self.memory.buffers[tensor.buffer_id]
+        return raw[: len(raw) // storage.itemsize * storage.itemsize].view(storage)
+
+    def run_batch(self, op: ark.ArkOp, indices: Sequence[int], event: int,
+                  where: tuple[int, int]) -> None:
+        """All tiles `indices` of an element-wise operator that one slot runs, at once: the
+        same as one after another, since each tile reads only what it writes or data no tile
+        of the operator writes (see `batchable`)."""
+        self.check_in_place(op)
+        out = op.outputs[0]
+        coords = tile_coordinates(op, np.asarray(indices, dtype=np.int64))
+        args = []
+        for value in op.read_tensors:
+            tensor = value.type
+            flat = element_indices(tensor, broadcast_coordinates(tensor.shape_list,
+                                                                 out.shape_list, coords))
+            self.check_read_at(op, value, self.shadow.flat(tensor, flat), event, where)
+            args.append(dtypes.to_compute(self.elements(tensor)[flat], tensor.data_type))
+        if isinstance(op, ark.ScalarAssignOp):
+            values = np.full(len(coords), op.value.value.data, dtype=np.float32)
+        else:
+            values = np.broadcast_to(evaluate(op, args), (len(coords),))
+        flat = element_indices(out, coords)
+        self.check_write_at(op, out, self.shadow.flat(out, flat), event, where)
+        self.elements(out)[flat] = dtypes.to_storage(values, out.data_type)
+        original = self.copies.get(op, op)
+        result = original.results_types[0]
+        expected = self.ref.tensors.get(result.tensor_id)
+        if expected is None:
+            return
+        got = dtypes.to_compute(self.elements(out)[flat], out.data_type)
+        want = expected[tuple(coords.T)]
+        if not _close(got, want, result.data_type):
+            self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tiles "
+                        f"{_first(indices)} differently from the model (largest difference "
+                        f"{_max_diff(got, want):.3g})", op)
+
+    def _gather_rows(self, op: ark.EmbeddingOp, weight: SSAValue, indices: np.ndarray,
+                     event: int, where: tuple[int, int]) -> np.ndarray:
+        rows = np.unique(np.asarray(indices, dtype=np.int64))
+        table = dtypes.to_compute(self.view(weight.type), weight.type.data_type)
+        for row in rows:
+            self.check_read(op, weight, (slice(int(row), int(row) + 1), slice(None)), event,
+                            where)
+        return table
+
+    def compare_tile(self, op: ark.ArkOp, tile: tuple[slice, ...], index: int) -> None:
+        original = self.copies.get(op, op)
+        result = original.results_types[0] if original.results_types else None
+        if result is None or result.tensor_id not in self.ref.tensors:
+            return
+        expected = self.ref.tensors[result.tensor_id][tile]
+        got = dtypes.to_compute(self.view(op.outputs[0])[tile], op.outputs[0].data_type)
+        if not _close(got, expected, result.data_type):
+            self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tile "
+                        f"{index} differently from the model (largest difference "
+                        f"{_max_diff(got, expected):.3g})", op)
+
+
+def tile_values(op: ark.ArkOp, index: int, read) -> tuple[tuple[slice, ...], np.ndarray]:
+    """Task `index` of `op`: its output tile and the values it computes there, reading each
+    input region with `read(value, region)` (`read(value, None, rows)` for an embedding
+    table). Shared by the full run and the sampled one."""
+    if isinstance(op, ark.CommOp) or isinstance(op, ark.GenericOp):
+        raise PlancError(f"{op.ark_type} '{op.label.data}': planc cannot simulate "
+                         f"{op.ark_type} operators", path=source_path(op))
+    out = op.outputs[0]
+    tile = plan.task_tile(op, index)
+    # Rotary embedding pairs neighbouring elements: compute whole pairs, store the tile.
+    calc = _even_last(tile, out.shape_list) if isinstance(op, ark.RopeOp) else tile
+    regions = input_regions(op, calc)
+    args: list[np.ndarray] = []
+    for value, region in zip(op.read_tensors, regions, strict=True):
+        full = region is None
+        region = tuple(slice(None) for _ in value.type.shape_list) if full else region
+        if isinstance(op, ark.EmbeddingOp) and full:
+            args.append(read(value, None, args[0]))
+            continue
+        args.append(read(value, region))
+    if isinstance(op, ark.ScalarAssignOp):
+        values = np.full(_extents(calc, out.shape_list), op.value.value.data, dtype=np.float32)
+    else:
+        values = evaluate(op, args)
+    shape = tuple(s.stop - s.start for s in _concrete(tile, out.shape_list))
+    values = np.asarray(values).reshape(_fit(np.shape(values), len(shape)))
+    if calc is not tile:
+        skip = tile[-1].start - calc[-1].start
+        values = values[..., skip:skip + shape[-1]]
+    return tile, values
+
+
+def batchable(ops: Sequence[ark.ArkOp]) -> bool:
+    """Can a slot run all its tiles of this task at once (`PlanRunner.run_batch`)? Yes for a
+    lone element-wise operator whose inputs do not overlap its output in another layout (then
+    no tile reads what another tile writes)."""
+    if len(ops) != 1:
+        return False
+    (op,) = ops
+    if not isinstance(op, (ark.UnaryOp, ark.BinaryOp, ark.ScalarAssignOp)) or \
+            isinstance(op, ark.RopeOp) or not op.outputs:
+        return False
+    out = op.outputs[0]
+    return all(t.buffer_id != out.buffer_id or t.same_layout(out)
+               for t in op.inputs)
+
+
+def tile_coordinates(op: ark.ArkOp, indices: np.ndarray) -> np.ndarray:
+    """Coordinates (elements x dims) of every output element of tiles `indices`."""
+    shape = plan.output_shape(op)
+    shape4 = np.array(_pad4(shape, 1))
+    unit = np.array(plan.unit_shape(op))
+    counts = -(-shape4 // unit)
+    origins = np.stack(np.unravel_index(indices, counts), axis=1) * unit
+    grid = np.stack(np.unravel_index(np.arange(int(np.prod(unit))), unit), axis=1)
+    coords = (origins[:, None, :] + grid[None, :, :]).reshape(-1, 4)
+    coords = coords[(coords < shape4).all(axis=1)]
+    return coords[:, 4 - len(shape):]
+
+
+def broadcast_coordinates(shape: Sequence[int], out_shape: Sequence[int],
+                          coords: np.ndarray) -> np.ndarray:
+    """The elements of a (broadcast) input that output elements `coords` read."""
+    lead = len(out_shape) - len(shape)
+    mapped = coords[:, max(lead, 0):].copy()
+    for d, size in enumerate(shape[max(-lead, 0):]):
+        if size == 1:
+            mapped[:, d] = 0
+    if lead < 0:
+        mapped = np.concatenate([np.zeros((len(coords), -lead), dtype=mapped.dtype), mapped],
+                                axis=1)
+    return mapped
+
+
+def element_indices(tensor: ark.TensorType, coords: np.ndarray) -> np.ndarray:
+    """Flat element indices in the tensor's buffer of its elements `coords`."""
+    flat = np.zeros(len(coords), dtype=np.int64)
+    for d, (extent, offset) in enumerate(zip(tensor.strides_list, tensor.offsets_list,
+                                             strict=True)):
+        flat = flat * extent + coords[:, d] + offset
+    return flat
+
+
+def _first(indices: Sequence[int]) -> str:
+    shown = ", ".join(map(str, list(indices)[:4]))
+    return shown + (", ..." if len(indices) > 4 else "")
+
+
+def _extents(tile: tuple[slice, ...], shape: Sequence[int]) -> list[int]:
+    return [len(range(*s.indices(n))) for s, n in zip(tile, shape, strict=True)]
+
+
+def _fit(shape: Sequence[int], ndim: int) -> tuple[int, ...]:
+    shape = tuple(shape)
+    while len(shape) > ndim and shape[0] == 1:
+        shape = shape[1:]
+    return (1,) * (ndim - len(shape)) + shape
+
+
+def _close(got: np.ndarray, expected: np.ndarray, dtype: str) -> bool:
+    tol = dtypes.tolerance(dtype)
+    return bool(np.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True))
+
+
+def _max_diff(got: np.ndarray, expected: np.ndarray) -> float:
+    """The largest difference; inf where one side is NaN and the other is not."""
+    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if not got.size:
+        return 0.0
+    if np.any(np.isnan(got) != np.isnan(expected)):
+        return math.inf
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(got - expected)
+    finite = diff[~np.isnan(diff)]
+    return float(finite.max()) if finite.size else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------------
+
+
+def plan_device(p: plan.PlanOp, arch: str | None = None) -> tuple[GpuDevice, str]:
+    """The device to model: `arch` if given, else the plan's Architecture's, else an A100."""
+    if arch:
+        return gpu_device(arch), "given"
+    device = gpu_for_architecture(p.arch_name)
+    if device is not None:
+        return device, "from the plan's Architecture"
+    return gpu_device("a100"), "assumed: the plan names no known Architecture"
+
+
+def memory_report(p: plan.PlanOp) -> dict[str, int]:
+    """Device bytes of the plan's buffers, and how many of them hold model inputs."""
+    layout = plan.buffer_layout(p)
+    input_buffers = _input_buffers(p)
+    held = sum(n for b, n in layout.sizes.items() if b in input_buffers)
+    return {"device_bytes": layout.total_bytes, "input_bytes": held,
+            "activation_bytes": layout.total_bytes - held, "buffers": len(layout.sizes)}
+
+
+def _input_buffers(p: plan.PlanOp) -> set[int]:
+    """Buffers holding data no operator of the plan writes (inputs and weights)."""
+    written = {t.buffer_id for op in p.graph.ops if isinstance(op, ark.ArkOp)
+               for t in op.outputs}
+    return {r.type.buffer_id for op in p.graph.ops for r in op.results
+            if isinstance(r.type, ark.TensorType) and r.type.buffer_id not in written}
+
+
+FULL_RUN_TASKS = 5_000
+"""Plans with more task executions than this are checked by `_sampled` (see `simulate`)."""
+SAMPLED_TILES = 16
+"""Tiles per TaskInfo the sampled check computes (first, last and random ones)."""
+
+
+def simulate(p: plan.PlanOp, *, seed: int = 0, arch: str | None = None,
+             functional: bool = True, model: ModelRun | None = None,
+             full_run_tasks: int = FULL_RUN_TASKS) -> dict[str, Any]:
+    """The report of `planc simulate` for plan `p` (see the module docstring).
+
+    With `model` (a `run_model` result of the model the plan was made from), the plan runs on
+    that run's inputs and its outputs are also compared with that model's, by tensor id.
+
+    Up to `full_run_tasks` task executions the plan runs tile by tile in ARK's order (every
+    tile, every race). Beyond, what is proved is said in `proved`: the schedule facts of
+    `planc check` symbolically for every task (exactly-once distribution and coverage,
+    ordering of every conflicting access), and the numbers of `SAMPLED_TILES` tiles of every
+    TaskInfo, computed from the model's own values of their inputs.
+    """
+    device, why = plan_device(p, arch)
+    refuse_impossible_grid(p)
+    report: dict[str, Any] = {"ok": True, "device": device.name, "device_source": why}
+    executions = plan.task_executions(p)
+    report["task_executions"] = executions
+    if functional and executions > full_run_tasks:
+        report.update(_sampled(p, seed, model))
+    elif functional:
+        report.update(_functional(p, seed, model))
+        report["proved"] = [f"all {executions} task executions run tile by tile in ARK's order "
+                            "on NaN-filled memory: every tile equals the model's, and no race, "
+                            "clobbered or missing data"] if report["ok"] else []
+    cost = plan_cost(p, device)
+    report.update(cost.summary(p.processor_count, p.warps_per_processor))
+    report.update(memory_report(p))
+    return report
+
+
+def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str, Any]:
+    comm = [op for op in p.graph.ops if isinstance(op, ark.CommOp)]
+    if comm:
+        raise PlancError(f"{comm[0].ark_type} '{comm[0].label.data}': a plan of one rank "
+                         "cannot run its communication without the other ranks; use "
+                         "--cost-only for its modeled time and memory",
+                         path=source_path(comm[0]))
+    model, originals, ordering = derive_model(p)
+    inputs = _inputs_from(model_run, model) if model_run is not None else None
+    reference = run_model(model, inputs, seed=seed)
+    runner = PlanRunner(p, reference, originals)
+    for message in ordering:
+        runner.report("order", message)
+    ran = runner.run()
+    for task_id, counts in ran.items():
+        missing = np.flatnonzero(counts == 0)
+        if len(missing):
+            shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+            runner.report("not-run", f"task {task_id} never runs task indices {shown} "
+                          f"({len(missing)} of {len(counts)})",
+                          p.tasks().get(task_id))
+    outputs, max_abs = {}, 0.0
+    output_ok = True
+    for tid in reference.outputs:
+        tensor = reference.types[tid]
+        got = dtypes.to_compute(runner.view(tensor), tensor.data_type)
+        expected = reference.tensors[tid]
+        close = _close(got, expected, tensor.data_type)
+        diff = _max_diff(got, expected)
+        max_abs = max(max_abs, diff)
+        output_ok &= close
+        outputs[str(tid)] = {"shape": tensor.shape_list, "dtype": tensor.data_type,
+                             "max_abs_error": diff, "ok": close}
+    if model_run is not None:
+        for tid in model_run.outputs:
+            tensor = model_run.types[tid]
+            got = dtypes.to_compute(runner.view(reference.types.get(tid, tensor)),
+                                    tensor.data_type) if tid in reference.types else None
+            if got is None:
+                runner.report("model", f"the plan has no tensor {tid}, an output of the model")
+                output_ok = False
+                continue
+            diff = _max_diff(got, model_run.tensors[tid])
+            max_abs = max(max_abs, diff)
+            if not _close(got, model_run.tensors[tid], tensor.data_type):
+                output_ok = False
+                runner.report("model", f"output tensor {tid} differs from the model's "
+                              f"(largest difference {diff:.3g})")
+    problems = [str(pr) for pr in runner.problems]
+    return {
+        "ok": output_ok and not runner.counts,
+        "max_abs_error": max_abs,
+        "outputs": outputs,
+        "problems": problems,
+        "problem_counts": runner.counts,
+        "tasks_run": int(sum(int(c.sum()) for c in ran.values())),
+    }
+
+
+def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str, Any]:
+    """The functional check of a large plan: its schedule decided symbolically, and a stated
+    sample of tiles computed (see `simulate`)."""
+    from ground.progress import progress
+    from targets.ark.plan_check import check as check_schedule
+
+    findings = check_schedule(p, None)
+    errors = [f for f in findings if f.severity == "error"]
+    model, originals, ordering = derive_model(p)
+    inputs = _inputs_from(model_run, model) if model_run is not None else None
+    reference = run_model(model, inputs, seed=seed)
+    copies = operator_copies(p)
+    rng = np.random.default_rng(seed)
+    problems = [f"{f.rule}: {f.message}" for f in errors[:MAX_ERRORS]] + ordering
+    checked = total = 0
+    max_abs = 0.0
+
+    scratch = Memory(buffer_sizes([r.type for op in p.graph.ops for r in op.results
+                                    if isinstance(r.type, ark.TensorType)]))
+
+    def model_value(value: SSAValue) -> np.ndarray:
+        """The model's value of a plan tensor: its own, or for a view (a reshape or slice of
+        the plan's) its source's values seen through the view's layout."""
+        values = reference.tensors.get(value.type.tensor_id)
+        if values is not None:
+            return values
+        owner = value.owner
+        if isinstance(owner, ark.ViewOp) and owner.source is not None:
+            scratch.write(owner.source.type, model_value(owner.source))
+            return scratch.read(value.type)
+        return reference.memory.read(value.type)     # an input, still where it was
+
+    def read(value: SSAValue, region, rows=None):
+        values = model_value(value)
+        return values if rows is not None else values[region]
+
+    for task_id, ops in progress(list(p.task_operators().items()), "sampling tiles"):
+        count = p.num_tasks(task_id)
+        total += count
+        picks = sorted({0, count - 1, *rng.integers(0, max(count, 1), SAMPLED_TILES - 2)}
+                       ) if count else []
+        for op in ops:
+            if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
+                continue
+            result = copies.get(op, op).results_types[0]
+            expected_all = reference.tensors.get(result.tensor_id)
+            for index in picks:
+                tile, values = tile_values(op, index, read)
+                if expected_all is None:
+                    continue
+                expected = expected_all[tile]
+                got = dtypes.round_to(np.broadcast_to(values, expected.shape),
+                                      result.data_type)
+                diff = _max_diff(got, expected)
+                max_abs = max(max_abs, diff)
+                if not _close(got, expected, result.data_type) and len(problems) < MAX_ERRORS:
+                    problems.append(f"'{op.label.data}' (task {task_id}) computes tile {index} "
+                                    f"differently from the model (largest difference "
+                                    f"{diff:.3g})")
+            checked += len(picks)
+    if model_run is not None:       # the operators the plan runs compute the given model
+        for tid in model_run.outputs:
+            got = reference.tensors.get(tid)
+            want = model_run.tensors[tid]
+            if got is None or not _close(got, want, model_run.types[tid].data_type):
+                problems.append(f"output tensor {tid} of the model is not what the plan's "
+                                "operators compute" + (f" (largest difference "
+                                                       f"{_max_diff(got, want):.3g})"
+                                                       if got is not None else ""))
+    ok = not problems
+    proved = []
+    if not errors:
+        proved.append("symbolically, for every task: each task group runs each of its tasks "
+                      "exactly once, every TaskInfo's tasks and split operators' tiles are "
+                      "covered, and every conflicting access is ordered (planc check's rules)")
+    proved.append(f"numerically, {checked} of {total} tiles ({SAMPLED_TILES} per TaskInfo: the "
+                  f"first, the last and random ones, seed {seed}), each computed from the "
+                  "model's values of its inputs, "
+                  + ("equal the model's" if ok else "checked (see problems)"))
+    return {"ok": ok, "mode": "sampled", "max_abs_error": max_abs, "problems": problems,
+            "sampled_tiles": checked, "tiles_total": total, "proved": proved}
+
+
+def _inputs_from(model_run: ModelRun, model: ark.ModelOp) -> dict[int, np.ndarray]:
+    """The values of a model run's inputs as every tensor of `model` on their buffers sees
+    them (a plan may read an input through views of its own, e.g. split-K slices)."""
+    types = [model_run.types[t] for t in model_run.inputs]
+    tensors = [r.type for op in model.graph.ops for r in op.results]
+    memory = Memory(buffer_sizes(types + tensors))
+    for tid, values in model_run.inputs.items():
+        memory.write(model_run.types[tid], values)
+    held = {t.buffer_id for t in types}
+    return {t.tensor_id: memory.read(t) for t in tensors if t.buffer_id in held}
+
+
+def single(module: ModuleOp | plan.PlanOp) -> plan.PlanOp:
+    if isinstance(module, plan.PlanOp):
+        return module
+    return single_root(module, plan.PlanOp)
+
+
+def simulate_plan(module: ModuleOp | plan.PlanOp, options: Namespace | None = None
+                  ) -> dict[str, Any]:
+    """The `planc simulate` hook (and Python API) for ARK plans."""
+    seed = getattr(options, "seed", 0) or 0
+    arch = getattr(options, "arch", None)
+    functional = not getattr(options, "cost_only", False)
+    limit = getattr(options, "full_run_limit", None)
+    return simulate(single(module), seed=seed, arch=arch, functional=functional,
+                    full_run_tasks=FULL_RUN_TASKS if limit is None else limit)
