@@ -420,7 +420,10 @@ def check_command(args: argparse.Namespace) -> int:
     from compiler.checking import check_file
 
     options = scoped_options(args, "check", "planc check")
-    with without_garbage_collection():       # the import builds a large cyclic graph
+    from ground.progress import Steps
+
+    # The collector stays off: the import builds a large cyclic graph.
+    with without_garbage_collection(), Steps("check", 1) as steps, steps.step("check"):
         report = check_file(args.input, options, args.source_format)
     if args.json:
         print(json.dumps(report.as_json()))
@@ -441,19 +444,26 @@ def simulate_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--seed: expected a non-negative integer, got {options.seed}")
     refuse_stdout(getattr(options, "trace", None), "--trace", "planc simulate")
     refuse_overwriting_inputs(getattr(options, "trace", None), [args.input], "--trace")
-    fmt, module = load_input(args.input, args.source_format)
-    if fmt.simulate is None:
-        raise UsageError(f"planc simulate does not support {fmt.name} documents yet")
-    try:
-        report: dict[str, Any] = {"format": fmt.name, **load_hook(fmt.simulate)(module, options)}
-        if options.trace:
-            from compiler.output import write_product
-            from compiler.plot import chrome_trace, pictures
+    from ground.progress import Steps
 
-            write_product(options.trace, chrome_trace(pictures(module, options)))
-            report["trace"] = options.trace
-    except PlancError as e:
-        raise e.in_file(args.input) from None
+    with Steps("simulate", 3 if options.trace else 2) as steps:
+        with steps.step("load"):
+            fmt, module = load_input(args.input, args.source_format)
+        if fmt.simulate is None:
+            raise UsageError(f"planc simulate does not support {fmt.name} documents yet")
+        try:
+            with steps.step(f"simulate the {fmt.name}"):
+                report: dict[str, Any] = {"format": fmt.name,
+                                          **load_hook(fmt.simulate)(module, options)}
+            if options.trace:
+                from compiler.output import write_product
+                from compiler.plot import chrome_trace, pictures
+
+                with steps.step("trace"):
+                    write_product(options.trace, chrome_trace(pictures(module, options)))
+                report["trace"] = options.trace
+        except PlancError as e:
+            raise e.in_file(args.input) from None
     if args.json:
         print(json.dumps(report))
     else:
@@ -470,14 +480,20 @@ def plot_command(args: argparse.Namespace) -> int:
     options = scoped_options(args, "plot", "planc plot")
     refuse_stdout(args.output, "-o", "planc plot")
     refuse_overwriting_inputs(args.output, [args.input])
-    _, module = load_input(args.input, args.source_format)
-    try:
-        drawn = pictures(module, options)
-    except PlancError as e:
-        raise e.in_file(args.input) from None
-    image = io.BytesIO()
-    draw(drawn, image, os.path.splitext(args.output)[1].lstrip(".") or "png")
-    write_product(args.output, image.getvalue())
+    from ground.progress import Steps
+
+    with Steps("plot", 3) as steps:
+        with steps.step("load"):
+            _, module = load_input(args.input, args.source_format)
+        try:
+            with steps.step("model"):
+                drawn = pictures(module, options)
+        except PlancError as e:
+            raise e.in_file(args.input) from None
+        with steps.step("draw"):
+            image = io.BytesIO()
+            draw(drawn, image, os.path.splitext(args.output)[1].lstrip(".") or "png")
+            write_product(args.output, image.getvalue())
     if args.json:
         print(json.dumps({"ok": True, "output": args.output, "pictures": len(drawn)}))
     else:

@@ -154,12 +154,17 @@ def report(directory: str | Path, top: int = 5, plot: str | None = None) -> str:
                     and verdict.get("simulate") == "ok" else "")
             lines.append(f"  {rank}. {_figures(row)}{mark}: {_decisions(row['decisions'])}")
     if plot:
-        _pareto_picture(rows, plot)
+        _pareto_picture(rows, plot, study)
         lines.append(f"picture: {plot}")
     return "\n".join(lines)
 
 
-def _pareto_picture(rows: list[dict[str, Any]], path: str) -> None:
+def _pareto_picture(rows: list[dict[str, Any]], path: str,
+                    study: dict[str, Any] | None = None) -> None:
+    """Every scored candidate by modeled time (a log axis: one slow outlier no longer squeezes
+    the rest into a corner) and device memory, with each study's Pareto front
+    joined, its untuned plan (the space's first values) and ARK's default planner marked,
+    and its best candidate under the study's objective ringed."""
     try:
         import matplotlib
     except ImportError:
@@ -169,23 +174,49 @@ def _pareto_picture(rows: list[dict[str, Any]], path: str) -> None:
 
     from compiler.tune_search import pareto_front
 
+    study = study or {}
+    untuned = {name: values[0] for name, values in study.get("space", {}).items()}
+    objective = study.get("objective", "time")
     figure, ax = plt.subplots(figsize=(8, 5))
-    for model, arch in dict.fromkeys((r["model"], r["arch"]) for r in rows):
+    colours = plt.get_cmap("tab10")
+    for index, (model, arch) in enumerate(dict.fromkeys((r["model"], r["arch"]) for r in rows)):
         mine = [r for r in rows if r["model"] == model and r["arch"] == arch
                 and r["status"] == "scored"]
-        label = f"{Path(model).name if model else 'generated'} on {arch or 'default'}"
-        ax.scatter([r["modeled_time_s"] * 1e6 for r in mine],
-                   [r["device_bytes"] / 1e6 for r in mine], s=10, alpha=0.5, label=label)
+        if not mine:
+            continue
+        colour = colours(index % 10)
+        name = f"{Path(model).name if model else 'generated'} on {arch or 'default'}"
+        ax.scatter(*_xy(mine), s=12, alpha=0.35, color=colour, label=f"{name}: candidates")
         front = pareto_front(mine)
-        ax.plot([r["modeled_time_s"] * 1e6 for r in front],
-                [r["device_bytes"] / 1e6 for r in front], drawstyle="steps-post")
-    ax.set_xlabel("modeled time (us)")
+        ax.plot(*_xy(front), drawstyle="steps-post", color=colour, marker="o", markersize=4,
+                label=f"{name}: Pareto front")
+        marks = [("untuned planc", "s", [r for r in mine if r["decisions"] == untuned]),
+                 ("ARK default planner", "D",
+                  [r for r in mine if r["decisions"].get("planner") == "ark-default"]),
+                 (f"best ({objective})", "*", ranked(mine, objective)[:1])]
+        for label, marker, chosen in marks:
+            if chosen:
+                ax.scatter(*_xy(chosen[:1]), s=140 if marker == "*" else 60, marker=marker,
+                           facecolors="none" if marker != "*" else colour,
+                           edgecolors="black", linewidths=1.2, label=f"{name}: {label}",
+                           zorder=3)
+    from matplotlib.ticker import LogFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    ax.xaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
+    ax.set_xlabel("modeled time (µs, log scale)")
     ax.set_ylabel("device memory (MB)")
-    ax.set_title("planc tune: every candidate, and the time/memory front")
-    ax.legend(fontsize=7)
+    ax.set_title("planc tune: candidates, Pareto front, untuned and default plans, best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def _xy(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """Candidates' (modeled time in µs, device memory in MB), for plotting."""
+    return ([r["modeled_time_s"] * 1e6 for r in rows], [r["device_bytes"] / 1e6 for r in rows])
 
 
 def dump(results: list[StudyResult]) -> str:

@@ -62,11 +62,17 @@ EXAMPLES = (
      "--target ark --arch a100`), its timeline over the cost model's time and the bytes of its "
      "buffers in use."),
     ("ffn.json", "tt", ["--grid", "4x4"], "ffn_tt_4x4.png",
-     "The FFN example on a 4x4 Tensix grid: the work (output tiles x K tiles) of every core, "
-     "kernel by kernel."),
+     "The FFN example on a 4x4 Tensix grid: its kernels over the cost model's time, with where "
+     "each kernel's operands live (L1 or DRAM), and the work of every core, kernel by kernel "
+     "(output tiles x K tiles for a matmul, output tiles for an element-wise kernel)."),
     ("attention.json", "gemini", ["--mesh", "2x2"], "attention_gemini_2x2.png",
-     "The attention example scheduled on a 2x2 Gemini mesh: each core's workloads and its L2 "
-     "occupancy."),
+     "The attention example scheduled on a 2x2 Gemini mesh: each core's workloads (compute "
+     "time at Gemini's 1 GHz clock) and its L2 occupancy."),
+    (None, "mscclpp", ["--collective", "allreduce", "--ranks", "4"],
+     "allreduce_mscclpp_4.png",
+     "A 4-rank all-reduce synthesized for MSCCL++ (`planc --collective allreduce --ranks 4 -t "
+     "mscclpp`): every thread block of every GPU over the alpha-beta model's time, one bar per "
+     "operation."),
 )
 
 
@@ -74,6 +80,7 @@ def pictures() -> tuple[str, dict[str, bytes]]:
     import tempfile
 
     from compiler.api import compile, load
+    from compiler.driver import main
     from compiler.plot import draw
     from compiler.plot import pictures as drawn
 
@@ -86,10 +93,14 @@ def pictures() -> tuple[str, dict[str, bytes]]:
             plan = Path(scratch) / f"{name}.json"
             options = dict(zip((f.lstrip("-").replace("-", "_") for f in flags[::2]),
                                flags[1::2], strict=True))
-            compile(ROOT / "examples" / example, target, output=plan, **options)
+            if example is None:     # synthesized: no input file
+                assert main([*flags, "--target", target, "-o", str(plan)]) == 0
+            else:
+                compile(ROOT / "examples" / example, target, output=plan, **options)
             image = io.BytesIO()
             draw(drawn(load(plan)), image)
             images[f"pictures/{name}"] = image.getvalue()
-            page += [f"## {example}, target {target}\n", caption + "\n",
-                     f"![{example} {target}](pictures/{name})\n"]
+            what = example or " ".join(flags)
+            page += [f"## {what}, target {target}\n", caption + "\n",
+                     f"![{what} {target}](pictures/{name})\n"]
     return "\n".join(page), images

@@ -8,9 +8,12 @@ stages whose lengths are unknown (a pass pipeline).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from time import perf_counter
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -83,3 +86,29 @@ class Stages:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+class Steps:
+    """The steps of one command (load, simulate, trace, draw): a progress line on a terminal
+    while the command runs past a second, naming the step and the time elapsed, and each
+    step's seconds on the `planc.COMMAND` logger at INFO (`planc -v`)."""
+
+    def __init__(self, command: str, total: int, delay: float = 1.0):
+        self.stages = Stages(total, command, delay)
+        self.log = logging.getLogger(f"planc.{command}")
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        self.stages.start(name)
+        begin = perf_counter()
+        try:
+            yield
+        finally:
+            self.stages.done()
+            self.log.info("%s: %.3f s", name, perf_counter() - begin)
+
+    def __enter__(self) -> Steps:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stages.close()

@@ -38,3 +38,33 @@ def test_quiet_draws_nothing(terminal, capsys, monkeypatch):
 def test_pipes_draw_nothing(capsys):
     run_stages(delay=0.0)           # pytest's captured stderr is no terminal
     assert capsys.readouterr().err == ""
+
+
+def test_command_steps_show_progress_and_time_each_step(terminal, capsys, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="planc"), \
+            progress.Steps("simulate", 2, delay=0.0) as steps:
+        with steps.step("load"):
+            pass
+        with steps.step("simulate the ark-plan"):
+            pass
+    err = capsys.readouterr().err
+    assert "planc: simulate: load [0/2]" in err and "simulate the ark-plan [1/2]" in err, err
+    logged = [r.getMessage() for r in caplog.records if r.name == "planc.simulate"]
+    assert [m.split(":")[0] for m in logged] == ["load", "simulate the ark-plan"]
+
+
+@pytest.mark.parametrize("command, steps", [
+    ("simulate", ["load", "simulate the ark-plan"]),
+    ("check", ["check"]),
+])
+def test_verbose_names_every_step_of_a_command(planc, small_ffn, tmp_path, command, steps):
+    plan = tmp_path / "p.json"
+    assert planc(small_ffn, "-t", "ark", "-o", plan).code == 0
+    extra = ["--cost-only"] if command == "simulate" else []
+    result = planc(command, plan, "-v", *extra)
+    assert result.code == 0, result.err
+    named = [line.split(": ")[1] for line in result.err.splitlines()
+             if line.startswith("planc: ") and line.endswith(" s")]
+    assert named == steps, result.err

@@ -332,7 +332,8 @@ def _kernel_tensors(kernel: tt.KernelOp) -> list[ark.TensorType]:
     return [r.type for op in kernel.body.block.ops for r in op.results]
 
 
-def _in_dram(plan: tt.PlanOp) -> dict[str, bool]:
+def in_dram(plan: tt.PlanOp) -> dict[str, bool]:
+    """Per operand of the plan's kernel (A, B, C): whether it lives in DRAM (else in L1)."""
     layouts = plan.layouts.by_buffer() if plan.layouts is not None else {}
     return {name: layouts[name].shard_value == "DRAM" if name in layouts else True
             for name in kernel_buffers(plan.kernel.operator)}
@@ -343,7 +344,7 @@ def _kernel_report(plan: tt.PlanOp, op: ark.ArkOp, work, device, error: float,
     geometry = kernel_geometry(op)
     lists = {core.coordinates: items
              for core, items in zip(plan.work_partition.cores(), work, strict=True)}
-    cost = kernel_cost(geometry, op, lists, kernel_buffers(op), device, _in_dram(plan))
+    cost = kernel_cost(geometry, op, lists, kernel_buffers(op), device, in_dram(plan))
     return KernelReport(describe_op(op), sum(len(w) for w in work), sum(1 for w in work if w),
                         cost.max_tiles_per_core, cost.seconds, error, ok)
 
@@ -353,12 +354,12 @@ def _account_bytes(plans: Sequence[tt.PlanOp], report: SimulationReport) -> None
 
     sizes: dict[int, tuple[int, bool]] = {}
     for plan in plans:
-        in_dram = _in_dram(plan)
+        dram = in_dram(plan)
         for name, tensor in kernel_buffers(plan.kernel.operator).items():
             size = TileView.of(tensor.shape_list).num_tiles * tile_bytes(tensor.data_type)
             previous = sizes.get(tensor.buffer_id, (0, False))
             sizes[tensor.buffer_id] = (max(previous[0], size),
-                                       previous[1] or not in_dram[name])
+                                       previous[1] or not dram[name])
     report.device_bytes = sum(size for size, _ in sizes.values())
     report.l1_bytes = sum(size for size, l1 in sizes.values() if l1)
 
