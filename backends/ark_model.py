@@ -162,6 +162,8 @@ def emit_model(module: ModuleOp) -> str:
 
 
 def pipeline(source_format: str, options) -> str:
+    if source_format == "ark-plan":
+        return "ark-lift-plan"      # the model the plan computes, to plan again
     if source_format != "ark-model":
         raise PlancError(f"cannot make an ARK model file from a {source_format} document")
     return ""

@@ -11,6 +11,7 @@ from xdsl.passes import ModulePass
 PASSES: tuple[tuple[str, str, str], ...] = (
     # (pass name, module, class)
     ("ark-compress", "passes.ark_compress", "ArkCompressPass"),
+    ("ark-lift-plan", "passes.ark_lift_plan", "ArkLiftPlanPass"),
     # Tenstorrent
     ("tt-tile", "passes.tt_tile", "TtTilePass"),
     ("tt-partition", "passes.tt_partition", "TtPartitionPass"),

@@ -271,7 +271,12 @@ def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
     lists the values of its buffer: `Lifetimes` made it)."""
     for region in regions:
         if len(region.lives) > 1:
-            physical = ark.BufferAttr.get(region.buffer)
+            # The first occupant's own description of the buffer: a model lifted from a plan
+            # in ARK's PyTorch format states IsExternal on every buffer, and tensors of one
+            # buffer must describe it alike (a bare one made a second description).
+            first = region.lives[0].values
+            physical = (first[0].type.buffer if first and first[0].type.buffer_id ==
+                        region.buffer else ark.BufferAttr.get(region.buffer))
             for life in region.lives[1:]:
                 for value in life.values:
                     retype(value, _on_buffer(value.type, physical))
