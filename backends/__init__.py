@@ -153,6 +153,8 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
              "task_seq, the default: rotation taken modulo the grid) or planc (the format's "
              "formula, what planc's CPU and CUDA programs run)", default="ark",
              choices=("ark", "planc")),
+        Flag("--arch", "TT plans: the device whose L1 the capacity rule checks against "
+             "(default wormhole_b0)", metavar="NAME"),
     ),
     "plot": (
         Flag("--arch", "device whose cost model times an ARK plan (default: the plan's own)",

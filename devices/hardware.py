@@ -46,7 +46,7 @@ def device_names(kind: str | None = None) -> list[str]:
     names = sorted(device_files())
     if kind is None:
         return names
-    return [n for n in names if _raw(n)["kind"].as_str() == kind]
+    return [n for n in names if device_document(n)["kind"].as_str() == kind]
 
 
 @cache
@@ -54,7 +54,7 @@ def _raw_cached(path: Path) -> JsonNode:
     return load_json_file(path)
 
 
-def _raw(name: str) -> JsonNode:
+def device_document(name: str) -> JsonNode:
     path = device_files().get(name)
     if path is None:
         raise UsageError(f"unknown device '{name}' (known devices: "
@@ -64,7 +64,7 @@ def _raw(name: str) -> JsonNode:
 
 def load_device(name: str) -> dict[str, Any]:
     """The description of device `name` as plain JSON values."""
-    doc = _raw(name)
+    doc = device_document(name)
     doc["kind"].as_str()
     return doc.as_dict()
 
@@ -143,7 +143,7 @@ class GpuDevice:
         return self.architecture.startswith("ROCM")
 
 
-def _positive(node: JsonNode, integer: bool = True) -> Any:
+def positive(node: JsonNode, integer: bool = True) -> Any:
     value = node.as_int(lo=1) if integer else node.as_number()
     if not integer and value <= 0:
         raise node.error(f"expected a positive number, got {value}")
@@ -151,7 +151,7 @@ def _positive(node: JsonNode, integer: bool = True) -> Any:
 
 
 def _rates(node: JsonNode) -> dict[str, float]:
-    return {dtype: _positive(rate, integer=False) for dtype, rate in node.items()}
+    return {dtype: positive(rate, integer=False) for dtype, rate in node.items()}
 
 
 def _kernels(node: JsonNode) -> dict[str, tuple[MatmulKernel, ...]]:
@@ -159,7 +159,7 @@ def _kernels(node: JsonNode) -> dict[str, tuple[MatmulKernel, ...]]:
     for dtype, entries in node.items():
         table[dtype] = tuple(
             MatmulKernel(tuple(e["tile"].as_int_list(3, 3, min_value=1)),
-                         _positive(e["warps"]), e["sram"].as_int(lo=0))
+                         positive(e["warps"]), e["sram"].as_int(lo=0))
             for e in entries.elements())
     return table
 
@@ -169,7 +169,7 @@ def gpu_device(name: str) -> GpuDevice:
     """The GPU named `name`; a clear error if it is unknown or not a GPU."""
     if name not in device_files():
         raise UsageError(f"unknown device '{name}' (known GPUs: {one_of(device_names('gpu'))})")
-    doc = _raw(name)
+    doc = device_document(name)
     kind = doc["kind"].as_str()
     if kind != "gpu":
         raise UsageError(f"device '{name}' is a {kind} device, not a GPU (GPUs: "
@@ -179,26 +179,26 @@ def gpu_device(name: str) -> GpuDevice:
             name=doc["name"].as_str(),
             description=doc["description"].as_str(),
             architecture=doc["architecture"].as_str(),
-            processors=_positive(doc["processors"]),
-            warp_size=_positive(doc["warp_size"]),
-            max_warps_per_processor=_positive(doc["max_warps_per_processor"]),
-            plan_warps_per_processor=_positive(doc["plan_warps_per_processor"]),
-            shared_memory_per_processor=_positive(doc["shared_memory_per_processor"]),
+            processors=positive(doc["processors"]),
+            warp_size=positive(doc["warp_size"]),
+            max_warps_per_processor=positive(doc["max_warps_per_processor"]),
+            plan_warps_per_processor=positive(doc["plan_warps_per_processor"]),
+            shared_memory_per_processor=positive(doc["shared_memory_per_processor"]),
             reserved_shared_memory=doc["reserved_shared_memory"].as_int(lo=0),
-            clock_hz=_positive(doc["clock_hz"], integer=False),
-            memory_bytes=_positive(doc["memory_bytes"]),
-            memory_bandwidth=_positive(doc["memory_bandwidth"], integer=False),
-            l2_bandwidth=_positive(doc["l2_bandwidth"], integer=False),
-            processor_bandwidth=_positive(doc["processor_bandwidth"], integer=False),
+            clock_hz=positive(doc["clock_hz"], integer=False),
+            memory_bytes=positive(doc["memory_bytes"]),
+            memory_bandwidth=positive(doc["memory_bandwidth"], integer=False),
+            l2_bandwidth=positive(doc["l2_bandwidth"], integer=False),
+            processor_bandwidth=positive(doc["processor_bandwidth"], integer=False),
             matmul_flops=_rates(doc["matmul_flops"]),
             vector_flops=_rates(doc["vector_flops"]),
-            matmul_efficiency=(_positive(doc["matmul_efficiency"], integer=False)
+            matmul_efficiency=(positive(doc["matmul_efficiency"], integer=False)
                                if doc.has("matmul_efficiency") else 1.0),
-            memory_latency_s=_positive(doc["memory_latency_s"], integer=False),
-            task_overhead_s=_positive(doc["task_overhead_s"], integer=False),
-            barrier_s=_positive(doc["barrier_s"], integer=False),
-            warps_to_saturate_compute=_positive(doc["warps_to_saturate_compute"]),
-            warps_to_saturate_memory=_positive(doc["warps_to_saturate_memory"]),
+            memory_latency_s=positive(doc["memory_latency_s"], integer=False),
+            task_overhead_s=positive(doc["task_overhead_s"], integer=False),
+            barrier_s=positive(doc["barrier_s"], integer=False),
+            warps_to_saturate_compute=positive(doc["warps_to_saturate_compute"]),
+            warps_to_saturate_memory=positive(doc["warps_to_saturate_memory"]),
             matmul_kernels=_kernels(doc["matmul_kernels"]),
         )
     except PlancError as e:
@@ -211,7 +211,7 @@ def _loadable_gpus() -> list[GpuDevice]:
     found = []
     for name in device_files():
         try:
-            if _raw(name)["kind"].as_str() == "gpu":
+            if device_document(name)["kind"].as_str() == "gpu":
                 found.append(gpu_device(name))
         except PlancError:
             continue

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from devices import hardware
-from ground.diagnostics import UsageError
+from ground.diagnostics import PlancError, UsageError
 
 DEFAULT_DEVICE = "wormhole_b0"
 
@@ -50,10 +50,31 @@ def device_names() -> list[str]:
 
 @cache
 def _load(name: str) -> TTDevice:
-    data = hardware.load_device(name)
-    fields = {k: v for k, v in data.items() if k in TTDevice.__dataclass_fields__}
-    fields["compute_grid"] = tuple(fields["compute_grid"])
-    return TTDevice(**fields)
+    """Every field read and checked where it stands in the device file: a user's file without
+    one (or with a string for a count) is an error at that path, not an internal error."""
+    doc = hardware.device_document(name)
+    positive = hardware.positive
+    try:
+        l1_bytes = positive(doc["l1_bytes"])
+        return TTDevice(
+            name=doc["name"].as_str(),
+            description=doc["description"].as_str() if doc.has("description") else "",
+            compute_grid=tuple(doc["compute_grid"].as_int_list(2, 2, min_value=1)),
+            l1_bytes=l1_bytes,
+            l1_reserved_bytes=doc["l1_reserved_bytes"].as_int(lo=0, hi=l1_bytes - 1),
+            dram_bytes=positive(doc["dram_bytes"]),
+            dram_banks=positive(doc["dram_banks"]),
+            dram_bandwidth_bytes_per_s=positive(doc["dram_bandwidth_bytes_per_s"],
+                                                integer=False),
+            clock_hz=positive(doc["clock_hz"], integer=False),
+            noc_bytes_per_cycle=positive(doc["noc_bytes_per_cycle"]),
+            matmul_tile_cycles=positive(doc["matmul_tile_cycles"]),
+            eltwise_tile_cycles=positive(doc["eltwise_tile_cycles"]),
+            sfpu_tile_cycles=positive(doc["sfpu_tile_cycles"]),
+            kernel_launch_s=positive(doc["kernel_launch_s"], integer=False),
+        )
+    except PlancError as e:
+        raise e.in_file(str(hardware.device_files()[name])) from None
 
 
 def device_named(name: str | None) -> TTDevice:

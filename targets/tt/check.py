@@ -1,0 +1,130 @@
+"""Tenstorrent plans: the whole-document rules of `planc check` that need the machine model.
+
+* `tt.l1-capacity` (error): while a kernel runs, each Tensix core's L1 holds the kernel's
+  circular buffers and its share of every L1-resident buffer live at that kernel (an
+  L1-interleaved buffer spreads its tile pages over the L1 of every compute core). TT-Metalium
+  allocates both when the program is created, and its allocator refuses what does not fit
+  ("Out of Memory: Not enough space to allocate ... L1"): the plan cannot run. A buffer is live
+  from the first to the last kernel that names it, as `tt-place` keeps it.
+* `tt.kernel-order` (error): a kernel reads bytes that only a later kernel of the document
+  writes. The runtime runs the plans in document order, so the reader sees whatever the
+  buffer held before: a wrong result.
+
+Both are decided on counts of tiles and byte regions (`targets.ark.byte_regions`), never by
+walking tiles; a document is a few hundred kernels at most.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from devices.tt import TTDevice, device_named
+from dialects import ark, tt
+from dialects.findings import ERROR, Finding, at_op
+from dialects.tt_kernels import KernelKind, NotAKernel, TileView, kernel_buffers, kernel_geometry
+from targets.ark.byte_regions import ByteRegion, overlaps
+from targets.tt.schedule import circular_buffers, held_operand, tile_bytes
+
+
+@dataclass
+class _L1Buffer:
+    buffer: int
+    bytes_per_core: int
+    first: int
+    last: int
+
+
+def check(module: ModuleOp, options: Any = None) -> list[Finding]:
+    plans = [p for op in module.ops if isinstance(op, tt.PlansOp) for p in op.plans()]
+    kernels = [(index, p) for index, p in enumerate(plans) if _operator(p) is not None]
+    device = device_named(getattr(options, "arch", None))
+    return [*capacity_findings(kernels, device), *order_findings(kernels)]
+
+
+def _operator(plan: tt.PlanOp) -> ark.ArkOp | None:
+    """The kernel's operator, when the plan has a kernel planc can read as tiles."""
+    if plan.kernel is None:
+        return None
+    try:
+        kernel_geometry(plan.kernel.operator)
+    except NotAKernel:
+        return None
+    return plan.kernel.operator
+
+
+def _in_l1(plan: tt.PlanOp) -> set[str]:
+    """The kernel's operands (A, B, C) the plan's layouts put in L1."""
+    layouts = plan.layouts.by_buffer() if plan.layouts is not None else {}
+    return {name for name, layout in layouts.items() if layout.shard_value == "L1"}
+
+
+def _cb_bytes(plan: tt.PlanOp, device: TTDevice) -> int:
+    """Bytes of the kernel's circular buffers in each core's L1."""
+    op = plan.kernel.operator
+    geometry = kernel_geometry(op)
+    buffers = kernel_buffers(op)
+    held = None
+    if geometry.kind is KernelKind.MATMUL and plan.work_partition is not None:
+        work = {core.coordinates: [item.tile for item in core.items()]
+                for core in plan.work_partition.cores()}
+        held = held_operand(work, geometry, buffers, device)
+    return sum(cb.total_bytes for cb in circular_buffers(geometry, buffers, held))
+
+
+def capacity_findings(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[Finding]:
+    uses: dict[int, _L1Buffer] = {}
+    in_l1: set[int] = set()
+    for position, (_, plan) in enumerate(kernels):
+        placed = _in_l1(plan)
+        for name, tensor in kernel_buffers(plan.kernel.operator).items():
+            pages = TileView.of(tensor.shape_list).num_tiles
+            share = -(-pages // device.l1_banks) * tile_bytes(tensor.data_type)
+            use = uses.setdefault(tensor.buffer_id,
+                                  _L1Buffer(tensor.buffer_id, 0, position, position))
+            use.last = position
+            use.bytes_per_core = max(use.bytes_per_core, share)
+            if name in placed:
+                in_l1.add(tensor.buffer_id)
+    residents = [use for use in uses.values() if use.buffer in in_l1]
+    findings = []
+    for position, (index, plan) in enumerate(kernels):
+        live = [b for b in residents if b.first <= position <= b.last]
+        cbs = _cb_bytes(plan, device)
+        used = cbs + sum(b.bytes_per_core for b in live)
+        if used > device.l1_usable_bytes:
+            names = ", ".join(f"{b.buffer} ({b.bytes_per_core} B)" for b in live[:8])
+            findings.append(at_op(
+                plan, "tt.l1-capacity", ERROR,
+                f"kernel {plan.label()} (plan {index}) needs {used} bytes of each core's L1 "
+                f"but {device.name} has {device.l1_usable_bytes}: circular buffers {cbs} B, "
+                f"L1 buffers live here {names or 'none'}; put a buffer in DRAM or use a "
+                "larger grid"))
+    return findings
+
+
+def order_findings(kernels: list[tuple[int, tt.PlanOp]]) -> list[Finding]:
+    """Reads of bytes that no earlier kernel wrote but a later one does."""
+    writes: list[tuple[int, tt.PlanOp, ByteRegion]] = []
+    for index, plan in kernels:
+        output = kernel_buffers(plan.kernel.operator)["C"]
+        writes.append((index, plan, ByteRegion.of(output)))
+    findings = []
+    for position, (index, plan) in enumerate(kernels):
+        for name, tensor in kernel_buffers(plan.kernel.operator).items():
+            if name == "C":
+                continue
+            region = ByteRegion.of(tensor)
+            if any(overlaps(region, w) for _, _, w in writes[:position]):
+                continue
+            later = next(((i, p) for i, p, w in writes[position + 1:] if overlaps(region, w)),
+                         None)
+            if later is not None:
+                findings.append(at_op(
+                    plan, "tt.kernel-order", ERROR,
+                    f"kernel {plan.label()} (plan {index}) reads {name} (tensor "
+                    f"{tensor.tensor_id}) before kernel {later[1].label()} (plan {later[0]}) "
+                    "writes it; the runtime runs plans in document order"))
+    return findings
