@@ -224,17 +224,8 @@ class _Expander:
                     steps.extend(self.op_steps(gpu, tb, op, str(index)))
                 blocks[(gpu.rank_id, tb.tb_id)] = steps
         semaphores = {g.rank_id: [s.initial for s in g.semaphores()] for g in self.gpus}
-        self._check_plan()
         return Program(self.algorithm, self.chunk, self.layouts, blocks, semaphores,
                        self.problems, self.warnings)
-
-    def _check_plan(self) -> None:
-        for gpu in self.gpus:
-            for buffer, other in (("i", "o"), ("o", "i")):
-                if gpu.chunks(buffer) == 0 and gpu.chunks(other) != 0:
-                    self.warnings.append(
-                        f"gpu {gpu.rank_id}: {ms.BUFFER_NAMES[buffer]}_chunks is 0; the "
-                        "executor's message-size check divides by it (reference §4.6 #10)")
 
     def op_steps(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
                  path: str) -> list[Step]:
