@@ -248,7 +248,9 @@ class SymbolicReplay(Replay):
         return values
 
     def _write(self, region: Region, values: list[Value], event: Event,
-               knowledge: list[int]) -> None:
+               knowledge: list[int], flags: list[list[int] | None] | None = None) -> None:
+        """`flags`: for a raw packet copy, the packets' own flags (their writers' knowledge,
+        None for a packet never written in this launch) instead of this writer's."""
         self._check_started(region, event, knowledge, "writes")
         space = self.memory[(region.rank, region.space)]
         cells = list(self._cells(region))
@@ -262,18 +264,34 @@ class SymbolicReplay(Replay):
             cell.writer = event
             cell.readers = []
             cell.packet = None
-            if region.packets:
+            if region.packets and flags is not None:
+                # A copied packet's flag is valid only if the source's was; a reader that sees
+                # it knows what the packet's writer knew, and that this copy landed.
+                flag = flags[position // step] if position // step < len(flags) else None
+                if flag is not None:
+                    flag = list(flag)
+                    flag[event.comp] = max(flag[event.comp], event.stamp)
+                cell.packet = flag
+            elif region.packets:
                 clock = list(knowledge)
                 clock[event.comp] = event.stamp
                 cell.packet = clock
 
     def _moves(self, step: Step, event: Event, knowledge: list[int]) -> None:
         for move in step.moves:
+            flags = self._raw_flags(move.sources[0]) if move.sources and \
+                move.sources[0].raw else None
             sources = [self._read(r, event, knowledge) for r in move.sources]
             values = [fold(add, column) for column in zip(*sources, strict=True)] \
                 if sources else []
             for target in move.targets:
-                self._write(target, values, event, knowledge)
+                self._write(target, values, event, knowledge, flags if target.raw else None)
+
+    def _raw_flags(self, region: Region) -> list[list[int] | None]:
+        """The flags of the packets a raw copy reads, one per value (every other cell)."""
+        space = self.memory[(region.rank, region.space)]
+        return [cell.packet if (cell := space.get(index)) is not None else None
+                for index in list(self._cells(region))[::2]]
 
     def _check_started(self, region: Region, event: Event, knowledge: list[int],
                        verb: str) -> None:

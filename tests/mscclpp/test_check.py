@@ -175,3 +175,27 @@ def test_a_postcondition_failure_names_the_op_that_wrote_the_wrong_chunk(tmp_pat
     found = _by_rule(tmp_path, mutated(allreduce_plan(), put_instead))
     assert found == {("mscclpp.postcondition", "error", "$.gpus[1].threadblocks[0].ops[3]"),
                      ("mscclpp.postcondition", "error", "$.gpus[1]")}
+
+
+def test_a_port_ppkt_moves_packets_as_packets(tmp_path):
+    """The executor's handlePutPackets, on a port channel, has the proxy put `size << 1` raw
+    bytes from `srcOffset << 1`: the packets cpkt wrote, flags included. Modelled like the
+    memory branch (data in, packets out), the plan read its own packets as plain data (false
+    races, and the peer's chunk was never seen to arrive). rppkt first waits for the packets
+    itself; a raw ppkt does not, so the nop between cpkt and ppkt is what orders them."""
+    from tests.mscclpp.fixtures import mutated, ops_of, port_packet_allgather_plan
+
+    for put in ("ppkt", "rppkt"):
+        assert not findings(write_json(tmp_path / f"{put}.json",
+                                       port_packet_allgather_plan(put))), put
+    no_nop = mutated(port_packet_allgather_plan("ppkt"), lambda p: ops_of(p, 0).pop(1))
+    assert ("mscclpp.race", "error", "$.gpus[0].threadblocks[0].ops[1]") in \
+        _by_rule(tmp_path, no_nop)
+    assert not findings(write_json(tmp_path / "rppkt_no_nop.json", mutated(
+        port_packet_allgather_plan("rppkt"), lambda p: ops_of(p, 0).pop(1))))
+
+    def wrong_chunk(p):
+        ops_of(p, 1)[2]["src_buff"][0]["index"] = 0    # the chunk gpu 0 puts there, not its own
+    found = _by_rule(tmp_path, mutated(port_packet_allgather_plan("ppkt"), wrong_chunk))
+    assert ("mscclpp.race", "error", "$.gpus[1].threadblocks[0].ops[2]") in found, found
+    assert ("mscclpp.postcondition", "error", "$.gpus[0].threadblocks[1].ops[0]") in found
