@@ -257,10 +257,13 @@ class PlanPrinter(BasePrinter):
         return [op for op in self.plan.graph.ops if op in scheduled]
 
     def input_files(self) -> list[TensorFile]:
-        """The model's tensors whose data the program is given: those the plan reads (through
-        any view, e.g. split-K halves of a weight: the file is the weight itself) where no
-        earlier operator wrote every byte read (a KV cache updated by one row is input; a
-        tensor written whole through slices is not).
+        """The model's tensors whose data the program is given: every byte an operator reads
+        that no earlier operator wrote (decided on byte regions, `covered_by_union`), however
+        the read is linked to its producers. A read through views of a plain tensor gives
+        that tensor's file (split-K halves of a weight: the weight itself); a read through a
+        view of an operator's result gives the read tensor's own (an ARK plan reads a KV cache
+        whose one row an operator updated as a view of that operator's result: the other
+        rows are input all the same). A tensor written whole before it is read is not input.
 
         When one of them spans its whole buffer, the others on that buffer (slices of it)
         are read from it rather than from files of their own.
@@ -270,11 +273,12 @@ class PlanPrinter(BasePrinter):
         for op in self.model_order():
             reads, writes = op.operand_groups()
             for value in reads:
-                root = root_view(value)
                 region = ByteRegion.of(value.type)
-                if isinstance(root, ark.ViewOp) and not covered_by_union(
-                        region, written.get(region.buffer, ())):
-                    found.setdefault(root.result.type.tensor_id, root.result.type)
+                if covered_by_union(region, written.get(region.buffer, ())):
+                    continue
+                root = root_view(value)
+                tensor = root.result.type if isinstance(root, ark.ViewOp) else value.type
+                found.setdefault(tensor.tensor_id, tensor)
             for value in writes:
                 region = ByteRegion.of(value.type)
                 written.setdefault(region.buffer, []).append(region)

@@ -1374,6 +1374,7 @@ class TransferIndex:
             if tid in self.store_of:
                 raise VerifyAt(f"transfer {tid} is stored to DRAM twice", store, "transfer_id")
             self.store_of[tid] = store
+        self._verify_named_places()
         self._verify_consumers()
         self._verify_destinations()
         self._verify_dram()
@@ -1386,6 +1387,47 @@ class TransferIndex:
         if isinstance(wl, WorkloadOp) and wl.core is not None:
             return wl.core.id, wl
         return None
+
+    def _verify_named_places(self) -> None:
+        """Every core and workload an entry names exists: a destination, a DRAM store's
+        producer, an L2 tensor's core source (which must be the core of the ofmap that makes
+        the transfer). Checked before the transfers' consumers and producers, so a wrong name
+        is reported where it is written, not at the ifmap or store that then finds nothing."""
+        cores = {core.id for core in self.schedule.cores}
+        producer_core = {tid: where[0] for tid, op in self.producer.items()
+                         if isinstance(op, OfmapOp) and (where := self.workload_of(op))}
+        for producer in self.producer.values():
+            for i, dest in enumerate(producer.destinations):
+                if not dest.to_dram:
+                    self._verify_place(dest.target, cores, producer, "destination", i)
+        for store in self.stores:
+            self._verify_place((store.value("core_id"), store.value("workload_id")), cores,
+                               store)
+        for core in self.schedule.cores:
+            for wl in core.workloads:
+                for tensor in self.of(wl, L2TensorOp):
+                    for i, src in enumerate(tensor.sources):
+                        if src.from_dram:
+                            continue
+                        named, tid = value_of(src.core_id), value_of(src.transfer_id)
+                        made = producer_core.get(tid)
+                        if named not in cores or (made is not None and made != named):
+                            where = (f"transfer {tid} comes from core {made}" if made is not None
+                                     else f"the schedule has cores {sorted(cores)}")
+                            raise VerifyAt(f"source core {named} does not exist or does not "
+                                           f"produce transfer {tid} ({where})", tensor,
+                                           "source", i, "core_id")
+
+    def _verify_place(self, target: tuple[int, int | None], cores: set[int], op: Operation,
+                      *steps: str | int) -> None:
+        core, wid = target
+        if core not in cores:
+            mesh = f"{self.schedule.value('xlen')}x{self.schedule.value('ylen')}"
+            raise VerifyAt(f"core {core} is not a core of the schedule (cores {sorted(cores)} "
+                           f"on a {mesh} mesh)", op, *steps, "core_id")
+        if (core, wid) not in self.workloads:
+            raise VerifyAt(f"workload {wid} of core {core} does not exist", op, *steps,
+                           "workload_id")
 
     def _verify_consumers(self) -> None:
         """Every ifmap/weight transfer resolves to a producer that lists the workload."""
@@ -1436,12 +1478,22 @@ class TransferIndex:
         return next(c for c in self.schedule.cores if c.id == core_id)
 
     def _verify_destinations(self) -> None:
-        """Every core destination consumes the block; every DRAM destination is stored."""
+        """Every core destination holds the block; every DRAM destination is stored.
+
+        A destination lists a consumer of the whole on-chip tensor the block belongs to, not
+        only of the block: Gemini's ResNet-50 sends each block of Add_110_1's output to
+        Conv_112, whose input L2 tensor (`cur_wl_ifmap`) holds all eight blocks while its
+        ifmap reads four. So a destination is used when the workload reads the block or holds
+        it in an L2 tensor it takes as input; one whose workload does neither is a transfer to
+        nowhere (a warning)."""
         reads: dict[tuple[int, int], set[int]] = {}
         for key, consumer in self.workloads.items():
             used = set()
             for ifmap in self.of(consumer, IfmapOp):
                 used |= _id_set(ifmap)
+            for tensor in self.of(consumer, L2TensorOp):
+                if value_of(tensor.properties.get("cur_wl_ifmap")):
+                    used |= _id_set(tensor)
             weight = self.weight_of(consumer)
             if weight is not None:
                 used |= _id_set(weight)
@@ -1458,13 +1510,11 @@ class TransferIndex:
                     raise VerifyAt(f"destination workload {dest.target[1]} of core "
                                    f"{dest.target[0]} does not exist", producer, "destination", i)
                 if tid not in reads[dest.target]:
-                    # Gemini's own scheduler sends some blocks to workloads whose ifmaps do
-                    # not list them (ResNet-50, Add_110_1 to Conv_112): the transfer is wasted
-                    # but nothing reads missing data, so this is a warning.
+                    # Nothing reads missing data, so this is a warning.
                     warn("gemini.unread-destination",
                          f"destination workload {dest.target[1]} of core {dest.target[0]} "
-                         f"does not read transfer {tid} (a wasted transfer)", producer,
-                         "destination", i)
+                         f"neither reads transfer {tid} nor holds it in an input L2 tensor "
+                         "(a transfer to nowhere)", producer, "destination", i)
                     continue
                 layer = value_of(dest.field("layer_name"))
                 if layer is not None and layer != consumer.layer:

@@ -689,9 +689,8 @@ class GpuOp(PlanObjectOp):
 def _verify_zero_chunks(gpu: GpuOp) -> None:
     """The executor derives the chunk size from `input_chunks` (or `output_chunks`): with
     both 0 an op that touches the input or output buffer has no chunk size (its offsets
-    divide by zero). The DSL's unit tests emit such plans that move no input or output
-    data, and the executor runs those; its message-size check still divides by the counts,
-    so that is a warning."""
+    divide by zero). `planc check` also reports every zero count as the executor's
+    message-size check sees it (`mscclpp.zero-chunks`, targets.mscclpp.simulator)."""
     for tb in gpu.threadblocks():
         for op in tb.ops():
             refs = [*op.sources, *op.destinations]
@@ -699,9 +698,6 @@ def _verify_zero_chunks(gpu: GpuOp) -> None:
                 raise VerifyAt("input_chunks and output_chunks are both 0, so the executor "
                                "has no chunk size for this op's input or output buffer",
                                op, rule="mscclpp.zero-chunks")
-    warn("mscclpp.zero-chunks", "input_chunks and output_chunks are both 0: the executor's "
-         "message-size check divides by them (the plan moves no input or output data)",
-         gpu)
 
 @irdl_op_definition
 class ChannelOp(PlanObjectOp):

@@ -275,6 +275,10 @@ def run_model(
     rng = np.random.default_rng(seed)
     sizes = buffer_sizes(_all_tensor_types(model))
     memory = Memory(sizes)
+    initial = Memory(sizes)
+    """Every buffer as it was before the first operator: given and drawn values only. The
+    inputs are read from it, so that they agree wherever they overlap (a cache read whole
+    after an in-place update of its rows is input with the rows' values from before it)."""
     held = {b: np.zeros(n, dtype=bool) for b, n in sizes.items()}
     """Which bytes hold a value (given, drawn or written); np.zeros maps pages lazily."""
     bounds = _index_bounds(model)
@@ -287,6 +291,7 @@ def run_model(
         tensor = types.get(tensor_id)
         if tensor is not None:
             memory.write(tensor, data)
+            initial.write(tensor, data)
             byte_view(held[tensor.buffer_id], tensor)[...] = True
             run.inputs[tensor_id] = run.tensors[tensor_id] = memory.read(tensor)
             run.types[tensor_id] = tensor
@@ -298,10 +303,15 @@ def run_model(
             data = given.get(tensor.tensor_id)
             if data is None:
                 data = _random_input(tensor, rng, bounds.get(value), scales.get(value, 1.0))
-            _fill_unheld(memory, tensor, data, ~mask.all(axis=-1))
+            unheld = ~mask.all(axis=-1)
+            _fill_unheld(memory, tensor, data, unheld)
+            _fill_unheld(initial, tensor, data, unheld)
             mask[...] = True
-            run.inputs[tensor.tensor_id] = memory.read(tensor)
-            run.tensors[tensor.tensor_id] = run.inputs[tensor.tensor_id]
+            # The input is the tensor before any operator ran (bytes operators wrote before
+            # this read are the initial ones too, which those operators then overwrite); the
+            # operator reads its current value.
+            run.inputs[tensor.tensor_id] = initial.read(tensor)
+            run.tensors[tensor.tensor_id] = memory.read(tensor)
             run.types[tensor.tensor_id] = tensor
         return memory.read(tensor)
 

@@ -15,6 +15,11 @@ checks in about the time its import takes:
 * `ark-plan.task-coverage` (error): the task groups of a TaskInfo do not run its task
   indices 0 .. NumTasks-1 exactly once: tiles never computed, or computed twice (a warning
   when recomputing a tile is harmless: no operator of the task reads what it writes).
+* `ark-plan.missing-producer` (error): a TaskInfo in no task group whose operators' results
+  an operator that runs reads (through views too), or that computes one of the model's final
+  outputs: the reader, or the user, gets whatever the buffer held. A TaskInfo in no task
+  group that nothing depends on is dead and harmless (ARK's own allreduce-sm plans have
+  eight): no finding.
 * `ark-plan.split-coverage` (error): an operator whose output is written by several
   TaskInfos (a split by task ranges) does not cover its output's tiles exactly once.
 * `ark-plan.unordered-access` (error): two task groups touch overlapping bytes of a buffer,
@@ -37,6 +42,7 @@ from dialects import plan as pl
 from dialects.findings import ERROR, WARNING, Finding, at_op
 from dialects.utils import single_root
 from targets.ark.coverage import Progression, cover, describe
+from targets.ark.model_outputs import final_outputs
 
 RUNTIMES = ("ark", "planc")
 
@@ -156,14 +162,15 @@ def coverage_findings(p: pl.PlanOp, groups: list[Group]) -> list[Finding]:
     operators = p.task_operators()
     tasks = p.tasks()
     split = _split_tasks(operators)
+    runs = _runs(operators)
+    outputs = _model_outputs(p) if any(
+        ops and t in tasks and t not in ranges for t, ops in operators.items()) else set()
     for task_id, ops in operators.items():
         if not ops or task_id not in tasks:
             continue
         num_tasks = p.num_tasks(task_id)
         if task_id not in ranges:
-            findings.append(at_op(tasks[task_id], "ark-plan.unscheduled-task", WARNING,
-                                  f"task {task_id} ({_labels(ops)}) is in no task group: its "
-                                  "operators never run"))
+            findings += _unscheduled(tasks[task_id], task_id, ops, ranges, runs, outputs)
             continue
         result = cover(ranges[task_id], num_tasks)
         if not result.decided:
@@ -181,6 +188,60 @@ def coverage_findings(p: pl.PlanOp, groups: list[Group]) -> list[Finding]:
                                       f"{describe(result, 'tasks')}"))
     findings += _split_findings(p, ranges)
     return findings
+
+
+def _unscheduled(task: pl.TaskOp, task_id: int, ops: list[ark.ArkOp],
+                 ranges: dict[int, list[Progression]], runs: dict[tuple, list[ark.ArkOp]],
+                 outputs: set[int]) -> list[Finding]:
+    """A TaskInfo in no task group: its operators never run. An error when an operator that
+    does run reads what they produce, or when they produce one of the model's final outputs
+    (and no other TaskInfo that runs computes the same operator): the reader, or the user,
+    sees whatever the buffer held before. Otherwise nothing depends on them and the plan
+    computes its model all the same: no finding (ARK's own allreduce-sm plans define seven
+    receive tasks and a barrier that they never schedule)."""
+    for op in ops:
+        key = (op.ark_type, op.label.data, _view_key(op.outputs[0])) if op.outputs else None
+        if key is not None and any(o.task_id in ranges for o in runs.get(key, [])):
+            continue
+        if any(id(v) in outputs for v in op.results):
+            return [at_op(task, "ark-plan.missing-producer", ERROR,
+                          f"task {task_id} ({_labels(ops)}) is in no task group, but "
+                          f"'{op.label.data}' computes an output of the model: it is never "
+                          "computed")]
+        reader = next((r for r in _readers(op) if r.task_id in ranges), None)
+        if reader is not None:
+            return [at_op(task, "ark-plan.missing-producer", ERROR,
+                          f"task {task_id} ({_labels(ops)}) is in no task group, but "
+                          f"'{reader.label.data}' (task {reader.task_id}) reads what "
+                          f"'{op.label.data}' produces: it reads data nothing wrote")]
+    return []
+
+
+def _model_outputs(p: pl.PlanOp) -> set[int]:
+    """ids of the model's final outputs (`targets.ark.model_outputs`, over the operators in
+    the plan's order), but those of barriers and no-ops, whose result is their input."""
+    ops = [op for op in p.graph.ops if isinstance(op, ark.ArkOp)]
+    return {id(v) for v in final_outputs(ops)
+            if not isinstance(v.owner, (ark.DeviceSyncOp, ark.NoopOp))}
+
+
+def _readers(op: ark.ArkOp) -> Iterator[ark.ArkOp]:
+    """The operators that read a result of `op`, directly or through views of it."""
+    values = list(op.results)
+    seen: set[int] = set()
+    while values:
+        value = values.pop()
+        for use in value.uses:
+            user = use.operation
+            if id(user) in seen:
+                continue
+            if isinstance(user, ark.ViewOp):
+                seen.add(id(user))
+                values.extend(user.results)
+            elif isinstance(user, ark.ArkOp) and \
+                    use.index < len(user.operand_groups()[0]):
+                seen.add(id(user))
+                yield user
 
 
 def _repeated(where, rule: str, ops: list[ark.ArkOp], text: str) -> Finding:

@@ -17,16 +17,26 @@ an order the plan's synchronisation allows. What it finds is what the executor w
   write-after-write, or a read of data not there yet), reading the previous output, or a
   previous launch may still be using its scratch. The DSL's Simple plans open with a
   signal/wait on every channel for this reason. LL packets are exempt (the flag changes with
-  every launch), and so is scratch under `use_double_scratch_buffer`. A warning when only the
-  block's first threads have waited (no `nop` between the wait and the access; draft-era DSL
-  plans do this).
-* `mscclpp.in-flight-at-end` (error): a remote write that no signal orders before the target
-  GPU finishes (a put whose signal can overtake it, or no signal at all): the caller may read
-  the output, or start the next collective, while the data is still in flight.
+  every launch), and so is scratch under `use_double_scratch_buffer`. Also when only the
+  block's first threads have waited: with no `nop` or barrier (__syncthreads) between the
+  wait and the access, the block's other threads may get there first (draft-era DSL plans do
+  this; a race all the same).
+* `mscclpp.in-flight-at-end` (error): a remote write (or a read of a peer's memory) that no
+  signal orders before the target GPU finishes (a put whose signal can overtake it, or no
+  signal at all): the caller may read the output, or start the next collective, while the
+  data is still in flight.
+* `mscclpp.unflushed-read` (warning): a port put whose proxy may still read the GPU's own
+  input or output when its kernel returns (no flush): the collective's result is right, but
+  the caller must not overwrite the source until the proxy is done.
 * `mscclpp.out-of-range` (error): a buffer reference outside its buffer's chunks.
+* `mscclpp.zero-chunks` (error): `input_chunks` or `output_chunks` is 0: the executor's
+  message-size check takes the message size modulo both when it loads the plan (a division
+  by zero, reference §4.6 #10).
 * `mscclpp.unbalanced` (error): signals never waited for (or semaphore releases never
   acquired): the executor runs a plan again and again, and the next run sees stale counts.
-* `mscclpp.postcondition` (error): the named collective's outputs are not what it promises.
+* `mscclpp.postcondition` (error): the named collective's outputs are not what it promises;
+  the finding points at the op that last wrote the wrong chunk (or at the GPU, when nothing
+  wrote it).
 * `mscclpp.replay` (warning): everything else the replay notes (e.g. more thread blocks than
   the GPU has SMs).
 
@@ -46,16 +56,20 @@ from xdsl.dialects.builtin import ModuleOp
 from dialects import mscclpp as ms
 from dialects.findings import ERROR, WARNING, Finding
 from dialects.locations import source_path
+from ground.diagnostics import extend_path
 
-RULES = {"deadlocks": "mscclpp.deadlock", "races": "mscclpp.race",
+RULES = {"zero_chunks": "mscclpp.zero-chunks", "deadlocks": "mscclpp.deadlock",
+         "races": "mscclpp.race",
          "before_start": "mscclpp.peer-start",
          "out_of_range": "mscclpp.out-of-range", "unbalanced": "mscclpp.unbalanced",
          "postcondition_failures": "mscclpp.postcondition"}
 OP_REFERENCE = re.compile(r"gpu (\d+) tb (\d+) op (\d+)")
+GPU_REFERENCE = re.compile(r"\bgpu (\d+)(?::| output| has)")
+CHUNK_COUNT = re.compile(r"^gpu \d+: (input|output)_chunks is 0")
 
 
 def check(module: ModuleOp, options: Any = None) -> list[Finding]:
-    from targets.mscclpp.simulator import UNFENCED, check_plan
+    from targets.mscclpp.simulator import UNFLUSHED, check_plan
 
     algorithm = next(op for op in module.ops if isinstance(op, ms.AlgorithmOp))
     report = check_plan(algorithm)
@@ -75,17 +89,28 @@ def check(module: ModuleOp, options: Any = None) -> list[Finding]:
                 severity = WARNING
                 message += (" (judged as today's executor would run the plan converted to its "
                             "schema)")
-            first = next((op for op in named if op is not None), None)
-            path = source_path(first) if first is not None else source_path(algorithm)
-            findings.append(Finding(rule, severity, message, path))
+            findings.append(Finding(rule, severity, message,
+                                    _place(algorithm, named, message)))
     for message in report.warnings:
-        rule, path = "mscclpp.replay", source_path(algorithm)
-        if UNFENCED in message:
-            rule = "mscclpp.peer-start"
-            named = [ops.get(tuple(map(int, m))) for m in OP_REFERENCE.findall(message)]
-            path = source_path(named[0]) if named and named[0] is not None else path
-        findings.append(Finding(rule, WARNING, message, path))
+        named = [ops.get(tuple(map(int, m))) for m in OP_REFERENCE.findall(message)]
+        rule = "mscclpp.unflushed-read" if UNFLUSHED in message else "mscclpp.replay"
+        findings.append(Finding(rule, WARNING, message, _place(algorithm, named, message)))
     return findings
+
+
+def _place(algorithm: ms.AlgorithmOp, named: list, message: str) -> str | None:
+    """Where a replay message's mistake is: the first op it names, else the GPU it names
+    (its chunk count, for `zero_chunks`), else the document."""
+    first = next((op for op in named if op is not None), None)
+    if first is not None:
+        return source_path(first)
+    gpu = GPU_REFERENCE.search(message)
+    gpus = algorithm.gpus()
+    if gpu is None or int(gpu[1]) >= len(gpus):
+        return source_path(algorithm)
+    path = source_path(gpus[int(gpu[1])])
+    count = CHUNK_COUNT.match(message)
+    return extend_path(path, f"{count[1]}_chunks") if count and path else path
 
 
 def _ops_by_reference(algorithm: ms.AlgorithmOp) -> dict[tuple[int, int, int], ms.InstructionOp]:

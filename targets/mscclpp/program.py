@@ -45,6 +45,10 @@ class Region:
     offset: int
     """The byte offset inside that buffer (before aliasing), for messages."""
     packets: bool = False
+    raw: bool = False
+    """LL packets copied as raw bytes, flags included, without waiting for them (a port
+    channel's ppkt: the executor's handlePutPackets has the proxy put `size << 1` bytes from
+    `srcOffset << 1`, packets as they are)."""
 
     @property
     def end(self) -> int:
@@ -90,7 +94,8 @@ class Step:
         return [r for m in self.moves for r in m.targets]
 
     def packet_reads(self) -> list[Region]:
-        return [r for r in self.reads() if r.packets]
+        """The packets this step waits for (a raw copy waits for none)."""
+        return [r for r in self.reads() if r.packets and not r.raw]
 
 
 class Layout:
@@ -224,17 +229,8 @@ class _Expander:
                     steps.extend(self.op_steps(gpu, tb, op, str(index)))
                 blocks[(gpu.rank_id, tb.tb_id)] = steps
         semaphores = {g.rank_id: [s.initial for s in g.semaphores()] for g in self.gpus}
-        self._check_plan()
         return Program(self.algorithm, self.chunk, self.layouts, blocks, semaphores,
                        self.problems, self.warnings)
-
-    def _check_plan(self) -> None:
-        for gpu in self.gpus:
-            for buffer, other in (("i", "o"), ("o", "i")):
-                if gpu.chunks(buffer) == 0 and gpu.chunks(other) != 0:
-                    self.warnings.append(
-                        f"gpu {gpu.rank_id}: {ms.BUFFER_NAMES[buffer]}_chunks is 0; the "
-                        "executor's message-size check divides by it (reference §4.6 #10)")
 
     def op_steps(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
                  path: str) -> list[Step]:
@@ -312,13 +308,15 @@ class _Expander:
 
     def _data(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp, step: Step,
               window: tuple[int, int] | None) -> None:
-        sources = [self.regions(gpu, tb, op, ref, pkt, window, f"src_buff[{i}]")
-                   for i, (ref, pkt) in enumerate(zip(op.sources, op.source_packets(),
+        kind = op.kind
+        raw = kind == "port" and isinstance(op, ms.PutPacketsOp)
+        source_packets = [True] * len(op.sources) if raw else op.source_packets()
+        sources = [self.regions(gpu, tb, op, ref, pkt, window, f"src_buff[{i}]", raw)
+                   for i, (ref, pkt) in enumerate(zip(op.sources, source_packets,
                                                       strict=True))]
-        targets = [self.regions(gpu, tb, op, ref, pkt, window, f"dst_buff[{i}]")
+        targets = [self.regions(gpu, tb, op, ref, pkt, window, f"dst_buff[{i}]", raw)
                    for i, (ref, pkt) in enumerate(zip(op.destinations,
                                                       op.destination_packets(), strict=True))]
-        kind = op.kind
         port = kind == "port" and isinstance(op, (ms.PutOp, ms.PutWithSignalOp,
                                                   ms.PutWithSignalAndFlushOp,
                                                   ms.PutPacketsOp, ms.ReadPutPacketsOp))
@@ -376,14 +374,16 @@ class _Expander:
             moved = []
             for r in regions:
                 space, start = layout.place(first, r.offset)
-                moved.append(Region(r.rank, space, start, r.size, first, r.offset, r.packets))
+                moved.append(Region(r.rank, space, start, r.size, first, r.offset, r.packets,
+                                    r.raw))
             fixed.append(moved)
         return fixed
 
     def regions(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
                 ref: ms.BufferRefAttr, packets: bool, window: tuple[int, int] | None,
-                where: str) -> list[Region]:
-        """The byte regions `ref` denotes for this op (several for switch groups)."""
+                where: str, raw: bool = False) -> list[Region]:
+        """The byte regions `ref` denotes for this op (several for switch groups); `raw`:
+        packets moved as raw bytes (`Region.raw`)."""
         part, parts = op.tbg
         start, size = ref.start * self.chunk, ref.count * self.chunk
         offset, size = group_part(size, part, parts, self.algorithm.alignment)
@@ -409,7 +409,8 @@ class _Expander:
                 size_here = size
             space, placed = layout.place(buffer, byte_offset)
             self._check_extent(op, where, ref, rank, buffer, packets, byte_offset, size_here)
-            regions.append(Region(rank, space, placed, size_here, buffer, byte_offset, packets))
+            regions.append(Region(rank, space, placed, size_here, buffer, byte_offset, packets,
+                                  raw and packets))
         return regions
 
     def _check_extent(self, op, where, ref, rank, buffer, packets, offset, size) -> None:
@@ -443,7 +444,7 @@ class _Expander:
 
 def _moved(region: Region, delta: int) -> Region:
     return Region(region.rank, region.space, region.start + delta, region.size, region.buffer,
-                  region.offset + delta, region.packets)
+                  region.offset + delta, region.packets, region.raw)
 
 
 def _role(op: ms.InstructionOp) -> str:

@@ -71,6 +71,8 @@ class Event:
     """The plan op: its pipeline iterations run on the same threads over the same elements
     (packet ops rewrite the same packets), so they never race with each other."""
     label: str
+    rank: int = -1
+    """The GPU whose step made the access."""
 
 
 @dataclass
@@ -105,6 +107,7 @@ class SymbolicReplay(Replay):
                     if proxy is not None and ("proxy", proxy) not in self.components:
                         self.components[("proxy", proxy)] = len(self.components)
         self.width = len(self.components)
+        self.proxy_comps = {c for key, c in self.components.items() if key[0] == "proxy"}
         super().__init__(program)
         self.memory: dict[tuple[int, str], dict[int, Cell]] = defaultdict(dict)
         self.lead = {b: self._started(b) for b in program.blocks}
@@ -171,7 +174,7 @@ class SymbolicReplay(Replay):
             return
         stamp = self._tick(data_comp)
         knowledge = joined([self.all[block], *self._packet_knowledge(step)], self.width)
-        event = Event(data_comp, stamp, step.origin, step.label)
+        event = Event(data_comp, stamp, step.origin, step.label, step.rank)
         self.lead_now = self.lead[block]
         self._moves(step, event, knowledge)
         knowledge[data_comp] = stamp
@@ -182,7 +185,7 @@ class SymbolicReplay(Replay):
         clock = joined([self.proxy_clock[step.proxy], issued], self.width)
         clock[comp] = self._tick(comp)
         self.proxy_clock[step.proxy] = clock
-        self._moves(step, Event(comp, clock[comp], step.origin, step.label), clock)
+        self._moves(step, Event(comp, clock[comp], step.origin, step.label, step.rank), clock)
 
     def signal_payload(self, block: Block, step: Step, index: int) -> list[int]:
         proxy = step.signal_proxies[index] if index < len(step.signal_proxies) else None
@@ -245,7 +248,9 @@ class SymbolicReplay(Replay):
         return values
 
     def _write(self, region: Region, values: list[Value], event: Event,
-               knowledge: list[int]) -> None:
+               knowledge: list[int], flags: list[list[int] | None] | None = None) -> None:
+        """`flags`: for a raw packet copy, the packets' own flags (their writers' knowledge,
+        None for a packet never written in this launch) instead of this writer's."""
         self._check_started(region, event, knowledge, "writes")
         space = self.memory[(region.rank, region.space)]
         cells = list(self._cells(region))
@@ -259,18 +264,34 @@ class SymbolicReplay(Replay):
             cell.writer = event
             cell.readers = []
             cell.packet = None
-            if region.packets:
+            if region.packets and flags is not None:
+                # A copied packet's flag is valid only if the source's was; a reader that sees
+                # it knows what the packet's writer knew, and that this copy landed.
+                flag = flags[position // step] if position // step < len(flags) else None
+                if flag is not None:
+                    flag = list(flag)
+                    flag[event.comp] = max(flag[event.comp], event.stamp)
+                cell.packet = flag
+            elif region.packets:
                 clock = list(knowledge)
                 clock[event.comp] = event.stamp
                 cell.packet = clock
 
     def _moves(self, step: Step, event: Event, knowledge: list[int]) -> None:
         for move in step.moves:
+            flags = self._raw_flags(move.sources[0]) if move.sources and \
+                move.sources[0].raw else None
             sources = [self._read(r, event, knowledge) for r in move.sources]
             values = [fold(add, column) for column in zip(*sources, strict=True)] \
                 if sources else []
             for target in move.targets:
-                self._write(target, values, event, knowledge)
+                self._write(target, values, event, knowledge, flags if target.raw else None)
+
+    def _raw_flags(self, region: Region) -> list[list[int] | None]:
+        """The flags of the packets a raw copy reads, one per value (every other cell)."""
+        space = self.memory[(region.rank, region.space)]
+        return [cell.packet if (cell := space.get(index)) is not None else None
+                for index in list(self._cells(region))[::2]]
 
     def _check_started(self, region: Region, event: Event, knowledge: list[int],
                        verb: str) -> None:
@@ -304,7 +325,10 @@ class SymbolicReplay(Replay):
     # -- end of the launch ---------------------------------------------------------------------
 
     def unfinished_at_end(self) -> dict[tuple[str, str], list[tuple[int, str, int]]]:
-        """Accesses to a rank's input/output that its own kernel end does not wait for."""
+        """Accesses to a rank's input/output that its own kernel end does not wait for. The
+        verb is `proxy-reads` for a read by the rank's own port-channel proxy (a put with no
+        flush after it): the collective's result is right, but the caller may overwrite the
+        source after the kernel returns while the proxy still reads it."""
         ends: dict[int, list[int]] = {}
         for block in self.program.blocks:
             rank = block[0]
@@ -319,6 +343,9 @@ class SymbolicReplay(Replay):
                 for access, verb in [(cell.writer, "writes"),
                                      *((r, "reads") for r in cell.readers)]:
                     if access is not None and end[access.comp] < access.stamp:
+                        if verb == "reads" and access.comp in self.proxy_comps \
+                                and access.rank == rank:
+                            verb = "proxy-reads"
                         found.setdefault((access.label, verb), []).append((rank, space, index))
         return found
 
@@ -342,14 +369,15 @@ def expected_outputs(program: Program, cell: int, root: int = 0) -> Expectation:
     p = program.ranks
     n_in = [layout.input_bytes // cell for layout in program.layouts]
     n_out = [_output_bytes(program, r) // cell for r in range(p)]
-    gpu0 = algorithm.gpus()[0]
-    counts = f"gpu 0 has input_chunks {gpu0.chunks('i')}, output_chunks {gpu0.chunks('o')}"
+    gpus = algorithm.gpus()
     result = Expectation()
 
     def everyone(k: int) -> Value:
         return tuple(sorted(atom(j, k) for j in range(p)))
 
     for r in range(p):
+        counts = (f"gpu {r} has input_chunks {gpus[r].chunks('i')}, output_chunks "
+                  f"{gpus[r].chunks('o')}")
         if collective == "allreduce":
             if n_out[r] != n_in[r]:
                 return Expectation(problem=f"allreduce needs equal input and output ({counts})")
@@ -497,13 +525,15 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
     replay = SymbolicReplay(program, cell)
     replay.run_round_robin()
     describe = _Describer(program, cell)
-    errors: dict[str, list[str]] = {"out_of_range": list(program.problems), "deadlocks": [],
+    errors: dict[str, list[str]] = {"zero_chunks": zero_chunks(algorithm),
+                                    "out_of_range": list(program.problems), "deadlocks": [],
                                     "races": [], "before_start": [], "unbalanced": [],
                                     "postcondition_failures": []}
     deadlocks = replay.deadlocks()
     errors["deadlocks"] = deadlocks
     errors["races"] = _race_messages(replay, describe) + replay.misreads[:MAX_REPORTS]
-    errors["before_start"] = _early_messages(replay, describe, unfenced=False)
+    errors["before_start"] = _limited(_early_messages(replay, describe, unfenced=False)
+                                      + _early_messages(replay, describe, unfenced=True))
     postcondition = "not checked: the plan deadlocks"
     if not deadlocks:
         errors["unbalanced"] = replay.leftovers()
@@ -519,7 +549,21 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
         errors[kind] = _limited(errors[kind])
     return Report(algorithm.collective_name, program.ranks, chunk, postcondition, errors,
                   program.warnings + _input_overwrites(program)
-                  + _early_messages(replay, describe, unfenced=True))
+                  + _unflushed_messages(replay, describe))
+
+
+def zero_chunks(algorithm: ms.AlgorithmOp) -> list[str]:
+    """The executor's `checkMessageSize`, run whenever it loads a plan, takes the message
+    sizes modulo `input_chunks` and `output_chunks` with no zero guard (reference §4.6 #10):
+    a count of 0 is a division by zero, on the host, before the kernel runs."""
+    found = []
+    for gpu in algorithm.gpus():
+        for buffer in ("i", "o"):
+            if gpu.chunks(buffer) == 0:
+                found.append(f"gpu {gpu.rank_id}: {ms.BUFFER_NAMES[buffer]}_chunks is 0: the "
+                             "executor's message-size check takes the message size modulo it "
+                             "when it loads the plan, a division by zero (reference §4.6 #10)")
+    return found
 
 
 def _input_overwrites(program: Program) -> list[str]:
@@ -559,6 +603,8 @@ def _race_messages(replay: SymbolicReplay, describe: _Describer) -> list[str]:
         where = "; ".join(describe.bytes_of(r, s, c) for (r, s), c in by_space.items())
         messages.append(f"{label} {verb} {where}, {what}, with no synchronisation between them")
     for (label, verb), cells in sorted(replay.unfinished_at_end().items()):
+        if verb == "proxy-reads":
+            continue    # `_unflushed_messages`
         by_space = defaultdict(list)
         for rank, space, index in cells:
             by_space[(rank, space)].append(index)
@@ -567,6 +613,30 @@ def _race_messages(replay: SymbolicReplay, describe: _Describer) -> list[str]:
                             f"synchronisation before gpu {rank} finishes: the caller may see "
                             "(or overwrite) data still in flight")
     return messages
+
+
+UNFLUSHED = "with no flush before gpu"
+
+
+def _unflushed_messages(replay: SymbolicReplay, describe: _Describer) -> list[str]:
+    """Port puts whose proxy may still read the rank's own input or output after its kernel
+    returns (no flush, and nothing from a peer that the proxy's reads precede). The
+    collective's result is right; the caller must not overwrite the source until the proxy is
+    done (a hazard after the kernel, so a warning)."""
+    messages = []
+    for (label, verb), cells in sorted(replay.unfinished_at_end().items()):
+        if verb != "proxy-reads":
+            continue
+        by_space: dict[tuple[int, str], list[int]] = defaultdict(list)
+        for rank, space, index in cells:
+            by_space[(rank, space)].append(index)
+        for (rank, space), indices in by_space.items():
+            messages.append(f"{label}: its port channel's proxy reads "
+                            f"{describe.bytes_of(rank, space, indices)} {UNFLUSHED} {rank} "
+                            "finishes: the caller may overwrite the source after the kernel "
+                            "returns while the proxy still reads it (flush the channel, or use "
+                            "pwsf)")
+    return _limited(messages)
 
 
 UNFENCED = "only the thread block's first threads have waited for gpu"
@@ -614,8 +684,10 @@ def _compare(program: Program, replay: SymbolicReplay, expected: Expectation,
             if chunk in reported_chunks:
                 continue
             reported_chunks.add(chunk)
+            writer = (f" (last written by {cell.writer.label})"
+                      if cell is not None and cell.writer is not None else "")
             failures.append(f"gpu {rank} output {describe.position(k)}: expected "
-                            f"{describe.source(want)}, found {describe.source(got)}")
+                            f"{describe.source(want)}, found {describe.source(got)}{writer}")
     return failures
 
 

@@ -91,3 +91,37 @@ def port_allgather_plan(put: str = "pwsf") -> dict[str, Any]:
         tb["ops"][3].update(name=put, channel_ids=[0])
         del tb["ops"][4:6]  # the nop and signal the put now does itself
     return plan
+
+
+def port_packet_allgather_plan(put: str = "ppkt") -> dict[str, Any]:
+    """An in-place LL allgather of 2 GPUs whose transfer runs on a port channel, as the DSL's
+    multi-node allreduce moves packets between nodes: each GPU writes its chunk as packets
+    into its own scratch (`cpkt`), its proxy puts those packets as they are into the peer's
+    scratch (`put`: ppkt, or rppkt, which first waits for them), and a second thread block
+    unpacks the peer's packets into the output (`upkt`)."""
+    gpus = []
+    for rank in range(2):
+        peer = 1 - rank
+        sender = [{"name": "cpkt", "src_buff": [{"type": "o", "index": rank, "size": 1}],
+                   "dst_buff": [{"type": "s", "index": rank, "size": 1}]},
+                  {"name": "nop"},
+                  {"name": put, "src_buff": [{"type": "s", "index": rank, "size": 1}],
+                   "dst_buff": [{"buffer_id": 0, "index": rank, "size": 1}],
+                   "channel_ids": [0], "channel_type": "port"}]
+        receiver = [{"name": "upkt", "src_buff": [{"type": "s", "index": peer, "size": 1}],
+                     "dst_buff": [{"type": "o", "index": peer, "size": 1}]}]
+        gpus.append({
+            "id": rank, "input_chunks": 1, "output_chunks": 2, "scratch_chunks": 2,
+            "threadblocks": [
+                {"id": 0, "ops": sender,
+                 "channels": [{"channel_type": "port", "channel_ids": [0]}],
+                 "remote_buffer_refs": [{"access_channel_type": "port",
+                                         "remote_buffer_ids": [0]}]},
+                {"id": 1, "ops": receiver, "channels": [], "remote_buffer_refs": []}],
+            "channels": [{"channel_type": "port", "connected_to": [peer]}],
+            "remote_buffers": [{"rank": peer, "type": "s", "access_channel_types": ["port"]}],
+            "semaphores": []})
+    return {"name": "port_packets", "collective": "allgather", "protocol": "LL",
+            "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
+            "use_double_scratch_buffer": True, "buffer_alignment": 16,
+            "min_message_size": 0, "max_message_size": 2**64 - 1}

@@ -142,15 +142,17 @@ def test_a_switch_broadcast_before_the_peers_start(planc, tmp_path):
     assert found and all("(gstore) writes" in f.message for f in found)
 
 
-def test_waiting_on_the_first_threads_only_is_a_warning(tmp_path):
-    """Draft-era DSL plans put right after the wait with no nop: the other threads may run
-    ahead of the wait. A warning (such plans ran), which --strict makes an error."""
+def test_waiting_on_the_first_threads_only_is_an_error(tmp_path):
+    """Draft-era DSL plans put right after the wait with no nop: only the block's first
+    threads have waited, the others may write the peer's output before its kernel starts (a
+    race with the peer's caller). An error, at the put the nop should have guarded."""
     doc = mutated(allgather_plan(), lambda p: [ops_of(p, r).pop(2) for r in range(2)])
-    assert not _errors(tmp_path, doc)
-    warned = _errors(tmp_path, doc, severity="warning")
-    assert len(warned) == 2 and "only the thread block's first threads" in warned[0].message
-    assert sorted(f.path for f in warned) == ["$.gpus[0].threadblocks[0].ops[2]",
-                                              "$.gpus[1].threadblocks[0].ops[2]"]
+    assert not _errors(tmp_path, doc, severity="warning")
+    found = _errors(tmp_path, doc)
+    assert len(found) == 2 and "only the thread block's first threads" in found[0].message
+    assert sorted(f.path for f in found) == ["$.gpus[0].threadblocks[0].ops[2]",
+                                             "$.gpus[1].threadblocks[0].ops[2]"]
+    assert ops_of(doc, 0)[2]["name"] == "put"
 
 
 def test_packets_need_no_handshake(planc, tmp_path):

@@ -28,6 +28,9 @@ UPSTREAM_RACES = {
         "gpu 0 tb 1 op 6 (rres) writes gpu 1 input/output bytes [16, 32) (chunk 0), read by gpu "
         "1 tb 0 op 0 (copy), with no synchronisation between them"],
 }
+# In-place plans the DSL wrote with output_chunks 0: their data flow is right, but the
+# executor's checkMessageSize takes the output size modulo 0 when it loads them (§4.6 #10).
+UPSTREAM_ZERO_CHUNKS = {"execution-files__allreduce_pipeline.json"}
 
 
 def _check(doc):
@@ -43,9 +46,12 @@ def test_corpus_plans_satisfy_their_collective(path):
     assert report.postcondition == "satisfied"
     expected_races = UPSTREAM_RACES.get(path.name, [])
     assert report.errors["races"] == expected_races
-    others = {k: v for k, v in report.errors.items() if k != "races"}
+    zero = path.name in UPSTREAM_ZERO_CHUNKS
+    assert all("output_chunks is 0" in m for m in report.errors["zero_chunks"])
+    assert bool(report.errors["zero_chunks"]) == zero
+    others = {k: v for k, v in report.errors.items() if k not in ("races", "zero_chunks")}
     assert not any(others.values()), others
-    assert report.ok == (not expected_races)
+    assert report.ok == (not expected_races and not zero)
 
 
 @pytest.mark.parametrize("ranks", [2, 3, 5])
@@ -102,7 +108,7 @@ def test_missing_reduce_is_caught():
     report = _check(mutated(allreduce_plan(), put_instead))
     assert report.errors["postcondition_failures"] == [
         "gpu 0 output chunk 1: expected the sum of input chunk 1 of gpus 0, 1, found input "
-        "chunk 1 of gpu 1",
+        "chunk 1 of gpu 1 (last written by gpu 1 tb 0 op 3 (put))",
         "gpu 1 output chunk 1: expected the sum of input chunk 1 of gpus 0, 1, found input "
         "chunk 1 of gpu 1"]
 
@@ -114,7 +120,7 @@ def test_double_counting_is_caught():
     report = _check(mutated(allreduce_plan(), reduce_twice))
     assert report.errors["postcondition_failures"][0] == (
         "gpu 0 output chunk 0: expected the sum of input chunk 0 of gpus 0, 1, found the sum "
-        "of input chunk 0 of gpus 0, 1 (x2)")
+        "of input chunk 0 of gpus 0, 1 (x2) (last written by gpu 0 tb 0 op 3 (rres))")
 
 
 def test_missing_nop_between_put_and_signal_is_a_race():
@@ -232,16 +238,15 @@ def test_port_channels_publish_puts_through_the_proxy():
     good = _check(port_allgather_plan("pwsf"))
     assert good.ok and good.postcondition == "satisfied", good.errors
     # Without the flush, the peer learns of the data (the signal follows the put through the
-    # proxy), but the sender may return while its proxy still reads the source.
+    # proxy), but the sender may return while its proxy still reads the source: the result is
+    # right, the hazard is the caller's after the kernel (a warning, not an error).
     report = _check(port_allgather_plan("pws"))
-    assert report.postcondition == "satisfied"
-    assert report.errors["races"] == [
-        "gpu 0 tb 0 op 3 (pws) reads gpu 0 output bytes [0, 16) (chunk 0) without "
-        "synchronisation before gpu 0 finishes: the caller may see (or overwrite) data still "
-        "in flight",
-        "gpu 1 tb 0 op 3 (pws) reads gpu 1 output bytes [16, 32) (chunk 1) without "
-        "synchronisation before gpu 1 finishes: the caller may see (or overwrite) data still "
-        "in flight"]
+    assert report.postcondition == "satisfied" and report.ok, report.errors
+    assert report.warnings == [
+        f"gpu {r} tb 0 op 3 (pws): its port channel's proxy reads gpu {r} output bytes "
+        f"[{16 * r}, {16 * r + 16}) (chunk {r}) with no flush before gpu {r} finishes: the "
+        "caller may overwrite the source after the kernel returns while the proxy still reads "
+        "it (flush the channel, or use pwsf)" for r in range(2)]
 
 
 def test_executor_quirks_are_reproduced_and_warned():

@@ -14,7 +14,7 @@ from compiler.checking import check_file
 from dialects.plan import Range
 from targets.ark.coverage import Progression, cover
 from targets.ark.plan_check import runtime_blocks
-from tests.conftest import EXAMPLES, corpus_params, write_json
+from tests.conftest import EXAMPLES, corpus_params, small_ffn_doc, write_json
 from tests.plan import broken_plans
 
 # -- the arithmetic, against counting --------------------------------------------------------
@@ -155,3 +155,51 @@ def test_plancs_plans_pass_strict_check_under_arks_runtime(planc, tmp_path, arch
     assert planc(EXAMPLES / example, "-t", "ark", "--arch", arch, "-o", plan).code == 0
     result = planc("check", "--strict", plan)
     assert result.code == 0, result.err
+
+
+# -- a task group removed ----------------------------------------------------------------------
+
+
+def _without(doc, pg, rg=None):
+    changed = json.loads(json.dumps(doc))
+    if rg is None:
+        del changed["ProcessorGroups"][pg]
+    else:
+        del changed["ProcessorGroups"][pg]["ResourceGroups"][rg]
+    return changed
+
+
+def test_a_removed_producer_task_group_is_an_error(planc, tmp_path):
+    """planc's plan of the small FFN: task 0 (the fused gate and up projections) and task 1
+    (the down projection, the model's output). Removing either group leaves a reader, or the
+    model's output, with bytes nothing wrote: an error at that TaskInfo (it was only a
+    warning, `unscheduled-task`). The tile simulator, run on NaN-filled memory, agrees."""
+    plan = tmp_path / "ffn.plan.json"
+    model = write_json(tmp_path / "ffn.json", small_ffn_doc())
+    assert planc(model, "-t", "ark", "--arch", "a100", "-o", plan).code == 0
+    doc = json.loads(plan.read_text())
+    assert [t["Ops"][-1]["Name"] for t in doc["TaskInfos"]] == ["mul_1", "matmul_2"]
+    cases = {"gate": (0, "'matmul_2' (task 1) reads what 'mul_1' produces"),
+             "down": (1, "'matmul_2' computes an output of the model")}
+    for name, (task, text) in cases.items():
+        path = write_json(tmp_path / f"{name}.json", _without(doc, task))
+        found = check_file(str(path)).findings
+        assert [(f.rule, f.severity, f.path) for f in found] == [
+            ("ark-plan.missing-producer", "error", f"$.TaskInfos[{task}]")], found
+        assert text in found[0].message
+        assert planc("simulate", path).code == 1, name
+
+
+def test_a_removed_split_k_half_is_an_error(planc, tmp_path):
+    """planc's plan of examples/ffn.json splits the down projection over K (tasks 1 and 2,
+    summed by task 3): without one half's resource group, the sum reads a partial product
+    nothing computed."""
+    plan = tmp_path / "ffn.plan.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "--arch", "a100", "-o", plan).code == 0
+    doc = json.loads(plan.read_text())
+    assert [t["Ops"][0]["Name"] for t in doc["TaskInfos"]][1:] == [
+        "matmul_2", "matmul_2_k1", "matmul_2_sum"]
+    found = check_file(str(write_json(tmp_path / "half.json", _without(doc, 1, 0)))).findings
+    assert [(f.rule, f.severity, f.path) for f in found] == [
+        ("ark-plan.missing-producer", "error", "$.TaskInfos[1]")]
+    assert "'matmul_2_sum' (task 3) reads what 'matmul_2' produces" in found[0].message
