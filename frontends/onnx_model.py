@@ -19,6 +19,7 @@ What a target cannot express is one error naming the ONNX node, its operator and
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +30,18 @@ import numpy as np
 from dialects import ark
 from ground.diagnostics import PlancError
 
+LOG = logging.getLogger("planc.onnx")
+
 # ONNX element types (TensorProto.DataType) and ARK's names for them.
 ARK_DTYPES = {1: "FP32", 10: "FP16", 16: "BF16", 6: "INT32", 3: "INT8", 2: "UINT8",
               12: "UINT32"}
+FLOAT_TYPES = frozenset({"FP32", "FP16", "BF16"})
 INDEX_TYPES = (6, 7)        # int32, int64: indices (Gather) become INT32 tensors
+NUMPY_TO_ARK = {np.dtype(np.float16): "FP16", np.dtype(np.int32): "INT32",
+                np.dtype(np.int64): "INT32", np.dtype(np.bool_): "UINT8",
+                np.dtype(np.uint8): "UINT8", np.dtype(np.int8): "INT8"}
+"""The ARK element type of a constant's numpy type (BOOL is UINT8 holding 0 or 1; other
+floats are FP32)."""
 MAX_RANK = 4                # ARK tensors have 1 to 4 dimensions
 CNN_OPERATORS = frozenset({"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
                            "BatchNormalization", "LRN", "GlobalMaxPool"})
@@ -121,6 +130,12 @@ class NodeError(PlancError):
     pass
 
 
+def opset_of(model: Any) -> int:
+    """The version of the default ONNX domain the model imports (operators changed meaning
+    between versions: Softmax's axis at 13, Slice's ranges at 10, Dropout's mode at 12)."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+
+
 class ArkImporter:
     """Builds the ARK model node by node with `ModelBuilder`."""
 
@@ -134,6 +149,7 @@ class ArkImporter:
         self.result = OnnxImport(None)
         self.node_index = -1
         self.node: Any = None
+        self.opset = opset_of(model)
         self.wanted = {n for node in self.graph.node for n in node.input} | {
             v.name for v in self.graph.output}
 
@@ -211,6 +227,11 @@ class ArkImporter:
                             "an ARK tensor has")
         return shape
 
+    def decomposed(self, into: str) -> None:
+        """Say (at -v) that this node became several ARK operators."""
+        LOG.info("ONNX node '%s' (%s) -> %s", self.node.name or self.node.output[0],
+                 self.node.op_type, into)
+
     def missing_outputs(self, produced: int) -> None:
         """Outputs of the node beyond what it lowers to are an error when anything uses them
         (e.g. the mean and inverse deviation of LayerNormalization, Dropout's mask)."""
@@ -226,8 +247,7 @@ class ArkImporter:
         array = np.asarray(value)
         if array.size == 0:
             raise self.fail("an empty tensor (ARK tensors have at least one element)")
-        dtype = dtype or {np.dtype(np.float16): "FP16", np.dtype(np.int32): "INT32",
-                          np.dtype(np.int64): "INT32"}.get(array.dtype, "FP32")
+        dtype = dtype or NUMPY_TO_ARK.get(array.dtype, "FP32")
         tensor = self.m.tensor(self.fit_rank(array.shape), dtype)
         self.result.values[tensor.type.tensor_id] = array.reshape(tensor.type.shape_list)
         return tensor
@@ -268,6 +288,15 @@ def _all_const(inputs: list[Any]) -> bool:
     return all(isinstance(v, np.ndarray) or v is None for v in inputs)
 
 
+def truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ONNX's integer Div, as C's: the quotient rounded toward zero (numpy's `//` floors, and
+    `-7 // 2` is -4 where ONNX gives -3). A zero divisor is the model's error."""
+    if not np.all(b):
+        raise ValueError("integer division by zero")
+    quotient = np.abs(a) // np.abs(b)
+    return (np.sign(a) * np.sign(b) * quotient).astype(np.result_type(a, b))
+
+
 NUMPY_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 
 
@@ -276,20 +305,45 @@ def _binary(imp: ArkImporter, inputs, attrs):
     a, b = inputs
     kind = imp.node.op_type
     if _all_const(inputs):
-        if kind == "Div" and a.dtype.kind in "iu":
-            return [a // b]
+        if kind == "Div" and a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            if not np.all(b):
+                raise imp.fail("integer division by zero")
+            return [truncating_divide(a, b)]
         return [NUMPY_BINARY[kind](a, b).astype(np.result_type(a, b))]
-    if isinstance(b, np.ndarray) and b.size == 1 and kind in ("Add", "Sub", "Mul", "Div"):
+    if isinstance(b, np.ndarray) and b.size == 1 and kind in ("Add", "Sub", "Mul", "Div") \
+            and a.type.data_type in FLOAT_TYPES:
         scalar = float(b.reshape(-1)[0])
         if kind in ("Add", "Sub"):
-            return [imp.m.scalar_add(a, scalar if kind == "Add" else -scalar)]
-        return [imp.m.scalar_mul(a, scalar if kind == "Mul" else 1.0 / scalar)]
+            out = imp.m.scalar_add(a, scalar if kind == "Add" else -scalar)
+        else:
+            out = imp.m.scalar_mul(a, scalar if kind == "Mul" else 1.0 / scalar)
+        # a [1, 1] constant broadcasts a [3] tensor to [1, 3]
+        return [_reshape_to(imp, out, np.broadcast_shapes(tuple(a.type.shape_list), b.shape))]
     a, b = imp.tensor(a, b), imp.tensor(b, a)
     method = getattr(imp.m, kind.lower())
     try:
         return [method(a, b)]
     except ValueError as e:
         raise imp.fail(str(e)) from None
+
+
+@handles("Mod")
+def _mod(imp: ArkImporter, inputs, attrs):
+    """The remainder with the sign of the divisor (`fmod=0`, integers only) or, with `fmod=1`,
+    of the dividend (C's fmod). On the model's integers with fmod=1 it is `a - b * (a / b)`
+    with ARK's truncating integer Div; the other forms need comparisons ARK lacks."""
+    a, b = inputs
+    fmod = bool(attrs.get("fmod", 0))
+    if _all_const(inputs):
+        if a.dtype.kind in "iu" and not np.all(b):
+            raise imp.fail("integer modulo by zero")
+        return [(np.fmod if fmod else np.mod)(a, b).astype(np.result_type(a, b))]
+    a, b = imp.tensor(a, b), imp.tensor(b, a)
+    if not fmod or a.type.data_type in FLOAT_TYPES:
+        raise imp.fail("ARK computes the remainder only of integers with fmod=1 (as "
+                       "a - b * (a / b)); this one needs a floor or a sign test")
+    imp.decomposed("Sub(a, Mul(b, Div(a, b)))")
+    return [imp.m.sub(a, imp.m.mul(b, imp.m.div(a, b)))]
 
 
 @handles("Relu", "Sigmoid", "Exp", "Sqrt")
@@ -305,9 +359,31 @@ def _gelu(imp: ArkImporter, inputs, attrs):
     return [imp.m.gelu(imp.tensor(inputs[0]))]
 
 
-@handles("Identity", "Dropout")
+@handles("Identity")
 def _identity(imp: ArkImporter, inputs, attrs):
     return [inputs[0]]
+
+
+@handles("Dropout")
+def _dropout(imp: ArkImporter, inputs, attrs):
+    """Dropout in inference is the identity, and its mask all true. In training mode
+    (`training_mode` input from opset 12, `is_test=0` before opset 7) it zeroes a random
+    `ratio` of the elements: random, so no plan computes what onnxruntime computes, and it is
+    refused unless the ratio is 0."""
+    if imp.opset >= 12:
+        training = len(inputs) > 2 and inputs[2] is not None and bool(
+            imp.const(inputs[2], "training_mode").reshape(-1)[0])
+        ratio = (float(imp.const(inputs[1], "the ratio").reshape(-1)[0])
+                 if len(inputs) > 1 and inputs[1] is not None else 0.5)
+    else:
+        training = imp.opset < 7 and not attrs.get("is_test", 0)
+        ratio = float(attrs.get("ratio", 0.5))
+    if training and ratio != 0.0:
+        raise imp.fail(f"training mode drops a random {ratio:g} of the elements; planc plans "
+                       "deterministic inference (export the model in eval mode)")
+    x = inputs[0]
+    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+    return [x, np.ones(shape, dtype=bool)]
 
 
 @handles("Neg")
@@ -370,9 +446,28 @@ def _gemm(imp: ArkImporter, inputs, attrs):
 
 @handles("Softmax")
 def _softmax(imp: ArkImporter, inputs, attrs):
+    """From opset 13 Softmax normalises along `axis` (default -1). Before, it coerces the
+    input to 2-D at `axis` (default 1): every element from `axis` on is one row, so the
+    model's [N, C, H, W] with axis 1 normalises over C*H*W (a reshape around one softmax)."""
     x = imp.tensor(inputs[0])
-    axis = attrs.get("axis", -1)
-    return [imp.m.softmax(x, axis % len(x.type.shape_list))]
+    shape = x.type.shape_list
+    if imp.opset >= 13:
+        return [imp.m.softmax(x, attrs.get("axis", -1) % len(shape))]
+    axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
+    rows = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+    if axis == len(shape) - 1 or rows[1] == shape[-1]:
+        return [imp.m.softmax(x, len(shape) - 1)]
+    flat = _reshape_to(imp, x, rows)
+    return [_reshape_to(imp, imp.m.softmax(flat, 1), shape)]
+
+
+def _axis(imp: ArkImporter, axis: int, rank: int, *, inclusive: bool = False) -> int:
+    """`axis` in [0, rank) (or [0, rank] where the operator allows rank, as Flatten): a
+    negative axis counts from the end, so -1 is rank - 1."""
+    bound = rank + 1 if inclusive else rank
+    if not -rank <= axis < bound:
+        raise imp.fail(f"axis {axis} is out of range for a rank-{rank} input")
+    return axis + rank if axis < 0 else axis
 
 
 @handles("LayerNormalization")
@@ -432,27 +527,49 @@ def _reshape_to(imp: ArkImporter, x, shape: Sequence[int]):
     shape = imp.fit_rank(shape)
     if list(shape) == x.type.shape_list:
         return x
+    if 0 in shape:
+        raise imp.fail(f"the result {list(shape)} is empty (ARK tensors have at least one "
+                       "element)")
     return imp.m.reshape(_contiguous(imp, x), shape)
 
 
 @handles("Reshape")
 def _reshape(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    target = [int(v) for v in imp.const(inputs[1], "the new shape")]
     current = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
-    if not attrs.get("allowzero", 0):
+    return [_reshape_to(imp, x, reshape_target(imp, current, imp.const(
+        inputs[1], "the new shape"), bool(attrs.get("allowzero", 0))))]
+
+
+def reshape_target(imp: ArkImporter, current: list[int], shape: np.ndarray,
+                   allowzero: bool) -> list[int]:
+    """Reshape's new shape, as ONNX defines it: a 0 copies the input's dim at that position
+    (unless `allowzero`, where it is a zero dim), one -1 takes what the others leave, and the
+    element count must stay. Anything else is the model's error, named."""
+    target = [int(v) for v in shape.reshape(-1)]
+    if not allowzero:
+        if any(v == 0 and i >= len(current) for i, v in enumerate(target)):
+            raise imp.fail(f"new shape {target} copies (0) a dim the {current} input lacks")
         target = [current[i] if v == 0 else v for i, v in enumerate(target)]
+    if target.count(-1) > 1 or any(v < -1 for v in target):
+        raise imp.fail(f"new shape {target}: at most one -1 and no other negative dim")
+    size = int(np.prod(current))
     if -1 in target:
         known = int(np.prod([v for v in target if v != -1]))
-        target[target.index(-1)] = int(np.prod(current)) // max(known, 1)
-    return [_reshape_to(imp, x, target)]
+        if known == 0 or size % known:
+            raise imp.fail(f"new shape {target} cannot hold the {size} elements of {current}")
+        target[target.index(-1)] = size // known
+    if int(np.prod(target)) != size:
+        raise imp.fail(f"new shape {target} has {int(np.prod(target))} elements, the input "
+                       f"{current} has {size}")
+    return target
 
 
 @handles("Flatten")
 def _flatten(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
     shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
-    axis = attrs.get("axis", 1) % (len(shape) + 1)
+    axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
     return [_reshape_to(imp, x, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])]
 
 
@@ -533,12 +650,27 @@ def _concat(imp: ArkImporter, inputs, attrs):
 def _slice(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
     shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
-    starts = [int(v) for v in imp.const(inputs[1], "the starts")]
-    ends = [int(v) for v in imp.const(inputs[2], "the ends")]
-    axes = ([int(v) for v in imp.const(inputs[3], "the axes")]
-            if len(inputs) > 3 and inputs[3] is not None else list(range(len(starts))))
-    steps = ([int(v) for v in imp.const(inputs[4], "the steps")]
-             if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts))
+    if imp.opset < 10:   # the ranges were attributes until opset 10
+        starts, ends = list(attrs.get("starts", [])), list(attrs.get("ends", []))
+        axes = list(attrs.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        if len(inputs) < 3 or inputs[1] is None or inputs[2] is None:
+            raise imp.fail("Slice from opset 10 takes its starts and ends as inputs")
+        starts = [int(v) for v in imp.const(inputs[1], "the starts").reshape(-1)]
+        ends = [int(v) for v in imp.const(inputs[2], "the ends").reshape(-1)]
+        axes = ([int(v) for v in imp.const(inputs[3], "the axes").reshape(-1)]
+                if len(inputs) > 3 and inputs[3] is not None else list(range(len(starts))))
+        steps = ([int(v) for v in imp.const(inputs[4], "the steps").reshape(-1)]
+                 if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts))
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise imp.fail(f"starts, ends, axes and steps have different lengths {len(starts)}, "
+                       f"{len(ends)}, {len(axes)}, {len(steps)}")
+    if 0 in steps:
+        raise imp.fail("a step is 0")
+    axes = [_axis(imp, a, len(shape)) for a in axes]
+    if len(set(axes)) != len(axes):
+        raise imp.fail(f"axes {axes} repeat an axis")
     if isinstance(x, np.ndarray):
         index = [slice(None)] * len(shape)
         for a, s, e, st in zip(axes, starts, ends, steps, strict=True):
