@@ -35,6 +35,7 @@ LOG = logging.getLogger("planc.onnx")
 # ONNX element types (TensorProto.DataType) and ARK's names for them.
 ARK_DTYPES = {1: "FP32", 10: "FP16", 16: "BF16", 6: "INT32", 3: "INT8", 2: "UINT8",
               12: "UINT32"}
+BOOL = 9                    # TensorProto.BOOL: UINT8 tensors holding 0 or 1
 FLOAT_TYPES = frozenset({"FP32", "FP16", "BF16"})
 INDEX_TYPES = (6, 7)        # int32, int64: indices (Gather) become INT32 tensors
 NUMPY_TO_ARK = {np.dtype(np.float16): "FP16", np.dtype(np.int32): "INT32",
@@ -110,6 +111,72 @@ def load(path: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+# Folding what is known at import (onnxruntime's offline optimiser)
+# ---------------------------------------------------------------------------------------------
+
+SHAPE_OPERATORS = frozenset({"Shape", "Size"})
+
+
+def foldable(model: Any) -> bool:
+    """Does the graph compute anything from constants alone (a shape sub-graph: Shape, then
+    Gather, Concat, Equal, Where ... on the shape; or arithmetic on weights)?"""
+    known = {t.name for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type in SHAPE_OPERATORS:
+            return True
+        if node.op_type == "Constant":
+            known.update(node.output)
+        elif node.input and all(not n or n in known for n in node.input):
+            return True
+    return False
+
+
+@dataclass
+class Folding:
+    """What folding did to a model: `note` says why nothing was folded, for the message of
+    a value that must be known at import and is not."""
+
+    model: Any
+    note: str = ""
+
+
+def fold_constants(model: Any) -> Folding:
+    """The model with every value computable from constants and static shapes folded into
+    initializers: onnxruntime's offline graph optimisation at its basic level (constant
+    folding, with Shape nodes of known shapes, and redundant-node elimination; the level
+    writes standard ONNX operators only). Without onnxruntime, or where it does not take the
+    model, the model is imported as written and planc's importer folds what it can."""
+    if not foldable(model):
+        return Folding(model)
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return Folding(model, "install onnxruntime (pip install 'planc[onnx]') so that planc "
+                              "folds the model's shape computations at import")
+    import tempfile
+
+    import onnx
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.log_severity_level = 4
+    with tempfile.TemporaryDirectory(prefix="planc-onnx-") as scratch:
+        options.optimized_model_filepath = os.path.join(scratch, "folded.onnx")
+        try:
+            ort.InferenceSession(model.SerializeToString(), options,
+                                 providers=["CPUExecutionProvider"])
+            folded = onnx.load(options.optimized_model_filepath)
+        except Exception as e:  # noqa: BLE001 -- onnxruntime refuses models in many ways
+            return Folding(model, "onnxruntime could not fold it: "
+                                  f"{' '.join(str(e).split())[:160]}")
+    try:
+        folded = onnx.shape_inference.infer_shapes(folded)
+    except Exception:  # noqa: BLE001 -- shapes are then taken from the graph as written
+        pass
+    return Folding(folded)
+
+
+# ---------------------------------------------------------------------------------------------
 # Values: tensors in the model, or constants known at import
 # ---------------------------------------------------------------------------------------------
 
@@ -130,6 +197,19 @@ class NodeError(PlancError):
     pass
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A value that has no ARK tensor of its own but that a consumer may lower together with
+    its producer (IsNaN of a softmax, which only Where(IsNaN(s), 0, s) consumes)."""
+
+    name: str
+    source: Any
+    reason: str
+    """Why no other consumer can use it ('is ... ')."""
+    consumers: frozenset[str]
+    """The operator types that take it."""
+
+
 def opset_of(model: Any) -> int:
     """The version of the default ONNX domain the model imports (operators changed meaning
     between versions: Softmax's axis at 13, Slice's ranges at 10, Dropout's mode at 12)."""
@@ -139,7 +219,7 @@ def opset_of(model: Any) -> int:
 class ArkImporter:
     """Builds the ARK model node by node with `ModelBuilder`."""
 
-    def __init__(self, model: Any, path: str):
+    def __init__(self, model: Any, path: str, fold_note: str = ""):
         from frontends.model_builder import ModelBuilder
 
         self.model, self.path = model, path
@@ -150,6 +230,8 @@ class ArkImporter:
         self.node_index = -1
         self.node: Any = None
         self.opset = opset_of(model)
+        self.fold_note = fold_note
+        self.softmax_results: set[Any] = set()  # what Where(IsNaN(s), 0, s) may be
         self.wanted = {n for node in self.graph.node for n in node.input} | {
             v.name for v in self.graph.output}
 
@@ -178,12 +260,21 @@ class ArkImporter:
         for index, node in enumerate(self.graph.node):
             self.node_index, self.node = index, node
             handler = HANDLERS.get(node.op_type)
+            if node.domain not in ("", "ai.onnx"):
+                raise self.fail(f"an operator of domain '{node.domain}'; planc lowers the "
+                                "standard ONNX operators (domain ai.onnx)")
             if handler is None:
                 raise self.fail("planc has no ARK lowering for this operator (supported: "
                                 f"{', '.join(sorted(HANDLERS))}); lower it on the host side "
                                 "and cut the model there")
-            outputs = handler(self, [self.env.get(n) if n else None for n in node.input],
-                              attributes(node))
+            inputs = [self.env.get(n) if n else None for n in node.input]
+            pending = next((v for v in inputs if isinstance(v, Pending)), None)
+            if pending is not None and node.op_type not in pending.consumers:
+                raise self.fail(f"its input '{pending.name}' {pending.reason}")
+            if any(isinstance(v, Wide) for v in inputs) and node.op_type not in RESHAPES:
+                outputs = self.element_wise_of_wide(handler, inputs, attributes(node))
+            else:
+                outputs = handler(self, inputs, attributes(node))
             for name, value in zip(node.output, outputs, strict=False):
                 if name:
                     # numpy reductions of 0-d arrays give scalars: keep constants as arrays
@@ -194,6 +285,13 @@ class ArkImporter:
             out = self.env.get(value.name)
             if out is None:
                 raise PlancError(f"graph output '{value.name}' is not computed",
+                                 path=f"$.graph.output[{index}]", file=self.path)
+            if isinstance(out, Wide):
+                raise PlancError(f"graph output '{value.name}' has shape {list(out.shape)}, "
+                                 f"more than the {MAX_RANK} dims of an ARK tensor",
+                                 path=f"$.graph.output[{index}]", file=self.path)
+            if isinstance(out, Pending):
+                raise PlancError(f"graph output '{value.name}' {out.reason}",
                                  path=f"$.graph.output[{index}]", file=self.path)
             if isinstance(out, np.ndarray):
                 out = self.weight(out)
@@ -226,6 +324,31 @@ class ArkImporter:
             raise self.fail(f"shape {list(shape)} has more than {MAX_RANK} dimensions, the most "
                             "an ARK tensor has")
         return shape
+
+    def element_wise_of_wide(self, handler: Handler, inputs: list[Any],
+                             attrs: dict[str, Any]) -> list[Any]:
+        """An element-wise operator on values above rank 4: on their merged tensors, when
+        every operand has the one shape (or is a constant scalar)."""
+        shape = next(v.shape for v in inputs if isinstance(v, Wide))
+        name = next(n for n, v in zip(self.node.input, inputs, strict=False)
+                    if isinstance(v, Wide))
+        refusal = self.fail(f"its input '{name}' has shape {list(shape)}, more than the "
+                            f"{MAX_RANK} dims of an ARK tensor; planc folds such values "
+                            "through reshapes and element-wise operators on one shape")
+        if self.node.op_type not in ELEMENT_WISE:
+            raise refusal
+        flat_inputs = []
+        for value in inputs:
+            if isinstance(value, Wide) and value.shape == shape:
+                value = value.flat
+            elif isinstance(value, np.ndarray) and value.shape == shape:
+                value = value.reshape(folded_shape(shape))
+            elif value is not None and not (isinstance(value, np.ndarray) and value.size == 1):
+                raise refusal
+            flat_inputs.append(value)
+        outputs = handler(self, flat_inputs, attrs)
+        return [Wide(v, shape) if not isinstance(v, np.ndarray) and
+                v.type.shape_list == folded_shape(shape) else v for v in outputs]
 
     def decomposed(self, into: str) -> None:
         """Say (at -v) that this node became several ARK operators."""
@@ -263,8 +386,9 @@ class ArkImporter:
 
     def const(self, value: Any, what: str) -> np.ndarray:
         if not isinstance(value, np.ndarray):
+            note = f"; {self.fold_note}" if self.fold_note else ""
             raise self.fail(f"{what} must be known when the model is imported (a constant or "
-                            "a shape computation), not computed by the model")
+                            f"a shape computation), not computed by the model{note}")
         return value
 
 
@@ -296,6 +420,15 @@ def truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     quotient = np.abs(a) // np.abs(b)
     return (np.sign(a) * np.sign(b) * quotient).astype(np.result_type(a, b))
 
+
+RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape",
+                      "Size", "Expand"})
+"""Operators that take values above rank 4 as they are (`Wide`)."""
+ELEMENT_WISE = frozenset({
+    "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Exp", "Sqrt", "Neg", "Cast", "Tanh", "Erf",
+    "Abs", "Reciprocal", "Pow", "Max", "Min", "Clip", "Where", "Equal", "Less", "Greater",
+    "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Gelu", "CastLike", "Dropout"})
+"""Operators that planc applies to a value above rank 4 through its merged tensor."""
 
 NUMPY_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 
@@ -351,14 +484,6 @@ def _unary(imp: ArkImporter, inputs, attrs):
     return [getattr(imp.m, imp.node.op_type.lower())(imp.tensor(inputs[0]))]
 
 
-@handles("Gelu")
-def _gelu(imp: ArkImporter, inputs, attrs):
-    if attrs.get("approximate", b"none") not in (b"tanh", "tanh"):
-        raise imp.fail("ARK's Gelu is the tanh approximation; this node asks for the exact "
-                       "(erf) form (set approximate='tanh' or accept the difference)")
-    return [imp.m.gelu(imp.tensor(inputs[0]))]
-
-
 @handles("Identity")
 def _identity(imp: ArkImporter, inputs, attrs):
     return [inputs[0]]
@@ -382,7 +507,7 @@ def _dropout(imp: ArkImporter, inputs, attrs):
         raise imp.fail(f"training mode drops a random {ratio:g} of the elements; planc plans "
                        "deterministic inference (export the model in eval mode)")
     x = inputs[0]
-    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+    shape = shape_of(x)
     return [x, np.ones(shape, dtype=bool)]
 
 
@@ -391,21 +516,6 @@ def _neg(imp: ArkImporter, inputs, attrs):
     if _all_const(inputs):
         return [-inputs[0]]
     return [imp.m.scalar_mul(inputs[0], -1.0)]
-
-
-@handles("Pow")
-def _pow(imp: ArkImporter, inputs, attrs):
-    x, exponent = inputs
-    if _all_const(inputs):
-        return [np.power(x, exponent)]
-    power = float(imp.const(exponent, "the exponent").reshape(-1)[0])
-    if power == 2.0:
-        return [imp.m.mul(x, x)]
-    if power == 1.0:
-        return [x]
-    if power == 0.5:
-        return [imp.m.sqrt(x)]
-    raise imp.fail(f"ARK has no power operator; exponents 0.5, 1 and 2 are lowered, not {power}")
 
 
 @handles("MatMul")
@@ -452,13 +562,16 @@ def _softmax(imp: ArkImporter, inputs, attrs):
     x = imp.tensor(inputs[0])
     shape = x.type.shape_list
     if imp.opset >= 13:
-        return [imp.m.softmax(x, attrs.get("axis", -1) % len(shape))]
-    axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
-    rows = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
-    if axis == len(shape) - 1 or rows[1] == shape[-1]:
-        return [imp.m.softmax(x, len(shape) - 1)]
-    flat = _reshape_to(imp, x, rows)
-    return [_reshape_to(imp, imp.m.softmax(flat, 1), shape)]
+        out = imp.m.softmax(x, _axis(imp, attrs.get("axis", -1), len(shape)))
+    else:
+        axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
+        rows = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+        if axis == len(shape) - 1 or rows[1] == shape[-1]:
+            out = imp.m.softmax(x, len(shape) - 1)
+        else:
+            out = _reshape_to(imp, imp.m.softmax(_reshape_to(imp, x, rows), 1), shape)
+    imp.softmax_results.add(out)
+    return [out]
 
 
 def _axis(imp: ArkImporter, axis: int, rank: int, *, inclusive: bool = False) -> int:
@@ -468,20 +581,6 @@ def _axis(imp: ArkImporter, axis: int, rank: int, *, inclusive: bool = False) ->
     if not -rank <= axis < bound:
         raise imp.fail(f"axis {axis} is out of range for a rank-{rank} input")
     return axis + rank if axis < 0 else axis
-
-
-@handles("LayerNormalization")
-def _layer_norm(imp: ArkImporter, inputs, attrs):
-    x = imp.tensor(inputs[0])
-    rank = len(x.type.shape_list)
-    if attrs.get("axis", -1) % rank != rank - 1:
-        raise imp.fail("ARK normalises over the last axis only")
-    out = imp.m.layer_norm(x, attrs.get("epsilon", 1e-5))
-    if len(inputs) > 1 and inputs[1] is not None:
-        out = imp.m.mul(out, imp.tensor(inputs[1], x))
-    if len(inputs) > 2 and inputs[2] is not None:
-        out = imp.m.add(out, imp.tensor(inputs[2], x))
-    return [out]
 
 
 @handles("ReduceMean", "ReduceSum", "ReduceMax")
@@ -516,6 +615,29 @@ def _transpose(imp: ArkImporter, inputs, attrs):
     return [imp.m.transpose(x, perm)]
 
 
+@dataclass(frozen=True)
+class Wide:
+    """A value of rank above ARK's 4: its elements, contiguous, in an ARK tensor whose leading
+    dims are merged. Reshapes and element-wise operators take it; anything else that needs
+    its dims refuses it."""
+
+    flat: Any
+    shape: tuple[int, ...]
+
+
+def shape_of(value: Any) -> list[int]:
+    if isinstance(value, np.ndarray):
+        return list(value.shape)
+    if isinstance(value, Wide):
+        return list(value.shape)
+    return value.type.shape_list
+
+
+def folded_shape(shape: Sequence[int]) -> list[int]:
+    """A rank above 4 merged into 4 dims: the leading ones into one."""
+    return [int(np.prod(shape[:len(shape) - MAX_RANK + 1])), *shape[len(shape) - MAX_RANK + 1:]]
+
+
 def _contiguous(imp: ArkImporter, x):
     t = x.type
     return x if t.strides_list == t.shape_list and not any(t.offsets_list) else imp.m.copy(x)
@@ -524,19 +646,23 @@ def _contiguous(imp: ArkImporter, x):
 def _reshape_to(imp: ArkImporter, x, shape: Sequence[int]):
     if isinstance(x, np.ndarray):
         return x.reshape(shape)
-    shape = imp.fit_rank(shape)
-    if list(shape) == x.type.shape_list:
-        return x
+    if isinstance(x, Wide):
+        x = x.flat
+    shape = list(shape) or [1]
     if 0 in shape:
         raise imp.fail(f"the result {list(shape)} is empty (ARK tensors have at least one "
                        "element)")
+    if len(shape) > MAX_RANK:
+        return Wide(_reshape_to(imp, x, folded_shape(shape)), tuple(shape))
+    if list(shape) == x.type.shape_list:
+        return x
     return imp.m.reshape(_contiguous(imp, x), shape)
 
 
 @handles("Reshape")
 def _reshape(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    current = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+    current = shape_of(x)
     return [_reshape_to(imp, x, reshape_target(imp, current, imp.const(
         inputs[1], "the new shape"), bool(attrs.get("allowzero", 0))))]
 
@@ -568,7 +694,7 @@ def reshape_target(imp: ArkImporter, current: list[int], shape: np.ndarray,
 @handles("Flatten")
 def _flatten(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+    shape = shape_of(x)
     axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
     return [_reshape_to(imp, x, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])]
 
@@ -576,7 +702,7 @@ def _flatten(imp: ArkImporter, inputs, attrs):
 @handles("Squeeze", "Unsqueeze")
 def _squeeze(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+    shape = shape_of(x)
     if len(inputs) > 1 and inputs[1] is not None:
         axes = [int(a) for a in imp.const(inputs[1], "the axes")]
     else:
@@ -602,26 +728,28 @@ def _cast(imp: ArkImporter, inputs, attrs):
         from onnx import helper
 
         return [x.astype(helper.tensor_dtype_to_np_dtype(to))]
+    if to == BOOL:
+        return [_nonzero(imp, x)]
     dtype = ARK_DTYPES.get(to) or ("INT32" if to in INDEX_TYPES else None)
     if dtype is None:
         raise imp.fail(f"element type {to} has no ARK equivalent")
     return [x if dtype == x.type.data_type else imp.m.cast(x, dtype)]
 
 
-@handles("Gather")
-def _gather(imp: ArkImporter, inputs, attrs):
-    data, indices = inputs
-    axis = attrs.get("axis", 0)
-    if _all_const(inputs):
-        return [np.take(data, indices, axis=axis)]
-    if axis != 0:
-        raise imp.fail("ARK gathers rows of a table (an embedding): axis must be 0")
-    table = imp.tensor(data)
-    if len(table.type.shape_list) != 2:
-        raise imp.fail("an embedding table has 2 dimensions [rows, width]")
-    if isinstance(indices, np.ndarray):
-        indices = imp.weight(indices.astype(np.int32), "INT32")
-    return [imp.m.embedding(indices, table)]
+def _nonzero(imp: ArkImporter, x):
+    """Cast to BOOL: x != 0, as UINT8 0/1. Exact on integers: relu(x) - relu(x - 1) is
+    [x > 0], and the same of -x is [x < 0]; ARK cannot test a float for zero."""
+    if x.type.data_type in FLOAT_TYPES:
+        raise imp.fail("a cast of floats to BOOL tests each for zero, which ARK cannot (no "
+                       "comparison of floats); integers and BOOL cast exactly")
+    d = x if x.type.data_type == "INT32" else imp.m.cast(x, "INT32")
+    m = imp.m
+
+    def positive(v):
+        return m.sub(m.relu(v), m.relu(m.scalar_add(v, -1.0)))
+
+    imp.decomposed("[x > 0] + [x < 0] with Relu")
+    return m.cast(m.add(positive(d), positive(m.scalar_mul(d, -1.0))), "UINT8")
 
 
 @handles("Concat")
@@ -649,7 +777,7 @@ def _concat(imp: ArkImporter, inputs, attrs):
 @handles("Slice")
 def _slice(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+    shape = shape_of(x)
     if imp.opset < 10:   # the ranges were attributes until opset 10
         starts, ends = list(attrs.get("starts", [])), list(attrs.get("ends", []))
         axes = list(attrs.get("axes", range(len(starts))))
@@ -708,7 +836,7 @@ def _constant(imp: ArkImporter, inputs, attrs):
 @handles("Shape")
 def _shape(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = np.array(x.shape if isinstance(x, np.ndarray) else x.type.shape_list, np.int64)
+    shape = np.array(shape_of(x), np.int64)
     return [shape[attrs.get("start", 0): attrs.get("end", len(shape))]]
 
 
