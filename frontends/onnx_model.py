@@ -299,6 +299,8 @@ class ArkImporter:
                 out = self.m.copy(out)     # an output is a tensor the model computes
             self.result.outputs[value.name] = out.type.tensor_id
         self.result.module = self.m.finish()
+        name_tensors(self.result.module, {**{i: n for n, i in self.result.inputs.items()},
+                                          **{i: n for n, i in self.result.outputs.items()}})
         return self.result
 
     def tensor_type(self, type_proto: Any, where: str) -> tuple[str, list[int]]:
@@ -390,6 +392,40 @@ class ArkImporter:
             raise self.fail(f"{what} must be known when the model is imported (a constant or "
                             f"a shape computation), not computed by the model{note}")
         return value
+
+
+NAME_KEY = "OnnxName"
+"""The extra member of an ARK tensor (kept by every format that holds tensors: ARK models
+and plans, TT plans) naming the ONNX graph input or output it is, so that one set of named
+inputs feeds the model and every plan lowered from it (`planc run`). ARK's runtime reads
+tensors by their known members and ignores it."""
+
+
+def name_tensors(module: Any, names: dict[int, str]) -> None:
+    """Give the tensors of `names` (by id) their ONNX names as the `OnnxName` extra member."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+    from xdsl.rewriter import Rewriter
+
+    for op in module.walk():
+        for value in op.results:
+            t = value.type
+            name = names.get(getattr(t, "tensor_id", None))
+            if name is None or not isinstance(t, ark.TensorType):
+                continue
+            extra = DictionaryAttr({**t.extra.data, NAME_KEY: StringAttr(name)})
+            Rewriter.replace_value_with_new_type(
+                value, ark.TensorType(*t.parameters[:-1], extra))
+
+
+def tensor_names(module: Any) -> dict[str, int]:
+    """ONNX name -> tensor id, of the tensors that `name_tensors` named."""
+    names: dict[str, int] = {}
+    for op in module.walk():
+        for value in op.results:
+            t = value.type
+            if isinstance(t, ark.TensorType) and NAME_KEY in t.extra.data:
+                names.setdefault(t.extra.data[NAME_KEY].data, t.tensor_id)
+    return names
 
 
 # ---------------------------------------------------------------------------------------------

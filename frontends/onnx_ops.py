@@ -238,6 +238,8 @@ def _masked(imp: ArkImporter, value: Any, mask: Any, keep: bool, dtype: str):
         if not chosen.any():
             return None
         return imp.m.mul(value, imp.weight(chosen.astype(np.float32), dtype))
+    if isinstance(value, np.ndarray) and _scalar(value) == 0.0:
+        return None
     select = imp.m.cast(mask, dtype)
     if not keep:
         select = _one_minus(imp, select)

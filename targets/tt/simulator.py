@@ -336,6 +336,20 @@ def simulate_against(plans: Sequence[tt.PlanOp], reference: ModelRun,
     return report
 
 
+def run_plans(plans: Sequence[tt.PlanOp], inputs: dict[int, np.ndarray]
+              ) -> tuple[ModelRun, dict[int, np.ndarray]]:
+    """`planc run` of TT plans: their kernels' model run on `inputs` (by tensor id), and the
+    values the plans compute tile by tile of its outputs."""
+    reference = run_model(reference_model(plans), inputs)
+    tensors = [t for plan in plans for t in _kernel_tensors(plan.kernel)]
+    memory = Memory(buffer_sizes(tensors))
+    for tensor_id, values in reference.inputs.items():
+        memory.write(reference.types[tensor_id], values)
+    for plan in plans:
+        execute_kernel(plan.kernel.operator, work_lists(plan), memory)
+    return reference, {tid: memory.read(reference.types[tid]) for tid in reference.outputs}
+
+
 def cost_only(plans: Sequence[tt.PlanOp], device_name: str | None = None) -> SimulationReport:
     """The cost model's figures of `plans` without running any tile (`--cost-only`)."""
     device = device_named(device_name)
