@@ -306,6 +306,7 @@ class ArkImporter:
     def tensor_type(self, type_proto: Any, where: str) -> tuple[str, list[int]]:
         kind = type_proto.tensor_type
         dtype = ARK_DTYPES.get(kind.elem_type) or ("INT32" if kind.elem_type in INDEX_TYPES
+                                                    else "UINT8" if kind.elem_type == BOOL
                                                     else None)
         if dtype is None:
             raise PlancError(f"element type {kind.elem_type} has no ARK equivalent", path=where,

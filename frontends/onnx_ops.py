@@ -822,3 +822,120 @@ def _rms_norm(imp: ArkImporter, inputs, attrs):
     y = _reshape_to(imp, imp.m.mul(rows, inverse), shape)
     return [_scale_and_shift(imp, y, inputs[:2])]
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention (opset 23)
+# ---------------------------------------------------------------------------------------------
+
+LOWEST = {"FP32": -3.4028234663852886e38, "FP16": -65504.0, "BF16": -3.3895313892515355e38}
+"""Each type's lowest finite value: what a runtime BOOL mask adds where it masks (-inf would be
+0 x inf = NaN in the product with the mask); rows it masks entirely are zeroed after the
+softmax, as ONNX's fully-masked-row rule says."""
+
+
+def _heads(imp: ArkImporter, x, heads: int | None, what: str):
+    """A 3-D [B, S, heads * D] input as [B, heads, S, D]; 4-D inputs are that already."""
+    shape = x.type.shape_list
+    if len(shape) == 4:
+        return x
+    if len(shape) != 3 or not heads or shape[2] % heads:
+        raise imp.fail(f"{what} {shape} with {heads} heads: planc takes [B, S, heads * D] or "
+                       "[B, heads, S, D]")
+    split = _reshape_to(imp, x, [shape[0], shape[1], heads, shape[2] // heads])
+    return imp.m.transpose(split, [0, 2, 1, 3])
+
+
+def _attention_bias(imp: ArkImporter, mask, causal: bool, q_len: int, kv_len: int,
+                    offset: int, dtype: str):
+    """(additive bias or None, 0/1 rows-with-a-key or None): the mask and the causal rule
+    (bottom-right aligned by `offset`, the past length)."""
+    bias = np.zeros((q_len, kv_len), np.float32) if causal else None
+    if causal:
+        allowed = np.arange(kv_len)[None, :] <= np.arange(q_len)[:, None] + offset
+        bias = np.where(allowed, 0.0, -np.inf).astype(np.float32)
+    if mask is None:
+        return bias, None
+    if shape_of(mask)[-1] != kv_len:
+        raise imp.fail(f"a mask of {shape_of(mask)[-1]} keys for {kv_len}: planc takes masks "
+                       "as long as the keys")
+    if isinstance(mask, np.ndarray):
+        add = np.where(mask, 0.0, -np.inf) if mask.dtype == np.bool_ else mask
+        total = add.astype(np.float32) if bias is None else bias + add
+        return total, None
+    if mask.type.data_type == "UINT8":
+        keep = imp.m.cast(mask, dtype)
+        lowest = LOWEST.get(dtype, LOWEST["FP32"]) / 2   # a causal bias adds as much
+        add = imp.m.scalar_mul(imp.m.scalar_add(keep, -1.0), -lowest)   # 0 or lowest
+        rows = imp.m.reduce_max(keep, -1)
+        if bias is not None:
+            # rows the causal rule masks entirely keep no key either
+            open_rows = (bias.max(axis=-1, keepdims=True) > -np.inf).astype(np.float32)
+            rows = imp.m.mul(rows, imp.weight(open_rows, dtype))
+            add = imp.m.add(add, imp.weight(np.maximum(bias, lowest), dtype))
+        return add, rows
+    raise imp.fail("a float mask the model computes: where it masks a whole row with -inf "
+                   "ONNX gives 0 and ARK's softmax NaN, and ARK cannot test for -inf; give a "
+                   "BOOL mask, or a constant one")
+
+
+@handles("Attention")
+def _attention(imp: ArkImporter, inputs, attrs):
+    """softmax(Q K^T scale (softcapped) + bias) V per head, heads repeated for grouped
+    queries, the past keys and values concatenated in front."""
+    q, k, v = (imp.tensor(x) for x in inputs[:3])
+    mask, past_k, past_v = (inputs[i] if len(inputs) > i else None for i in (3, 4, 5))
+    if len(inputs) > 6 and inputs[6] is not None:
+        raise imp.fail("nonpad_kv_seqlen (a per-batch key length) is not lowered")
+    if attrs.get("left_window_size", -1) >= 0 or attrs.get("right_window_size", -1) >= 0:
+        raise imp.fail("sliding windows are not lowered")
+    dtype = q.type.data_type
+    three_d = len(q.type.shape_list) == 3
+    q = _heads(imp, q, attrs.get("q_num_heads"), "Q")
+    k = _heads(imp, k, attrs.get("kv_num_heads"), "K")
+    v = _heads(imp, v, attrs.get("kv_num_heads"), "V")
+    offset = 0
+    if past_k is not None:
+        from frontends.onnx_model import HANDLERS
+
+        offset = shape_of(past_k)[2]
+        k = HANDLERS["Concat"](imp, [past_k, k], {"axis": 2})[0]
+        v = HANDLERS["Concat"](imp, [past_v, v], {"axis": 2})[0]
+    present_k, present_v = k, v
+    heads, kv_heads = q.type.shape_list[1], k.type.shape_list[1]
+    if heads != kv_heads:
+        if heads % kv_heads:
+            raise imp.fail(f"{heads} query heads for {kv_heads} key heads")
+        k, v = (_reshape_to(imp, _expand_to(imp, _reshape_to(
+            imp, x, [x.type.shape_list[0], kv_heads, 1, *x.type.shape_list[2:]]),
+            [x.type.shape_list[0], kv_heads, heads // kv_heads, *x.type.shape_list[2:]]),
+            [x.type.shape_list[0], heads, *x.type.shape_list[2:]]) for x in (k, v))
+    scale = attrs.get("scale", 1.0 / math.sqrt(q.type.shape_list[3]))
+    scores = imp.m.scalar_mul(imp.m.matmul(q, k, transpose_other=True), scale)
+    capped = scores
+    softcap = attrs.get("softcap", 0.0)
+    if softcap > 0:
+        capped = imp.m.scalar_mul(_tanh_of(imp, imp.m.scalar_mul(scores, 1 / softcap)), softcap)
+    bias, rows = _attention_bias(imp, mask, bool(attrs.get("is_causal", 0)),
+                                 q.type.shape_list[2], k.type.shape_list[2], offset, dtype)
+    biased = capped
+    if isinstance(bias, np.ndarray):
+        empty = bias.max(axis=-1, keepdims=True) == -np.inf
+        if empty.any():       # fully masked rows: a finite row, zeroed after the softmax
+            rows = imp.weight((~empty).astype(np.float32), dtype)
+            bias = np.where(empty, 0.0, bias)
+        biased = imp.m.add(capped, imp.weight(bias.astype(np.float32), dtype))
+    elif bias is not None:
+        biased = imp.m.add(capped, bias)
+    probabilities = imp.m.softmax(biased, 3)
+    if rows is not None:
+        probabilities = imp.m.mul(probabilities, rows)
+    y = imp.m.matmul(probabilities, v)
+    if three_d:
+        shape = y.type.shape_list
+        y = _reshape_to(imp, imp.m.transpose(y, [0, 2, 1, 3]),
+                        [shape[0], shape[2], shape[1] * shape[3]])
+    mode = attrs.get("qk_matmul_output_mode", 0)
+    qk = {0: scores, 1: capped, 2: biased, 3: probabilities}.get(mode, scores)
+    imp.decomposed("MatMul, scale, mask, Softmax, MatMul per head")
+    return [y, present_k, present_v, qk]
