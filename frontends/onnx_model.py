@@ -621,7 +621,7 @@ def _axis(imp: ArkImporter, axis: int, rank: int, *, inclusive: bool = False) ->
 
 
 @handles("ReduceMean", "ReduceSum", "ReduceMax")
-def _reduce(imp: ArkImporter, inputs, attrs):
+def _reduce(imp: ArkImporter, inputs, attrs, kind: str | None = None):
     x = imp.tensor(inputs[0])
     rank = len(x.type.shape_list)
     if len(inputs) > 1 and inputs[1] is not None:
@@ -633,7 +633,7 @@ def _reduce(imp: ArkImporter, inputs, attrs):
             return [x]
         axes = list(range(rank))
     method = {"ReduceMean": imp.m.reduce_mean, "ReduceSum": imp.m.reduce_sum,
-              "ReduceMax": imp.m.reduce_max}[imp.node.op_type]
+              "ReduceMax": imp.m.reduce_max}[kind or imp.node.op_type]
     for axis in sorted({a % rank for a in axes}):
         x = method(x, axis)
     if not attrs.get("keepdims", 1):

@@ -939,3 +939,116 @@ def _attention(imp: ArkImporter, inputs, attrs):
     qk = {0: scores, 1: capped, 2: biased, 3: probabilities}.get(mode, scores)
     imp.decomposed("MatMul, scale, mask, Softmax, MatMul per head")
     return [y, present_k, present_v, qk]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and activations built from others
+# ---------------------------------------------------------------------------------------------
+
+REDUCE_FORMS = {"ReduceMin": ("ReduceMax", "-max(-x)"),
+                "ReduceSumSquare": ("ReduceSum", "sum(x x)"),
+                "ReduceL1": ("ReduceSum", "sum(|x|)"), "ReduceL2": ("ReduceSum", "sqrt(sum(x x))")}
+
+
+@handles(*REDUCE_FORMS)
+def _reduce_form(imp: ArkImporter, inputs, attrs):
+    from frontends.onnx_model import HANDLERS
+
+    kind = imp.node.op_type
+    x = inputs[0]
+    if isinstance(x, np.ndarray):
+        x = x.astype(np.float32) if x.dtype.kind == "f" else x
+        before = {"ReduceMin": -x, "ReduceSumSquare": x * x, "ReduceL1": np.abs(x),
+                  "ReduceL2": x * x}[kind]
+    else:
+        if kind == "ReduceMin" and not is_float(x):
+            x = _as_int(imp, x)       # -x of UINT8 (a BOOL) has no UINT8 value
+        before = {"ReduceMin": lambda: imp.m.scalar_mul(x, -1.0),
+                  "ReduceSumSquare": lambda: imp.m.mul(x, x),
+                  "ReduceL1": lambda: _abs(imp, x), "ReduceL2": lambda: imp.m.mul(x, x)}[kind]()
+    base, form = REDUCE_FORMS[kind]
+    (out,) = HANDLERS[base](imp, [before, *inputs[1:]], attrs, kind=base)
+    if isinstance(out, np.ndarray):
+        result = {"ReduceMin": -out, "ReduceL2": np.sqrt(out)}.get(kind, out)
+        return [result.astype(inputs[0].dtype)]
+    imp.decomposed(form)
+    if kind == "ReduceMin":
+        out = imp.m.scalar_mul(imp.tensor(out), -1.0)
+        if out.type.data_type != dtype_of(inputs[0]):
+            out = imp.m.cast(out, dtype_of(inputs[0]))
+    elif kind == "ReduceL2":
+        out = imp.m.sqrt(imp.tensor(out))
+    return [out]
+
+
+def _negative_part(imp: ArkImporter, x):
+    """min(x, 0) = -relu(-x)."""
+    return imp.m.scalar_mul(imp.m.relu(imp.m.scalar_mul(x, -1.0)), -1.0)
+
+
+ACTIVATIONS = ("Elu", "Selu", "Celu", "LeakyRelu", "HardSigmoid", "HardSwish", "Softsign",
+               "Swish", "PRelu")
+
+
+def _activation_numpy(kind: str, x: np.ndarray, attrs, other=None) -> np.ndarray:
+    alpha = attrs.get("alpha")
+    if kind == "Elu":
+        return np.where(x > 0, x, (alpha or 1.0) * (np.exp(x) - 1))
+    if kind == "Selu":
+        return attrs.get("gamma", 1.0507) * np.where(x > 0, x, (alpha or 1.67326) * (np.exp(x) - 1))
+    if kind == "Celu":
+        a = alpha or 1.0
+        return np.maximum(x, 0) + np.minimum(0, a * (np.exp(x / a) - 1))
+    if kind == "LeakyRelu":
+        return np.where(x > 0, x, (alpha or 0.01) * x)
+    if kind == "PRelu":
+        return np.where(x > 0, x, other * x)
+    if kind in ("HardSigmoid", "HardSwish"):
+        a, b = (alpha or 0.2, attrs.get("beta", 0.5)) if kind == "HardSigmoid" else (1 / 6, 0.5)
+        h = np.clip(a * x + b, 0, 1)
+        return h if kind == "HardSigmoid" else x * h
+    if kind == "Softsign":
+        return x / (1 + np.abs(x))
+    return x / (1 + np.exp(-(alpha or 1.0) * x))
+
+
+@handles(*ACTIVATIONS)
+def _activation(imp: ArkImporter, inputs, attrs):
+    """Relu, Exp and Sigmoid compositions: Elu is relu(x) + alpha (exp(min(x, 0)) - 1), the
+    hard ones are clipped lines, PRelu relu(x) + slope min(x, 0)."""
+    kind = imp.node.op_type
+    x = inputs[0]
+    if _all_const(inputs):
+        return [_activation_numpy(kind, x, attrs, *inputs[1:]).astype(x.dtype)]
+    x = imp.tensor(x)
+    m = imp.m
+    alpha = attrs.get("alpha")
+    if kind in ("Elu", "Selu", "Celu"):
+        a = alpha if alpha is not None else {"Elu": 1.0, "Selu": 1.67326319217681884765625,
+                                             "Celu": 1.0}[kind]
+        low = _negative_part(imp, x)
+        if kind == "Celu":
+            low = m.scalar_mul(low, 1 / a)
+        out = m.add(m.relu(x), m.scalar_mul(m.scalar_add(m.exp(low), -1.0), a))
+        if kind == "Selu":
+            out = m.scalar_mul(out, attrs.get("gamma", 1.05070102214813232421875))
+    elif kind in ("LeakyRelu", "PRelu"):
+        low = _negative_part(imp, x)
+        slope = inputs[1] if kind == "PRelu" else np.array(alpha if alpha is not None else 0.01)
+        scaled = m.scalar_mul(low, float(_scalar(slope))) if _scalar(slope) is not None \
+            else m.mul(low, imp.tensor(slope, x))
+        out = _expand_to(imp, m.add(m.relu(x), scaled),
+                         broadcast(x.type.shape_list, shape_of(slope)))
+    elif kind in ("HardSigmoid", "HardSwish"):
+        a, b = (alpha if alpha is not None else 0.2, attrs.get("beta", 0.5)) \
+            if kind == "HardSigmoid" else (1 / 6, 0.5)
+        line = m.relu(m.scalar_add(m.scalar_mul(x, a), b))
+        out = _one_minus(imp, m.relu(_one_minus(imp, line)))
+        if kind == "HardSwish":
+            out = m.mul(x, out)
+    elif kind == "Softsign":
+        out = m.div(x, m.scalar_add(_abs(imp, x), 1.0))
+    else:
+        out = m.mul(x, m.sigmoid(m.scalar_mul(x, alpha if alpha is not None else 1.0)))
+    imp.decomposed("Relu, Exp and Sigmoid")
+    return [out]
