@@ -1,20 +1,23 @@
 """ONNX models in: `planc model.onnx --target ...` (the `onnx` extra).
 
 A graph whose operators ARK has becomes an ARK model (`ark.model`): MatMul, Gemm, Add, Sub,
-Mul, Div (with broadcasting), Relu, Sigmoid, Gelu, Exp, Sqrt, Softmax, LayerNormalization,
-ReduceMean/Sum/Max, Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Cast, Gather (an
-embedding), Concat (copies into slices of one tensor) and Slice (a view), Identity and
-Dropout (inference: nothing). A graph with convolutions becomes a Gemini layer graph
-(`dnn.graph`, see `onnx_cnn`).
+Mul, Div (with broadcasting), Mod, Relu, Sigmoid, Exp, Sqrt, Softmax (opset 13's and the 2-D
+coercion before it), ReduceMean/Sum/Max, Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Cast,
+Concat (copies into slices of one tensor) and Slice (a view), Identity and Dropout (inference:
+nothing). `frontends.onnx_ops` adds the operators that decompose into these (masks, gathers,
+Erf, Attention ...). A graph with convolutions becomes a Gemini layer graph (`dnn.graph`, see
+`onnx_cnn`).
 
-Shape computations are folded at import (Constant, Shape, ConstantOfShape, Unsqueeze,
-Squeeze, Concat, Gather, Cast, Range and arithmetic on constants), so `Reshape(x,
-Concat(Shape(x)[0:1], [-1]))` chains become a plain reshape. Weights are kept by shape; when a
-weight has values (an initializer with data, a Constant) they are returned beside the module
-(`OnnxImport.values`), so the numpy interpreter can run the model on them.
+Shape computations are folded at import: by onnxruntime's offline optimiser where it is
+installed (`fold_constants`), and by the handlers here (Constant, Shape, ConstantOfShape,
+Unsqueeze, Squeeze, Concat, Gather, Cast, Range and arithmetic on constants), so
+`Reshape(x, Concat(Shape(x)[0:1], [-1]))` chains become a plain reshape. Weights are kept by
+shape; when a weight has values (an initializer with data, a Constant) they are returned beside
+the module (`OnnxImport.values`), so the numpy interpreter can run the model on them. The
+graph's inputs and outputs are named on their tensors (`OnnxName`).
 
 What a target cannot express is one error naming the ONNX node, its operator and the reason:
-`planc: error: m.onnx: $.graph.node[7]: ONNX node 'Tanh_7' (Tanh): ARK has no tanh ...`.
+`planc: error: m.onnx: $.graph.node[7]: ONNX node 'Log_7' (Log): planc has no ARK lowering ...`.
 """
 
 from __future__ import annotations
