@@ -3,6 +3,7 @@
     planc INPUT... --target NAME [-o OUTPUT] [--pipeline SPEC] [--print-ir-after-all] [flags]
     planc check INPUT [--json]
     planc simulate INPUT [--json]
+    planc run FILE --inputs IN.npz [--weights MODEL.onnx] -o OUT.npz
     planc schema [NAME [FILE...]]
 
 The input format is detected from the document (or named with --from); `.mlir` inputs are IR
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 PROG = "planc"
 LOG = logging.getLogger("planc.pipeline")
-SUBCOMMANDS = ("check", "simulate", "plot", "tune", "schema")
+SUBCOMMANDS = ("check", "simulate", "run", "plot", "tune", "schema")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,6 +57,7 @@ def _listing() -> str:
             "(planc[onnx])\n\n"
             f"other commands:\n  {PROG} check INPUT [--json]      import and verify\n"
             f"  {PROG} simulate INPUT [--json]   functional check and modeled time\n"
+            f"  {PROG} run FILE --inputs IN.npz -o OUT.npz  compute it on your inputs\n"
             f"  {PROG} plot INPUT -o OUT.png     timeline, core map and memory pictures\n"
             f"  {PROG} tune MODEL... -t T -o DIR  explore the target's decisions (--help)\n"
             f"  {PROG} schema [NAME [FILE...]]  a format's JSON Schema, or check files "
@@ -246,6 +248,8 @@ def parser_for(command: str) -> argparse.ArgumentParser:
     """The parser of a subcommand (`planc check`, `simulate`, `plot`, `tune`, `schema`)."""
     if command == "schema":
         return schema_parser()
+    if command == "run":
+        return run_parser()
     return tune_parser() if command == "tune" else command_parser(command)
 
 
@@ -281,6 +285,44 @@ def schema_command(args: argparse.Namespace) -> int:
         except PlancError as e:
             raise e.in_file(path) from None
         print(f"{path}: ok: {args.name}")
+    return 0
+
+
+def run_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog=f"{PROG} run", description="Compute a document on your inputs with planc's "
+        "interpreters and simulators (an ONNX or ARK model, an ARK plan tile by tile, TT "
+        "plans kernel by kernel) and write its outputs. Arrays are named as the ONNX graph "
+        "names its inputs and outputs (plans lowered from ONNX keep the names), else t<id>.")
+    parser.add_argument("input", metavar="FILE")
+    parser.add_argument("--inputs", dest="input_values", metavar="IN.npz",
+                        help="the input values (.npz, one array per input name)")
+    parser.add_argument("--weights", metavar="MODEL.onnx",
+                        help="the ONNX model a plan or ARK model was lowered from: its "
+                             "weights and constants")
+    parser.add_argument("-o", "--output", metavar="OUT.npz",
+                        help="write the outputs here (.npz, one array per output name)")
+    _add_common_options(parser, "print a JSON summary on stdout")
+    _add_input_options(parser)
+    return parser
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from compiler.run import run_command as run
+
+    refuse_stdout(args.output, "-o", "planc run")
+    refuse_overwriting_inputs(args.output, [p for p in (args.input, args.input_values,
+                                                        args.weights) if p])
+    args.inputs = [args.input]
+    with without_garbage_collection():
+        summary = run(args)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        shapes = ", ".join(f"{name} {o['dtype']} {o['shape']}"
+                           for name, o in summary["outputs"].items())
+        print(f"{args.input}: ok: {summary['format']}: {shapes}"
+              + (f" -> {args.output}" if args.output else ""))
     return 0
 
 
@@ -563,6 +605,7 @@ def _main(argv: Sequence[str] | None) -> int:
             command = argv[0]
             args = parser_for(command).parse_args(argv[1:])
             handler = {"check": check_command, "simulate": simulate_command,
+                       "run": run_command,
                        "plot": plot_command, "tune": tune_command,
                        "schema": schema_command}[command]
         else:

@@ -81,6 +81,9 @@ class KernelKind(Enum):
     """Output tile = reduction over len_k input tiles along the last or second-to-last axis."""
     TRANSPOSE = "transpose"
     """Output tile gathered from the input by a permutation of dims (data movement only)."""
+    GATHER = "gather"
+    """Output tile (io, jo): the rows of table B that the indices A of its 32 rows name,
+    columns of tile jo (an embedding lookup; data movement only)."""
 
 
 ELTWISE_OPS: tuple[type[ark.ArkOp], ...] = (
@@ -135,6 +138,8 @@ def kernel_geometry(op: ark.ArkOp) -> KernelGeometry:
     if isinstance(op, ark.TransposeOp):
         return KernelGeometry(KernelKind.TRANSPOSE, TileView.of(op.outputs[0].shape_list),
                               None)
+    if isinstance(op, ark.EmbeddingOp):
+        return KernelGeometry(KernelKind.GATHER, TileView.of(op.outputs[0].shape_list), None)
     raise NotAKernel(_why_not(op))
 
 

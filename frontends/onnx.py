@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import frontends.onnx_ops  # noqa: F401 -- registers the decomposed operators
 from frontends.onnx_cnn import import_cnn
-from frontends.onnx_model import CNN_OPERATORS, ArkImporter, OnnxImport, load
+from frontends.onnx_model import CNN_OPERATORS, ArkImporter, OnnxImport, fold_constants, load
 
 
 def import_onnx(path: str):
@@ -18,4 +19,5 @@ def import_model(model: Any, path: str = "model.onnx") -> OnnxImport:
     ops = {node.op_type for node in model.graph.node}
     if ops & CNN_OPERATORS:
         return import_cnn(model, path)
-    return ArkImporter(model, path).run()
+    folding = fold_constants(model)
+    return ArkImporter(folding.model, path, folding.note).run()

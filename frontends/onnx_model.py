@@ -1,24 +1,28 @@
 """ONNX models in: `planc model.onnx --target ...` (the `onnx` extra).
 
 A graph whose operators ARK has becomes an ARK model (`ark.model`): MatMul, Gemm, Add, Sub,
-Mul, Div (with broadcasting), Relu, Sigmoid, Gelu, Exp, Sqrt, Softmax, LayerNormalization,
-ReduceMean/Sum/Max, Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Cast, Gather (an
-embedding), Concat (copies into slices of one tensor) and Slice (a view), Identity and
-Dropout (inference: nothing). A graph with convolutions becomes a Gemini layer graph
-(`dnn.graph`, see `onnx_cnn`).
+Mul, Div (with broadcasting), Mod, Relu, Sigmoid, Exp, Sqrt, Softmax (opset 13's and the 2-D
+coercion before it), ReduceMean/Sum/Max, Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Cast,
+Concat (copies into slices of one tensor) and Slice (a view), Identity and Dropout (inference:
+nothing). `frontends.onnx_ops` adds the operators that decompose into these (masks, gathers,
+Erf, Attention ...). A graph with convolutions becomes a Gemini layer graph (`dnn.graph`, see
+`onnx_cnn`).
 
-Shape computations are folded at import (Constant, Shape, ConstantOfShape, Unsqueeze,
-Squeeze, Concat, Gather, Cast, Range and arithmetic on constants), so `Reshape(x,
-Concat(Shape(x)[0:1], [-1]))` chains become a plain reshape. Weights are kept by shape; when a
-weight has values (an initializer with data, a Constant) they are returned beside the module
-(`OnnxImport.values`), so the numpy interpreter can run the model on them.
+Shape computations are folded at import: by onnxruntime's offline optimiser where it is
+installed (`fold_constants`), and by the handlers here (Constant, Shape, ConstantOfShape,
+Unsqueeze, Squeeze, Concat, Gather, Cast, Range and arithmetic on constants), so
+`Reshape(x, Concat(Shape(x)[0:1], [-1]))` chains become a plain reshape. Weights are kept by
+shape; when a weight has values (an initializer with data, a Constant) they are returned beside
+the module (`OnnxImport.values`), so the numpy interpreter can run the model on them. The
+graph's inputs and outputs are named on their tensors (`OnnxName`).
 
 What a target cannot express is one error naming the ONNX node, its operator and the reason:
-`planc: error: m.onnx: $.graph.node[7]: ONNX node 'Tanh_7' (Tanh): ARK has no tanh ...`.
+`planc: error: m.onnx: $.graph.node[7]: ONNX node 'Log_7' (Log): planc has no ARK lowering ...`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +33,19 @@ import numpy as np
 from dialects import ark
 from ground.diagnostics import PlancError
 
+LOG = logging.getLogger("planc.onnx")
+
 # ONNX element types (TensorProto.DataType) and ARK's names for them.
 ARK_DTYPES = {1: "FP32", 10: "FP16", 16: "BF16", 6: "INT32", 3: "INT8", 2: "UINT8",
               12: "UINT32"}
+BOOL = 9                    # TensorProto.BOOL: UINT8 tensors holding 0 or 1
+FLOAT_TYPES = frozenset({"FP32", "FP16", "BF16"})
 INDEX_TYPES = (6, 7)        # int32, int64: indices (Gather) become INT32 tensors
+NUMPY_TO_ARK = {np.dtype(np.float16): "FP16", np.dtype(np.int32): "INT32",
+                np.dtype(np.int64): "INT32", np.dtype(np.bool_): "UINT8",
+                np.dtype(np.uint8): "UINT8", np.dtype(np.int8): "INT8"}
+"""The ARK element type of a constant's numpy type (BOOL is UINT8 holding 0 or 1; other
+floats are FP32)."""
 MAX_RANK = 4                # ARK tensors have 1 to 4 dimensions
 CNN_OPERATORS = frozenset({"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
                            "BatchNormalization", "LRN", "GlobalMaxPool"})
@@ -101,6 +114,72 @@ def load(path: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+# Folding what is known at import (onnxruntime's offline optimiser)
+# ---------------------------------------------------------------------------------------------
+
+SHAPE_OPERATORS = frozenset({"Shape", "Size"})
+
+
+def foldable(model: Any) -> bool:
+    """Does the graph compute anything from constants alone (a shape sub-graph: Shape, then
+    Gather, Concat, Equal, Where ... on the shape; or arithmetic on weights)?"""
+    known = {t.name for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type in SHAPE_OPERATORS:
+            return True
+        if node.op_type == "Constant":
+            known.update(node.output)
+        elif node.input and all(not n or n in known for n in node.input):
+            return True
+    return False
+
+
+@dataclass
+class Folding:
+    """What folding did to a model: `note` says why nothing was folded, for the message of
+    a value that must be known at import and is not."""
+
+    model: Any
+    note: str = ""
+
+
+def fold_constants(model: Any) -> Folding:
+    """The model with every value computable from constants and static shapes folded into
+    initializers: onnxruntime's offline graph optimisation at its basic level (constant
+    folding, with Shape nodes of known shapes, and redundant-node elimination; the level
+    writes standard ONNX operators only). Without onnxruntime, or where it does not take the
+    model, the model is imported as written and planc's importer folds what it can."""
+    if not foldable(model):
+        return Folding(model)
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return Folding(model, "install onnxruntime (pip install 'planc[onnx]') so that planc "
+                              "folds the model's shape computations at import")
+    import tempfile
+
+    import onnx
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.log_severity_level = 4
+    with tempfile.TemporaryDirectory(prefix="planc-onnx-") as scratch:
+        options.optimized_model_filepath = os.path.join(scratch, "folded.onnx")
+        try:
+            ort.InferenceSession(model.SerializeToString(), options,
+                                 providers=["CPUExecutionProvider"])
+            folded = onnx.load(options.optimized_model_filepath)
+        except Exception as e:  # noqa: BLE001 -- onnxruntime refuses models in many ways
+            return Folding(model, "onnxruntime could not fold it: "
+                                  f"{' '.join(str(e).split())[:160]}")
+    try:
+        folded = onnx.shape_inference.infer_shapes(folded)
+    except Exception:  # noqa: BLE001 -- shapes are then taken from the graph as written
+        pass
+    return Folding(folded)
+
+
+# ---------------------------------------------------------------------------------------------
 # Values: tensors in the model, or constants known at import
 # ---------------------------------------------------------------------------------------------
 
@@ -121,10 +200,29 @@ class NodeError(PlancError):
     pass
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A value that has no ARK tensor of its own but that a consumer may lower together with
+    its producer (IsNaN of a softmax, which only Where(IsNaN(s), 0, s) consumes)."""
+
+    name: str
+    source: Any
+    reason: str
+    """Why no other consumer can use it ('is ... ')."""
+    consumers: frozenset[str]
+    """The operator types that take it."""
+
+
+def opset_of(model: Any) -> int:
+    """The version of the default ONNX domain the model imports (operators changed meaning
+    between versions: Softmax's axis at 13, Slice's ranges at 10, Dropout's mode at 12)."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+
+
 class ArkImporter:
     """Builds the ARK model node by node with `ModelBuilder`."""
 
-    def __init__(self, model: Any, path: str):
+    def __init__(self, model: Any, path: str, fold_note: str = ""):
         from frontends.model_builder import ModelBuilder
 
         self.model, self.path = model, path
@@ -134,6 +232,9 @@ class ArkImporter:
         self.result = OnnxImport(None)
         self.node_index = -1
         self.node: Any = None
+        self.opset = opset_of(model)
+        self.fold_note = fold_note
+        self.softmax_results: set[Any] = set()  # what Where(IsNaN(s), 0, s) may be
         self.wanted = {n for node in self.graph.node for n in node.input} | {
             v.name for v in self.graph.output}
 
@@ -162,12 +263,21 @@ class ArkImporter:
         for index, node in enumerate(self.graph.node):
             self.node_index, self.node = index, node
             handler = HANDLERS.get(node.op_type)
+            if node.domain not in ("", "ai.onnx"):
+                raise self.fail(f"an operator of domain '{node.domain}'; planc lowers the "
+                                "standard ONNX operators (domain ai.onnx)")
             if handler is None:
                 raise self.fail("planc has no ARK lowering for this operator (supported: "
                                 f"{', '.join(sorted(HANDLERS))}); lower it on the host side "
                                 "and cut the model there")
-            outputs = handler(self, [self.env.get(n) if n else None for n in node.input],
-                              attributes(node))
+            inputs = [self.env.get(n) if n else None for n in node.input]
+            pending = next((v for v in inputs if isinstance(v, Pending)), None)
+            if pending is not None and node.op_type not in pending.consumers:
+                raise self.fail(f"its input '{pending.name}' {pending.reason}")
+            if any(isinstance(v, Wide) for v in inputs) and node.op_type not in RESHAPES:
+                outputs = self.element_wise_of_wide(handler, inputs, attributes(node))
+            else:
+                outputs = handler(self, inputs, attributes(node))
             for name, value in zip(node.output, outputs, strict=False):
                 if name:
                     # numpy reductions of 0-d arrays give scalars: keep constants as arrays
@@ -179,17 +289,27 @@ class ArkImporter:
             if out is None:
                 raise PlancError(f"graph output '{value.name}' is not computed",
                                  path=f"$.graph.output[{index}]", file=self.path)
+            if isinstance(out, Wide):
+                raise PlancError(f"graph output '{value.name}' has shape {list(out.shape)}, "
+                                 f"more than the {MAX_RANK} dims of an ARK tensor",
+                                 path=f"$.graph.output[{index}]", file=self.path)
+            if isinstance(out, Pending):
+                raise PlancError(f"graph output '{value.name}' {out.reason}",
+                                 path=f"$.graph.output[{index}]", file=self.path)
             if isinstance(out, np.ndarray):
                 out = self.weight(out)
             elif isinstance(out.owner, ark.ViewOp) or out.owner.is_virtual:
                 out = self.m.copy(out)     # an output is a tensor the model computes
             self.result.outputs[value.name] = out.type.tensor_id
         self.result.module = self.m.finish()
+        name_tensors(self.result.module, {**{i: n for n, i in self.result.inputs.items()},
+                                          **{i: n for n, i in self.result.outputs.items()}})
         return self.result
 
     def tensor_type(self, type_proto: Any, where: str) -> tuple[str, list[int]]:
         kind = type_proto.tensor_type
         dtype = ARK_DTYPES.get(kind.elem_type) or ("INT32" if kind.elem_type in INDEX_TYPES
+                                                    else "UINT8" if kind.elem_type == BOOL
                                                     else None)
         if dtype is None:
             raise PlancError(f"element type {kind.elem_type} has no ARK equivalent", path=where,
@@ -211,6 +331,36 @@ class ArkImporter:
                             "an ARK tensor has")
         return shape
 
+    def element_wise_of_wide(self, handler: Handler, inputs: list[Any],
+                             attrs: dict[str, Any]) -> list[Any]:
+        """An element-wise operator on values above rank 4: on their merged tensors, when
+        every operand has the one shape (or is a constant scalar)."""
+        shape = next(v.shape for v in inputs if isinstance(v, Wide))
+        name = next(n for n, v in zip(self.node.input, inputs, strict=False)
+                    if isinstance(v, Wide))
+        refusal = self.fail(f"its input '{name}' has shape {list(shape)}, more than the "
+                            f"{MAX_RANK} dims of an ARK tensor; planc folds such values "
+                            "through reshapes and element-wise operators on one shape")
+        if self.node.op_type not in ELEMENT_WISE:
+            raise refusal
+        flat_inputs = []
+        for value in inputs:
+            if isinstance(value, Wide) and value.shape == shape:
+                value = value.flat
+            elif isinstance(value, np.ndarray) and value.shape == shape:
+                value = value.reshape(folded_shape(shape))
+            elif value is not None and not (isinstance(value, np.ndarray) and value.size == 1):
+                raise refusal
+            flat_inputs.append(value)
+        outputs = handler(self, flat_inputs, attrs)
+        return [Wide(v, shape) if not isinstance(v, np.ndarray) and
+                v.type.shape_list == folded_shape(shape) else v for v in outputs]
+
+    def decomposed(self, into: str) -> None:
+        """Say (at -v) that this node became several ARK operators."""
+        LOG.info("ONNX node '%s' (%s) -> %s", self.node.name or self.node.output[0],
+                 self.node.op_type, into)
+
     def missing_outputs(self, produced: int) -> None:
         """Outputs of the node beyond what it lowers to are an error when anything uses them
         (e.g. the mean and inverse deviation of LayerNormalization, Dropout's mask)."""
@@ -226,8 +376,7 @@ class ArkImporter:
         array = np.asarray(value)
         if array.size == 0:
             raise self.fail("an empty tensor (ARK tensors have at least one element)")
-        dtype = dtype or {np.dtype(np.float16): "FP16", np.dtype(np.int32): "INT32",
-                          np.dtype(np.int64): "INT32"}.get(array.dtype, "FP32")
+        dtype = dtype or NUMPY_TO_ARK.get(array.dtype, "FP32")
         tensor = self.m.tensor(self.fit_rank(array.shape), dtype)
         self.result.values[tensor.type.tensor_id] = array.reshape(tensor.type.shape_list)
         return tensor
@@ -243,9 +392,44 @@ class ArkImporter:
 
     def const(self, value: Any, what: str) -> np.ndarray:
         if not isinstance(value, np.ndarray):
+            note = f"; {self.fold_note}" if self.fold_note else ""
             raise self.fail(f"{what} must be known when the model is imported (a constant or "
-                            "a shape computation), not computed by the model")
+                            f"a shape computation), not computed by the model{note}")
         return value
+
+
+NAME_KEY = "OnnxName"
+"""The extra member of an ARK tensor (kept by every format that holds tensors: ARK models
+and plans, TT plans) naming the ONNX graph input or output it is, so that one set of named
+inputs feeds the model and every plan lowered from it (`planc run`). ARK's runtime reads
+tensors by their known members and ignores it."""
+
+
+def name_tensors(module: Any, names: dict[int, str]) -> None:
+    """Give the tensors of `names` (by id) their ONNX names as the `OnnxName` extra member."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+    from xdsl.rewriter import Rewriter
+
+    for op in module.walk():
+        for value in op.results:
+            t = value.type
+            name = names.get(getattr(t, "tensor_id", None))
+            if name is None or not isinstance(t, ark.TensorType):
+                continue
+            extra = DictionaryAttr({**t.extra.data, NAME_KEY: StringAttr(name)})
+            Rewriter.replace_value_with_new_type(
+                value, ark.TensorType(*t.parameters[:-1], extra))
+
+
+def tensor_names(module: Any) -> dict[str, int]:
+    """ONNX name -> tensor id, of the tensors that `name_tensors` named."""
+    names: dict[str, int] = {}
+    for op in module.walk():
+        for value in op.results:
+            t = value.type
+            if isinstance(t, ark.TensorType) and NAME_KEY in t.extra.data:
+                names.setdefault(t.extra.data[NAME_KEY].data, t.tensor_id)
+    return names
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,6 +452,24 @@ def _all_const(inputs: list[Any]) -> bool:
     return all(isinstance(v, np.ndarray) or v is None for v in inputs)
 
 
+def truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ONNX's integer Div, as C's: the quotient rounded toward zero (numpy's `//` floors, and
+    `-7 // 2` is -4 where ONNX gives -3). A zero divisor is the model's error."""
+    if not np.all(b):
+        raise ValueError("integer division by zero")
+    quotient = np.abs(a) // np.abs(b)
+    return (np.sign(a) * np.sign(b) * quotient).astype(np.result_type(a, b))
+
+
+RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape",
+                      "Size", "Expand"})
+"""Operators that take values above rank 4 as they are (`Wide`)."""
+ELEMENT_WISE = frozenset({
+    "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Exp", "Sqrt", "Neg", "Cast", "Tanh", "Erf",
+    "Abs", "Reciprocal", "Pow", "Max", "Min", "Clip", "Where", "Equal", "Less", "Greater",
+    "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Gelu", "CastLike", "Dropout"})
+"""Operators that planc applies to a value above rank 4 through its merged tensor."""
+
 NUMPY_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 
 
@@ -276,14 +478,20 @@ def _binary(imp: ArkImporter, inputs, attrs):
     a, b = inputs
     kind = imp.node.op_type
     if _all_const(inputs):
-        if kind == "Div" and a.dtype.kind in "iu":
-            return [a // b]
+        if kind == "Div" and a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            if not np.all(b):
+                raise imp.fail("integer division by zero")
+            return [truncating_divide(a, b)]
         return [NUMPY_BINARY[kind](a, b).astype(np.result_type(a, b))]
-    if isinstance(b, np.ndarray) and b.size == 1 and kind in ("Add", "Sub", "Mul", "Div"):
+    if isinstance(b, np.ndarray) and b.size == 1 and kind in ("Add", "Sub", "Mul", "Div") \
+            and a.type.data_type in FLOAT_TYPES:
         scalar = float(b.reshape(-1)[0])
         if kind in ("Add", "Sub"):
-            return [imp.m.scalar_add(a, scalar if kind == "Add" else -scalar)]
-        return [imp.m.scalar_mul(a, scalar if kind == "Mul" else 1.0 / scalar)]
+            out = imp.m.scalar_add(a, scalar if kind == "Add" else -scalar)
+        else:
+            out = imp.m.scalar_mul(a, scalar if kind == "Mul" else 1.0 / scalar)
+        # a [1, 1] constant broadcasts a [3] tensor to [1, 3]
+        return [_reshape_to(imp, out, np.broadcast_shapes(tuple(a.type.shape_list), b.shape))]
     a, b = imp.tensor(a, b), imp.tensor(b, a)
     method = getattr(imp.m, kind.lower())
     try:
@@ -292,22 +500,55 @@ def _binary(imp: ArkImporter, inputs, attrs):
         raise imp.fail(str(e)) from None
 
 
+@handles("Mod")
+def _mod(imp: ArkImporter, inputs, attrs):
+    """The remainder with the sign of the divisor (`fmod=0`, integers only) or, with `fmod=1`,
+    of the dividend (C's fmod). On the model's integers with fmod=1 it is `a - b * (a / b)`
+    with ARK's truncating integer Div; the other forms need comparisons ARK lacks."""
+    a, b = inputs
+    fmod = bool(attrs.get("fmod", 0))
+    if _all_const(inputs):
+        if a.dtype.kind in "iu" and not np.all(b):
+            raise imp.fail("integer modulo by zero")
+        return [(np.fmod if fmod else np.mod)(a, b).astype(np.result_type(a, b))]
+    a, b = imp.tensor(a, b), imp.tensor(b, a)
+    if not fmod or a.type.data_type in FLOAT_TYPES:
+        raise imp.fail("ARK computes the remainder only of integers with fmod=1 (as "
+                       "a - b * (a / b)); this one needs a floor or a sign test")
+    imp.decomposed("Sub(a, Mul(b, Div(a, b)))")
+    return [imp.m.sub(a, imp.m.mul(b, imp.m.div(a, b)))]
+
+
 @handles("Relu", "Sigmoid", "Exp", "Sqrt")
 def _unary(imp: ArkImporter, inputs, attrs):
     return [getattr(imp.m, imp.node.op_type.lower())(imp.tensor(inputs[0]))]
 
 
-@handles("Gelu")
-def _gelu(imp: ArkImporter, inputs, attrs):
-    if attrs.get("approximate", b"none") not in (b"tanh", "tanh"):
-        raise imp.fail("ARK's Gelu is the tanh approximation; this node asks for the exact "
-                       "(erf) form (set approximate='tanh' or accept the difference)")
-    return [imp.m.gelu(imp.tensor(inputs[0]))]
-
-
-@handles("Identity", "Dropout")
+@handles("Identity")
 def _identity(imp: ArkImporter, inputs, attrs):
     return [inputs[0]]
+
+
+@handles("Dropout")
+def _dropout(imp: ArkImporter, inputs, attrs):
+    """Dropout in inference is the identity, and its mask all true. In training mode
+    (`training_mode` input from opset 12, `is_test=0` before opset 7) it zeroes a random
+    `ratio` of the elements: random, so no plan computes what onnxruntime computes, and it is
+    refused unless the ratio is 0."""
+    if imp.opset >= 12:
+        training = len(inputs) > 2 and inputs[2] is not None and bool(
+            imp.const(inputs[2], "training_mode").reshape(-1)[0])
+        ratio = (float(imp.const(inputs[1], "the ratio").reshape(-1)[0])
+                 if len(inputs) > 1 and inputs[1] is not None else 0.5)
+    else:
+        training = imp.opset < 7 and not attrs.get("is_test", 0)
+        ratio = float(attrs.get("ratio", 0.5))
+    if training and ratio != 0.0:
+        raise imp.fail(f"training mode drops a random {ratio:g} of the elements; planc plans "
+                       "deterministic inference (export the model in eval mode)")
+    x = inputs[0]
+    shape = shape_of(x)
+    return [x, np.ones(shape, dtype=bool)]
 
 
 @handles("Neg")
@@ -315,21 +556,6 @@ def _neg(imp: ArkImporter, inputs, attrs):
     if _all_const(inputs):
         return [-inputs[0]]
     return [imp.m.scalar_mul(inputs[0], -1.0)]
-
-
-@handles("Pow")
-def _pow(imp: ArkImporter, inputs, attrs):
-    x, exponent = inputs
-    if _all_const(inputs):
-        return [np.power(x, exponent)]
-    power = float(imp.const(exponent, "the exponent").reshape(-1)[0])
-    if power == 2.0:
-        return [imp.m.mul(x, x)]
-    if power == 1.0:
-        return [x]
-    if power == 0.5:
-        return [imp.m.sqrt(x)]
-    raise imp.fail(f"ARK has no power operator; exponents 0.5, 1 and 2 are lowered, not {power}")
 
 
 @handles("MatMul")
@@ -370,27 +596,35 @@ def _gemm(imp: ArkImporter, inputs, attrs):
 
 @handles("Softmax")
 def _softmax(imp: ArkImporter, inputs, attrs):
+    """From opset 13 Softmax normalises along `axis` (default -1). Before, it coerces the
+    input to 2-D at `axis` (default 1): every element from `axis` on is one row, so the
+    model's [N, C, H, W] with axis 1 normalises over C*H*W (a reshape around one softmax)."""
     x = imp.tensor(inputs[0])
-    axis = attrs.get("axis", -1)
-    return [imp.m.softmax(x, axis % len(x.type.shape_list))]
-
-
-@handles("LayerNormalization")
-def _layer_norm(imp: ArkImporter, inputs, attrs):
-    x = imp.tensor(inputs[0])
-    rank = len(x.type.shape_list)
-    if attrs.get("axis", -1) % rank != rank - 1:
-        raise imp.fail("ARK normalises over the last axis only")
-    out = imp.m.layer_norm(x, attrs.get("epsilon", 1e-5))
-    if len(inputs) > 1 and inputs[1] is not None:
-        out = imp.m.mul(out, imp.tensor(inputs[1], x))
-    if len(inputs) > 2 and inputs[2] is not None:
-        out = imp.m.add(out, imp.tensor(inputs[2], x))
+    shape = x.type.shape_list
+    if imp.opset >= 13:
+        out = imp.m.softmax(x, _axis(imp, attrs.get("axis", -1), len(shape)))
+    else:
+        axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
+        rows = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+        if axis == len(shape) - 1 or rows[1] == shape[-1]:
+            out = imp.m.softmax(x, len(shape) - 1)
+        else:
+            out = _reshape_to(imp, imp.m.softmax(_reshape_to(imp, x, rows), 1), shape)
+    imp.softmax_results.add(out)
     return [out]
 
 
+def _axis(imp: ArkImporter, axis: int, rank: int, *, inclusive: bool = False) -> int:
+    """`axis` in [0, rank) (or [0, rank] where the operator allows rank, as Flatten): a
+    negative axis counts from the end, so -1 is rank - 1."""
+    bound = rank + 1 if inclusive else rank
+    if not -rank <= axis < bound:
+        raise imp.fail(f"axis {axis} is out of range for a rank-{rank} input")
+    return axis + rank if axis < 0 else axis
+
+
 @handles("ReduceMean", "ReduceSum", "ReduceMax")
-def _reduce(imp: ArkImporter, inputs, attrs):
+def _reduce(imp: ArkImporter, inputs, attrs, kind: str | None = None):
     x = imp.tensor(inputs[0])
     rank = len(x.type.shape_list)
     if len(inputs) > 1 and inputs[1] is not None:
@@ -402,7 +636,7 @@ def _reduce(imp: ArkImporter, inputs, attrs):
             return [x]
         axes = list(range(rank))
     method = {"ReduceMean": imp.m.reduce_mean, "ReduceSum": imp.m.reduce_sum,
-              "ReduceMax": imp.m.reduce_max}[imp.node.op_type]
+              "ReduceMax": imp.m.reduce_max}[kind or imp.node.op_type]
     for axis in sorted({a % rank for a in axes}):
         x = method(x, axis)
     if not attrs.get("keepdims", 1):
@@ -421,6 +655,29 @@ def _transpose(imp: ArkImporter, inputs, attrs):
     return [imp.m.transpose(x, perm)]
 
 
+@dataclass(frozen=True)
+class Wide:
+    """A value of rank above ARK's 4: its elements, contiguous, in an ARK tensor whose leading
+    dims are merged. Reshapes and element-wise operators take it; anything else that needs
+    its dims refuses it."""
+
+    flat: Any
+    shape: tuple[int, ...]
+
+
+def shape_of(value: Any) -> list[int]:
+    if isinstance(value, np.ndarray):
+        return list(value.shape)
+    if isinstance(value, Wide):
+        return list(value.shape)
+    return value.type.shape_list
+
+
+def folded_shape(shape: Sequence[int]) -> list[int]:
+    """A rank above 4 merged into 4 dims: the leading ones into one."""
+    return [int(np.prod(shape[:len(shape) - MAX_RANK + 1])), *shape[len(shape) - MAX_RANK + 1:]]
+
+
 def _contiguous(imp: ArkImporter, x):
     t = x.type
     return x if t.strides_list == t.shape_list and not any(t.offsets_list) else imp.m.copy(x)
@@ -429,7 +686,14 @@ def _contiguous(imp: ArkImporter, x):
 def _reshape_to(imp: ArkImporter, x, shape: Sequence[int]):
     if isinstance(x, np.ndarray):
         return x.reshape(shape)
-    shape = imp.fit_rank(shape)
+    if isinstance(x, Wide):
+        x = x.flat
+    shape = list(shape) or [1]
+    if 0 in shape:
+        raise imp.fail(f"the result {list(shape)} is empty (ARK tensors have at least one "
+                       "element)")
+    if len(shape) > MAX_RANK:
+        return Wide(_reshape_to(imp, x, folded_shape(shape)), tuple(shape))
     if list(shape) == x.type.shape_list:
         return x
     return imp.m.reshape(_contiguous(imp, x), shape)
@@ -438,28 +702,47 @@ def _reshape_to(imp: ArkImporter, x, shape: Sequence[int]):
 @handles("Reshape")
 def _reshape(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    target = [int(v) for v in imp.const(inputs[1], "the new shape")]
-    current = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
-    if not attrs.get("allowzero", 0):
+    current = shape_of(x)
+    return [_reshape_to(imp, x, reshape_target(imp, current, imp.const(
+        inputs[1], "the new shape"), bool(attrs.get("allowzero", 0))))]
+
+
+def reshape_target(imp: ArkImporter, current: list[int], shape: np.ndarray,
+                   allowzero: bool) -> list[int]:
+    """Reshape's new shape, as ONNX defines it: a 0 copies the input's dim at that position
+    (unless `allowzero`, where it is a zero dim), one -1 takes what the others leave, and the
+    element count must stay. Anything else is the model's error, named."""
+    target = [int(v) for v in shape.reshape(-1)]
+    if not allowzero:
+        if any(v == 0 and i >= len(current) for i, v in enumerate(target)):
+            raise imp.fail(f"new shape {target} copies (0) a dim the {current} input lacks")
         target = [current[i] if v == 0 else v for i, v in enumerate(target)]
+    if target.count(-1) > 1 or any(v < -1 for v in target):
+        raise imp.fail(f"new shape {target}: at most one -1 and no other negative dim")
+    size = int(np.prod(current))
     if -1 in target:
         known = int(np.prod([v for v in target if v != -1]))
-        target[target.index(-1)] = int(np.prod(current)) // max(known, 1)
-    return [_reshape_to(imp, x, target)]
+        if known == 0 or size % known:
+            raise imp.fail(f"new shape {target} cannot hold the {size} elements of {current}")
+        target[target.index(-1)] = size // known
+    if int(np.prod(target)) != size:
+        raise imp.fail(f"new shape {target} has {int(np.prod(target))} elements, the input "
+                       f"{current} has {size}")
+    return target
 
 
 @handles("Flatten")
 def _flatten(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
-    axis = attrs.get("axis", 1) % (len(shape) + 1)
+    shape = shape_of(x)
+    axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
     return [_reshape_to(imp, x, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])]
 
 
 @handles("Squeeze", "Unsqueeze")
 def _squeeze(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
+    shape = shape_of(x)
     if len(inputs) > 1 and inputs[1] is not None:
         axes = [int(a) for a in imp.const(inputs[1], "the axes")]
     else:
@@ -485,26 +768,28 @@ def _cast(imp: ArkImporter, inputs, attrs):
         from onnx import helper
 
         return [x.astype(helper.tensor_dtype_to_np_dtype(to))]
+    if to == BOOL:
+        return [_nonzero(imp, x)]
     dtype = ARK_DTYPES.get(to) or ("INT32" if to in INDEX_TYPES else None)
     if dtype is None:
         raise imp.fail(f"element type {to} has no ARK equivalent")
     return [x if dtype == x.type.data_type else imp.m.cast(x, dtype)]
 
 
-@handles("Gather")
-def _gather(imp: ArkImporter, inputs, attrs):
-    data, indices = inputs
-    axis = attrs.get("axis", 0)
-    if _all_const(inputs):
-        return [np.take(data, indices, axis=axis)]
-    if axis != 0:
-        raise imp.fail("ARK gathers rows of a table (an embedding): axis must be 0")
-    table = imp.tensor(data)
-    if len(table.type.shape_list) != 2:
-        raise imp.fail("an embedding table has 2 dimensions [rows, width]")
-    if isinstance(indices, np.ndarray):
-        indices = imp.weight(indices.astype(np.int32), "INT32")
-    return [imp.m.embedding(indices, table)]
+def _nonzero(imp: ArkImporter, x):
+    """Cast to BOOL: x != 0, as UINT8 0/1. Exact on integers: relu(x) - relu(x - 1) is
+    [x > 0], and the same of -x is [x < 0]; ARK cannot test a float for zero."""
+    if x.type.data_type in FLOAT_TYPES:
+        raise imp.fail("a cast of floats to BOOL tests each for zero, which ARK cannot (no "
+                       "comparison of floats); integers and BOOL cast exactly")
+    d = x if x.type.data_type == "INT32" else imp.m.cast(x, "INT32")
+    m = imp.m
+
+    def positive(v):
+        return m.sub(m.relu(v), m.relu(m.scalar_add(v, -1.0)))
+
+    imp.decomposed("[x > 0] + [x < 0] with Relu")
+    return m.cast(m.add(positive(d), positive(m.scalar_mul(d, -1.0))), "UINT8")
 
 
 @handles("Concat")
@@ -532,13 +817,28 @@ def _concat(imp: ArkImporter, inputs, attrs):
 @handles("Slice")
 def _slice(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = list(x.shape) if isinstance(x, np.ndarray) else x.type.shape_list
-    starts = [int(v) for v in imp.const(inputs[1], "the starts")]
-    ends = [int(v) for v in imp.const(inputs[2], "the ends")]
-    axes = ([int(v) for v in imp.const(inputs[3], "the axes")]
-            if len(inputs) > 3 and inputs[3] is not None else list(range(len(starts))))
-    steps = ([int(v) for v in imp.const(inputs[4], "the steps")]
-             if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts))
+    shape = shape_of(x)
+    if imp.opset < 10:   # the ranges were attributes until opset 10
+        starts, ends = list(attrs.get("starts", [])), list(attrs.get("ends", []))
+        axes = list(attrs.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        if len(inputs) < 3 or inputs[1] is None or inputs[2] is None:
+            raise imp.fail("Slice from opset 10 takes its starts and ends as inputs")
+        starts = [int(v) for v in imp.const(inputs[1], "the starts").reshape(-1)]
+        ends = [int(v) for v in imp.const(inputs[2], "the ends").reshape(-1)]
+        axes = ([int(v) for v in imp.const(inputs[3], "the axes").reshape(-1)]
+                if len(inputs) > 3 and inputs[3] is not None else list(range(len(starts))))
+        steps = ([int(v) for v in imp.const(inputs[4], "the steps").reshape(-1)]
+                 if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts))
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise imp.fail(f"starts, ends, axes and steps have different lengths {len(starts)}, "
+                       f"{len(ends)}, {len(axes)}, {len(steps)}")
+    if 0 in steps:
+        raise imp.fail("a step is 0")
+    axes = [_axis(imp, a, len(shape)) for a in axes]
+    if len(set(axes)) != len(axes):
+        raise imp.fail(f"axes {axes} repeat an axis")
     if isinstance(x, np.ndarray):
         index = [slice(None)] * len(shape)
         for a, s, e, st in zip(axes, starts, ends, steps, strict=True):
@@ -576,7 +876,7 @@ def _constant(imp: ArkImporter, inputs, attrs):
 @handles("Shape")
 def _shape(imp: ArkImporter, inputs, attrs):
     x = inputs[0]
-    shape = np.array(x.shape if isinstance(x, np.ndarray) else x.type.shape_list, np.int64)
+    shape = np.array(shape_of(x), np.int64)
     return [shape[attrs.get("start", 0): attrs.get("end", len(shape))]]
 
 

@@ -24,6 +24,7 @@ SMALLEST: dict[str, list[str]] = {
     "gemini_schedule.py": ["--smoke"],
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
     "onnx_gemini.py": ["--smoke"],
+    "onnx_models.py": ["--smoke"],
     "plan_quality.py": ["--arch", "a100", "--seq", "64"],
     "schema_speed.py": ["--ops", "100", "--repeat", "1", str(ROOT / "examples" / "ffn.json")],
     "tt_plans.py": ["--grid", "2x2"],

@@ -935,6 +935,38 @@ def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[s
     }
 
 
+def run_plan(p: plan.PlanOp, inputs: dict[int, np.ndarray]
+             ) -> tuple[ModelRun, dict[int, np.ndarray]]:
+    """`planc run` of a plan: every task tile by tile in ARK's order on `inputs` (by tensor
+    id); returns the plan's model run on them and the plan's values of its outputs. A race,
+    missing data or a plan too big to run every tile is an error."""
+    executions = plan.task_executions(p)
+    if executions > RUN_TASKS:
+        raise PlancError(f"the plan runs {executions:,} task executions, more than the "
+                         f"{RUN_TASKS:,} planc runs tile by tile; run the model it was made "
+                         "from instead (planc run MODEL)")
+    comm = [op for op in p.graph.ops if isinstance(op, ark.CommOp)]
+    if comm:
+        raise PlancError(f"{comm[0].ark_type} '{comm[0].label.data}': a plan of one rank "
+                         "cannot run its communication without the other ranks",
+                         path=source_path(comm[0]))
+    model, originals, ordering = derive_model(p)
+    reference = run_model(model, inputs)
+    runner = PlanRunner(p, reference, originals)
+    runner.run()
+    problems = [str(pr) for pr in runner.problems] + ordering
+    if problems:
+        raise PlancError(f"the plan does not run correctly: {problems[0]}")
+    outputs = {tid: dtypes.to_compute(runner.view(reference.types[tid]),
+                                      reference.types[tid].data_type)
+               for tid in reference.outputs}
+    return reference, outputs
+
+
+RUN_TASKS = 200_000
+"""The most task executions `planc run` runs tile by tile (about a minute of numpy)."""
+
+
 def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str, Any]:
     """The functional check of a large plan: its schedule decided symbolically, and a stated
     sample of tiles computed (see `simulate`)."""

@@ -172,6 +172,21 @@ def transpose_tiles(op: ark.TransposeOp, x: np.ndarray, out: TileView) -> TileFu
     return compute
 
 
+def gather_tiles(indices: np.ndarray, table: np.ndarray, out: TileView) -> TileFunction:
+    """Output row r (over all batches) is table row indices[r]; a tile takes 32 of them."""
+    rows_of = indices.reshape(-1)
+
+    def compute(io: int, jo: int) -> np.ndarray:
+        batch, ht = divmod(io, out.row_tiles)
+        tile = np.zeros((TILE, TILE), dtype=table.dtype)
+        first = batch * out.rows + ht * TILE
+        rows = rows_of[first:first + min(TILE, out.rows - ht * TILE)]
+        cols = slice(jo * TILE, min((jo + 1) * TILE, out.cols))
+        tile[:len(rows), :cols.stop - cols.start] = table[rows, cols]
+        return tile
+    return compute
+
+
 def tile_function(op: ark.ArkOp, geometry: KernelGeometry, inputs: Sequence[np.ndarray]
                   ) -> TileFunction:
     match geometry.kind:
@@ -186,6 +201,8 @@ def tile_function(op: ark.ArkOp, geometry: KernelGeometry, inputs: Sequence[np.n
             return reduce_tiles(op, inputs[0], geometry)
         case KernelKind.TRANSPOSE:
             return transpose_tiles(op, inputs[0], geometry.output)
+        case KernelKind.GATHER:
+            return gather_tiles(inputs[0], inputs[1], geometry.output)
     raise AssertionError(geometry.kind)
 
 
@@ -229,7 +246,9 @@ def execute_kernel(op: ark.ArkOp, work: Sequence[Sequence[Tile]], memory: Memory
     geometry = kernel_geometry(op)
     inputs = [memory.read(t) for t in op.inputs]
     compute = tile_function(op, geometry, inputs)
-    dtype = inputs[0].dtype if inputs else np.dtype(np.float32)
+    # the element type of the values computed: a gather's are its table's, not its indices'
+    source = inputs[1] if geometry.kind is KernelKind.GATHER else inputs[0] if inputs else None
+    dtype = source.dtype if source is not None else np.dtype(np.float32)
     values = run_partition(compute, TileView.of(output_shape(op)), work, dtype)
     memory.write(op.outputs[0], values.reshape(op.outputs[0].shape_list))
 
@@ -315,6 +334,20 @@ def simulate_against(plans: Sequence[tt.PlanOp], reference: ModelRun,
         report.kernels.append(_kernel_report(plan, op, work, device, error, ok))
     _account_bytes(plans, report)
     return report
+
+
+def run_plans(plans: Sequence[tt.PlanOp], inputs: dict[int, np.ndarray]
+              ) -> tuple[ModelRun, dict[int, np.ndarray]]:
+    """`planc run` of TT plans: their kernels' model run on `inputs` (by tensor id), and the
+    values the plans compute tile by tile of its outputs."""
+    reference = run_model(reference_model(plans), inputs)
+    tensors = [t for plan in plans for t in _kernel_tensors(plan.kernel)]
+    memory = Memory(buffer_sizes(tensors))
+    for tensor_id, values in reference.inputs.items():
+        memory.write(reference.types[tensor_id], values)
+    for plan in plans:
+        execute_kernel(plan.kernel.operator, work_lists(plan), memory)
+    return reference, {tid: memory.read(reference.types[tid]) for tid in reference.outputs}
 
 
 def cost_only(plans: Sequence[tt.PlanOp], device_name: str | None = None) -> SimulationReport:

@@ -20,6 +20,7 @@ from onnx import numpy_helper  # noqa: E402
 from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 
 from frontends.onnx import import_model  # noqa: E402
+from ground import dtypes  # noqa: E402
 from ground.diagnostics import PlancError  # noqa: E402
 
 CASES: dict = {}
@@ -55,11 +56,50 @@ def _load_cases(config) -> None:
     CASES.update((case.name, case) for case in cases)
 
 
+SHAPE_ARGUMENTS = {
+    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2),
+    "Slice": (1, 2, 3, 4), "Split": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Trilu": (1,),
+    "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
+    "ReduceL1": (1,), "ReduceL2": (1,), "ReduceSumSquare": (1,), "Pad": (1, 2, 3),
+    "Dropout": (1, 2), "OneHot": (1,), "CenterCropPad": (1,)}
+"""Inputs that decide the result's shape (or, for Dropout, its mode): planc plans tensors of
+fixed shapes, so it takes them as constants at import, as a model that computes them from
+constants has them after folding. The node tests feed them as graph inputs: each data set's
+values are bound as initializers before import (everything else stays a model input)."""
+
+
+def bound_model(case, data_in):
+    """The case's model with its shape arguments bound to this data set's values."""
+    model = case.model
+    positions = {name for node in model.graph.node
+                 for i in SHAPE_ARGUMENTS.get(node.op_type, ()) if i < len(node.input)
+                 for name in [node.input[i]] if name}
+    names = _graph_inputs(case)
+    bind = {n: np.asarray(_array(v)) for n, v in zip(names, data_in, strict=False)
+            if n in positions}
+    if not bind:
+        return model, {}
+    bound = onnx.ModelProto()
+    bound.CopyFrom(model)
+    kept = [v for v in bound.graph.input if v.name not in bind]
+    del bound.graph.input[:]
+    bound.graph.input.extend(kept)
+    bound.graph.initializer.extend(numpy_helper.from_array(v, n) for n, v in bind.items())
+    return bound, bind
+
+
+def _graph_inputs(case) -> list[str]:
+    initializers = {t.name for t in case.model.graph.initializer}
+    return [v.name for v in case.model.graph.input if v.name not in initializers]
+
+
 def _lowered(name: str) -> bool:
     """Does planc import this case (else its test only skips)? Errors other than planc's
     own refusal count as lowered, so that the test runs and shows them."""
+    case = CASES[name]
     try:
-        import_model(CASES[name].model, f"{name}.onnx")
+        import_model(bound_model(case, case.data_sets[0][0] if case.data_sets else [])[0],
+                     f"{name}.onnx")
     except PlancError:
         return False
     except Exception:
@@ -68,7 +108,7 @@ def _lowered(name: str) -> bool:
 
 
 def pytest_generate_tests(metafunc) -> None:
-    """Cases planc does not lower are marked slow: in `-m "not slow"` the ~1,700 of them would
+    """Cases planc does not lower are marked slow: in `-m "not slow"` the ~1,300 of them would
     only skip (2 ms of pytest each); CI lists each with the importer's message."""
     _load_cases(metafunc.config)
     if "name" in metafunc.fixturenames:
@@ -81,17 +121,16 @@ def _array(value):
     return numpy_helper.to_array(value) if hasattr(value, "SerializeToString") else value
 
 
-def outputs_of(imp, case, data_in):
+def outputs_of(imp, case, data_in, bound=()):
     """planc's outputs for one data set, in the order of the graph's outputs."""
     from dialects import dnn
     from targets.ark.model_interpreter import run_model
     from targets.gemini.dnn_interpreter import run_graph
 
-    initializers = {t.name for t in case.model.graph.initializer}
-    names = [v.name for v in case.model.graph.input if v.name not in initializers]
     given = dict(imp.values)
-    for name, value in zip(names, data_in, strict=False):
-        given[imp.inputs[name]] = np.asarray(_array(value))
+    for name, value in zip(_graph_inputs(case), data_in, strict=False):
+        if name not in bound:
+            given[imp.inputs[name]] = np.asarray(_array(value))
     graph = dnn.find_graph(imp.module)
     if graph is None:
         run = run_model(imp.module, given)
@@ -101,28 +140,53 @@ def outputs_of(imp, case, data_in):
     return [by_name[name] for name in imp.outputs]
 
 
+def reproduce(case) -> None:
+    """Import the case (per data set, with its shape arguments bound) and compare every
+    output with ONNX's, values and shape (ARK's [1] stands for a scalar). Raises PlancError
+    when planc refuses it, AssertionError when it computes something else."""
+    for data_in, data_out in case.data_sets:
+        model, bound = bound_model(case, data_in)
+        imp = import_model(model, f"{case.name}.onnx")
+        for got, expected in zip(outputs_of(imp, case, data_in, bound), data_out, strict=True):
+            expected = np.asarray(_array(expected))
+            got = np.asarray(got)
+            assert got.shape == (expected.shape or (1,)), (got.shape, expected.shape)
+            tolerance = HALF_TOLERANCE.get(expected.dtype.name, 1e-3)
+            np.testing.assert_allclose(
+                got.astype(np.float64), expected.astype(np.float64),
+                rtol=max(case.rtol, tolerance), atol=max(case.atol, tolerance / 10))
+
+
+HALF_TOLERANCE = {"float16": dtypes.tolerance("FP16").rtol,
+                  "bfloat16": dtypes.tolerance("BF16").rtol}
+"""Half-precision results: every ARK operator rounds its result to the element type, as the
+device does, where ONNX's reference rounds the whole operator's result once (a softmax of
+bf16 differs by an ulp, 0.008 near 1)."""
+
+
 def test_node_case(name):
-    case = CASES[name]
     try:
-        imp = import_model(case.model, f"{name}.onnx")
+        reproduce(CASES[name])
     except PlancError as e:
         pytest.skip(f"not lowered: {e.message}")
-    for data_in, data_out in case.data_sets:
-        for got, expected in zip(outputs_of(imp, case, data_in), data_out, strict=True):
-            expected = np.asarray(_array(expected))
-            np.testing.assert_allclose(
-                np.asarray(got, dtype=np.float64).reshape(expected.shape),
-                expected.astype(np.float64), rtol=max(case.rtol, 1e-3),
-                atol=max(case.atol, 1e-4))
 
 
-def test_at_least_a_hundred_node_tests_are_covered():
-    covered = []
-    for name, case in CASES.items():
+REPRODUCED_AT_LEAST = 600
+
+
+@pytest.mark.slow
+def test_at_least_600_node_tests_are_reproduced_exactly():
+    """Every case, imported and run: how many planc reproduces (values and shapes). A wrong
+    value or an internal error fails the case's own test above; here it does not count."""
+    reproduced, refused = [], []
+    for name in sorted(CASES):
         try:
-            import_model(case.model, name)
+            reproduce(CASES[name])
         except PlancError:
+            refused.append(name)
             continue
-        covered.append(name)
-    print(f"\nONNX node tests lowered by planc: {len(covered)} of {len(CASES)}")
-    assert len(covered) >= 100
+        except Exception:   # noqa: BLE001 -- counted as not reproduced; test_node_case fails
+            continue
+        reproduced.append(name)
+    print(f"\nONNX node tests reproduced by planc: {len(reproduced)} of {len(CASES)}")
+    assert len(reproduced) >= REPRODUCED_AT_LEAST
