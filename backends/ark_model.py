@@ -13,6 +13,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp, NoneAttr
 from xdsl.ir import Attribute
 
+from backends import cannot_make
 from backends.json_format import MODEL_DEPTH, denser_json
 from dialects import ark
 from dialects.json_value import dict_value
@@ -161,9 +162,14 @@ def emit_model(module: ModuleOp) -> str:
     return denser_json(model_json(model), depth)
 
 
+KEEPS_UNKNOWN_OPERATORS = ("ark-model",)
+"""A model is written back as it was read, operators of types ARK does not register
+included (import and export are lossless); every other target refuses them."""
+
+
 def pipeline(source_format: str, options) -> str:
     if source_format != "ark-model":
-        raise PlancError(f"cannot make an ARK model file from a {source_format} document")
+        raise cannot_make("ark-model", "an ARK model file", source_format)
     return ""
 
 

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from backends import cannot_make
 from backends.jsoncpp import (
     INDENT,
     Styled,
@@ -147,9 +148,7 @@ def pipeline(source_format: str, options: argparse.Namespace) -> str:
     if source_format == "ark-model":
         batch = getattr(options, "batch", None) or 1
         return f"dnn-from-ark{{batch={batch}}}," + schedule_pipeline(options, rebatch=False)
-    raise PlancError(f"--target gemini cannot start from a {source_format or 'synthesized'} "
-                     f"document (it takes Gemini scheduler IR, Gemini layer descriptions and "
-                     f"ARK models)")
+    raise cannot_make("gemini", "a Gemini schedule", source_format)
 
 
 def emit(module: ModuleOp, options: argparse.Namespace | None = None) -> str:

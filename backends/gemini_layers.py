@@ -14,6 +14,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from backends import cannot_make
 from dialects import dnn
 from dialects.json_value import dict_value
 from ground.diagnostics import PlancError
@@ -27,7 +28,7 @@ def pipeline(source_format: str, options: argparse.Namespace) -> str:
         return ""
     if source_format == "ark-model":
         return "dnn-from-ark"
-    raise PlancError(f"--target gemini-layers cannot start from a {source_format} document")
+    raise cannot_make("gemini-layers", "a Gemini layer description", source_format)
 
 
 def emit(module: ModuleOp, options: argparse.Namespace | None = None) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from backends import cannot_make
 from backends.json_format import indented_json
 from dialects import mscclpp as ms
 from dialects.json_value import dict_value
@@ -234,7 +235,7 @@ def pipeline(source_format: str, options: Namespace) -> str:
                          "hardware": getattr(options, "mscclpp_hw", None)}
         given = " ".join(f"{k}={v}" for k, v in options_given.items() if v is not None)
         return "lower-ark-comm-to-mscclpp" + (f"{{{given}}}" if given else "")
-    raise PlancError(f"cannot make an MSCCL++ plan from a {source_format} document")
+    raise cannot_make("mscclpp", "an MSCCL++ plan", source_format)
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

@@ -34,6 +34,7 @@ from importlib import resources
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.base_printer import BasePrinter
 
+from backends import cannot_make
 from dialects import ark, plan
 from dialects.locations import source_path
 from ground.diagnostics import PlancError
@@ -73,7 +74,8 @@ def plan_pipeline(target: str, source_format: str, options) -> str:
         from backends import ark_plan
 
         return ark_plan.pipeline(source_format, options)
-    raise PlancError(f"--target {target} runs ARK plans, not {source_format} documents")
+    raise cannot_make(target, "a program" if target == "cpu" else "a CUDA program",
+                      source_format)
 
 
 def runtime_files(*extra: str) -> dict[str, str]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from backends import cannot_make
 from backends.ark_model import operator_json
 from dialects import tt
 from dialects.json_value import dict_value
@@ -138,7 +139,7 @@ def pipeline(source_format: str, options: Namespace) -> str:
         return ""
     if source_format == "ark-model":
         return lowering_pipeline(options)
-    raise PlancError(f"cannot make a Tenstorrent plan from a {source_format} document")
+    raise cannot_make("tt", "a Tenstorrent plan", source_format)
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

@@ -30,10 +30,19 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from backends import TARGETS, TargetInfo, all_flags, flags_of, make_options, takers, target_named
+from backends import (
+    TARGETS,
+    TargetInfo,
+    all_flags,
+    flags_of,
+    make_options,
+    refuse_ignored,
+    takers,
+    target_named,
+)
 from compiler.pipeline import load_input, load_inputs, lower, without_garbage_collection
 from frontends import FORMATS, load_hook
-from ground.diagnostics import PlancError, UsageError
+from ground.diagnostics import PlancError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -140,6 +149,11 @@ def scoped_options(args: argparse.Namespace, name: str, label: str) -> Any:
             raise UsageError(f"{flag.name} is not an option of {label} (it is one of "
                              f"{', '.join(takers(flag))})")
     return make_options(name, **{dest: getattr(args, dest) for dest in given})
+
+
+def given_options(args: argparse.Namespace) -> list[str]:
+    """The target and command options given on the command line (their Python names)."""
+    return [f.dest for f in all_flags() if hasattr(args, f.dest)]
 
 
 def compile_parser() -> argparse.ArgumentParser:
@@ -367,8 +381,9 @@ def compile_command(args: argparse.Namespace) -> int:
 
     target = target_named(args.target)
     if target is None:
-        known = ", ".join(t.name for t in TARGETS)
-        raise UsageError(f"unknown target '{args.target}' (known targets: {known})")
+        names = [t.name for t in TARGETS]
+        raise UsageError(f"unknown target '{args.target}'{did_you_mean(args.target, names)} "
+                         f"(known targets: {', '.join(names)})")
     if target.writes_directory and not args.output:
         raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
     if args.json and (not args.output or args.output == "-"):
@@ -422,6 +437,8 @@ def check_command(args: argparse.Namespace) -> int:
     options = scoped_options(args, "check", "planc check")
     with without_garbage_collection():       # the import builds a large cyclic graph
         report = check_file(args.input, options, args.source_format)
+    if report.format is not None:
+        refuse_ignored("check", given_options(args), report.format)
     if args.json:
         print(json.dumps(report.as_json()))
         return 0 if report.ok else 1
@@ -444,6 +461,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     fmt, module = load_input(args.input, args.source_format)
     if fmt.simulate is None:
         raise UsageError(f"planc simulate does not support {fmt.name} documents yet")
+    refuse_ignored("simulate", given_options(args), fmt.name)
     try:
         report: dict[str, Any] = {"format": fmt.name, **load_hook(fmt.simulate)(module, options)}
         if options.trace:
@@ -470,7 +488,8 @@ def plot_command(args: argparse.Namespace) -> int:
     options = scoped_options(args, "plot", "planc plot")
     refuse_stdout(args.output, "-o", "planc plot")
     refuse_overwriting_inputs(args.output, [args.input])
-    _, module = load_input(args.input, args.source_format)
+    fmt, module = load_input(args.input, args.source_format)
+    refuse_ignored("plot", given_options(args), fmt.name)
     try:
         drawn = pictures(module, options)
     except PlancError as e:

@@ -62,6 +62,25 @@ def extend_path(path: str, *steps: str | int) -> str:
     return path
 
 
+def near_match(word: str, choices: Iterable[str]) -> str | None:
+    """The choice `word` was most likely meant to be (difflib's closest, case folded: `A100`
+    is a100, `Sigmod` is Sigmoid), or None when nothing is close."""
+    import difflib
+
+    by_folded: dict[str, str] = {}
+    for choice in choices:
+        by_folded.setdefault(choice.casefold(), choice)
+    found = difflib.get_close_matches(word.casefold(), list(by_folded), n=1, cutoff=0.6)
+    return by_folded[found[0]] if found else None
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`": did you mean Sigmoid?"`, to follow the unknown name in a message, or "" when no
+    choice is close."""
+    found = near_match(word, choices)
+    return f": did you mean {found}?" if found is not None else ""
+
+
 def one_of(names: Iterable[str]) -> str:
     """'a, b or c' for error messages that list the valid choices."""
     names = list(names)
