@@ -211,15 +211,15 @@ ignored, so it is an error (`refuse_ignored`)."""
 def refuse_ignored(command: str, given: Iterable[str], document_format: str) -> None:
     """A UsageError for the first option in `given` (option names, `message_size`) that
     `planc COMMAND` ignores on documents of `document_format`."""
-    from ground.diagnostics import UsageError, one_of
+    from ground.diagnostics import ArgumentError, one_of
 
     readers = COMMAND_FORMATS.get(command, {})
     for name in given:
         formats = readers.get(name)
         if formats is not None and document_format not in formats:
             flag = "--" + name.replace("_", "-")
-            raise UsageError(f"{flag} does not apply to {document_format} documents: planc "
-                             f"{command} reads it for {one_of(formats)} documents only")
+            raise ArgumentError(f"{flag} does not apply to {document_format} documents: planc "
+                                f"{command} reads it for {one_of(formats)} documents only")
 
 
 def target_named(name: str) -> TargetInfo | None:
@@ -263,6 +263,12 @@ def flags_of(name: str) -> tuple[Flag, ...]:
     return target.flags
 
 
+def taken_by(flag: Flag) -> str:
+    """`it is one of --target gemini`: the hint after a flag given where it does not belong
+    (the command line's and the API's)."""
+    return f"it is one of {', '.join(takers(flag))}"
+
+
 def takers(flag: Flag) -> list[str]:
     """The targets and commands that take `flag` (for error messages)."""
     targets = [f"--target {t.name}" for t in TARGETS if flag.name in {f.name for f in t.flags}]
@@ -285,14 +291,38 @@ def options_type(name: str) -> type:
 
 def make_options(name: str, **values: Any) -> Any:
     """Options of target or command `name` from keyword values, checked like the command line
-    checks flags: unknown names and values outside a flag's choices are `ValueError`s."""
+    checks flags: unknown names, values of another type and values outside a flag's choices
+    are `ArgumentError`s naming the option (and, for a misplaced one, who takes it)."""
+    from ground.diagnostics import ArgumentError, did_you_mean, one_of
+
     flags = {f.dest: f for f in flags_of(name)}
     for key, value in values.items():
         flag = flags.get(key)
         if flag is None:
             known = ", ".join(flags) or "none"
-            raise ValueError(f"{name} has no option '{key}' (its options: {known})")
+            other = next((f for f in all_flags() if f.dest == key), None)
+            hint = (taken_by(other) if other else did_you_mean(key, flags).removeprefix(": "))
+            raise ArgumentError(f"{name} has no option '{key}' ("
+                                + (f"{hint}; " if hint else "") + f"its options: {known})",
+                                hint=hint or None)
+        expected = _option_type(flag)
+        if value is not None and (not isinstance(value, expected) or (
+                isinstance(value, bool) and bool not in expected)):
+            raise ArgumentError(f"option '{key}' of {name} must be "
+                                f"{_TYPE_NAMES[expected[-1]]}, got {value!r}")
         if flag.choices and value is not None and value not in flag.choices:
-            raise ValueError(f"option '{key}' of {name} must be one of "
-                             f"{', '.join(flag.choices)}, got {value!r}")
+            raise ArgumentError(f"option '{key}' of {name} must be one of "
+                                f"{', '.join(flag.choices)}, got {value!r}")
     return options_type(name)(**values)
+
+
+def _option_type(flag: Flag) -> tuple[type, ...]:
+    """The Python types a value of `flag` may have (a whole number does for a float)."""
+    if flag.switch:
+        return (bool,)
+    if flag.type is float:
+        return (int, float)
+    return (flag.type,)
+
+
+_TYPE_NAMES = {bool: "True or False", int: "an integer", float: "a number", str: "a string"}

@@ -37,12 +37,13 @@ from backends import (
     flags_of,
     make_options,
     refuse_ignored,
+    taken_by,
     takers,
     target_named,
 )
 from compiler.pipeline import load_input, load_inputs, lower, without_garbage_collection
 from frontends import FORMATS, load_hook
-from ground.diagnostics import PlancError, UsageError, did_you_mean
+from ground.diagnostics import ArgumentError, PlancError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -146,8 +147,8 @@ def scoped_options(args: argparse.Namespace, name: str, label: str) -> Any:
     given = {f.dest: f for f in all_flags() if hasattr(args, f.dest)}
     for dest, flag in given.items():
         if dest not in own:
-            raise UsageError(f"{flag.name} is not an option of {label} (it is one of "
-                             f"{', '.join(takers(flag))})")
+            raise ArgumentError(f"{flag.name} is not an option of {label} ({taken_by(flag)})",
+                                hint=taken_by(flag))
     return make_options(name, **{dest: getattr(args, dest) for dest in given})
 
 
@@ -216,7 +217,9 @@ def tune_parser() -> argparse.ArgumentParser:
                         "the results in DIR instead of tuning")
     parser.add_argument("--plot", metavar="IMAGE", help="with --report: draw every candidate "
                         "and the time/memory front (needs planc[plot])")
-    _add_common_options(parser, None)
+    _add_common_options(parser, "print the results as JSON on stdout: per study the best, "
+                                "planc's default and the failures (each reason's count and "
+                                "first message)")
     _add_input_options(parser)
     group = parser.add_argument_group("fixed target options (not explored)")
     for flag in all_flags():
@@ -238,22 +241,34 @@ def tune_command(args: argparse.Namespace) -> int:
     from compiler import tune
 
     if args.report:
-        print(tune.report(args.report, plot=args.plot))
+        if args.json and args.plot:
+            tune.report(args.report, plot=args.plot)
+        print(tune.report_json(args.report) if args.json else
+              tune.report(args.report, plot=args.plot))
         return 0
     if not args.target or not args.output:
         raise UsageError("planc tune needs --target and -o DIR (or --report DIR)")
+    tune.check_target(args.target)
     archs = args.arch or [None]
     del args.arch        # explored (one study each), not a fixed option
     fixed = asdict(scoped_options(args, args.target, f"--target {args.target}"))
     defaults = asdict(make_options(args.target))
     fixed = {k: v for k, v in fixed.items() if v != defaults[k]}
-    results = tune.tune(tune.TuneOptions(
-        target=args.target, models=list(args.input), archs=archs,
-        out=Path(args.output), space=args.space, budget=args.budget, strategy=args.strategy,
-        objective=args.objective, workers=args.workers, ray=args.ray, seed=args.tune_seed,
-        verify=args.verify, fixed=fixed, progress=not args.quiet))
-    print(tune.summary(results, args.objective))
-    return 0 if all(r.best is not None for r in results) else 1
+    try:
+        results = tune.tune(tune.TuneOptions(
+            target=args.target, models=list(args.input), archs=archs,
+            out=Path(args.output), space=args.space, budget=args.budget,
+            strategy=args.strategy, objective=args.objective, workers=args.workers,
+            ray=args.ray, seed=args.tune_seed, verify=args.verify, fixed=fixed,
+            progress=not args.quiet))
+    except KeyboardInterrupt:
+        # One line (the workers ignore Ctrl-C: see tune_search), after the progress line.
+        sys.stderr.write(f"{chr(10) if sys.stderr.isatty() else ''}{PROG}: interrupted; the "
+                         f"candidates evaluated so far are in {Path(args.output) / 'tune.sqlite'}"
+                         ": the same command resumes\n")
+        return 130
+    print(tune.dump(results) if args.json else tune.summary(results, args.objective))
+    return 0 if all(r.succeeded for r in results) else 1
 
 
 def parser_for(command: str) -> argparse.ArgumentParser:

@@ -146,6 +146,8 @@ class PlancOptMain(xDSLOptMain):
         try:
             super().apply_passes(prog)
         except (VerifyException, DiagnosticException) as e:
+            if self.args.verify_diagnostics:
+                raise       # xDSL prints it, for lit tests of verifiers
             raise self.verifier_error(prog, e) from None
 
     def verifier_error(self, module: ModuleOp, error: Exception) -> PlancError:

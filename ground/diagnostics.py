@@ -7,6 +7,13 @@ JSON path of the offending value, e.g.
 
 Library code raises `PlancError` with whatever it knows (a path, a message); the driver adds the
 file name and prints it. Nothing else is allowed to reach the user as a traceback.
+
+The Python API (`compiler.api`) raises the same family for every mistake of its caller:
+
+    PlancError              an input document or a request planc refuses (.file, .path, .rule)
+    └── UsageError          a mistake in the command or call itself, not in a document
+        └── ArgumentError   a misnamed option or target, or a value of the wrong type or out of
+                            its choices (also a ValueError, what the API raised before)
 """
 
 from __future__ import annotations
@@ -18,13 +25,20 @@ class PlancError(Exception):
     """An error in the user's input or request, reported as one line."""
 
     def __init__(self, message: str, *, path: str | None = None, file: str | None = None,
-                 rule: str | None = None):
+                 rule: str | None = None, hint: str | None = None):
         super().__init__(message)
         self.message = message
+        """What is wrong, with the way out where there is one (what the command line prints
+        after the file and the path)."""
         self.path = path
+        """The JSON path of the value at fault (`$.Nodes[3].Op`), when there is one."""
         self.file = file
+        """The file at fault, when there is one."""
         self.rule = rule
         """The named format rule the input breaks, when known (`planc check` reports it)."""
+        self.hint = hint
+        """The way out alone (which target takes an option, the nearest name), when the
+        message gives one; the message already includes it."""
 
     def in_file(self, file: str) -> PlancError:
         """This error, attributed to `file` unless it already names one."""
@@ -40,10 +54,15 @@ class PlancError(Exception):
 
 
 class UsageError(PlancError):
-    """A mistake on the command line itself (not in an input file)."""
+    """A mistake on the command line itself, or in an API call (not in an input file)."""
 
     def in_file(self, file: str) -> PlancError:
         return self
+
+
+class ArgumentError(UsageError, ValueError):
+    """A misnamed option or target, or an option value of the wrong type or outside its
+    choices. Also a `ValueError`: the Python API raised plain ValueErrors for these."""
 
 
 def json_path(*steps: str | int) -> str:
