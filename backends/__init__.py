@@ -293,7 +293,7 @@ def make_options(name: str, **values: Any) -> Any:
     """Options of target or command `name` from keyword values, checked like the command line
     checks flags: unknown names, values of another type and values outside a flag's choices
     are `ArgumentError`s naming the option (and, for a misplaced one, who takes it)."""
-    from ground.diagnostics import ArgumentError, did_you_mean, one_of
+    from ground.diagnostics import ArgumentError, did_you_mean
 
     flags = {f.dest: f for f in flags_of(name)}
     for key, value in values.items():
