@@ -11,7 +11,11 @@ executor, and land in the store as they finish:
   (`--ray local` or `--ray ADDRESS`): the same `evaluate` function in each;
 * objectives: `time` (modeled time, then memory), `memory` (device bytes, then time), or
   `pareto` (the candidates no other beats on both); the best ones are then compiled again and
-  must pass `planc check --strict` and `planc simulate` before one is reported.
+  must pass `planc check --strict` and `planc simulate` before one is reported;
+* determinism: candidates are proposed in rounds (`ROUND`), numbered in proposal order
+  (`sequence`), and a strategy learns a round's results in that order; ties in the ranking go
+  to the lower `sequence`. So every executor, with any number of workers, explores the same
+  candidates and returns the same best for the same seed and budget.
 """
 
 from __future__ import annotations
