@@ -226,20 +226,17 @@ def target_named(name: str) -> TargetInfo | None:
     return next((t for t in TARGETS if t.name == name), None)
 
 
-def cannot_make(target: str, what: str, source_format: str) -> Exception:
-    """The error of target `target` (which writes `what`) given a document it cannot start
-    from: which formats it takes, and which targets take the document's."""
+def cannot_make(error: Any) -> Any:
+    """`error` (an `UnsupportedInput` a target's `pipeline` raised) with which formats the
+    target takes and which targets take the document's."""
     from ground.diagnostics import PlancError, one_of
 
-    takes = one_of(target_named(target).sources)
-    if not source_format:
-        return PlancError(f"cannot make {what} without an INPUT (--target {target} takes "
-                          f"{takes} documents)")
-    others = [t.name for t in TARGETS if source_format in t.sources and t.name != "mlir"]
-    article = "an" if source_format[0] in "aeiou" else "a"
-    return PlancError(f"cannot make {what} from {article} {source_format} document (--target "
-                      f"{target} "
-                      f"takes {takes} documents; {source_format} documents go to "
+    takes = f"--target {error.target} takes {one_of(target_named(error.target).sources)} " \
+            "documents"
+    if not error.source_format:
+        return PlancError(f"{error.message} ({takes})")
+    others = [t.name for t in TARGETS if error.source_format in t.sources and t.name != "mlir"]
+    return PlancError(f"{error.message} ({takes}; {error.source_format} documents go to "
                       f"--target {one_of([*others, 'mlir'])})")
 
 

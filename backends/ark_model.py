@@ -13,12 +13,11 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp, NoneAttr
 from xdsl.ir import Attribute
 
-from backends import cannot_make
 from backends.json_format import MODEL_DEPTH, denser_json
 from dialects import ark
 from dialects.json_value import dict_value
 from dialects.utils import single_root
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UnsupportedInput
 
 
 def buffer_json(buffer: ark.BufferAttr) -> dict[str, Any]:
@@ -169,7 +168,7 @@ included (import and export are lossless); every other target refuses them."""
 
 def pipeline(source_format: str, options) -> str:
     if source_format != "ark-model":
-        raise cannot_make("ark-model", "an ARK model file", source_format)
+        raise UnsupportedInput("ark-model", "an ARK model file", source_format)
     return ""
 
 

@@ -12,12 +12,11 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from backends import cannot_make
 from backends.json_format import PLAN_DEPTH, denser_json, indented_json
 from backends.plan_json import plan_json
 from dialects import plan
 from dialects.utils import single_root
-from ground.diagnostics import PlancError, UsageError, one_of
+from ground.diagnostics import PlancError, UnsupportedInput, UsageError, one_of
 
 DEFAULT_DEVICE = "a100"
 
@@ -96,7 +95,7 @@ def pipeline(source_format: str, options: Namespace) -> str:
     if source_format == "ark-model":
         return model_pipeline(getattr(options, "arch", None) or DEFAULT_DEVICE,
                               getattr(options, "planner", None) or "planc")
-    raise cannot_make("ark", "an ARK plan", source_format)
+    raise UnsupportedInput("ark", "an ARK plan", source_format)
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

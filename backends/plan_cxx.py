@@ -34,10 +34,9 @@ from importlib import resources
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.base_printer import BasePrinter
 
-from backends import cannot_make
 from dialects import ark, plan
 from dialects.locations import source_path
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UnsupportedInput
 from targets.ark.byte_regions import ByteRegion, covered_by_union
 from targets.ark.cost_model import refuse_impossible_grid
 from targets.ark.model_outputs import final_outputs
@@ -74,7 +73,7 @@ def plan_pipeline(target: str, source_format: str, options) -> str:
         from backends import ark_plan
 
         return ark_plan.pipeline(source_format, options)
-    raise cannot_make(target, "a program" if target == "cpu" else "a CUDA program",
+    raise UnsupportedInput(target, "a program" if target == "cpu" else "a CUDA program",
                       source_format)
 
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from frontends import FORMATS, InputFormat, detect_format, format_named, format_of_root
-from ground.diagnostics import PlancError, UsageError
+from ground.diagnostics import PlancError, UnsupportedInput, UsageError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -227,7 +227,12 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
             from dialects.ark import refuse_unknown_operators
 
             refuse_unknown_operators(module)    # one message, whichever target was asked
-        spec = pipeline if pipeline is not None else backend.pipeline(source, options)
+        try:
+            spec = pipeline if pipeline is not None else backend.pipeline(source, options)
+        except UnsupportedInput as e:
+            from backends import cannot_make
+
+            raise cannot_make(e) from None
         steps["pipeline"] = perf_counter()
         try:
             passes = run_pipeline(module, spec, **run)

@@ -11,6 +11,7 @@ file name and prints it. Nothing else is allowed to reach the user as a tracebac
 The Python API (`compiler.api`) raises the same family for every mistake of its caller:
 
     PlancError              an input document or a request planc refuses (.file, .path, .rule)
+    ├── UnsupportedInput    a target given a document it cannot start from
     └── UsageError          a mistake in the command or call itself, not in a document
         └── ArgumentError   a misnamed option or target, or a value of the wrong type or out of
                             its choices (also a ValueError, what the API raised before)
@@ -58,6 +59,18 @@ class UsageError(PlancError):
 
     def in_file(self, file: str) -> PlancError:
         return self
+
+
+class UnsupportedInput(PlancError):
+    """A target given a document it cannot start from (raised by a target's `pipeline`; the
+    driver's `lower` adds which targets take the document, from the target table)."""
+
+    def __init__(self, target: str, what: str, source_format: str):
+        article = "an" if source_format[:1] in tuple("aeiou") else "a"
+        source = f"from {article} {source_format} document" if source_format else \
+            "without an INPUT"
+        super().__init__(f"cannot make {what} {source}")
+        self.target, self.what, self.source_format = target, what, source_format
 
 
 class ArgumentError(UsageError, ValueError):
