@@ -12,7 +12,11 @@ A target module provides:
     emit(module: ModuleOp, options) -> str | dict[str, str]
         the output text, or {relative path: text} for targets that write a directory;
     synthesize(options) -> ModuleOp                                        (optional)
-        the IR to emit when no input file is given (e.g. generated collectives).
+        the IR to emit when no input file is given (e.g. generated collectives);
+    KEEPS_UNKNOWN_OPERATORS: tuple[str, ...]                              (optional)
+        the source formats from which the target copies ARK operators of unregistered types
+        as they are; from any other ARK document such an operator is refused before the
+        pipeline runs, with one message whatever the target (`dialects.ark`).
 
 `options` is an instance of the target's options dataclass (`options_type(name)`), made from
 the flags the table declares for it: the command line builds it from the flags given (a flag
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, make_dataclass
 from types import ModuleType
 from typing import Any
@@ -57,6 +62,9 @@ class TargetInfo:
     flags: tuple[Flag, ...] = ()
     many_inputs: bool = False
     """Takes several INPUT files of one format (e.g. one ARK model per rank)."""
+    sources: tuple[str, ...] = ()
+    """The input formats its `pipeline` starts from (what error messages name; a test
+    compares it with what `pipeline` accepts)."""
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -75,10 +83,13 @@ TT_FLAGS = (
 
 TARGETS: tuple[TargetInfo, ...] = (
     TargetInfo("mlir", "the IR after the pipeline, as MLIR text", "backends.mlir",
+               sources=("ark-model", "ark-plan", "tt", "gemini-ir", "gemini-layers", "mscclpp"),
                flags=(Flag("--generic", "print the generic op form", switch=True),
                       Flag("--debuginfo", "print source locations (JSON paths)", switch=True))),
-    TargetInfo("ark-model", "ARK model file (JSON)", "backends.ark_model"),
+    TargetInfo("ark-model", "ARK model file (JSON)", "backends.ark_model",
+               sources=("ark-model",)),
     TargetInfo("ark", "ARK plan file (JSON)", "backends.ark_plan",
+               sources=("ark-model", "ark-plan"),
                flags=(Flag("--json-layout", "ARK plan text layout (default: denser, ARK's own)",
                            default="denser", choices=("denser", "indented")),
                       Flag("--arch", "device whose hardware model to use (ark: a100, h100 or "
@@ -93,10 +104,12 @@ TARGETS: tuple[TargetInfo, ...] = (
                                            "IsExternal); default current",
                            default="current", choices=("current", "legacy", "torch")))),
     TargetInfo("tt", "Tenstorrent runtime plan (tt.plan.json)", "backends.tt_plan",
-               flags=TT_FLAGS),
+               flags=TT_FLAGS, sources=("ark-model", "tt")),
     TargetInfo("tt-metal", "TT-Metalium host program and reader/compute/writer kernels (C++)",
-               "backends.tt_metal", writes_directory=True, flags=TT_FLAGS),
+               "backends.tt_metal", writes_directory=True, flags=TT_FLAGS,
+               sources=("ark-model", "tt")),
     TargetInfo("gemini", "Gemini scheduler IR (*_stschedule.json)", "backends.gemini",
+               sources=("ark-model", "gemini-ir", "gemini-layers"),
                flags=(Flag("--mesh", "Gemini core mesh XxY (default 1x1)", metavar="XxY"),
                       Flag("--buffer-size", "Gemini L2 bytes per core (default 8388608)",
                            metavar="BYTES", type=int),
@@ -108,10 +121,11 @@ TARGETS: tuple[TargetInfo, ...] = (
                       Flag("--batch", "Gemini batch size (default: the model's)", metavar="N",
                            type=int))),
     TargetInfo("gemini-layers", "Gemini frontend layer description (JSON)",
-               "backends.gemini_layers"),
+               "backends.gemini_layers", sources=("ark-model", "gemini-layers")),
     TargetInfo(
         "mscclpp", "MSCCL++ execution plan (JSON); from a plan, from ARK models (one file per "
         "rank), or generated with --collective", "backends.mscclpp", many_inputs=True,
+        sources=("ark-model", "mscclpp"),
         flags=(Flag("--mscclpp-schema", "schema of the written plan (default: seed)",
                     default="seed", choices=("seed", "executor")),
                Flag("--collective", "generate this collective (no INPUT needed)",
@@ -133,9 +147,9 @@ TARGETS: tuple[TargetInfo, ...] = (
                Flag("--mscclpp-hw", "GPU whose description the cost model uses (default "
                     "h100; see devices)", default="h100", metavar="GPU"))),
     TargetInfo("cpu", "C++17 program running an ARK plan on CPU threads (a directory)",
-               "backends.cpu", writes_directory=True),
+               "backends.cpu", writes_directory=True, sources=("ark-model", "ark-plan")),
     TargetInfo("cuda", "CUDA host program and persistent kernel of an ARK plan (a directory)",
-               "backends.cuda", writes_directory=True,
+               "backends.cuda", writes_directory=True, sources=("ark-model", "ark-plan"),
                flags=(Flag("--cuda-arch", "GPU architecture of the emitted build files, e.g. "
                            "sm_90 (default: the plan's Architecture, else sm_80)",
                            metavar="SM"),)),
@@ -178,9 +192,54 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
 }
 """The options of `planc check`, `simulate`, `plot` and `schema` (the flags of the commands)."""
 
+COMMAND_FORMATS: dict[str, dict[str, tuple[str, ...]]] = {
+    "check": {"ark_runtime": ("ark-plan",)},
+    "plot": {"arch": ("ark-plan",)},
+    "simulate": {
+        "seed": ("ark-model", "ark-plan", "tt", "gemini-ir", "gemini-layers"),
+        "arch": ("ark-plan", "tt"),
+        "cost_only": ("ark-plan", "tt", "gemini-ir"),
+        "full_run_limit": ("ark-plan",),
+        "dram_bw": ("gemini-ir",),
+        "message_size": ("mscclpp",),
+        "mscclpp_hw": ("mscclpp",),
+    },
+}
+"""The document formats whose check, picture or simulator reads each command option (those
+not listed apply to every format): given for another format, an option would be silently
+ignored, so it is an error (`refuse_ignored`)."""
+
+
+def refuse_ignored(command: str, given: Iterable[str], document_format: str) -> None:
+    """A UsageError for the first option in `given` (option names, `message_size`) that
+    `planc COMMAND` ignores on documents of `document_format`."""
+    from ground.diagnostics import ArgumentError, one_of
+
+    readers = COMMAND_FORMATS.get(command, {})
+    for name in given:
+        formats = readers.get(name)
+        if formats is not None and document_format not in formats:
+            flag = "--" + name.replace("_", "-")
+            raise ArgumentError(f"{flag} does not apply to {document_format} documents: planc "
+                                f"{command} reads it for {one_of(formats)} documents only")
+
 
 def target_named(name: str) -> TargetInfo | None:
     return next((t for t in TARGETS if t.name == name), None)
+
+
+def cannot_make(error: Any) -> Any:
+    """`error` (an `UnsupportedInput` a target's `pipeline` raised) with which formats the
+    target takes and which targets take the document's."""
+    from ground.diagnostics import PlancError, one_of
+
+    takes = f"--target {error.target} takes {one_of(target_named(error.target).sources)} " \
+            "documents"
+    if not error.source_format:
+        return PlancError(f"{error.message} ({takes})")
+    others = [t.name for t in TARGETS if error.source_format in t.sources and t.name != "mlir"]
+    return PlancError(f"{error.message} ({takes}; {error.source_format} documents go to "
+                      f"--target {one_of([*others, 'mlir'])})")
 
 
 def all_flags() -> list[Flag]:
@@ -201,6 +260,12 @@ def flags_of(name: str) -> tuple[Flag, ...]:
     if target is None:
         raise KeyError(name)
     return target.flags
+
+
+def taken_by(flag: Flag) -> str:
+    """`it is one of --target gemini`: the hint after a flag given where it does not belong
+    (the command line's and the API's)."""
+    return f"it is one of {', '.join(takers(flag))}"
 
 
 def takers(flag: Flag) -> list[str]:
@@ -225,14 +290,38 @@ def options_type(name: str) -> type:
 
 def make_options(name: str, **values: Any) -> Any:
     """Options of target or command `name` from keyword values, checked like the command line
-    checks flags: unknown names and values outside a flag's choices are `ValueError`s."""
+    checks flags: unknown names, values of another type and values outside a flag's choices
+    are `ArgumentError`s naming the option (and, for a misplaced one, who takes it)."""
+    from ground.diagnostics import ArgumentError, did_you_mean
+
     flags = {f.dest: f for f in flags_of(name)}
     for key, value in values.items():
         flag = flags.get(key)
         if flag is None:
             known = ", ".join(flags) or "none"
-            raise ValueError(f"{name} has no option '{key}' (its options: {known})")
+            other = next((f for f in all_flags() if f.dest == key), None)
+            hint = (taken_by(other) if other else did_you_mean(key, flags).removeprefix(": "))
+            raise ArgumentError(f"{name} has no option '{key}' ("
+                                + (f"{hint}; " if hint else "") + f"its options: {known})",
+                                hint=hint or None)
+        expected = _option_type(flag)
+        if value is not None and (not isinstance(value, expected) or (
+                isinstance(value, bool) and bool not in expected)):
+            raise ArgumentError(f"option '{key}' of {name} must be "
+                                f"{_TYPE_NAMES[expected[-1]]}, got {value!r}")
         if flag.choices and value is not None and value not in flag.choices:
-            raise ValueError(f"option '{key}' of {name} must be one of "
-                             f"{', '.join(flag.choices)}, got {value!r}")
+            raise ArgumentError(f"option '{key}' of {name} must be one of "
+                                f"{', '.join(flag.choices)}, got {value!r}")
     return options_type(name)(**values)
+
+
+def _option_type(flag: Flag) -> tuple[type, ...]:
+    """The Python types a value of `flag` may have (a whole number does for a float)."""
+    if flag.switch:
+        return (bool,)
+    if flag.type is float:
+        return (int, float)
+    return (flag.type,)
+
+
+_TYPE_NAMES = {bool: "True or False", int: "an integer", float: "a number", str: "a string"}

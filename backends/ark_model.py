@@ -17,7 +17,7 @@ from backends.json_format import MODEL_DEPTH, denser_json
 from dialects import ark
 from dialects.json_value import dict_value
 from dialects.utils import single_root
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UnsupportedInput
 
 
 def buffer_json(buffer: ark.BufferAttr) -> dict[str, Any]:
@@ -161,11 +161,16 @@ def emit_model(module: ModuleOp) -> str:
     return denser_json(model_json(model), depth)
 
 
+KEEPS_UNKNOWN_OPERATORS = ("ark-model",)
+"""A model is written back as it was read, operators of types ARK does not register
+included (import and export are lossless); every other target refuses them."""
+
+
 def pipeline(source_format: str, options) -> str:
     if source_format == "ark-plan":
         return "ark-lift-plan"      # the model the plan computes, to plan again
     if source_format != "ark-model":
-        raise PlancError(f"cannot make an ARK model file from a {source_format} document")
+        raise UnsupportedInput("ark-model", "an ARK model file", source_format)
     return ""
 
 

@@ -16,12 +16,21 @@ from backends.json_format import PLAN_DEPTH, denser_json, indented_json
 from backends.plan_json import plan_json
 from dialects import plan
 from dialects.utils import single_root
-from ground.diagnostics import PlancError, UsageError, one_of
+from ground.diagnostics import PlancError, UnsupportedInput, UsageError, one_of
 
 DEFAULT_DEVICE = "a100"
 
 
 def single_plan(module: ModuleOp) -> plan.PlanOp:
+    """The module's plan; a pipeline (`--pipeline`) that made none is told which passes do."""
+    if not any(isinstance(op, plan.PlanOp) for op in module.ops):
+        held = ", ".join(dict.fromkeys(op.name for op in module.ops)) or "nothing"
+        raise PlancError(
+            f"this target needs an ARK plan, and the pipeline ended without one (the IR holds "
+            f"{held}, no plan.plan op); the passes that make a plan are ark-plan, "
+            f"ark-default-plan, or sched-to-plan after ark-to-sched, sched-fuse, sched-tile, "
+            f"sched-partition and sched-allocate (the target's own pipeline, without "
+            f"--pipeline)")
     return single_root(module, plan.PlanOp)
 
 
@@ -75,13 +84,18 @@ def model_pipeline(device: str, planner: str = "planc") -> str:
     return template.format(device=device)
 
 
+KEEPS_UNKNOWN_OPERATORS = ("ark-plan",)
+"""A plan is written back as it was read, operators of types ARK does not register
+included (`planc check` reports them); a model with them is refused."""
+
+
 def pipeline(source_format: str, options: Namespace) -> str:
     if source_format == "ark-plan":
         return ""
     if source_format == "ark-model":
         return model_pipeline(getattr(options, "arch", None) or DEFAULT_DEVICE,
                               getattr(options, "planner", None) or "planc")
-    raise PlancError(f"cannot make an ARK plan from a {source_format} document")
+    raise UnsupportedInput("ark", "an ARK plan", source_format)
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

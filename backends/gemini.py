@@ -36,7 +36,7 @@ from backends.jsoncpp import (
 from dialects import gemini
 from dialects.gemini import Kind
 from dialects.json_value import dict_value
-from ground.diagnostics import PlancError, UsageError
+from ground.diagnostics import PlancError, UnsupportedInput, UsageError
 from targets.gemini.model import check_bandwidth
 
 
@@ -147,9 +147,7 @@ def pipeline(source_format: str, options: argparse.Namespace) -> str:
     if source_format == "ark-model":
         batch = getattr(options, "batch", None) or 1
         return f"dnn-from-ark{{batch={batch}}}," + schedule_pipeline(options, rebatch=False)
-    raise PlancError(f"--target gemini cannot start from a {source_format or 'synthesized'} "
-                     f"document (it takes Gemini scheduler IR, Gemini layer descriptions and "
-                     f"ARK models)")
+    raise UnsupportedInput("gemini", "a Gemini schedule", source_format)
 
 
 def emit(module: ModuleOp, options: argparse.Namespace | None = None) -> str:

@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 
 from dialects import dnn
 from dialects.json_value import dict_value
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UnsupportedInput
 
 STANDARD_KEYS = ("layer_index", "name", "operation", "input_dtype", "output_dtype",
                  "input_shape", "output_shape", "previous_layer", "next_layer")
@@ -27,7 +27,7 @@ def pipeline(source_format: str, options: argparse.Namespace) -> str:
         return ""
     if source_format == "ark-model":
         return "dnn-from-ark"
-    raise PlancError(f"--target gemini-layers cannot start from a {source_format} document")
+    raise UnsupportedInput("gemini-layers", "a Gemini layer description", source_format)
 
 
 def emit(module: ModuleOp, options: argparse.Namespace | None = None) -> str:

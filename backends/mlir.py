@@ -8,6 +8,9 @@ from argparse import Namespace
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
+KEEPS_UNKNOWN_OPERATORS = ("ark-model", "ark-plan")
+"""The IR is printed as it is, operators of types ARK does not register included."""
+
 
 def pipeline(source_format: str, options: Namespace) -> str:
     return ""

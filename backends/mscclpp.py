@@ -24,7 +24,7 @@ from frontends.mscclpp_schema import (
     spellings_value,
     write_object,
 )
-from ground.diagnostics import PlancError, UsageError
+from ground.diagnostics import PlancError, UnsupportedInput, UsageError
 
 
 def _int(attr) -> int:
@@ -234,7 +234,7 @@ def pipeline(source_format: str, options: Namespace) -> str:
                          "hardware": getattr(options, "mscclpp_hw", None)}
         given = " ".join(f"{k}={v}" for k, v in options_given.items() if v is not None)
         return "lower-ark-comm-to-mscclpp" + (f"{{{given}}}" if given else "")
-    raise PlancError(f"cannot make an MSCCL++ plan from a {source_format} document")
+    raise UnsupportedInput("mscclpp", "an MSCCL++ plan", source_format)
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

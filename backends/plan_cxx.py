@@ -36,7 +36,7 @@ from xdsl.utils.base_printer import BasePrinter
 
 from dialects import ark, plan
 from dialects.locations import source_path
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UnsupportedInput
 from targets.ark.byte_regions import ByteRegion, covered_by_union
 from targets.ark.cost_model import refuse_impossible_grid
 from targets.ark.model_outputs import final_outputs
@@ -73,7 +73,8 @@ def plan_pipeline(target: str, source_format: str, options) -> str:
         from backends import ark_plan
 
         return ark_plan.pipeline(source_format, options)
-    raise PlancError(f"--target {target} runs ARK plans, not {source_format} documents")
+    raise UnsupportedInput(target, "a program" if target == "cpu" else "a CUDA program",
+                      source_format)
 
 
 def runtime_files(*extra: str) -> dict[str, str]:

@@ -36,7 +36,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from backends.plan_cxx import comment_text
 from dialects import metalium as mt
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UnsupportedInput
 
 RUNTIME_HEADER = "planc_tt_host.hpp"
 HOST_INCLUDES = ("cstdint", "memory", "string", "vector", "tt-metalium/host_api.hpp",
@@ -413,7 +413,7 @@ def pipeline(source_format: str, options: Namespace) -> str:
         return lower
     if source_format == "ark-model":
         return f"{lowering_pipeline(options)},{lower}"
-    raise PlancError(f"cannot make TT-Metalium C++ from a {source_format} document")
+    raise UnsupportedInput("tt-metal", "TT-Metalium C++", source_format)
 
 
 # TT-Metalium's own programming examples build this way (`find_package(TT-Metalium)` exports

@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from backends.ark_model import operator_json
 from dialects import tt
 from dialects.json_value import dict_value
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UnsupportedInput
 
 # ---------------------------------------------------------------------------------------------
 # Plans as JSON values
@@ -138,7 +138,7 @@ def pipeline(source_format: str, options: Namespace) -> str:
         return ""
     if source_format == "ark-model":
         return lowering_pipeline(options)
-    raise PlancError(f"cannot make a Tenstorrent plan from a {source_format} document")
+    raise UnsupportedInput("tt", "a Tenstorrent plan", source_format)
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

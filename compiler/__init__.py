@@ -11,8 +11,9 @@ from compiler._startup import quiet_deprecated, shared_dataclass_code
 quiet_deprecated()
 shared_dataclass_code()
 
-_API = ("load", "compile", "check", "simulate", "SimulationResult", "CheckReport",
-        "document_format", "formats")
+_API = ("load", "compile", "check", "simulate", "SimulationResult", "CheckReport", "Finding",
+        "InputFormat", "document_format", "formats", "PlancError", "UsageError",
+        "ArgumentError")
 
 
 def __getattr__(name: str) -> Any:

@@ -10,9 +10,20 @@
 
 Options are keyword arguments named like the command line's flags (`--buffer-size` is
 `buffer_size`); each target and command accepts exactly its own (`backends.options_type(name)`
-is the dataclass), so a misspelt or foreign option is a `ValueError`, as on the command line.
-Errors in the user's input are `PlancError`s with the file and JSON path. `compile` never
-changes the module it is given (it works on a copy).
+is the dataclass), of the flag's type, so a misspelt, foreign or mistyped option is an
+`ArgumentError` naming it, as on the command line. `compile` never changes the module it is
+given (it works on a copy).
+
+Errors: every mistake of the caller is one exception family, the command line's
+(`ground.diagnostics`, re-exported here): `PlancError` (`.file`, `.path`, `.rule`, `.message`
+and `.hint`: what `planc` prints as `planc: error: FILE: PATH: MESSAGE`), its subclass
+`UsageError` for a wrong call rather than a wrong document, and `ArgumentError` (a
+`UsageError` and a `ValueError`) for a wrong option or name.
+
+Verdicts and loaders: `check` is a verdict, and returns one whatever the document (a missing
+or unreadable file is a `CheckReport` with `ok` False and one error finding, as `planc check`
+exits 1 with that line); `load`, `compile` and `simulate` need a document and raise
+`PlancError` when they cannot read one (the same message).
 """
 
 from __future__ import annotations
@@ -21,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from backends import make_options, target_named
+from backends import TARGETS, make_options, refuse_ignored, target_named
 from compiler.checking import CheckReport, check_file, check_module
+from dialects.findings import Finding
 from frontends import InputFormat, format_named, format_of_root, load_hook
-from ground.diagnostics import PlancError
+from ground.diagnostics import ArgumentError, PlancError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -36,18 +48,44 @@ class SimulationResult:
     figure of the format's simulator (`figures`, also reachable as `result["key"]`)."""
 
     format: str
+    """The document's format (`ark-plan`, `tt`, ...)."""
     ok: bool
+    """The document computes what it should (the exit status of `planc simulate`)."""
     figures: dict[str, Any] = field(default_factory=dict)
+    """Every other figure of the report, as `planc simulate --json` prints them
+    (`docs/results.md` says what each one means)."""
 
     def __getitem__(self, key: str) -> Any:
         return self.figures[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """A figure, or `default` when the format's simulator does not report it."""
+        return self.figures.get(key, default)
+
 
 def load(path: str | Path, *, format: str | None = None) -> ModuleOp:
-    """Import and verify the document at `path` (its format detected unless named)."""
+    """Import and verify the document at `path` (its format detected unless named); a
+    document that cannot be read or is invalid raises `PlancError`."""
     from compiler.pipeline import load_input
 
+    if not isinstance(path, str | Path):
+        raise ArgumentError(f"load takes a path, got {path!r}")
+    if format is not None and format_named(format) is None:
+        names = formats()
+        raise ArgumentError(f"unknown format '{format}'{did_you_mean(format, names)} (formats: "
+                            f"{', '.join(names)})")
     return load_input(str(path), format)[1]
+
+
+def _is_module(source: Any) -> bool:
+    from xdsl.dialects.builtin import ModuleOp
+
+    if isinstance(source, ModuleOp):
+        return True
+    if isinstance(source, str | Path):
+        return False
+    raise ArgumentError(f"the source must be a path or an imported module (xDSL ModuleOp), "
+                        f"got {source!r}")
 
 
 def document_format(module: ModuleOp) -> InputFormat:
@@ -67,13 +105,17 @@ def compile(source: ModuleOp | str | Path, target: str, *, pipeline: str | None 
     from compiler.output import write_product
     from compiler.pipeline import lower, without_garbage_collection
 
-    info = target_named(target)
+    info = target_named(target) if isinstance(target, str) else None
     if info is None:
-        raise ValueError(f"unknown target '{target}'")
+        names = [t.name for t in TARGETS]
+        raise ArgumentError(f"unknown target {target!r}{did_you_mean(str(target), names)} "
+                            f"(targets: {', '.join(names)})")
     opts = make_options(target, **options)
 
+    given_module = _is_module(source)
+
     def fresh(_options: Any) -> tuple[str, ModuleOp]:
-        module = load(source) if isinstance(source, str | Path) else source.clone()
+        module = source.clone() if given_module else load(source)
         return document_format(module).name, module
 
     with without_garbage_collection():
@@ -85,20 +127,24 @@ def compile(source: ModuleOp | str | Path, target: str, *, pipeline: str | None 
 
 def check(source: ModuleOp | str | Path, *, strict: bool = False) -> CheckReport:
     """Every rule of the document's format, as `planc check` runs them; `.ok` is its exit
-    status, `.findings` what it prints."""
+    status, `.findings` what it prints. A verdict: a file that cannot be read or imported is
+    a report with one error finding (`ok` False), not an exception."""
     options = make_options("check", strict=strict)
-    if isinstance(source, str | Path):
+    if not _is_module(source):
         return check_file(str(source), options)
     return check_module(document_format(source), source.clone(), options)
 
 
 def simulate(source: ModuleOp | str | Path, **options: Any) -> SimulationResult:
-    """Run the document as `planc simulate` does (functional check and cost model)."""
+    """Run the document as `planc simulate` does (functional check and cost model); options
+    the document's simulator does not read (`message_size` for an ARK plan) are an
+    `ArgumentError`, as on the command line."""
     opts = make_options("simulate", **options)
-    module = load(source) if isinstance(source, str | Path) else source
+    module = source if _is_module(source) else load(source)
     fmt = document_format(module)
     if fmt.simulate is None:
         raise PlancError(f"planc simulate does not support {fmt.name} documents yet")
+    refuse_ignored("simulate", options, fmt.name)
     report = dict(load_hook(fmt.simulate)(module, opts))
     return SimulationResult(fmt.name, bool(report.pop("ok", False)), report)
 
@@ -110,5 +156,6 @@ def formats() -> list[str]:
     return [f.name for f in FORMATS]
 
 
-__all__ = ["SimulationResult", "CheckReport", "load", "compile", "check", "simulate",
+__all__ = ["SimulationResult", "CheckReport", "Finding", "InputFormat", "PlancError",
+           "UsageError", "ArgumentError", "load", "compile", "check", "simulate",
            "document_format", "format_named", "formats"]

@@ -30,15 +30,18 @@ class CheckReport:
     """The verdict of `planc check` on one document."""
 
     file: str
+    """The checked file ("" for a module checked in memory)."""
     format: str | None
     """The document's format (None when it could not be read)."""
     findings: list[Finding] = field(default_factory=list)
+    """Every finding, errors and warnings, in the order `planc check` prints them."""
     summary: str = ""
     """One line describing the document (when it has no errors)."""
     strict: bool = False
     """Warnings count as errors (`--strict`)."""
 
     def count(self, severity: str) -> int:
+        """How many findings have `severity` (`error` or `warning`)."""
         return sum(f.severity == severity for f in self.findings)
 
     @property
@@ -47,6 +50,7 @@ class CheckReport:
         return self.count(ERROR) == 0 and not (self.strict and self.count(WARNING))
 
     def as_json(self) -> dict[str, Any]:
+        """What `planc check --json` prints."""
         errors = [str(f) for f in self.findings if f.severity == ERROR]
         return {"file": self.file, "format": self.format, "ok": self.ok,
                 "errors": self.count(ERROR), "warnings": self.count(WARNING),

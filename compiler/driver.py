@@ -31,10 +31,20 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from backends import TARGETS, TargetInfo, all_flags, flags_of, make_options, takers, target_named
+from backends import (
+    TARGETS,
+    TargetInfo,
+    all_flags,
+    flags_of,
+    make_options,
+    refuse_ignored,
+    taken_by,
+    takers,
+    target_named,
+)
 from compiler.pipeline import load_input, load_inputs, lower, without_garbage_collection
 from frontends import FORMATS, load_hook
-from ground.diagnostics import PlancError, UsageError
+from ground.diagnostics import ArgumentError, PlancError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -139,9 +149,14 @@ def scoped_options(args: argparse.Namespace, name: str, label: str) -> Any:
     given = {f.dest: f for f in all_flags() if hasattr(args, f.dest)}
     for dest, flag in given.items():
         if dest not in own:
-            raise UsageError(f"{flag.name} is not an option of {label} (it is one of "
-                             f"{', '.join(takers(flag))})")
+            raise ArgumentError(f"{flag.name} is not an option of {label} ({taken_by(flag)})",
+                                hint=taken_by(flag))
     return make_options(name, **{dest: getattr(args, dest) for dest in given})
+
+
+def given_options(args: argparse.Namespace) -> list[str]:
+    """The target and command options given on the command line (their Python names)."""
+    return [f.dest for f in all_flags() if hasattr(args, f.dest)]
 
 
 def compile_parser() -> argparse.ArgumentParser:
@@ -204,7 +219,9 @@ def tune_parser() -> argparse.ArgumentParser:
                         "the results in DIR instead of tuning")
     parser.add_argument("--plot", metavar="IMAGE", help="with --report: draw every candidate "
                         "and the time/memory front (needs planc[plot])")
-    _add_common_options(parser, None)
+    _add_common_options(parser, "print the results as JSON on stdout: per study the best, "
+                                "planc's default and the failures (each reason's count and "
+                                "first message)")
     _add_input_options(parser)
     group = parser.add_argument_group("fixed target options (not explored)")
     for flag in all_flags():
@@ -226,22 +243,34 @@ def tune_command(args: argparse.Namespace) -> int:
     from compiler import tune
 
     if args.report:
-        print(tune.report(args.report, plot=args.plot))
+        if args.json and args.plot:
+            tune.report(args.report, plot=args.plot)
+        print(tune.report_json(args.report) if args.json else
+              tune.report(args.report, plot=args.plot))
         return 0
     if not args.target or not args.output:
         raise UsageError("planc tune needs --target and -o DIR (or --report DIR)")
+    tune.check_target(args.target)
     archs = args.arch or [None]
     del args.arch        # explored (one study each), not a fixed option
     fixed = asdict(scoped_options(args, args.target, f"--target {args.target}"))
     defaults = asdict(make_options(args.target))
     fixed = {k: v for k, v in fixed.items() if v != defaults[k]}
-    results = tune.tune(tune.TuneOptions(
-        target=args.target, models=list(args.input), archs=archs,
-        out=Path(args.output), space=args.space, budget=args.budget, strategy=args.strategy,
-        objective=args.objective, workers=args.workers, ray=args.ray, seed=args.tune_seed,
-        verify=args.verify, fixed=fixed, progress=not args.quiet))
-    print(tune.summary(results, args.objective))
-    return 0 if all(r.best is not None for r in results) else 1
+    try:
+        results = tune.tune(tune.TuneOptions(
+            target=args.target, models=list(args.input), archs=archs,
+            out=Path(args.output), space=args.space, budget=args.budget,
+            strategy=args.strategy, objective=args.objective, workers=args.workers,
+            ray=args.ray, seed=args.tune_seed, verify=args.verify, fixed=fixed,
+            progress=not args.quiet))
+    except KeyboardInterrupt:
+        # One line (the workers ignore Ctrl-C: see tune_search), after the progress line.
+        sys.stderr.write(f"{chr(10) if sys.stderr.isatty() else ''}{PROG}: interrupted; the "
+                         f"candidates evaluated so far are in {Path(args.output) / 'tune.sqlite'}"
+                         ": the same command resumes\n")
+        return 130
+    print(tune.dump(results) if args.json else tune.summary(results, args.objective))
+    return 0 if all(r.succeeded for r in results) else 1
 
 
 def parser_for(command: str) -> argparse.ArgumentParser:
@@ -409,8 +438,9 @@ def compile_command(args: argparse.Namespace) -> int:
 
     target = target_named(args.target)
     if target is None:
-        known = ", ".join(t.name for t in TARGETS)
-        raise UsageError(f"unknown target '{args.target}' (known targets: {known})")
+        names = [t.name for t in TARGETS]
+        raise UsageError(f"unknown target '{args.target}'{did_you_mean(args.target, names)} "
+                         f"(known targets: {', '.join(names)})")
     if target.writes_directory and not args.output:
         raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
     if args.json and (not args.output or args.output == "-"):
@@ -467,6 +497,8 @@ def check_command(args: argparse.Namespace) -> int:
     # The collector stays off: the import builds a large cyclic graph.
     with without_garbage_collection(), Steps("check", 1) as steps, steps.step("check"):
         report = check_file(args.input, options, args.source_format)
+    if report.format is not None:
+        refuse_ignored("check", given_options(args), report.format)
     if args.json:
         print(json.dumps(report.as_json()))
         return 0 if report.ok else 1
@@ -493,6 +525,7 @@ def simulate_command(args: argparse.Namespace) -> int:
             fmt, module = load_input(args.input, args.source_format)
         if fmt.simulate is None:
             raise UsageError(f"planc simulate does not support {fmt.name} documents yet")
+        refuse_ignored("simulate", given_options(args), fmt.name)
         try:
             with steps.step(f"simulate the {fmt.name}"):
                 report: dict[str, Any] = {"format": fmt.name,
@@ -526,7 +559,8 @@ def plot_command(args: argparse.Namespace) -> int:
 
     with Steps("plot", 3) as steps:
         with steps.step("load"):
-            _, module = load_input(args.input, args.source_format)
+            fmt, module = load_input(args.input, args.source_format)
+        refuse_ignored("plot", given_options(args), fmt.name)
         try:
             with steps.step("model"):
                 drawn = pictures(module, options)

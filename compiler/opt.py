@@ -26,13 +26,15 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from backends import TARGETS, TargetInfo, make_options
 from dialects import get_all_dialects
-from ground.diagnostics import PlancError
-from passes import get_all_passes
+from ground.diagnostics import PlancError, UsageError
+from passes import get_all_passes, pass_listing
 
 
 def _import_json(stream: IO[bytes]) -> ModuleOp:
@@ -102,15 +104,99 @@ class PlancOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.add_argument("--list-passes", action=_ListPasses,
+                                help="list every pass with its options, and exit")
+        # --help ends with the same list, made only when asked (it imports every pass).
+        usage = arg_parser.format_help
+        arg_parser.format_help = lambda: f"{usage()}\n{pass_listing()}"
         # planc's spellings of the same flags (see the module docstring).
         for option, alias in ALIASES.items():
             action = next(a for a in arg_parser._actions if option in a.option_strings)
             action.option_strings.append(alias)
             arg_parser._option_string_actions[alias] = action
 
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline, after planc's check of its pass and option names (which names
+        the nearest ones)."""
+        from passes import check_pipeline
+
+        try:
+            check_pipeline(self.args.passes)
+        except UsageError as e:
+            raise UsageError(f"-p: {e.message}") from None
+        super().setup_pipeline()
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["json"] = _import_json
+        self.available_frontends["mlir"] = self._parse_mlir
+        self.positions: dict[int, tuple[Operation, str]] = {}
+        """Where each parsed op starts (`FILE:LINE:COL`), by id (the op is kept alive)."""
+
+    def _parse_mlir(self, stream: IO[bytes]) -> ModuleOp:
+        parser = _LocatingParser(self.ctx, stream.read(), self.get_input_name())
+        parser.positions = self.positions
+        return parser.parse_module(not self.args.no_implicit_module)
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """xDSL's verification (before and after the passes) reports no op; this names the
+        first op that fails, at its place in the input."""
+        from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+        try:
+            super().apply_passes(prog)
+        except (VerifyException, DiagnosticException) as e:
+            if self.args.verify_diagnostics:
+                raise       # xDSL prints it, for lit tests of verifiers
+            raise self.verifier_error(prog, e) from None
+
+    def verifier_error(self, module: ModuleOp, error: Exception) -> PlancError:
+        """`FILE:LINE:COL: 'op.name' op: message` for the first op (outermost first) that
+        fails its own verification; ops that a pass made are placed at their closest parsed
+        ancestor, and ops imported from JSON at their JSON path."""
+        from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+        from dialects.locations import source_path
+
+        for op in module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except (VerifyException, DiagnosticException) as e:
+                message = " ".join(str(e).split("\n\n", 1)[0].split())
+                return PlancError(f"{self._place(op)}'{op.name}' op: {message}",
+                                  path=None if self._place(op) else source_path(op))
+        message = " ".join(str(error).split("\n\n", 1)[0].split())
+        return PlancError(f"verification failed: {message}")
+
+    def _place(self, op: Operation | None) -> str:
+        while op is not None:
+            if id(op) in self.positions and self.positions[id(op)][0] is op:
+                return f"{self.positions[id(op)][1]}: "
+            op = op.parent_op()
+        return ""
+
+
+class _ListPasses(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help=kwargs.get("help"))
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(pass_listing())
+        parser.exit()
+
+
+class _LocatingParser(Parser):
+    """xDSL's parser, noting where each operation starts (xDSL keeps no position of an op,
+    so its verification errors could only print the whole module)."""
+
+    positions: dict[int, tuple[Operation, str]]
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.get_location()
+        op = super().parse_operation()
+        self.positions[id(op)] = (op, str(start))
+        return op
 
 
 ALIASES = {"--passes": "--pipeline", "--print-op-generic": "--generic",
@@ -155,7 +241,10 @@ def user_error(e: BaseException) -> str | None:
     if isinstance(e, PlancError):
         return str(e)
     if isinstance(e, ParseError):
-        return parse_error_message(e)
+        # The first line says where, as every error does; then xDSL's snippet of the line
+        # with a caret under the fault, as xdsl-opt and mlir-opt show it.
+        snippet = e.span.print_with_context(None).split("\n", 1)[1].rstrip("\n")
+        return f"{parse_error_message(e)}\n{snippet}"
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: cannot read: {e.strerror}"
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from frontends import FORMATS, InputFormat, detect_format, format_named, format_of_root
-from ground.diagnostics import PlancError, UsageError
+from ground.diagnostics import PlancError, UnsupportedInput, UsageError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -127,7 +127,7 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
     from compiler.context import planc_context
     from dialects.locations import verify_module
     from ground.progress import Stages
-    from passes import get_all_passes
+    from passes import check_pipeline, get_all_passes
 
     clock = [perf_counter()]
     timings: list[tuple[str, float]] = []
@@ -153,6 +153,10 @@ def run_pipeline(module: ModuleOp, spec: str, *, print_ir: bool = False,
     from xdsl.utils.exceptions import ArgSpecParseError
 
     available = get_all_passes()
+    try:
+        check_pipeline(spec)
+    except UsageError as e:
+        raise UsageError(f"--pipeline: {e.message}") from None
     try:
         pipeline = PassPipeline.parse_spec(available, spec, after_each)
     # xDSL reports spec errors as assorted exceptions; a syntax error's class derives from
@@ -218,7 +222,17 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
     attempts = 0
     while True:
         source, module = load(options)
-        spec = pipeline if pipeline is not None else backend.pipeline(source, options)
+        if source in ("ark-model", "ark-plan") and source not in getattr(
+                backend, "KEEPS_UNKNOWN_OPERATORS", ()):
+            from dialects.ark import refuse_unknown_operators
+
+            refuse_unknown_operators(module)    # one message, whichever target was asked
+        try:
+            spec = pipeline if pipeline is not None else backend.pipeline(source, options)
+        except UnsupportedInput as e:
+            from backends import cannot_make
+
+            raise cannot_make(e) from None
         steps["pipeline"] = perf_counter()
         try:
             passes = run_pipeline(module, spec, **run)

@@ -76,9 +76,17 @@ def _list(key: str, values: list) -> str:
     return "; ".join(shown) + more
 
 
+RECORD_LABELS = {"seconds": "time"}
+"""Members of listed records that read better under another name (the unit follows the
+figure: `time 26.4 us`, not `seconds 26.4 us`)."""
+TENSOR_KEYED = ("inputs", "outputs")
+"""Mappings keyed by tensor id: `outputs  tensor 15: ...` says what 15 is."""
+
+
 def _record(value: Any) -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{k} {json.dumps(v) if isinstance(v, list) else figure(k, v)}"
+        return ", ".join(f"{RECORD_LABELS.get(k, k)} "
+                         f"{json.dumps(v) if isinstance(v, list) else figure(k, v)}"
                          for k, v in value.items())
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -87,7 +95,8 @@ def _mapping(key: str, value: dict) -> str:
     if not value:
         return "none"
     items = list(value.items())
-    shown = "; ".join(f"{k}: {_record(v)}" for k, v in items[:LIST_PREVIEW])
+    prefix = "tensor " if key in TENSOR_KEYED and all(str(k).isdigit() for k in value) else ""
+    shown = "; ".join(f"{prefix}{k}: {_record(v)}" for k, v in items[:LIST_PREVIEW])
     more = f"; ... {len(items) - LIST_PREVIEW} more" if len(items) > LIST_PREVIEW else ""
     return shown + more
 

@@ -12,12 +12,13 @@ from compiler.tune_search import (
     LocalExecutor,
     RayExecutor,
     StudyResult,
+    failures,
     progress_printer,
     ranked,
     run_study,
     verify,
 )
-from compiler.tune_space import space_for
+from compiler.tune_space import check_target, space_for
 from compiler.tune_store import Store
 from ground.diagnostics import PlancError, UsageError
 
@@ -46,10 +47,12 @@ class TuneOptions:
 def tune(options: TuneOptions) -> list[StudyResult]:
     """Every study of `options` (each model on each architecture); results in the store, the
     best documents in `options.out`."""
+    _check_types(options)
     if options.objective not in OBJECTIVES:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}")
     if options.budget < 1:
         raise UsageError("--budget must be at least 1")
+    check_target(options.target)
     _check_request(options)
     space = space_for(options.target, options.space, options.fixed)
     store = Store(options.out)
@@ -60,22 +63,47 @@ def tune(options: TuneOptions) -> list[StudyResult]:
                 else LocalExecutor(options.workers))
     results = []
     studies = [(m, a) for m in (options.models or [None]) for a in options.archs]
+    interrupted = False
     try:
         for model, arch in studies:
             label = f"{Path(model).name if model else options.target} on {arch or 'default'}"
             result = run_study(space, model, arch, store=store, budget=options.budget,
                                strategy=options.strategy, objective=options.objective,
                                executor=executor, seed=options.seed,
-                               progress=progress_printer(label) if options.progress else None)
+                               progress=progress_printer(label) if options.progress else None,
+                               notify=_notice(label) if options.progress else None)
             name = ("best.json" if len(studies) == 1 else
                     f"best.{Path(model).stem if model else options.target}.{arch or 'default'}"
                     ".json")
             verify(result, space, store, options.objective, options.out, options.verify, name)
             results.append(result)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        executor.close()
+        executor.close(interrupted)
         store.close()
     return results
+
+
+def _notice(label: str):
+    """A line on stderr about a study (`planc tune` without -q), e.g. that it resumed."""
+    import sys
+
+    def notice(text: str) -> None:
+        sys.stderr.write(f"planc tune: {label}: {text}\n")
+        sys.stderr.flush()
+
+    return notice
+
+
+def _check_types(options: TuneOptions) -> None:
+    """Options of the wrong type are a UsageError naming the option (`seed="x"` reached
+    numpy as a TypeError)."""
+    for name in ("budget", "workers", "seed", "verify"):
+        value = getattr(options, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise UsageError(f"planc tune option '{name}' must be an integer, got {value!r}")
 
 
 def _check_request(options: TuneOptions) -> None:
@@ -93,18 +121,42 @@ def _check_request(options: TuneOptions) -> None:
     if not options.models and options.target != "mscclpp":
         raise UsageError(f"planc tune --target {options.target} needs a MODEL (only "
                          "--target mscclpp generates its input, with --collective)")
+    for arch in options.archs:
+        if arch is not None:
+            _check_arch(options.target, arch)
+
+
+def _check_arch(target: str, arch: str) -> None:
+    """An unknown device is one error before the study, not a refusal of every candidate."""
+    from backends import make_options
+
+    make_options(target, arch=arch)      # a target without --arch: an error naming who has it
+    if target == "ark":
+        from devices.hardware import gpu_device
+
+        gpu_device(arch)
+    elif target in ("tt", "tt-metal"):
+        from devices.tt import device_named
+
+        device_named(arch)
 
 
 def summary(results: list[StudyResult], objective: str) -> str:
-    """What `planc tune` prints: per study, the best candidate against planc's default."""
+    """What `planc tune` prints: per study, the best candidate against planc's default, and
+    why candidates failed (each reason's count and first message)."""
     lines = []
     for r in results:
         head = f"{Path(r.model).name if r.model else 'generated'} on {r.arch or 'default'}"
         scored = [x for x in r.rows if x["status"] == "scored"]
-        lines.append(f"{head}: {len(r.rows)} candidates ({len(scored)} scored, "
+        resumed = f"{r.resumed} resumed, " if r.resumed else ""
+        lines.append(f"{head}: {len(r.rows)} candidates ({resumed}{len(scored)} scored, "
                      f"{len(r.front)} on the time/memory front)")
         if r.default:
             lines.append(f"  planc's default: {_figures(r.default)}")
+        lines += _failure_lines(r.rows)
+        if r.baselines_only:
+            lines.append("  no candidate of the space was scored, only ARK's default planner "
+                         "(planner=ark-default, a baseline): the study failed")
         if r.best is None:
             lines.append("  no candidate passed planc check --strict and planc simulate")
             continue
@@ -119,6 +171,12 @@ def summary(results: list[StudyResult], objective: str) -> str:
     return "\n".join(lines)
 
 
+def _failure_lines(rows: list[dict[str, Any]], indent: str = "  ") -> list[str]:
+    """`4 refused: <the first message>` per reason (see `tune_search.failures`)."""
+    return [f"{indent}{f['count']} {f['status']}: {' '.join(f['first'].split())}"
+            for f in failures(rows)]
+
+
 def _figures(row: dict[str, Any]) -> str:
     from compiler.report import seconds, size
 
@@ -131,17 +189,34 @@ def _decisions(decisions: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in decisions.items())
 
 
-def report(directory: str | Path, top: int = 5, plot: str | None = None) -> str:
-    """`planc tune --report DIR`: the best configurations of every study in the store."""
+def _stored(directory: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     path = Path(directory) / "tune.sqlite"
     if not path.exists():
         raise UsageError(f"{directory}: no planc tune results here (no tune.sqlite)")
     store = Store(directory)
     try:
-        study = store.get("study", {})
-        rows = store.rows()
+        return store.get("study", {}), store.rows()
     finally:
         store.close()
+
+
+def report_json(directory: str | Path, top: int = 5) -> str:
+    """`planc tune --report DIR --json`: per study, the best rows and the failures."""
+    study, rows = _stored(directory)
+    objective = study.get("objective", "time")
+    studies = []
+    for model, arch in dict.fromkeys((r["model"], r["arch"]) for r in rows):
+        mine = [r for r in rows if r["model"] == model and r["arch"] == arch]
+        studies.append({"model": model, "arch": arch, "candidates": len(mine),
+                        "best": ranked(mine, objective)[:top], "failures": failures(mine)})
+    return json.dumps({"directory": str(directory), "target": study.get("target"),
+                       "objective": objective, "studies": studies})
+
+
+def report(directory: str | Path, top: int = 5, plot: str | None = None) -> str:
+    """`planc tune --report DIR`: the best configurations of every study in the store, and
+    why the others failed."""
+    study, rows = _stored(directory)
     objective = study.get("objective", "time")
     lines = [f"{directory}: --target {study.get('target')}, objective {objective}, "
              f"{len(rows)} candidates"]
@@ -153,6 +228,7 @@ def report(directory: str | Path, top: int = 5, plot: str | None = None) -> str:
             mark = (" [verified]" if verdict and verdict.get("check") == "ok"
                     and verdict.get("simulate") == "ok" else "")
             lines.append(f"  {rank}. {_figures(row)}{mark}: {_decisions(row['decisions'])}")
+        lines += _failure_lines(mine)
     if plot:
         _pareto_picture(rows, plot, study)
         lines.append(f"picture: {plot}")
@@ -220,5 +296,9 @@ def _xy(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
 
 
 def dump(results: list[StudyResult]) -> str:
+    """`planc tune --json`: per study, the best, planc's default, and the failures (each
+    reason's status, count and first message)."""
     return json.dumps([{"model": r.model, "arch": r.arch, "best": r.best,
-                        "default": r.default, "best_file": r.best_file} for r in results])
+                        "default": r.default, "best_file": r.best_file, "ok": r.succeeded,
+                        "candidates": len(r.rows), "resumed": r.resumed,
+                        "failures": failures(r.rows)} for r in results])

@@ -6,6 +6,7 @@ local process pool and as a Ray task. Models are imported once per worker proces
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from functools import cache
@@ -120,9 +121,19 @@ def evaluate(job: Job) -> dict[str, Any]:
         module, _ = build(job)
         row.update(score(module, job), status="scored")
     except PlancError as e:
-        row.update(status="refused", error=str(e))
+        row.update(status="refused", error=str(e), reason=reason_of(e.message))
     row["eval_s"] = time.perf_counter() - started
     return row
+
+
+def reason_of(message: str) -> str:
+    """The kind of a refusal: its message without the particulars (JSON paths, quoted names,
+    numbers), so that candidates refused for one cause count under one reason however their
+    sizes differ. `planc tune` prints each reason's count and its first message."""
+    text = re.sub(r"\$[^\s:,;)]*", "$", message)
+    text = re.sub(r"'[^']*'", "'_'", text)
+    text = re.sub(r"-?\d+(\.\d+)?", "N", text)
+    return " ".join(text.split())[:300]
 
 
 def product(job: Job) -> str | dict[str, str]:

@@ -11,7 +11,11 @@ executor, and land in the store as they finish:
   (`--ray local` or `--ray ADDRESS`): the same `evaluate` function in each;
 * objectives: `time` (modeled time, then memory), `memory` (device bytes, then time), or
   `pareto` (the candidates no other beats on both); the best ones are then compiled again and
-  must pass `planc check --strict` and `planc simulate` before one is reported.
+  must pass `planc check --strict` and `planc simulate` before one is reported;
+* determinism: candidates are proposed in rounds (`ROUND`), numbered in proposal order
+  (`sequence`), and a strategy learns a round's results in that order; ties in the ranking go
+  to the lower `sequence`. So every executor, with any number of workers, explores the same
+  candidates and returns the same best for the same seed and budget.
 """
 
 from __future__ import annotations
@@ -162,6 +166,15 @@ def strategy_for(name: str, space: Space, budget: int, seed: int, objective: str
 # ---------------------------------------------------------------------------------------------
 
 
+def _ignore_interrupts() -> None:
+    """In a pool worker: Ctrl-C reaches every process of the terminal's process group, and
+    each worker printed its own traceback. The study's process alone answers it (one line)
+    and stops the workers."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class LocalExecutor:
     """This process (one worker) or a pool of local processes."""
 
@@ -171,7 +184,7 @@ class LocalExecutor:
         if self.workers > 1:
             from concurrent.futures import ProcessPoolExecutor
 
-            self.pool = ProcessPoolExecutor(self.workers)
+            self.pool = ProcessPoolExecutor(self.workers, initializer=_ignore_interrupts)
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[Job, dict[str, Any]]]:
         if self.pool is None:
@@ -184,9 +197,15 @@ class LocalExecutor:
         for future in as_completed(futures):
             yield futures[future], future.result()
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
+    def close(self, interrupted: bool = False) -> None:
+        """Wait for the pool's workers, or (`interrupted`) drop the queued candidates and end
+        the running ones now: an interrupted study keeps what it stored."""
+        if self.pool is None:
+            return
+        if interrupted:
+            for process in list(getattr(self.pool, "_processes", {}).values()):
+                process.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=interrupted)
 
 
 class RayExecutor:
@@ -211,7 +230,7 @@ class RayExecutor:
             import ray
         except ImportError:
             raise UsageError("--ray needs Ray: pip install 'planc[ray]'") from None
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(Path(__file__).resolve().parents[1])     # the checkout holding compiler/
         runtime = {"env_vars": {"PYTHONPATH": root, "OPENBLAS_NUM_THREADS": "1"}}
         self.started = not ray.is_initialized()
         if self.started:
@@ -280,7 +299,7 @@ class RayExecutor:
         except Exception:   # noqa: BLE001 - a copy that already finished or died: nothing to do
             pass
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         """Stop the Ray this executor started (not one the caller had initialised): left
         running, its object store stays mapped into this process (a later fork with an
         address-space limit, as bench/fuzz.py's runner sets, then fails with MemoryError) and
@@ -304,64 +323,138 @@ class StudyResult:
     default: dict[str, Any] | None = None
     front: list[dict[str, Any]] = field(default_factory=list)
     best_file: str | None = None
+    resumed: int = 0
+    """Candidates of the space that were in the store already (they count in the budget)."""
+    baselines_only: bool = False
+    """No candidate of the space's own decisions was scored, only baselines (ARK's default
+    planner): the study failed, whatever is best (see `Space.baseline`)."""
+
+    @property
+    def succeeded(self) -> bool:
+        """A verified best, and a candidate of the space itself scored: what exit 0 says."""
+        return self.best is not None and not self.baselines_only
 
 
 def ranked(rows: Iterable[dict[str, Any]], objective: str) -> list[dict[str, Any]]:
+    """The scored rows, best first: by modeled time then device bytes (`time`, `pareto`: the
+    front only) or bytes then time (`memory`); candidates equal in both go in proposal order
+    (`sequence`: planc's own decision first), so the best never depends on which result
+    arrived first."""
     scored = [r for r in rows if r["status"] == "scored"]
     if objective == "memory":
-        return sorted(scored, key=lambda r: (r["device_bytes"], r["modeled_time_s"]))
+        return sorted(scored, key=lambda r: (r["device_bytes"], r["modeled_time_s"],
+                                             r["sequence"]))
     if objective == "pareto":
-        front = pareto_front(scored)
-        return sorted(front, key=lambda r: (r["modeled_time_s"], r["device_bytes"]))
-    return sorted(scored, key=lambda r: (r["modeled_time_s"], r["device_bytes"]))
+        scored = pareto_front(scored)
+    return sorted(scored, key=_time_first)
+
+
+def _time_first(row: dict[str, Any]) -> tuple[float, int, int]:
+    return row["modeled_time_s"], row["device_bytes"], row["sequence"]
 
 
 def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows no other row beats in both time and memory (sorted sweep, O(n log n))."""
+    """The rows no other row beats in both time and memory (sorted sweep, O(n log n)); of
+    rows equal in both, the first proposed."""
     front, best_bytes = [], None
-    for row in sorted(rows, key=lambda r: (r["modeled_time_s"], r["device_bytes"])):
+    for row in sorted(rows, key=_time_first):
         if best_bytes is None or row["device_bytes"] < best_bytes:
             front.append(row)
             best_bytes = row["device_bytes"]
     return front
 
 
+ROUND = 8
+"""Candidates proposed per round. A strategy learns from a round's results in the order it
+proposed them, after the whole round, so the candidates explored (and so the best) are the
+same whichever executor evaluates them, with how many workers, in whatever order results
+arrive; at most ROUND evaluations run at once."""
+
+
 def run_study(space: Space, model: str | None, arch: str | None, *, store: Store, budget: int,
               strategy: str, objective: str, executor, seed: int,
               progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
-              ) -> StudyResult:
+              notify: Callable[[str], None] | None = None) -> StudyResult:
+    """Explore `space` for `model` on `arch` until `budget` candidates of the space are in the
+    store. Candidates already stored (an interrupted or earlier run) count in the budget and
+    teach the strategy first; the rest are proposed round by round (`ROUND`), each numbered
+    in proposal order (`sequence`, the ranking's tie-break)."""
     result = StudyResult(model, arch)
     stored = {r["key"]: r for r in store.rows(model, arch)}
+    mine = sorted((r for r in stored.values() if space.contains(r["decisions"])),
+                  key=lambda r: r["sequence"])
     search = strategy_for(strategy, space, budget, seed, objective)
-    evaluated, exhausted = 0, False
-    batch_size = max(1, getattr(executor, "workers", 1)) * 2
+    for row in mine:
+        search.observe(row["decisions"], row)
+    result.resumed = evaluated = len(mine)
+    if mine and notify is not None:
+        notify(f"resumed {len(mine)} stored candidate{'s' * (len(mine) != 1)}")
+    sequence = max((r["sequence"] for r in stored.values()), default=-1) + 1
+    exhausted = False
     while evaluated < budget and not exhausted:
         jobs: list[Job] = []
-        while len(jobs) < min(batch_size, budget - evaluated):
+        while len(jobs) < min(ROUND, budget - evaluated):
             decisions = search.propose()
             if decisions is None:
                 exhausted = True
                 break
             job = Job(model, space.target, arch, decisions, space.fixed)
-            if job.key in stored:            # resumed: already known
-                search.observe(decisions, stored[job.key])
-                evaluated += 1
-                continue
-            jobs.append(job)
+            if job.key not in stored and all(job.key != j.key for j in jobs):
+                jobs.append(job)
+        numbers = {job.key: sequence + i for i, job in enumerate(jobs)}
+        sequence += len(jobs)
+        arrived: dict[str, dict[str, Any]] = {}
         for job, row in executor.run(jobs):
-            store.add(row)
-            stored[job.key] = row
-            search.observe(job.decisions, row)
+            row["sequence"] = numbers[job.key]
+            store.add(row)                   # at once: an interrupted study keeps it
+            stored[job.key] = arrived[job.key] = row
             evaluated += 1
             if progress:
                 best = next(iter(ranked(stored.values(), objective)), None)
                 progress(evaluated, budget, best)
+        for job in jobs:                     # in proposal order, whatever the arrival order
+            search.observe(job.decisions, arrived[job.key])
     result.rows = store.rows(model, arch)
     default_key = Job(model, space.target, arch, space.canonical(space.default()),
                       space.fixed).key
     result.default = next((r for r in result.rows if r["key"] == default_key), None)
     result.front = pareto_front([r for r in result.rows if r["status"] == "scored"])
+    result.baselines_only = any(not space.baseline(r["decisions"]) for r in result.rows) and \
+        not any(r["status"] == "scored" and not space.baseline(r["decisions"])
+                for r in result.rows)
     return result
+
+
+def failures(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Why candidates failed: one entry per reason (refused by planc, or failing the
+    verification of the best), with its count and the first message of that reason, most
+    frequent first."""
+    from compiler.tune_evaluate import reason_of
+
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: r["sequence"]):
+        verdict = row.get("verdict") or {}
+        if row["status"] != "scored":
+            status, message = row["status"], row.get("error") or "(no message stored)"
+            reason = row.get("reason") or reason_of(message)
+        elif verdict and not (verdict.get("check") == "ok" and verdict.get("simulate") == "ok"):
+            status, message = "unverified", _verdict_message(verdict)
+            reason = reason_of(message)
+        else:
+            continue
+        entry = found.setdefault((status, reason), {"status": status, "reason": reason,
+                                                    "count": 0, "first": message})
+        entry["count"] += 1
+    return sorted(found.values(), key=lambda e: -e["count"])
+
+
+def _verdict_message(verdict: dict[str, Any]) -> str:
+    if "error" in verdict:
+        return str(verdict["error"])
+    if verdict.get("check") != "ok":
+        findings = verdict.get("check") or ["no verdict"]
+        return f"planc check --strict: {findings[0]}"
+    return "planc simulate failed"
 
 
 def verify(result: StudyResult, space: Space, store: Store, objective: str, out: Path,

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ground.diagnostics import UsageError
+from ground.diagnostics import UsageError, did_you_mean, near_match
 
 Value = str | int | float | bool
 
@@ -104,22 +104,74 @@ class Space:
     def sample(self, rng: random.Random) -> dict[str, Value]:
         return self.canonical({d.name: rng.choice(d.values) for d in self.dimensions})
 
+    def contains(self, decisions: dict[str, Value]) -> bool:
+        """Is `decisions` a candidate of this space (a stored row of another space is not)?"""
+        values = {d.name: d.values for d in self.dimensions}
+        return (decisions.keys() == values.keys()
+                and all(decisions[n] in values[n] for n in values)
+                and self.canonical(decisions) == decisions)
+
+    def baseline(self, decisions: dict[str, Value]) -> bool:
+        """A candidate that takes none of the space's decisions: ARK's default planner, in a
+        space that also explores planc's planner and its passes. It is scored for comparison,
+        but its success is not the space's: a study whose planc candidates all fail has
+        failed, even when ARK's default plan is scored."""
+        planners = next((d.values for d in self.dimensions if d.name == "planner"), ())
+        return (decisions.get("planner") == "ark-default" and "planc" in planners
+                and any(d.is_pass_option for d in self.dimensions))
+
 
 def candidate_key(decisions: dict[str, Value]) -> str:
     return ";".join(f"{k}={decisions[k]}" for k in sorted(decisions))
 
 
-def space_for(target: str, spec: str | None = None, fixed: dict[str, Any] | None = None) -> Space:
-    """The target's default space, with the dimensions of `spec` replacing or added."""
+def check_target(target: str | None) -> None:
+    """A UsageError unless planc tune explores `target`."""
     if target not in DEFAULT_SPACES:
         raise UsageError(f"planc tune explores --target {', '.join(DEFAULT_SPACES)}, not "
-                         f"{target}")
+                         f"{target}{did_you_mean(str(target), DEFAULT_SPACES)}")
+
+
+def dimension_names(target: str) -> list[str]:
+    """What `--space` may name for `target`: its options (the flags `planc -t TARGET` takes)
+    and, for ARK plans, `pass.option` for every option of planc's planning passes."""
+    from backends import flags_of
+
+    names = [f.dest for f in flags_of(target) if f.dest != "arch"]
+    if target == "ark":
+        from passes import pass_options
+
+        names += [f"{p}.{option.replace('-', '_')}" for p in ARK_PASSES
+                  for option, _, _ in pass_options(p) if option != "device"]
+    return names
+
+
+def space_for(target: str, spec: str | None = None, fixed: dict[str, Any] | None = None) -> Space:
+    """The target's default space, with the dimensions of `spec` replacing or added; a name
+    the target has no decision for is an error (it refused every candidate before)."""
+    check_target(target)
     dims = {d.name: d for d in DEFAULT_SPACES[target]}
-    for name, values in parse_space(spec).items():
+    for given, values in parse_space(spec).items():
+        name = _known_dimension(target, given)
         dims[name] = Dimension(name, values)
     for name in fixed or {}:
         dims.pop(name, None)     # an option given on the command line is not explored
     return Space(target, tuple(dims.values()), dict(fixed or {}))
+
+
+def _known_dimension(target: str, given: str) -> str:
+    """`given` (`sched-partition.split-k`, `buffer-size`) as the space spells it, or a
+    UsageError naming the nearest decision (by its whole name or its option alone)."""
+    known = dimension_names(target)
+    unit, dot, option = given.rpartition(".")
+    name = f"{unit}{dot}{option.replace('-', '_')}"
+    if name in known:
+        return name
+    by_option = {n.rpartition(".")[2]: n for n in known if "." in n}
+    near = near_match(name, [*known, *by_option])
+    hint = f": did you mean {by_option.get(near, near)}?" if near else ""
+    raise UsageError(f"--space: --target {target} has no decision '{given}'{hint} (its "
+                     f"decisions: {', '.join(known)})")
 
 
 def parse_space(spec: str | None) -> dict[str, tuple[Value, ...]]:

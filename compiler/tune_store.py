@@ -21,10 +21,14 @@ CREATE TABLE IF NOT EXISTS candidates (
     modeled_time_s REAL, device_bytes INTEGER,
     verdict TEXT,                       -- for the verified best: check and simulate results
     error TEXT, eval_s REAL, worker TEXT,
-    position INTEGER                    -- order of evaluation
+    position INTEGER,                   -- order of evaluation (arrival)
+    sequence INTEGER,                   -- order of proposal: the tie-break of the ranking
+    reason TEXT                         -- a refused candidate's kind of error (`reason_of`)
 );
 CREATE TABLE IF NOT EXISTS study (name TEXT PRIMARY KEY, value TEXT);
 """
+ADDED_COLUMNS = {"sequence": "INTEGER", "reason": "TEXT"}
+"""Columns a store written before they existed lacks (added when it is opened)."""
 
 
 class Store:
@@ -33,6 +37,11 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path)
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(candidates)")}
+        for name, kind in ADDED_COLUMNS.items():
+            if name not in columns:
+                with self.db:
+                    self.db.execute(f"ALTER TABLE candidates ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self.db.close()
@@ -45,11 +54,12 @@ class Store:
         with self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO candidates (key, model, arch, decisions, status, "
-                "modeled_time_s, device_bytes, error, eval_s, worker, position) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "modeled_time_s, device_bytes, error, eval_s, worker, position, sequence, "
+                "reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (row["key"], row.get("model"), row.get("arch"), json.dumps(row["decisions"]),
                  row["status"], row.get("modeled_time_s"), row.get("device_bytes"),
-                 row.get("error"), row.get("eval_s"), row.get("worker"), position))
+                 row.get("error"), row.get("eval_s"), row.get("worker"), position,
+                 row.get("sequence", position), row.get("reason")))
 
     def set_verdict(self, key: str, verdict: dict[str, Any]) -> None:
         with self.db:
@@ -64,6 +74,8 @@ class Store:
         for row in rows:
             row["decisions"] = json.loads(row["decisions"])
             row["verdict"] = json.loads(row["verdict"]) if row["verdict"] else None
+            if row["sequence"] is None:      # a store from before proposals were numbered
+                row["sequence"] = row["position"]
         return [r for r in rows if (model is None or r["model"] == model)
                 and (arch is None or r["arch"] == arch)]
 

@@ -1798,3 +1798,52 @@ Ark = Dialect(
     [*OPERATORS, GenericOp, ViewOp, ModelOp],
     [TensorType, BufferAttr, OffsetAttr],
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Operator types ARK does not register
+# ---------------------------------------------------------------------------------------------
+
+
+def unknown_type_message(op: GenericOp) -> str:
+    """What every command says of an operator whose type ARK does not register: ARK's
+    `ModelOpT::from_name` throws on it when it loads the model or plan, so no runtime and no
+    planc target can run it (import and export keep it, as they keep everything)."""
+    from ground.diagnostics import did_you_mean
+
+    known = sorted(OPERATOR_BY_TYPE)
+    near = did_you_mean(op.ark_type, known)
+    listing = "" if near else f" (ARK's operator types: {', '.join(known)})"
+    return (f"{op.ark_type} '{op.label.data}': unknown ARK operator type "
+            f"'{op.ark_type}'{near}{listing}")
+
+
+def unknown_operators(module: Operation) -> list[GenericOp]:
+    """The operators of `module` (models and plans) whose type ARK does not register. A
+    model's operators are the ops of its block, which is all this reads of it."""
+    found: list[GenericOp] = []
+    tops = [module] if isinstance(module, ModelOp) else list(module.regions[0].block.ops) \
+        if module.regions and module.regions[0].blocks else [module]
+    for top in tops:
+        if type(top) is ModelOp:
+            found += [op for op in top.body.block.ops if type(op) is GenericOp]
+        else:
+            found += [op for op in top.walk() if type(op) is GenericOp]
+    return found
+
+
+def unknown_type_error(op: GenericOp, document: str = "ark-model"):
+    """`unknown_type_message` as a PlancError at the operator's JSON path (the rule is
+    `document.operator-type`)."""
+    from dialects.locations import source_path
+    from ground.diagnostics import PlancError, extend_path
+
+    path = source_path(op)
+    return PlancError(unknown_type_message(op), rule=f"{document}.operator-type",
+                      path=extend_path(path, "Type") if path is not None else None)
+
+
+def refuse_unknown_operators(module: Operation) -> None:
+    """Raise `unknown_type_error` for the first operator ARK does not register."""
+    for op in unknown_operators(module):
+        raise unknown_type_error(op)

@@ -31,14 +31,19 @@ WARNING = "warning"
 
 @dataclass(frozen=True)
 class Finding:
+    """One finding of `planc check`: a rule the document breaks, where, and how badly;
+    `str(finding)` is the line the command prints (`FILE: PATH: MESSAGE [RULE]`)."""
+
     rule: str
     """Short stable name of the rule, `format.rule-name`, e.g. `ark-plan.task-coverage`."""
     severity: str
     """`error` or `warning`."""
     message: str
+    """What is wrong, in one sentence or a few (what `planc check` prints after the path)."""
     path: str | None = None
     """JSON path of the value at fault, when there is one."""
     file: str | None = None
+    """The file the finding is about (None for a module checked in memory)."""
 
     def in_file(self, file: str) -> Finding:
         return self if self.file else Finding(self.rule, self.severity, self.message,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,11 +29,15 @@ def _has(*keys: str) -> Callable[[Any], bool]:
 
 @dataclass(frozen=True)
 class InputFormat:
+    """A document format planc reads (`compiler.api.document_format` gives a module's)."""
+
     name: str
+    """The format's name (`ark-model`, `ark-plan`, `tt`, ...), as `--from` takes it."""
     summary: str
+    """What the format is, in a few words."""
     importer: str
     """Module with `import_document(doc) -> ModuleOp`."""
-    sniff: Callable[[Any], bool]
+    sniff: Callable[[Any], bool] = field(repr=False)
     """Does this raw JSON value look like this format?"""
     root_op: str
     """Name of the op an imported document's module holds (identifies `.mlir` inputs)."""
@@ -91,7 +95,8 @@ FORMATS: tuple[InputFormat, ...] = (
     InputFormat("ark-model", "ARK model file (op/tensor graph)", "frontends.ark_model",
                 _has("Nodes"), "ark.model",
                 simulate="targets.ark.model_interpreter:simulate_model",
-                describe="frontends.ark_model:describe", schema="ark-model"),
+                describe="frontends.ark_model:describe", check="frontends.ark_model:check",
+                schema="ark-model"),
     InputFormat("ark-plan", "ARK plan file (tasks on processors, warps and SRAM)",
                 "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
                 simulate="targets.ark.plan_simulator:simulate_plan",

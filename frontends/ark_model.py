@@ -862,6 +862,15 @@ def import_document(doc: JsonNode) -> ModuleOp:
 
 
 
+def check(module: ModuleOp, options=None) -> list:
+    """`planc check`'s rules of an ARK model beyond its verifiers: every operator type is one
+    ARK registers (the file imports and exports as it is, but ARK refuses to load it)."""
+    from dialects.findings import from_error
+
+    return [from_error(ark.unknown_type_error(op), "ark-model")
+            for op in ark.unknown_operators(module)]
+
+
 def describe(module: ModuleOp) -> str:
     model = single_root(module, ark.ModelOp)
     operators = model.operators()

@@ -183,5 +183,6 @@ def describe(module: ModuleOp) -> str:
     stores, loads = (len(dram.stores), len(dram.loads)) if dram else (0, 0)
     mesh = f"{schedule.value('xlen')}x{schedule.value('ylen')}"
     return (f"{len(schedule.cores)} core(s) on a {mesh} mesh, {len(workloads)} workloads, "
-            f"DRAM {stores} in / {loads} out")
+            f"DRAM {stores} block{'s' * (stores != 1)} in / {loads} block{'s' * (loads != 1)} "
+            "out")
 

@@ -24,6 +24,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
 from dialects import ark
+from ground.diagnostics import ArgumentError
 
 Value = SSAValue
 
@@ -76,8 +77,8 @@ class ModelBuilder:
         """The same contiguous data with another shape (a compressed ARK reshape)."""
         t = x.type
         if math.prod(shape) != t.num_elements or t.strides_list != t.shape_list:
-            raise ValueError(f"cannot reshape {t.shape_list} (strides {t.strides_list}) "
-                             f"to {list(shape)}")
+            raise ArgumentError(f"cannot reshape {t.shape_list} (strides {t.strides_list}) "
+                                f"to {list(shape)}")
         return self._derived(x, ark.TensorType.get(self._tensor_id(), t.data_type, shape,
                                                    t.buffer), "reshape")
 
@@ -134,8 +135,8 @@ class ModelBuilder:
                 name: str | None = None) -> Value:
         shape = ark.broadcast_shapes(a.type.shape_list, b.type.shape_list)
         if shape is None:
-            raise ValueError(f"shapes {a.type.shape_list} and {b.type.shape_list} do not "
-                             "broadcast")
+            raise ArgumentError(f"shapes {a.type.shape_list} and {b.type.shape_list} do not "
+                                "broadcast")
         return self._compute(cls, [a, b], shape, a.type.data_type, output, None, name)
 
     def add(self, a: Value, b: Value, **kw) -> Value:

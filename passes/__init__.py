@@ -54,3 +54,68 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {name: _lazy(module, cls) for name, module, cls in PASSES}
+
+
+def pass_options(name: str) -> list[tuple[str, str, str | None]]:
+    """(option, type, default) of pass `name`, spelled as a pipeline spells them
+    (`sched-partition{split-k=false}`); imports the pass's module."""
+    from xdsl.passes import get_pass_option_infos
+
+    cls = get_all_passes()[name]()
+    return [(info.name.replace("_", "-"), info.expected_type.replace("'", ""),
+             info.default_value) for info in get_pass_option_infos(cls)]
+
+
+def check_pipeline(spec: str) -> None:
+    """Every pass of pipeline `spec` exists and takes the options given, else a UsageError
+    naming the nearest pass or option (xDSL's own messages give neither). A spec that does
+    not parse is left to xDSL's parser, whose message shows where."""
+    from xdsl.utils.arg_spec import parse_pipeline
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    from ground.diagnostics import UsageError, did_you_mean
+
+    try:
+        specs = list(parse_pipeline(spec))
+    except (Exception, ArgSpecParseError):  # noqa: BLE001 - see above
+        return
+    names = [name for name, _, _ in PASSES]
+    for one in specs:
+        if one.name not in names:
+            raise UsageError(f"unknown pass '{one.name}'{did_you_mean(one.name, names)} "
+                             f"(known passes: {', '.join(sorted(names))}; planc-opt "
+                             "--list-passes lists them with their options)")
+        options = [option for option, _, _ in pass_options(one.name)]
+        for given in one.parameters:
+            if given.replace("_", "-") not in options:
+                raise UsageError(
+                    f"pass {one.name} has no option '{given}'{did_you_mean(given, options)} "
+                    f"(its options: {', '.join(options) or 'none'})")
+
+
+def _summary(cls: type[ModulePass]) -> str:
+    """The first sentence of the pass's docstring (of its module's, where the class has only
+    the signature that dataclasses write)."""
+    import sys
+
+    doc = cls.__doc__ or ""
+    if not doc.strip() or doc.startswith(f"{cls.__name__}("):
+        doc = sys.modules[cls.__module__].__doc__ or ""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    paragraph = paragraph.removeprefix(f"`{cls.name}`: ")
+    return paragraph[:1].upper() + paragraph.split(". ")[0].rstrip(".")[1:]
+
+
+def pass_listing() -> str:
+    """Every pass with its first docstring line and its options (`planc-opt --list-passes`
+    and the end of `planc-opt --help`)."""
+    lines = ["passes (-p 'name{option=value ...},...'):"]
+    for name, _, _ in PASSES:
+        lines.append(f"  {name:<26} {_summary(get_all_passes()[name]())}")
+        options = ", ".join(f"{option}: {kind} = {default or chr(34) * 2}"
+                            if default is not None
+                            else f"{option}: {kind}" for option, kind, default
+                            in pass_options(name))
+        if options:
+            lines.append(f"  {'':<26}   {options}")
+    return "\n".join(lines) + "\n"

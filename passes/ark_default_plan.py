@@ -205,6 +205,7 @@ class ArkDefaultPlanPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         device = gpu_device(self.device)
         for model in [m for m in op.ops if isinstance(m, ark.ModelOp)]:
+            ark.refuse_unknown_operators(model)
             refuse_oversized(model, device)
             result = plan_model(model, device, self.partial_tiles)
             result.location = model.location

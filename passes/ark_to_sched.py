@@ -100,6 +100,7 @@ def schedules_and_operators(module: ModuleOp, device_name: str, kernels: bool = 
     device = gpu_device(device_name)  # unknown devices fail here, before any rewriting
     made = []
     for model in [m for m in module.ops if isinstance(m, ark.ModelOp)]:
+        ark.refuse_unknown_operators(model)
         operators = refuse_oversized(model, device)
         schedule, operators = schedule_model(model, device_name, kernels, operators)
         schedule.location = model.location

@@ -339,9 +339,10 @@ class Converter:
     def convert_op(self, op: ark.ArkOp) -> None:
         kind = op.ark_type
         name = self.unique(op.label.data or kind.lower())
-        if isinstance(op, ark.CommOp) or kind in ("Embedding",) or isinstance(op, ark.GenericOp):
-            what = "communication" if isinstance(op, ark.CommOp) else \
-                "a table lookup" if kind == "Embedding" else "an operator planc does not know"
+        if isinstance(op, ark.GenericOp):
+            raise ark.unknown_type_error(op)
+        if isinstance(op, ark.CommOp) or kind in ("Embedding",):
+            what = "communication" if isinstance(op, ark.CommOp) else "a table lookup"
             raise self.fail(op, f"ARK operator {kind} ('{op.label.data}') has no Gemini "
                                 f"counterpart ({what}; Gemini cores run layers on the PE "
                                 f"array, the vector processor and the data-transfer engine); "

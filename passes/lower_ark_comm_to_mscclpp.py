@@ -43,6 +43,7 @@ class LowerArkCommToMscclppPass(ModulePass):
             raise PlancError("lower-ark-comm-to-mscclpp needs ark.model ops (one per rank)")
         files = []
         for model in models:
+            ark.refuse_unknown_operators(model)
             file = model.attributes.get("planc.file")
             files.append(file.data if isinstance(file, StringAttr) else None)
         choice = Choice(self.algorithm, self.protocol or None, self.instances or None,

@@ -76,4 +76,5 @@ class TtTilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for model in [m for m in op.ops if isinstance(m, ark.ModelOp)]:
+            ark.refuse_unknown_operators(model)
             Rewriter.replace_op(model, tile_model(model))

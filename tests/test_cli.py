@@ -42,7 +42,8 @@ def test_unknown_target_lists_known_ones(planc, model):
     from backends import TARGETS
 
     known = ", ".join(t.name for t in TARGETS)
-    assert result.err == f"planc: error: unknown target 'cuda-xyz' (known targets: {known})\n"
+    assert result.err == (f"planc: error: unknown target 'cuda-xyz': did you mean cuda? (known "
+                          f"targets: {known})\n")
     assert {"mlir", "ark-model", "ark", "tt", "tt-metal", "gemini", "gemini-layers",
             "mscclpp", "cpu", "cuda"} <= {t.name for t in TARGETS}
 
@@ -100,7 +101,7 @@ def test_pipeline_and_print_ir_after_all(planc, model):
 
 
 def test_pipeline_errors(planc, model):
-    assert "Unrecognized passes: ['nope']" in planc(model, "--pipeline", "nope").err
+    assert "unknown pass 'nope'" in planc(model, "--pipeline", "nope").err
     result = planc(model, "--pipeline", "ark-compress{bogus=1}")
     assert result.code == 1 and result.err.startswith("planc: error: --pipeline:")
 

@@ -63,12 +63,14 @@ def test_mi300x_matmul_lds_sizes_are_composable_kernels(dtype):
 
 
 def test_unknown_device_lists_the_known_ones():
-    with pytest.raises(UsageError, match=r"unknown device 'v100' \(known GPUs: a100, h100 "
-                                         r"or mi300x"):
+    with pytest.raises(UsageError, match=r"unknown device 'v100': did you mean h100\? \(known "
+                                         r"GPUs: a100, h100 or mi300x"):
         hardware.gpu_device("v100")
-    with pytest.raises(UsageError, match=r"unknown device 'v100' \(known devices: a100, "
-                                         r"blackhole, h100, mi300x or wormhole_b0"):
+    with pytest.raises(UsageError, match=r"unknown device 'v100': did you mean h100\? \(known "
+                                         r"devices: a100, blackhole, h100, mi300x or wormhole_b0"):
         hardware.load_device("v100")
+    with pytest.raises(UsageError, match=r"unknown device 'tpu' \(known GPUs"):
+        hardware.gpu_device("tpu")
 
 
 def test_one_folder_describes_every_kind_of_device():

@@ -34,10 +34,11 @@ def one_line_error(code, err, expected):
 
 
 def test_parse_error_names_line_and_column(opt, tmp_path):
+    """The first line names where; xDSL's snippet with its caret follows (as in xdsl-opt)."""
     bad = tmp_path / "bad.mlir"
     bad.write_text('builtin.module {\n  %0 = "foo"(\n}\n')
     code, _, err = opt(bad)
-    one_line_error(code, err, f"{bad}:2:")
+    assert code == 1 and err.startswith(f"planc-opt: error: {bad}:") and "^" in err
 
 
 def test_missing_file(opt, tmp_path):
@@ -46,8 +47,8 @@ def test_missing_file(opt, tmp_path):
 
 
 @pytest.mark.parametrize("spec, expected", [
-    ("nope", "Unrecognized passes: ['nope']"),
-    ("ark-compress{bogus=1}", 'Provided arguments ["bogus"]'),
+    ("nope", "unknown pass 'nope'"),
+    ("ark-compress{bogus=1}", "pass ark-compress has no option 'bogus'"),
     ("ark-compress{", "Error parsing pass pipeline specification"),
 ])
 def test_bad_pipelines(opt, ffn_ir, spec, expected):
@@ -59,7 +60,7 @@ def test_verifier_error(opt, tmp_path):
     bad = tmp_path / "v.mlir"
     bad.write_text('"builtin.module"() ({\n  "ark.model"() : () -> ()\n}) : () -> ()\n')
     code, _, err = opt(bad)
-    one_line_error(code, err, "verification failed")
+    one_line_error(code, err, f"{bad}:2:3: 'ark.model' op: Expected 1 region")
 
 
 def test_only_plancs_passes_and_targets(ffn_ir):

@@ -3,6 +3,7 @@ verified, resumable, and equal to a brute force over the command line."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
@@ -10,9 +11,10 @@ import pytest
 
 from compiler import api
 from compiler.tune import TuneOptions, tune
-from compiler.tune_evaluate import Job
-from compiler.tune_search import RayExecutor
+from compiler.tune_evaluate import Job, evaluate
+from compiler.tune_search import LocalExecutor, RayExecutor, ranked, run_study
 from compiler.tune_space import parse_space, space_for
+from compiler.tune_store import Store
 from ground.diagnostics import PlancError
 from tests.conftest import EXAMPLES
 
@@ -63,25 +65,238 @@ def test_exhaustive_on_two_workers_finds_a_verified_best_no_worse_than_default(l
     assert simulated["modeled_time_s"] == pytest.approx(local.best["modeled_time_s"])
 
 
+def explored(result):
+    """The candidates of a study in proposal order, with their figures."""
+    return [(r["sequence"], r["key"], r["modeled_time_s"], r["device_bytes"])
+            for r in sorted(result.rows, key=lambda r: r["sequence"])]
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("tune-local")
 def test_ray_local_mode_finds_the_same_best(local, small_ffn, tmp_path):
-    """Ray scores every candidate as the local pool does, and its best ties the pool's. On the
-    small ffn two granularities model the same time and bytes, and which of them is `best`
-    follows the order results arrive in (the local pool's and Ray's differ), so the best is
-    compared by its figures."""
+    """Ray explores the candidates the local pool explores, in the same order, and returns
+    the same best: on the small ffn two granularities model the same time and bytes, and
+    the tie goes to the one proposed first whichever result arrives first."""
     pytest.importorskip("ray", reason="Ray is the planc[ray] extra")
     on_ray = run(tmp_path, "ray", small_ffn, workers=2, ray="local", strategy="exhaustive",
                  ray_stall_s=120.0)
-    assert {r["key"]: r["modeled_time_s"] for r in on_ray.rows} == {
-        r["key"]: r["modeled_time_s"] for r in local.rows}
-    assert len(on_ray.rows) == 5 and on_ray.best is not None
-    figures = ("modeled_time_s", "device_bytes")
-    assert [on_ray.best[f] for f in figures] == [local.best[f] for f in figures]
+    assert explored(on_ray) == explored(local) and len(on_ray.rows) == 5
+    assert on_ray.best["key"] == local.best["key"]
     assert api.check(on_ray.best_file, strict=True).ok
     import ray
 
     assert not ray.is_initialized()     # the Ray tune started is stopped again
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("tune-local")
+def test_a_two_node_ray_cluster_finds_the_same_best(local, small_ffn, tmp_path):
+    """A real Ray cluster of two nodes on this machine (one CPU each), joined by address as
+    `--ray ADDRESS` does: the same candidates in the same order, the same best."""
+    pytest.importorskip("ray", reason="Ray is the planc[ray] extra")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                            "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        on_cluster = run(tmp_path, "cluster", small_ffn, ray=cluster.address,
+                         strategy="exhaustive", ray_stall_s=300.0)
+    finally:
+        cluster.shutdown()
+    assert explored(on_cluster) == explored(local)
+    assert on_cluster.best["key"] == local.best["key"]
+
+
+class ReversedExecutor:
+    """Evaluates a round in this process and hands the results back last first: the order
+    in which a pool or Ray may deliver them."""
+
+    workers = 1
+
+    def run(self, jobs):
+        yield from reversed([(job, evaluate(job)) for job in jobs])
+
+
+def study(tmp_path, name, model, executor, strategy="exhaustive", space=SMALL, budget=64,
+          **kwargs):
+    store = Store(tmp_path / name)
+    try:
+        return run_study(space_for("ark", space), str(model), "a100", store=store,
+                         budget=budget, strategy=strategy, objective="time",
+                         executor=executor, seed=0, **kwargs)
+    finally:
+        store.close()
+
+
+def test_the_order_results_arrive_in_changes_neither_exploration_nor_best(tmp_path, small_ffn):
+    """On the small ffn granularities and split-K tie in time and bytes: the best is the first
+    proposed of them (planc's own granularity, 1), however the results arrive."""
+    in_order = study(tmp_path, "in-order", small_ffn, LocalExecutor(1))
+    reversed_ = study(tmp_path, "reversed", small_ffn, ReversedExecutor())
+    assert explored(in_order) == explored(reversed_)
+    best = ranked(reversed_.rows, "time")[0]
+    assert best["key"] == ranked(in_order.rows, "time")[0]["key"]
+    tied = [r for r in reversed_.rows if (r["modeled_time_s"], r["device_bytes"]) == (
+        best["modeled_time_s"], best["device_bytes"])]
+    assert len(tied) >= 2 and best["sequence"] == min(r["sequence"] for r in tied)
+    assert best["decisions"]["sched-partition.granularity"] == 1
+
+
+def test_tpe_explores_the_same_candidates_whatever_the_arrival_order(tmp_path, small_ffn):
+    """The model-guided search learns a round's results in proposal order."""
+    pytest.importorskip("optuna", reason="the tpe strategy is the planc[tune] extra")
+    space = "sched-partition.granularity=1,2,4; sched-fuse.rows=true,false"
+    runs = [study(tmp_path, name, small_ffn, executor, strategy="tpe", space=space, budget=10)
+            for name, executor in (("a", LocalExecutor(1)), ("b", ReversedExecutor()))]
+    assert explored(runs[0]) == explored(runs[1]) and len(runs[0].rows) == 10
+
+
+def test_an_unknown_space_key_is_an_error_naming_the_nearest(planc, tmp_path):
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark", "--space", "splitk=true,false",
+                   "-o", tmp_path / "x")
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert "--space: --target ark has no decision 'splitk': did you mean " \
+           "sched-partition.split_k?" in result.err
+    assert not (tmp_path / "x").exists()
+    assert space_for("ark", "sched-partition.split-k=false").dimensions[5].name == \
+        "sched-partition.split_k"         # the pipeline's spelling is accepted
+
+
+def test_an_unknown_device_is_one_error_before_the_study(planc, tmp_path):
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark", "--arch", "A100", "-o",
+                   tmp_path / "x")
+    assert result.code == 1 and "unknown device 'A100': did you mean a100?" in result.err
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "gemini", "--arch", "a100", "-o",
+                   tmp_path / "x")
+    assert result.code == 1 and "gemini has no option 'arch'" in result.err
+
+
+def test_failure_reasons_are_counted_and_shown(planc, small_ffn, tmp_path):
+    """Two grids too large for the device fail for one reason (their sizes differ): counted
+    once, with the first message, in the summary, --report and --json."""
+    out = tmp_path / "tt"
+    argv = ("tune", small_ffn, "-t", "tt", "--space", "grid=2x2,99x99,98x98; "
+            "partition=row_major", "--verify", "1", "-q", "-o", out)
+    result = planc(*argv)
+    assert result.code == 0, result.err
+    line = "  2 refused: --grid 99x99 does not fit the wormhole_b0 compute grid 8x8"
+    assert line in result.out.splitlines()
+    assert line in planc("tune", "--report", out).out.splitlines()
+    (study_json,) = planc(*argv[:-5], "--verify", "0", "-o", out, "--json").json()
+    assert study_json["resumed"] == 3 and study_json["candidates"] == 3
+    assert study_json["failures"] == [{
+        "status": "refused", "count": 2, "first": line.split(": ", 1)[1],
+        "reason": "--grid NxN does not fit the wormhole_bN compute grid NxN"}]
+    report = json.loads(planc("tune", "--report", out, "--json").out)
+    assert report["studies"][0]["failures"] == study_json["failures"]
+    db = sqlite3.connect(out / "tune.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM candidates WHERE reason IS NOT NULL").fetchone() \
+        == (2,)
+
+
+def test_a_space_whose_own_candidates_all_fail_exits_1(planc, small_ffn, tmp_path):
+    """ARK's default planner is scored, but every candidate of planc's planner is refused:
+    the study failed, though a 'best' (the baseline) exists."""
+    result = planc("tune", small_ffn, "-t", "ark", "--space", "sched-partition.granularity=0",
+                   "--budget", "4", "--verify", "1", "-q", "-o", tmp_path / "x")
+    assert result.code == 1
+    assert "no candidate of the space was scored, only ARK's default planner" in result.out
+    assert "refused: $: Granularity must be a positive integer, got 0" in result.out
+
+
+def test_a_resumed_study_counts_its_stored_candidates(planc, small_ffn, tmp_path):
+    """Rerun with another seed (as an interrupted run's stored candidates, which the new run
+    would not propose first): the stored ones count in the budget and the counter goes on."""
+    out = tmp_path / "tt"
+    base = ("tune", small_ffn, "-t", "tt", "--strategy", "random", "--verify", "0", "-o", out)
+    planc(*base, "--budget", "3", "--tune-seed", "1", "-q")
+    again = planc(*base, "--budget", "5", "--tune-seed", "2")
+    assert "planc tune: ffn.json on default: resumed 3 stored candidates\n" in again.err
+    assert "ffn.json on default: 5 candidates (3 resumed, " in again.out
+    db = sqlite3.connect(out / "tune.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM candidates").fetchone() == (5,)
+    counted = []
+    space = space_for("tt", None)
+    store = Store(out)
+    try:
+        result = run_study(space, str(small_ffn), None, store=store, budget=7,
+                           strategy="random", objective="time", executor=LocalExecutor(1),
+                           seed=3, progress=lambda done, total, best: counted.append(done))
+    finally:
+        store.close()
+    assert result.resumed == 5 and counted == [6, 7] and len(result.rows) == 7
+    assert sorted(r["sequence"] for r in result.rows) == list(range(7))
+
+
+def test_interrupted_pool_workers_stay_quiet(capfd):
+    """Ctrl-C reaches every process of the terminal's group: an idle pool worker printed a
+    traceback and died. Workers ignore it; the study's process answers."""
+    import os
+    import signal
+
+    executor = LocalExecutor(2)
+    try:
+        assert len(list(executor.run(jobs_for_errors(2)))) == 2      # the workers started
+        for process in list(executor.pool._processes.values()):
+            os.kill(process.pid, signal.SIGINT)
+        time.sleep(0.5)         # a traceback, if any, is written by then (not a timing test)
+        assert len(list(executor.run(jobs_for_errors(2)))) == 2      # and they still work
+    finally:
+        executor.close()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def jobs_for_errors(n):
+    """Candidates refused at once (their model is missing): quick work for a pool."""
+    return [Job("/no/such/model.json", "tt", None, {"grid": f"{i + 1}x1"}, {})
+            for i in range(n)]
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_study_with_one_line(small_ffn, tmp_path):
+    """SIGINT to the whole process group (what a terminal's Ctrl-C does) once candidates
+    are stored: one line, exit 130, the stored candidates kept; rerun, the study resumes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    out = tmp_path / "t"
+    argv = [sys.executable, "-m", "compiler.driver", "tune", str(small_ffn), "-t", "ark",
+            "--workers", "2", "--budget", "40", "--verify", "0", "-o", str(out)]
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        while process.poll() is None and stored(out) < 3:
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert err == (f"planc: interrupted; the candidates evaluated so far are in "
+                   f"{out / 'tune.sqlite'}: the same command resumes\n")
+    kept = stored(out)
+    assert 3 <= kept < 40
+    again = subprocess.run(argv[:-4] + ["--budget", str(kept), "--verify", "0", "-o", str(out)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert f"resumed {kept} stored candidates" in again.stderr and stored(out) == kept
+
+
+def stored(out) -> int:
+    try:
+        db = sqlite3.connect(out / "tune.sqlite")
+        try:
+            return db.execute("SELECT COUNT(*) FROM candidates").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
 
 
 def test_an_interrupted_study_resumes(tmp_path, small_ffn):

@@ -202,6 +202,8 @@ def evaluate(op: ark.ArkOp, inputs: list[np.ndarray]) -> np.ndarray | None:
     if isinstance(op, ark.CommOp):
         raise PlancError(f"{op.ark_type} '{op.label.data}': communication operators are not "
                          "simulated by the model interpreter", path=source_path(op))
+    if isinstance(op, ark.GenericOp):
+        raise ark.unknown_type_error(op)
     raise PlancError(f"{op.ark_type} '{op.label.data}': operator type '{op.ark_type}' has no "
                      "reference semantics", path=source_path(op))
 

@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dialects import ark
 from dialects import plan as pl
-from dialects.findings import ERROR, WARNING, Finding, at_op
+from dialects.findings import ERROR, WARNING, Finding, at_op, from_error
 from dialects.utils import single_root
 from targets.ark.coverage import Progression, cover, describe
 from targets.ark.model_outputs import final_outputs
@@ -51,7 +51,9 @@ def check(module: ModuleOp | pl.PlanOp, options: Any = None) -> list[Finding]:
     p = module if isinstance(module, pl.PlanOp) else single_root(module, pl.PlanOp)
     runtime = getattr(options, "ark_runtime", None) or "ark"
     groups = list(task_groups(p))
-    findings = list(distribution_findings(p, groups, runtime))
+    findings = [from_error(ark.unknown_type_error(op, "ark-plan"), "ark-plan")
+                for op in ark.unknown_operators(p)]
+    findings += distribution_findings(p, groups, runtime)
     findings += coverage_findings(p, groups)
     findings += ordering_findings(p, groups)
     return findings

@@ -693,7 +693,9 @@ def tile_values(op: ark.ArkOp, index: int, read) -> tuple[tuple[slice, ...], np.
     """Task `index` of `op`: its output tile and the values it computes there, reading each
     input region with `read(value, region)` (`read(value, None, rows)` for an embedding
     table). Shared by the full run and the sampled one."""
-    if isinstance(op, ark.CommOp) or isinstance(op, ark.GenericOp):
+    if isinstance(op, ark.GenericOp):
+        raise ark.unknown_type_error(op, "ark-plan")
+    if isinstance(op, ark.CommOp):
         raise PlancError(f"{op.ark_type} '{op.label.data}': planc cannot simulate "
                          f"{op.ark_type} operators", path=source_path(op))
     out = op.outputs[0]

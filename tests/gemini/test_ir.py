@@ -243,7 +243,7 @@ def test_a_name_that_points_nowhere_is_reported_where_it_is_written(mutate, mess
 def test_small_schedule_is_valid(planc, tmp_path):
     r = planc("check", write_json(tmp_path / "s.json", small_schedule()))
     assert r.code == 0, r.err
-    assert r.out.strip().endswith("(1 core(s) on a 1x1 mesh, 2 workloads, DRAM 1 in / 2 out)")
+    assert r.out.strip().endswith("(1 core(s) on a 1x1 mesh, 2 workloads, DRAM 1 block in / 2 blocks out)")
 
 
 @pytest.mark.parametrize("mutate,message", [c[1:] for c in CORRUPTIONS],

@@ -153,8 +153,8 @@ def test_unknown_device_and_planner_are_usage_errors(planc, tmp_path):
 
     r = planc(EXAMPLES / "ffn.json", "-t", "ark", "--arch", "v100", "-o", tmp_path / "p")
     assert r.code == 1
-    assert r.err.strip() == "planc: error: unknown device 'v100' (known GPUs: a100, h100 " \
-                            "or mi300x)"
+    assert r.err.strip() == "planc: error: unknown device 'v100': did you mean h100? (known " \
+                            "GPUs: a100, h100 or mi300x)"
     r = planc(EXAMPLES / "ffn.json", "-t", "ark", "--planner", "greedy", "-o", tmp_path / "p")
     assert "unknown planner 'greedy' (known planners: planc or ark-default)" in r.err
     assert not (tmp_path / "p").exists()

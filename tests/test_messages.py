@@ -1,0 +1,211 @@
+"""Messages a new user meets (issue 27): near matches for misspelt names, unknown ARK operator
+types refused with one message everywhere, options a command would ignore, and reports that
+say what their figures are."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backends import TARGETS, cannot_make, make_options, target_named
+from frontends import FORMATS
+from ground.diagnostics import UnsupportedInput, near_match
+from passes import PASSES, pass_listing, pass_options
+from tests.conftest import EXAMPLES, small_ffn_doc, write_json
+
+
+@pytest.fixture(scope="module")
+def sigmod(tmp_path_factory):
+    """The small ffn with its Sigmoid misspelt: a type ARK's runtime does not register."""
+    doc = small_ffn_doc()
+    node = next(n for n in doc["Nodes"] if n["Op"]["Type"] == "Sigmoid")
+    node["Op"]["Type"] = "Sigmod"
+    return write_json(tmp_path_factory.mktemp("sigmod") / "sigmod.json", doc)
+
+
+def one_error(result, *expected):
+    assert result.code == 1, result.err
+    assert result.err.count("\n") == 1 and result.err.startswith("planc: error: "), result.err
+    for text in expected:
+        assert text in result.err, result.err
+    return result.err
+
+
+def test_near_match_folds_case_and_stays_quiet_when_nothing_is_close():
+    assert near_match("A100", ["a100", "h100", "mi300x"]) == "a100"
+    assert near_match("Sigmod", ["Sigmoid", "Sqrt", "Sub"]) == "Sigmoid"
+    assert near_match("zzz", ["a100", "h100"]) is None
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_check_refuses_an_unknown_operator_type_with_a_near_match(planc, sigmod, strict):
+    result = planc("check", *(["--strict"] if strict else []), "--json", sigmod)
+    assert result.code == 1
+    (finding,) = result.json()["findings"]
+    assert finding["rule"] == "ark-model.operator-type" and finding["severity"] == "error"
+    assert finding["path"].endswith(".Op.Type")
+    assert "unknown ARK operator type 'Sigmod': did you mean Sigmoid?" in finding["message"]
+
+
+def test_an_unknown_operator_type_without_a_near_match_lists_the_known(planc, tmp_path):
+    doc = small_ffn_doc()
+    doc["Nodes"][1]["Op"]["Type"] = "Zzyzx"
+    result = planc("check", write_json(tmp_path / "z.json", doc))
+    one_error(result, "unknown ARK operator type 'Zzyzx' (ARK's operator types: Add, Cast,")
+
+
+TRANSLATING = [t.name for t in TARGETS if t.name not in ("mlir", "ark-model")]
+
+
+def test_every_target_refuses_an_unknown_operator_with_the_same_message(planc, sigmod, tmp_path):
+    errors = {}
+    for target in TRANSLATING:
+        errors[target] = one_error(planc(sigmod, "-t", target, "-o", tmp_path / target))
+        assert not (tmp_path / target).exists()
+    assert len(set(errors.values())) == 1, errors
+    assert "did you mean Sigmoid?" in errors["ark"]
+    assert planc("simulate", sigmod).err == errors["ark"]
+
+
+def test_unknown_operators_still_round_trip(planc, sigmod, tmp_path):
+    out = tmp_path / "m.json"
+    assert planc(sigmod, "-t", "ark-model", "-o", out).code == 0
+    assert json.loads(out.read_text()) == json.loads(sigmod.read_text())
+
+
+def test_a_plan_with_an_unknown_operator_fails_check(planc, ffn_plan):
+    ffn_plan.write_text(ffn_plan.read_text().replace('"Sigmoid"', '"Sigmod"'))
+    one_error(planc("check", ffn_plan), "[ark-plan.operator-type]", "did you mean Sigmoid?")
+    one_error(planc(ffn_plan, "-t", "cpu", "-o", ffn_plan.parent / "prog"),
+              "did you mean Sigmoid?")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["-t", "ark", "--arch", "A100"], "unknown device 'A100': did you mean a100?"),
+    (["-t", "tt", "--arch", "Blackhol"], "'Blackhol': did you mean blackhole?"),
+    (["-t", "tt-metl"], "unknown target 'tt-metl': did you mean tt-metal?"),
+    (["--pipeline", "ark-compres"], "--pipeline: unknown pass 'ark-compres': did you mean "
+                                    "ark-compress?"),
+    (["--pipeline", "ark-compress{renumbr=false}"],
+     "--pipeline: pass ark-compress has no option 'renumbr': did you mean renumber?"),
+])
+def test_near_matches_on_the_command_line(planc, argv, expected):
+    one_error(planc(EXAMPLES / "ffn.json", *argv), expected)
+
+
+def test_planc_tune_names_the_nearest_target(planc, tmp_path):
+    one_error(planc("tune", EXAMPLES / "ffn.json", "-t", "gemeni", "-o", tmp_path / "x"),
+              "did you mean gemini?")
+
+
+def test_a_pipeline_that_makes_no_plan_says_which_passes_do(planc):
+    err = one_error(planc(EXAMPLES / "ffn.json", "--pipeline", "sched-fuse", "-t", "ark"),
+                    "needs an ARK plan, and the pipeline ended without one",
+                    "the IR holds ark.model", "sched-to-plan")
+    assert "expected one plan.plan" not in err
+
+
+@pytest.mark.parametrize("target", [t.name for t in TARGETS])
+def test_targets_declare_the_formats_their_pipelines_start_from(target):
+    """`TargetInfo.sources` (which error messages name) against what `pipeline` accepts."""
+    info = target_named(target)
+    backend, options = info.load(), make_options(target)
+    for fmt in FORMATS:
+        try:
+            backend.pipeline(fmt.name, options)
+            accepted = True
+        except UnsupportedInput as e:
+            accepted = False
+            message = str(cannot_make(e))
+            assert f"--target {target} takes" in message
+            assert f"{fmt.name} documents go to --target" in message
+        assert accepted == (fmt.name in info.sources), fmt.name
+
+
+def test_cannot_make_names_the_targets_that_take_the_document(planc, ffn_plan):
+    one_error(planc(ffn_plan, "-t", "gemini"),
+              "cannot make a Gemini schedule from an ark-plan document (--target gemini takes "
+              "ark-model, gemini-ir or gemini-layers documents; ark-plan documents go to "
+              "--target ark, cpu, cuda or mlir)")
+
+
+@pytest.mark.parametrize("command, flags, document, expected", [
+    ("simulate", ["--message-size", "1MB"], "plan", "--message-size does not apply to ark-plan "
+     "documents: planc simulate reads it for mscclpp documents only"),
+    ("simulate", ["--arch", "h100"], "model", "--arch does not apply to ark-model documents"),
+    ("simulate", ["--full-run-limit", "9"], "model", "--full-run-limit does not apply"),
+    ("check", ["--ark-runtime", "planc"], "model", "--ark-runtime does not apply to ark-model"),
+])
+def test_an_option_the_command_ignores_for_the_format_is_an_error(planc, ffn_plan, small_ffn,
+                                                                   command, flags, document,
+                                                                   expected):
+    path = ffn_plan if document == "plan" else small_ffn
+    one_error(planc(command, path, *flags), expected)
+
+
+def test_options_that_apply_still_work(planc, ffn_plan):
+    assert planc("simulate", ffn_plan, "--arch", "h100", "--cost-only").code == 0
+    assert planc("check", ffn_plan, "--ark-runtime", "planc").code == 0
+
+
+def test_reports_say_what_their_figures_are(planc, small_ffn, ffn_plan):
+    report = planc("simulate", small_ffn).out
+    assert "  outputs  tensor 15: shape" in report and "inputs   tensor 0: [" in report
+    report = planc("simulate", ffn_plan, "--cost-only").out
+    (line,) = [x for x in report.splitlines() if x.lstrip().startswith("slowest task groups")]
+    assert ", time " in line and "seconds" not in line
+
+
+# ---------------------------------------------------------------------------------------------
+# planc-opt
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def opt(capsys):
+    from compiler.opt import run
+
+    def call(*args):
+        code = run([str(a) for a in args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+    return call
+
+
+def test_opt_places_a_verifier_error_at_the_op(opt, tmp_path):
+    bad = tmp_path / "v.mlir"
+    bad.write_text('"builtin.module"() ({\n  "ark.model"() : () -> ()\n}) : () -> ()\n')
+    code, _, err = opt(bad)
+    assert code == 1
+    assert err == f"planc-opt: error: {bad}:2:3: 'ark.model' op: Expected 1 region, but got 0\n"
+
+
+def test_opt_keeps_xdsls_caret_snippet_for_parse_errors(opt, tmp_path):
+    bad = tmp_path / "p.mlir"
+    bad.write_text("builtin.module {\n  %0 = ark.view : !ark.tensor<0, FP16, [1, 2\n}\n")
+    code, _, err = opt(bad)
+    assert code == 1
+    assert err == f"planc-opt: error: {bad}:3:1: ']' expected\n}}\n^\n"
+
+
+def test_opt_names_the_nearest_pass(opt, tmp_path):
+    model = write_json(tmp_path / "m.json", small_ffn_doc())
+    code, _, err = opt(model, "-p", "sched-partition{splitk=false}")
+    assert code == 1 and "did you mean split-k?" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("flag", ["--list-passes", "--help"])
+def test_opt_lists_every_pass_with_its_options(capsys, flag):
+    from compiler.opt import run
+
+    with pytest.raises(SystemExit) as ended:
+        run([flag])
+    listing = capsys.readouterr().out
+    assert ended.value.code == 0 and listing.endswith(pass_listing())
+    for name, _, _ in PASSES:
+        assert f"\n  {name} " in listing
+    assert "  sched-partition            Spread the tiles" in listing
+    for option, kind, default in pass_options("sched-partition"):
+        assert f"{option}: {kind} = {default}" in listing
+    assert "split-k: bool = true" in listing
