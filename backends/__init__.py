@@ -87,7 +87,7 @@ TARGETS: tuple[TargetInfo, ...] = (
                flags=(Flag("--generic", "print the generic op form", switch=True),
                       Flag("--debuginfo", "print source locations (JSON paths)", switch=True))),
     TargetInfo("ark-model", "ARK model file (JSON)", "backends.ark_model",
-               sources=("ark-model",)),
+               sources=("ark-model", "ark-plan")),
     TargetInfo("ark", "ARK plan file (JSON)", "backends.ark_plan",
                sources=("ark-model", "ark-plan"),
                flags=(Flag("--json-layout", "ARK plan text layout (default: denser, ARK's own)",
@@ -193,7 +193,7 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
 """The options of `planc check`, `simulate`, `plot` and `schema` (the flags of the commands)."""
 
 COMMAND_FORMATS: dict[str, dict[str, tuple[str, ...]]] = {
-    "check": {"ark_runtime": ("ark-plan",)},
+    "check": {"ark_runtime": ("ark-plan",), "arch": ("tt",)},
     "plot": {"arch": ("ark-plan",)},
     "simulate": {
         "seed": ("ark-model", "ark-plan", "tt", "gemini-ir", "gemini-layers"),

@@ -24,6 +24,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,24 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+@contextmanager
+def _forking_without_interrupts() -> Iterator[None]:
+    """The pool forks its workers inside `submit`: with Ctrl-C ignored meanwhile, a worker is
+    born ignoring it, instead of from its initializer on (an interrupt between the fork and
+    the initializer printed a traceback and broke the pool on a loaded machine)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class LocalExecutor:
     """This process (one worker) or a pool of local processes."""
 
@@ -193,7 +212,8 @@ class LocalExecutor:
             return
         from concurrent.futures import as_completed
 
-        futures = {self.pool.submit(evaluate, job): job for job in jobs}
+        with _forking_without_interrupts():
+            futures = {self.pool.submit(evaluate, job): job for job in jobs}
         for future in as_completed(futures):
             yield futures[future], future.result()
 

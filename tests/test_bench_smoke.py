@@ -33,7 +33,9 @@ SMALLEST: dict[str, list[str]] = {
 """The smallest setting of each benchmark: its arguments ("{small_ffn}" is the small ffn of
 tests/conftest.py: the example's operators and plan structure at 1/29 of its work)."""
 
-MODULES = {"roofline.py": "a model plan_quality.py imports, not a benchmark of its own"}
+MODULES = {"roofline.py": "a model plan_quality.py imports, not a benchmark of its own",
+           "same_outputs.py": "a before/after tool for moves (809 commands, minutes), run by hand "
+                              "around a refactor; its record/compare logic has no smaller setting"}
 """Files of `bench/` that are not benchmarks, and why."""
 
 NEEDS = {

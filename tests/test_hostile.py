@@ -458,9 +458,10 @@ def test_tune_summary_when_the_default_is_refused(planc, tmp_path):
     """A --space whose first value (the study's default) the planner refuses made the summary
     divide by the default's missing time (TypeError, an internal error after the search)."""
     result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark", "-o", tmp_path / "r",
-                   "--budget", "2", "--space", "sched-tile.tile_m=1,64")
+                   "--budget", "3", "--space", "sched-partition.granularity=0,1")
     assert result.code == 0, result.err
     assert "planc's default: not scored (refused)" in result.out
+    assert "1 refused: $: Granularity must be a positive integer, got 0" in result.out
 
 
 def test_endless_inputs_are_refused(planc, monkeypatch):

@@ -127,7 +127,7 @@ def test_cannot_make_names_the_targets_that_take_the_document(planc, ffn_plan):
     one_error(planc(ffn_plan, "-t", "gemini"),
               "cannot make a Gemini schedule from an ark-plan document (--target gemini takes "
               "ark-model, gemini-ir or gemini-layers documents; ark-plan documents go to "
-              "--target ark, cpu, cuda or mlir)")
+              "--target ark-model, ark, cpu, cuda or mlir)")
 
 
 @pytest.mark.parametrize("command, flags, document, expected", [
@@ -136,6 +136,8 @@ def test_cannot_make_names_the_targets_that_take_the_document(planc, ffn_plan):
     ("simulate", ["--arch", "h100"], "model", "--arch does not apply to ark-model documents"),
     ("simulate", ["--full-run-limit", "9"], "model", "--full-run-limit does not apply"),
     ("check", ["--ark-runtime", "planc"], "model", "--ark-runtime does not apply to ark-model"),
+    ("check", ["--arch", "blackhole"], "plan", "--arch does not apply to ark-plan documents: "
+     "planc check reads it for tt documents only"),
 ])
 def test_an_option_the_command_ignores_for_the_format_is_an_error(planc, ffn_plan, small_ffn,
                                                                    command, flags, document,
