@@ -50,6 +50,8 @@ class Timeline:
     clock the title states), so pictures and traces of every format read alike."""
     row_names: dict[int, str] = field(default_factory=dict)
     """A row's tick label where its number alone would not say what it is."""
+    links: list[tuple[int, float, int]] = field(default_factory=list)
+    """Transfers drawn as lines: (from row, at time, to row)."""
     rows: list[int] = field(default_factory=list)
     starts: list[float] = field(default_factory=list)
     durations: list[float] = field(default_factory=list)
@@ -211,10 +213,15 @@ WORK_LABELS = {"matmul": "output tiles x K tiles per core", "reduce": "tiles rea
 its input tiles, an element-wise or data-movement tile one step."""
 
 
+MAX_LINKS = 2000
+"""The most transfer lines one picture draws (more would be a grey smear)."""
+
+
 def mscclpp_pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
     """Every thread block of every rank over the alpha-beta model's time (`planc simulate`'s
     figures): one bar per executed operation, the data moves named with their bytes and
-    peers."""
+    peers and drawn as a line from the sender to the peer's first thread block when the
+    operation ends."""
     from dialects import mscclpp as ms
     from targets.mscclpp.cost import (
         TimedReplay,
@@ -235,6 +242,7 @@ def mscclpp_pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
                          f"chunks of alignment {algorithm.alignment}")
     program = expand(algorithm, size // chunks)
     rows = {block: index for index, block in enumerate(sorted(program.blocks))}
+    first_row = {gpu: min(i for b, i in rows.items() if b[0] == gpu) for gpu, _ in rows}
     from compiler.report import size as human_size
 
     timeline = Timeline(f"MSCCL++ {algorithm.collective_name} of a {human_size(size)} message "
@@ -247,8 +255,11 @@ def mscclpp_pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
             super().perform(block, step, received)
             moved = sum(r.size for m in step.moves for r in m.targets)
             peers = sorted({r.rank for m in step.moves for r in m.targets} - {step.rank})
-            timeline.add(rows[block], start * 1e6, (self.clock[block] - start) * 1e6,
+            end = self.clock[block] * 1e6
+            timeline.add(rows[block], start * 1e6, end - start * 1e6,
                          step.name, {"op": step.name, "bytes": moved, "to gpus": peers})
+            if moved and len(timeline.links) < MAX_LINKS:
+                timeline.links += [(rows[block], end, first_row[peer]) for peer in peers]
 
     replay = Recorded(program, hardware)
     replay.run_earliest_first(replay.clock)
@@ -263,7 +274,7 @@ def tt_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
     maps: list[Picture] = []
     timeline = _tt_timeline(plans, arch)
     if timeline is not None:
-        maps.append(timeline)
+        maps += [timeline, _tt_l1(plans, timeline, arch)]
     for plan in plans:
         partition = plan.work_partition
         grid = plan.grid
@@ -291,6 +302,21 @@ def tt_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
         maps.append(Heatmap(f"{plan.label()} on {grid[0]}x{grid[1]} cores\n{balance}", values,
                             WORK_LABELS[kind]))
     return maps
+
+
+def _tt_l1(plans: list, timeline: Timeline, arch: str | None) -> Occupancy:
+    """Each core's L1 while each kernel runs (its circular buffers and the L1 buffers live
+    there, as `planc check` counts them), against the usable L1 of the device."""
+    from devices.tt import device_named
+    from targets.tt.check import l1_use
+
+    device = device_named(arch)
+    uses = l1_use(list(enumerate(plans)), device)
+    times = [*timeline.starts, timeline.starts[-1] + timeline.durations[-1]]
+    used = [use.bytes_per_core for use in uses] + [0]
+    return Occupancy(f"L1 of each core while each kernel runs ({device.name}: "
+                     f"{device.l1_usable_bytes / 1e6:.2f} MB usable)", "us",
+                     {"L1 per core": (times, used)}, capacity=device.l1_usable_bytes)
 
 
 def _tt_timeline(plans: list, arch: str | None) -> Timeline | None:
@@ -406,6 +432,8 @@ def _draw_timeline(t: Timeline, ax) -> None:
     ax.set_xlim(left=0)
     ax.set_title(t.title)
     _write_notes(t, ax)
+    for source, time, target in t.links:     # a transfer: from its sender to the peer
+        ax.plot([time, time], [source, target], color="black", linewidth=0.4, alpha=0.5)
     named = [k for k, c in colour_of.items() if c != OTHERS_COLOUR]
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour_of[k]) for k in named]
     labels = [k[:40] for k in named]

@@ -34,7 +34,7 @@ def plans(tmp_path_factory, small_ffn):
     return made
 
 
-@pytest.mark.parametrize("target, count", [("ark", 2), ("tt", 7), ("gemini", 2)])
+@pytest.mark.parametrize("target, count", [("ark", 2), ("tt", 8), ("gemini", 2)])
 def test_pictures_are_real_images(planc, plans, tmp_path, target, count):
     image = tmp_path / f"{target}.png"
     result = planc("plot", plans[target], "-o", image)
@@ -193,6 +193,8 @@ def test_mscclpp_plans_have_a_timeline(planc, tmp_path):
     end = max(s + d for s, d in zip(timeline.starts, timeline.durations, strict=True))
     assert 0 < end <= report["modeled_time_s"] * 1e6
     assert {timeline.row_names[r] for r in timeline.rows} >= {f"gpu {g} tb 0" for g in range(4)}
+    gpu = {row: name.split()[1] for row, name in timeline.row_names.items()}
+    assert timeline.links and all(gpu[a] != gpu[b] for a, _, b in timeline.links)
     image = tmp_path / "ring.png"
     assert planc("plot", plan, "-o", image).code == 0 and image.stat().st_size > 10_000
 
@@ -208,3 +210,12 @@ def test_a_trace_with_nothing_timed_is_refused(planc, tmp_path):
     trace = tmp_path / "t.json"
     result = planc("simulate", plan, "--trace", trace)
     assert result.code == 1 and "nothing to trace" in result.err and not trace.exists()
+
+
+def test_the_tt_l1_picture_and_the_capacity_rule_agree(planc, plans):
+    from compiler.plot import Occupancy
+
+    (l1,) = [p for p in pictures(load(plans["tt"])) if isinstance(p, Occupancy)]
+    times, used = l1.series["L1 per core"]
+    assert times == sorted(times) and 0 < max(used) <= l1.capacity
+    assert planc("check", "--strict", plans["tt"]).code == 0

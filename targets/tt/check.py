@@ -39,12 +39,12 @@ class _L1Buffer:
 
 def check(module: ModuleOp, options: Any = None) -> list[Finding]:
     plans = [p for op in module.ops if isinstance(op, tt.PlansOp) for p in op.plans()]
-    kernels = [(index, p) for index, p in enumerate(plans) if _operator(p) is not None]
+    kernels = [(index, p) for index, p in enumerate(plans) if kernel_operator(p) is not None]
     device = device_named(getattr(options, "arch", None))
     return [*capacity_findings(kernels, device), *order_findings(kernels)]
 
 
-def _operator(plan: tt.PlanOp) -> ark.ArkOp | None:
+def kernel_operator(plan: tt.PlanOp) -> ark.ArkOp | None:
     """The kernel's operator, when the plan has a kernel planc can read as tiles."""
     if plan.kernel is None:
         return None
@@ -74,7 +74,21 @@ def _cb_bytes(plan: tt.PlanOp, device: TTDevice) -> int:
     return sum(cb.total_bytes for cb in circular_buffers(geometry, buffers, held))
 
 
-def capacity_findings(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[Finding]:
+@dataclass
+class L1Use:
+    """What each core's L1 holds while one kernel runs."""
+
+    circular_buffers: int
+    buffers: list[_L1Buffer]
+
+    @property
+    def bytes_per_core(self) -> int:
+        return self.circular_buffers + sum(b.bytes_per_core for b in self.buffers)
+
+
+def l1_use(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[L1Use]:
+    """Per kernel, in order: its circular buffers and the L1-resident buffers live there (from
+    the first to the last kernel naming them), in bytes of each core's L1."""
     uses: dict[int, _L1Buffer] = {}
     in_l1: set[int] = set()
     for position, (_, plan) in enumerate(kernels):
@@ -89,19 +103,22 @@ def capacity_findings(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) ->
             if name in placed:
                 in_l1.add(tensor.buffer_id)
     residents = [use for use in uses.values() if use.buffer in in_l1]
+    return [L1Use(_cb_bytes(plan, device),
+                  [b for b in residents if b.first <= position <= b.last])
+            for position, (_, plan) in enumerate(kernels)]
+
+
+def capacity_findings(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[Finding]:
     findings = []
-    for position, (index, plan) in enumerate(kernels):
-        live = [b for b in residents if b.first <= position <= b.last]
-        cbs = _cb_bytes(plan, device)
-        used = cbs + sum(b.bytes_per_core for b in live)
-        if used > device.l1_usable_bytes:
-            names = ", ".join(f"{b.buffer} ({b.bytes_per_core} B)" for b in live[:8])
+    for (index, plan), use in zip(kernels, l1_use(kernels, device), strict=True):
+        if use.bytes_per_core > device.l1_usable_bytes:
+            names = ", ".join(f"{b.buffer} ({b.bytes_per_core} B)" for b in use.buffers[:8])
             findings.append(at_op(
                 plan, "tt.l1-capacity", ERROR,
-                f"kernel {plan.label()} (plan {index}) needs {used} bytes of each core's L1 "
-                f"but {device.name} has {device.l1_usable_bytes}: circular buffers {cbs} B, "
-                f"L1 buffers live here {names or 'none'}; put a buffer in DRAM or use a "
-                "larger grid"))
+                f"kernel {plan.label()} (plan {index}) needs {use.bytes_per_core} bytes of each "
+                f"core's L1 but {device.name} has {device.l1_usable_bytes}: circular buffers "
+                f"{use.circular_buffers} B, L1 buffers live here {names or 'none'}; put a "
+                "buffer in DRAM or use a larger grid"))
     return findings
 
 
