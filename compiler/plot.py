@@ -414,6 +414,13 @@ def _integer_rows(ax, rows: list[int], names: dict[int, str] | None = None) -> N
         ax.set_yticks(present)
         if names:
             ax.set_yticklabels([names.get(r, str(r)) for r in present], fontsize=7)
+    elif names:
+        # Many named rows (thread blocks of several GPUs): one tick where a group begins,
+        # named by what the rows of the group share ("gpu 3" of "gpu 3 tb 0".."gpu 3 tb 7").
+        group = {r: names.get(r, str(r)).split(" tb ")[0] for r in present}
+        starts = [r for i, r in enumerate(present) if i == 0 or group[r] != group[present[i - 1]]]
+        ax.set_yticks(starts)
+        ax.set_yticklabels([group[r] for r in starts], fontsize=7)
     else:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     low, high = (present[0], present[-1]) if present else (0, 0)

@@ -219,3 +219,12 @@ def test_the_tt_l1_picture_and_the_capacity_rule_agree(planc, plans):
     times, used = l1.series["L1 per core"]
     assert times == sorted(times) and 0 < max(used) <= l1.capacity
     assert planc("check", "--strict", plans["tt"]).code == 0
+
+
+def test_many_named_rows_are_ticked_by_group():
+    names = {g * 8 + b: f"gpu {g} tb {b}" for g in range(4) for b in range(8)}
+    t = Timeline("t", "rank / thread block", row_names=names, rows=list(names),
+                 starts=[0.0] * 32, durations=[1.0] * 32, labels=["op"] * 32, args=[{}] * 32)
+    ax = _drawn(t)
+    assert [x.get_text() for x in ax.get_yticklabels()] == [f"gpu {g}" for g in range(4)]
+    assert list(ax.get_yticks()) == [0, 8, 16, 24]
