@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,15 +68,33 @@ def tune(options: TuneOptions) -> list[StudyResult]:
                                strategy=options.strategy, objective=options.objective,
                                executor=executor, seed=options.seed,
                                progress=progress_printer(label) if options.progress else None)
-            name = ("best.json" if len(studies) == 1 else
-                    f"best.{Path(model).stem if model else options.target}.{arch or 'default'}"
-                    ".json")
+            name = best_name(options, model, arch)
             verify(result, space, store, options.objective, options.out, options.verify, name)
             results.append(result)
     finally:
         executor.close()
         store.close()
     return results
+
+
+def best_name(options: TuneOptions, model: str | None, arch: str | None) -> str:
+    """The file in `options.out` that receives the best document of a study."""
+    if len(options.models or [None]) * len(options.archs) == 1:
+        return "best.json"
+    return f"best.{Path(model).stem if model else options.target}.{arch or 'default'}.json"
+
+
+def _refuse_replacing_models(options: TuneOptions) -> None:
+    """A model kept in the results directory under a name tune writes (`best.json`, the
+    store) would be replaced by a result, and removed when no candidate passes."""
+    written = {options.out / "tune.sqlite"} | {
+        options.out / best_name(options, m, a) for m in options.models or [None]
+        for a in options.archs}
+    for model in options.models:
+        for path in written:
+            if path.exists() and Path(model).exists() and os.path.samefile(path, model):
+                raise UsageError(f"the model {model} is {path}, which planc tune writes its "
+                                 "results to; choose another results directory")
 
 
 def _check_request(options: TuneOptions) -> None:
@@ -90,6 +109,7 @@ def _check_request(options: TuneOptions) -> None:
     if options.out.exists() and not options.out.is_dir():
         raise PlancError("exists and is not a directory; planc tune writes its results "
                          "into a directory", file=str(options.out))
+    _refuse_replacing_models(options)
     if not options.models and options.target != "mscclpp":
         raise UsageError(f"planc tune --target {options.target} needs a MODEL (only "
                          "--target mscclpp generates its input, with --collective)")
