@@ -221,6 +221,11 @@ def node_values(importer: Any) -> Iterator[None]:
     except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as e:
         raise importer.fail(f"its inputs and attributes do not fit together "
                             f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+    except AttributeError:
+        # A value of a kind the handler does not take: an input left empty (None), or a
+        # constant where the network's computed values belong.
+        raise importer.fail("an input is missing (an empty name) or is a constant where "
+                            "the network's values belong") from None
 
 
 def node_error(node: Any, index: int, path: str, message: str) -> PlancError:

@@ -240,6 +240,16 @@ def test_numbers_numpy_refuses_name_the_node(planc, tmp_path):
               "'gather' (Gather): its inputs and attributes do not fit together")
 
 
+@pytest.mark.parametrize("change", ["empty input", "constant input"])
+def test_a_layer_without_its_feature_map(planc, tmp_path, change):
+    """Found by the fuzzer: a layer whose data input is left empty (None) or named after an
+    initializer (a numpy array where an SSA value belongs) crashed inside the handler."""
+    model = cnn()
+    model.graph.node[1].input[0] = "" if change == "empty input" else "w"
+    one_error(planc("check", save(tmp_path, model)), "$.graph.node[1]", "'relu' (Relu)",
+              "an input is missing")
+
+
 def test_an_empty_onnx_file_is_no_model(planc, tmp_path):
     """A 0-byte `.onnx` was "ok: ark-model, 0 nodes" (protobuf reads no bytes as an empty
     message); so was a message without a graph."""
