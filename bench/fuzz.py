@@ -549,8 +549,9 @@ def run(args: list[str], timeout: float, memory_bytes: int) -> tuple[int | None,
 
 
 class _Hang(KeyboardInterrupt):
-    """Raised by the CPU-time alarm of an in-process run: a KeyboardInterrupt, which neither
-    planc nor planc-opt turns into an error of their own."""
+    """Raised by the CPU-time alarm of an in-process run: a KeyboardInterrupt, which planc's
+    handlers of errors leave alone (they end it as an interrupt, exit 130); the alarm's flag
+    tells the time-out."""
 
 
 def run_in_process(args: list[str], timeout: float, memory_bytes: int,

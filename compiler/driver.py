@@ -566,7 +566,10 @@ def _main(argv: Sequence[str] | None) -> int:
             args.input = args.inputs[0] if args.inputs else None
             handler = compile_command
         configure_output(args)
-        code = handler(args)
+        from compiler.process import one_line_warnings
+
+        with one_line_warnings(PROG):
+            code = handler(args)
         sys.stdout.flush()      # a full disk under `planc ... > out` is an error, not exit 0
         return code
     except PlancError as e:
@@ -584,12 +587,8 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
     except MemoryError:
-        from compiler.process import EXIT_OUT_OF_MEMORY, out_of_memory_message
-
         if os.environ.get("PLANC_DEBUG"):
             raise
-        sys.stderr.write(f"{PROG}: error: {out_of_memory_message(_input_paths(args))}\n")
-        return EXIT_OUT_OF_MEMORY
     except OSError as e:
         if e.filename is None and e.errno in _FULL_OUTPUT:
             # Standard output refused the text (`planc ... > out` on a full disk): the
@@ -601,6 +600,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return _internal_error(e)
     except Exception as e:  # noqa: BLE001 -- a bug in planc, not in the user's input
         return _internal_error(e)
+    # Out of memory, reported only now: while the except clause ran, the exception held the
+    # failed work's frames and all they allocated, and even writing the message failed.
+    from compiler.process import out_of_memory
+
+    return out_of_memory(PROG, _input_paths(args))
 
 
 _FULL_OUTPUT = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF)

@@ -200,19 +200,21 @@ def main(args: Sequence[str] | None = None) -> None:
 
 def run(args: Sequence[str] | None = None) -> int:
     """planc-opt with `args`; returns the exit code (a wrong option exits 1 through SystemExit)."""
+    from compiler.process import one_line_warnings
+
     try:
-        PlancOptMain(description="planc modular optimizer driver", args=args).run()
+        with one_line_warnings("planc-opt"):
+            PlancOptMain(description="planc modular optimizer driver", args=args).run()
         return 0
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
+        # One line, as planc says it (the exception went on to Python's traceback).
+        sys.stderr.write("planc-opt: interrupted\n")
+        return 130
+    except SystemExit:
         raise
     except MemoryError:
-        from compiler.process import EXIT_OUT_OF_MEMORY, out_of_memory_message
-
         if os.environ.get("PLANC_DEBUG"):
             raise
-        inputs = [a for a in (args if args is not None else sys.argv[1:]) if os.path.isfile(a)]
-        sys.stderr.write(f"planc-opt: error: {out_of_memory_message(inputs)}\n")
-        return EXIT_OUT_OF_MEMORY
     except BaseException as e:  # noqa: BLE001 -- sorted into user errors and bugs just below
         message = user_error(e)
         if message is None:
@@ -224,6 +226,11 @@ def run(args: Sequence[str] | None = None) -> int:
             return 2
         sys.stderr.write(f"planc-opt: error: {message}\n")
         return 1
+    # Out of memory, reported once the exception (and the frames it held) is gone.
+    from compiler.process import out_of_memory
+
+    given = args if args is not None else sys.argv[1:]
+    return out_of_memory("planc-opt", [a for a in given if os.path.isfile(a)])
 
 
 def user_error(e: BaseException) -> str | None:

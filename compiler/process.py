@@ -8,10 +8,15 @@ internal error (a bug in planc), `EXIT_OUT_OF_MEMORY` (3) out of memory, 130 int
 from __future__ import annotations
 
 import errno
+import functools
+import gc
 import io
 import os
 import sys
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TextIO
 
 EXIT_OUT_OF_MEMORY = 3
 """The exit code of a run that ran out of memory: not the input's mistake (1), and not a bug
@@ -33,6 +38,22 @@ class ClosedStream(io.TextIOBase):
         raise OSError(errno.EBADF, "standard output is closed")
 
 
+@contextmanager
+def one_line_warnings(prog: str) -> Iterator[None]:
+    """Python's warnings (numpy's RuntimeWarning, say) as one line each, `PROG: warning:
+    Category: message`: their default form adds the file, line number and source text, a
+    report of two lines that names planc's code rather than the input."""
+    with warnings.catch_warnings():
+        warnings.showwarning = functools.partial(_show_warning, prog)
+        yield
+
+
+def _show_warning(prog: str, message: Warning | str, category: type[Warning], filename: str,
+                  lineno: int, file: TextIO | None = None, line: str | None = None) -> None:
+    text = " ".join(str(message).split())
+    (file or sys.stderr).write(f"{prog}: warning: {category.__name__}: {text}\n")
+
+
 def guard_standard_streams() -> None:
     """Give each closed standard descriptor /dev/null, so that no file the program opens later
     becomes descriptor 1 or 2 (where a write meant for the terminal would land in it), and
@@ -49,6 +70,15 @@ def guard_standard_streams() -> None:
         sys.stdout = ClosedStream()
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- stderr for the process' life
+
+
+def out_of_memory(prog: str, inputs: Iterable[str]) -> int:
+    """Report running out of memory in one line; the exit code. Called after the failed
+    work's frames are gone: what they held is collected first (the programs run with the
+    cyclic collector off), so that writing the message has memory to do it."""
+    gc.collect()
+    sys.stderr.write(f"{prog}: error: {out_of_memory_message(inputs)}\n")
+    return EXIT_OUT_OF_MEMORY
 
 
 def out_of_memory_message(inputs: Iterable[str]) -> str:

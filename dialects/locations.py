@@ -143,6 +143,7 @@ def parse_ir(context: Any, data: bytes | str, name: str, *, implicit_module: boo
     if long is not None:
         raise PlancError(f"{_position(text, long.start(), name)}: an integer literal of "
                          f"{long.end() - long.start():,} digits (planc reads at most 4,300)")
+    _refuse_bad_strings(text, name)
     parser = Parser(context, text, name=name)
     try:
         module = parser.parse_module(implicit_module)
@@ -163,7 +164,54 @@ def parse_ir(context: Any, data: bytes | str, name: str, *, implicit_module: boo
         raise PlancError(f"{_position(text, parser.pos, name)}: an array of an element type "
                          f"planc cannot hold ({' '.join(str(e).split())[:200]})") from None
     _refuse_block_lists(module, name)
+    if _WIDE_FLOAT.search(text):
+        _refuse_wide_floats(module, name)
     return module
+
+
+_STRING_OR_COMMENT = re.compile(r'//[^\n]*|"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*(")?')
+"""A comment, or a string literal as MLIR has it (escapes \\n, \\t, \\", \\\\ and two hex
+digits), closed or not: each character is matched one way, so the scan is linear."""
+
+
+def _refuse_bad_strings(text: str, name: str) -> None:
+    """A string literal left open on its line, or holding an escape MLIR does not have: xDSL's
+    lexer matches strings with a regular expression that backtracks exponentially on those
+    (a stray `"` in a 200-character line ran for minutes)."""
+    for match in _STRING_OR_COMMENT.finditer(text):
+        if match.group().startswith('"') and match.group(1) is None:
+            raise PlancError(f"{_position(text, match.end(), name)}: a string literal not "
+                             "closed on its line, or an escape MLIR does not have (\\n, \\t, "
+                             '\\", \\\\ or two hex digits)')
+
+
+_WIDE_FLOAT = re.compile(r"\bf(?:80|128)\b")
+
+
+def _refuse_wide_floats(module: ModuleOp, name: str) -> None:
+    """A float attribute of type f80 or f128 parses, but xDSL cannot print it (it packs
+    floats of at most 64 bits): refused here rather than where the result is printed."""
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr
+    from xdsl.ir import ParametrizedAttribute
+
+    ops: list[Operation] = [module]
+    while ops:
+        op = ops.pop()
+        attrs = [*op.attributes.values(), *op.properties.values()]
+        while attrs:
+            attr = attrs.pop()
+            if isinstance(attr, FloatAttr) and attr.type.name in ("f80", "f128"):
+                raise PlancError(f"{name}: '{op.name}' has a float of type {attr.type.name}; "
+                                 "planc holds floats of at most 64 bits")
+            if isinstance(attr, ArrayAttr):
+                attrs.extend(attr.data)
+            elif isinstance(attr, DictionaryAttr):
+                attrs.extend(attr.data.values())
+            elif isinstance(attr, ParametrizedAttribute):
+                attrs.extend(attr.parameters)
+        for region in op.regions:
+            for block in region.blocks:
+                ops.extend(block.ops)
 
 
 def _refuse_block_lists(module: ModuleOp, name: str) -> None:

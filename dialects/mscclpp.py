@@ -664,8 +664,10 @@ class GpuOp(PlanObjectOp):
 
     def verify_(self) -> None:
         for buffer in BUFFER_TYPES:
-            if self.chunks(buffer) < 0:
-                raise VerifyException(f"{BUFFER_NAMES[buffer]}_chunks must be >= 0")
+            if not 0 <= self.chunks(buffer) < 1 << 31:
+                # The executor counts chunks in a C++ int; the JSON reader has the same bound.
+                raise VerifyException(f"{BUFFER_NAMES[buffer]}_chunks must be in [0, 2^31), "
+                                      f"got {self.chunks(buffer)}")
         if self.chunks("i") == 0 and self.chunks("o") == 0:
             _verify_zero_chunks(self)
         order = [_DECLARATION_ORDER.index(type(op)) for op in block_ops(self.body)

@@ -265,6 +265,8 @@ def _batch_norm(imp: CnnImporter, inputs, attrs):
     eps = attrs.get("epsilon", 1e-5)
     c = shape_of(x)[1]
     if all(isinstance(v, np.ndarray) for v in (scale, bias, mean, var)):
+        if np.any(var + eps <= 0):       # its square root divides: numpy's warning, or inf
+            raise imp.fail("its variance plus epsilon must be positive")
         factor = scale / np.sqrt(var + eps)
         shift = bias - mean * factor
     else:

@@ -612,3 +612,92 @@ def test_planc_opt_wrong_options_are_one_line(args, words):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
     assert result.stderr.startswith("planc-opt: error: ") and "--help)" in result.stderr
+
+
+def test_planc_opt_interrupted_is_one_line(capsys, monkeypatch):
+    """Ctrl-C in planc-opt went on to Python's traceback (planc says "interrupted")."""
+    from compiler.opt import PlancOptMain, run
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PlancOptMain, "run", interrupted)
+    try:
+        code = run([str(EXAMPLES / "ffn.json")])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped planc-opt (a traceback)")
+    assert code == 130
+    assert capsys.readouterr().err == "planc-opt: interrupted\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Found by the fuzzer's campaign (bench/README.md, issue 28)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("old, new", [('"matmul"', '"matmul'), ('"matmul"', '"mat\\qmul"')])
+def test_a_string_left_open_is_refused_at_once(planc, capsys, tmp_path, documents, old, new):
+    """A stray `"` (or an escape MLIR lacks) sent xDSL's lexer into exponential backtracking:
+    minutes of CPU on one 300-character line."""
+    mutant = tmp_path / "m.mlir"
+    mutant.write_text(documents["model.mlir"].read_text().replace(old, new, 1))
+    one_error(planc("check", mutant), "a string literal not closed on its line")
+    one_error(opt(capsys, mutant), "a string literal not closed on its line", prog="planc-opt")
+
+
+def test_a_float_wider_than_64_bits(planc, capsys, tmp_path, documents):
+    """`factor = 5 : f128` parses, and printing it was a NotImplementedError (xDSL packs
+    floats of at most 64 bits)."""
+    text = documents["model.mlir"].read_text()
+    assert "node = 1 : i64" in text
+    mutant = tmp_path / "m.mlir"
+    mutant.write_text(text.replace("node = 1 : i64", "node = 1 : i64, f = 5.0 : f128", 1))
+    one_error(planc(mutant, "-t", "mlir"), "has a float of type f128")
+    one_error(opt(capsys, mutant), "has a float of type f128", prog="planc-opt")
+
+
+@pytest.mark.parametrize("chunks, words", [(2 ** 31 - 1, "cells of the gpus' buffers"),
+                                           (2 ** 31, "input_chunks must be in [0, 2^31)")])
+def test_chunk_counts_the_check_cannot_follow(planc, tmp_path, documents, chunks, words):
+    """An MSCCL++ gpu with 2^31 - 1 input chunks (the JSON reader's bound) was followed cell by
+    cell by the symbolic check until memory ran out; 2^31 (the MLIR reader had no bound) too,
+    and simulate ran for ever."""
+    text = documents["mscclpp.mlir"].read_text()
+    assert "input_chunks = 16 : i64" in text
+    mutant = tmp_path / "m.mlir"
+    mutant.write_text(text.replace("input_chunks = 16 : i64", f"input_chunks = {chunks} : i64"))
+    one_error(planc("simulate", mutant), words)
+    result = planc("check", mutant)
+    assert result.code == 1 and words in result.err and "internal" not in result.err
+
+
+def test_a_batch_norm_of_negative_variance(planc, tmp_path):
+    """numpy's "invalid value encountered in sqrt" warning was printed (two lines on stderr)
+    for a variance below zero; it is the node's error."""
+    model = cnn()
+    c = helper.make_node
+    model.graph.node.insert(1, c("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"],
+                                 name="bn"))
+    model.graph.node[2].input[0] = "bn"
+    model.graph.initializer.extend(
+        numpy_helper.from_array(np.full(4, value, np.float32), name)
+        for name, value in (("s", 1), ("b", 0), ("m", 0), ("v", -1)))
+    one_error(planc("check", save(tmp_path, model)), "'bn' (BatchNormalization): its variance")
+
+
+def test_warnings_are_one_line(planc, monkeypatch):
+    """Python's warnings printed the file, line and source text on a second line."""
+    import warnings
+
+    import compiler.driver
+
+    original = compiler.driver.check_command
+
+    def warning_first(args):
+        warnings.warn("overflow encountered\nin cast", RuntimeWarning, stacklevel=1)
+        return original(args)
+
+    monkeypatch.setattr(compiler.driver, "check_command", warning_first)
+    result = planc("check", EXAMPLES / "ffn.json")
+    assert result.code == 0
+    assert result.err == "planc: warning: RuntimeWarning: overflow encountered in cast\n"
