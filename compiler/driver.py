@@ -13,7 +13,7 @@ ARK models of all ranks, for an MSCCL++ plan) accept INPUT repeated; they receiv
 holding every document's top-level op, each marked with the file it came from (`planc.file`).
 Every user error is one line on stderr,
 `planc: error: FILE: $.json.path: message`, with exit code 1 and no output file; an internal
-error (a bug in planc) exits with 2.
+error (a bug in planc) exits with 2, running out of memory with 3 (`compiler.process`).
 
 Only argparse and the data tables are imported at start-up, so `planc --help` is instant.
 """
@@ -422,7 +422,10 @@ def refuse_stdout(output: str | None, flag: str, command: str) -> None:
 def refuse_overwriting_inputs(output: str | None, inputs: Sequence[str],
                               flag: str = "-o") -> None:
     """`-o` (or `--trace`) naming an input would replace the user's document with the
-    result."""
+    result. An empty name is no file at all (`-o ''` from an unset shell variable): it had
+    meant standard output, or no trace."""
+    if output == "":
+        raise UsageError(f"{flag} '': an empty file name; give a file name")
     if not output or output == "-" or not os.path.exists(output):
         return
     for path in inputs:
@@ -441,11 +444,11 @@ def compile_command(args: argparse.Namespace) -> int:
         names = [t.name for t in TARGETS]
         raise UsageError(f"unknown target '{args.target}'{did_you_mean(args.target, names)} "
                          f"(known targets: {', '.join(names)})")
+    refuse_overwriting_inputs(args.output, args.inputs)
     if target.writes_directory and not args.output:
         raise UsageError(f"--target {target.name} writes a directory; give it with -o DIR")
     if args.json and (not args.output or args.output == "-"):
         raise UsageError("--json prints a summary on stdout; give the output with -o")
-    refuse_overwriting_inputs(args.output, args.inputs)
     options = scoped_options(args, target.name, f"--target {target.name}")
     # The collector stays off for the whole command: importing builds the IR graph too, and
     # collections during it cost a third of the import at 10k operators.
@@ -461,7 +464,7 @@ def compile_command(args: argparse.Namespace) -> int:
             raise e.in_file(args.input) if len(args.inputs) == 1 else e from None
     steps["write"] = perf_counter()
     if args.output and args.output != "-":
-        write_product(args.output, product)
+        write_product(args.output, product, args.inputs)
     elif isinstance(product, str):
         sys.stdout.write(product)
     else:
@@ -535,7 +538,8 @@ def simulate_command(args: argparse.Namespace) -> int:
                 from compiler.plot import chrome_trace, pictures
 
                 with steps.step("trace"):
-                    write_product(options.trace, chrome_trace(pictures(module, options)))
+                    write_product(options.trace, chrome_trace(pictures(module, options)),
+                                  [args.input])
                 report["trace"] = options.trace
         except PlancError as e:
             raise e.in_file(args.input) from None
@@ -569,7 +573,7 @@ def plot_command(args: argparse.Namespace) -> int:
         with steps.step("draw"):
             image = io.BytesIO()
             draw(drawn, image, os.path.splitext(args.output)[1].lstrip(".") or "png")
-            write_product(args.output, image.getvalue())
+            write_product(args.output, image.getvalue(), [args.input])
     if args.json:
         print(json.dumps({"ok": True, "output": args.output, "pictures": len(drawn)}))
     else:
@@ -595,6 +599,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one planc command; as the `planc` program (`argv` None), every command but `tune`
     (whose worker pools and Ray shut down at exit) ends the process without freeing its IR
     (`exit_without_teardown`)."""
+    if argv is None:
+        from compiler.process import guard_standard_streams
+
+        guard_standard_streams()
     command = (sys.argv[1:] if argv is None else argv)[:1]
     if argv is None and (not command or command[0] not in SUBCOMMANDS or command == ["check"]):
         # Compiling and checking build the IR with the collector off; turning it back on
@@ -626,6 +634,10 @@ def exit_without_teardown(code: int) -> None:
 
 def _drop_unwritten_stdout() -> None:
     """Point stdout at /dev/null so that flushing at exit does not fail a second time."""
+    from compiler.process import ClosedStream
+
+    if isinstance(sys.stdout, ClosedStream):
+        return                                  # it holds nothing to flush
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 
@@ -648,7 +660,10 @@ def _main(argv: Sequence[str] | None) -> int:
             args.input = args.inputs[0] if args.inputs else None
             handler = compile_command
         configure_output(args)
-        code = handler(args)
+        from compiler.process import one_line_warnings
+
+        with one_line_warnings(PROG):
+            code = handler(args)
         sys.stdout.flush()      # a full disk under `planc ... > out` is an error, not exit 0
         return code
     except PlancError as e:
@@ -665,6 +680,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
+    except MemoryError:
+        if os.environ.get("PLANC_DEBUG"):
+            raise
     except OSError as e:
         if e.filename is None and e.errno in _FULL_OUTPUT:
             # Standard output refused the text (`planc ... > out` on a full disk): the
@@ -676,10 +694,23 @@ def _main(argv: Sequence[str] | None) -> int:
         return _internal_error(e)
     except Exception as e:  # noqa: BLE001 -- a bug in planc, not in the user's input
         return _internal_error(e)
+    # Out of memory, reported only now: while the except clause ran, the exception held the
+    # failed work's frames and all they allocated, and even writing the message failed.
+    from compiler.process import out_of_memory
+
+    return out_of_memory(PROG, _input_paths(args))
 
 
-_FULL_OUTPUT = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
-"""What a stream says when the text written to it cannot be stored."""
+_FULL_OUTPUT = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF)
+"""What a stream says when the text written to it cannot be stored (EBADF: standard output
+was closed, `planc ... >&-`)."""
+
+
+def _input_paths(args: argparse.Namespace | None) -> list[str]:
+    """The input files of a parsed command line (none before it is parsed)."""
+    inputs = getattr(args, "inputs", None) or getattr(args, "input", None)
+    inputs = inputs if isinstance(inputs, list) else [inputs]   # `planc tune` takes several
+    return [path for path in inputs if isinstance(path, str)]
 
 
 def _internal_error(e: BaseException) -> int:

@@ -10,7 +10,8 @@ xDSL's flag spellings are kept and planc's are accepted as aliases (`--pipeline`
 `--generic` for `--print-op-generic`, `--debuginfo` for `--print-debuginfo`,
 `--print-ir-after-all` for `--print-between-passes`), so one command line works in both tools.
 Every user error is one line, `planc-opt: error: FILE:LINE:COL: message` for IR text, and exit
-code 1; a bug in planc-opt exits 2.
+code 1; a bug in planc-opt exits 2, running out of memory 3. With `-o FILE`, FILE is written
+(atomically) only when the whole run succeeded.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -37,15 +38,40 @@ from ground.diagnostics import PlancError, UsageError
 from passes import get_all_passes, pass_listing
 
 
-def _import_json(stream: IO[bytes]) -> ModuleOp:
+def _import_json(main: xDSLOptMain, stream: IO[bytes]) -> ModuleOp:
     from frontends import detect_format
-    from ground.json_reader import parse_json
+    from ground.json_reader import MAX_INPUT_BYTES, parse_json, read_at_most
 
-    doc = parse_json(stream.read().decode("utf-8"))
+    name = main.get_input_name()
+    data = read_at_most(stream, MAX_INPUT_BYTES)
+    if len(data) > MAX_INPUT_BYTES:
+        raise PlancError(f"{name}: larger than the {MAX_INPUT_BYTES:,} bytes planc-opt reads")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PlancError("not a UTF-8 text file", file=name) from None
+    doc = parse_json(text)
     fmt = detect_format(doc.value)
     if fmt is None:
         raise PlancError("cannot tell the format of this JSON document", path="$")
     return fmt.read(doc)
+
+
+def _import_mlir(main: xDSLOptMain, stream: IO[bytes]) -> ModuleOp:
+    """MLIR text through planc's reader (`dialects.locations.parse_ir`), as xDSL's reader
+    with `main`'s context and flags: bytes that are not UTF-8, deep nesting and over-long
+    literals are one-line errors as in `planc FILE.mlir`, and an endless input is refused."""
+    from dialects import dialect_names
+    from dialects.locations import parse_ir
+    from ground.json_reader import MAX_INPUT_BYTES, read_at_most
+
+    name = main.get_input_name()
+    data = read_at_most(stream, MAX_INPUT_BYTES)
+    if len(data) > MAX_INPUT_BYTES:
+        raise PlancError(f"{name}: larger than the {MAX_INPUT_BYTES:,} bytes planc-opt reads")
+    return parse_ir(main.ctx, data, name, implicit_module=not main.args.no_implicit_module,
+                    xdsl_errors=True, make_parser=main.locating_parser,
+                    own_dialects=dialect_names())
 
 
 def _planc_target(info: TargetInfo) -> Callable[[], type[Target]]:
@@ -85,7 +111,37 @@ def _mlir_target() -> type[Target]:
     return PlancMLIRTarget
 
 
+class _Collected(io.StringIO):
+    """The text for `-o FILE`, kept when xDSL closes its output stream: the file is written
+    (atomically) only when the whole run succeeded. xDSL's own `open(FILE, "w")` created or
+    emptied the file before the input was even read, so every failing run left an empty
+    file in place of the user's."""
+
+    text: str | None = None
+
+    def close(self) -> None:
+        self.text = self.getvalue()
+        super().close()
+
+
 class PlancOptMain(xDSLOptMain):
+    collected: _Collected | None = None
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        self.collected = _Collected()
+        return self.collected
+
+    def run(self) -> None:
+        from compiler.output import write_file_atomic
+
+        if self.args.output_file is not None:
+            refuse_writing_input(self.args.output_file, self.args.input_file)
+        super().run()
+        if self.collected is not None:
+            write_file_atomic(self.args.output_file, self.collected.text or "")
+
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
         for name, factory in get_all_dialects().items():
@@ -109,6 +165,10 @@ class PlancOptMain(xDSLOptMain):
         # --help ends with the same list, made only when asked (it imports every pass).
         usage = arg_parser.format_help
         arg_parser.format_help = lambda: f"{usage()}\n{pass_listing()}"
+        # A wrong option is one line and exit 1, as in `planc` (argparse printed its whole
+        # usage and exited 2, planc-opt's code for internal errors).
+        arg_parser.prog = "planc-opt"
+        arg_parser.error = _one_line_usage_error  # type: ignore[method-assign]
         # planc's spellings of the same flags (see the module docstring).
         for option, alias in ALIASES.items():
             action = next(a for a in arg_parser._actions if option in a.option_strings)
@@ -128,15 +188,16 @@ class PlancOptMain(xDSLOptMain):
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
-        self.available_frontends["json"] = _import_json
-        self.available_frontends["mlir"] = self._parse_mlir
+        self.available_frontends["json"] = lambda stream: _import_json(self, stream)
+        self.available_frontends["mlir"] = lambda stream: _import_mlir(self, stream)
         self.positions: dict[int, tuple[Operation, str]] = {}
         """Where each parsed op starts (`FILE:LINE:COL`), by id (the op is kept alive)."""
 
-    def _parse_mlir(self, stream: IO[bytes]) -> ModuleOp:
-        parser = _LocatingParser(self.ctx, stream.read(), self.get_input_name())
+    def locating_parser(self, context: Context, text: str, name: str) -> Parser:
+        """xDSL's parser, noting where each op starts (for `verifier_error`)."""
+        parser = _LocatingParser(context, text, name=name)
         parser.positions = self.positions
-        return parser.parse_module(not self.args.no_implicit_module)
+        return parser
 
     def apply_passes(self, prog: ModuleOp) -> None:
         """xDSL's verification (before and after the passes) reports no op; this names the
@@ -176,6 +237,21 @@ class PlancOptMain(xDSLOptMain):
         return ""
 
 
+def refuse_writing_input(output: str, input_file: str | None) -> None:
+    """`-o` naming the input (through any spelling of its path) would replace it."""
+    if output == "":
+        raise PlancError("-o '': an empty file name; give a file name")
+    if input_file and os.path.exists(output) and os.path.exists(input_file) and \
+            os.path.samefile(output, input_file):
+        raise PlancError(f"-o {output} is the input {input_file}: planc-opt does not write "
+                         "over its input; choose another output")
+
+
+def _one_line_usage_error(message: str) -> NoReturn:
+    sys.stderr.write(f"planc-opt: error: {' '.join(message.split())} (see planc-opt --help)\n")
+    sys.exit(1)
+
+
 class _ListPasses(argparse.Action):
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
@@ -204,16 +280,29 @@ ALIASES = {"--passes": "--pipeline", "--print-op-generic": "--generic",
 
 
 def main(args: Sequence[str] | None = None) -> None:
+    from compiler.process import guard_standard_streams
+
+    guard_standard_streams()
     sys.exit(run(args))
 
 
 def run(args: Sequence[str] | None = None) -> int:
-    """planc-opt with `args`; returns the exit code (argparse's own usage errors exit 2)."""
+    """planc-opt with `args`; returns the exit code (a wrong option exits 1 through SystemExit)."""
+    from compiler.process import one_line_warnings
+
     try:
-        PlancOptMain(description="planc modular optimizer driver", args=args).run()
+        with one_line_warnings("planc-opt"):
+            PlancOptMain(description="planc modular optimizer driver", args=args).run()
         return 0
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
+        # One line, as planc says it (the exception went on to Python's traceback).
+        sys.stderr.write("planc-opt: interrupted\n")
+        return 130
+    except SystemExit:
         raise
+    except MemoryError:
+        if os.environ.get("PLANC_DEBUG"):
+            raise
     except BaseException as e:  # noqa: BLE001 -- sorted into user errors and bugs just below
         message = user_error(e)
         if message is None:
@@ -225,6 +314,11 @@ def run(args: Sequence[str] | None = None) -> int:
             return 2
         sys.stderr.write(f"planc-opt: error: {message}\n")
         return 1
+    # Out of memory, reported once the exception (and the frames it held) is gone.
+    from compiler.process import out_of_memory
+
+    given = args if args is not None else sys.argv[1:]
+    return out_of_memory("planc-opt", [a for a in given if os.path.isfile(a)])
 
 
 def user_error(e: BaseException) -> str | None:
@@ -247,8 +341,10 @@ def user_error(e: BaseException) -> str | None:
         return f"{parse_error_message(e)}\n{snippet}"
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: cannot read: {e.strerror}"
-    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
-        return f"cannot write the output: {e.strerror}"     # `-o /dev/full`, a full disk
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO,
+                                              errno.EBADF):
+        # `-o /dev/full`, a full disk, standard output closed (`planc-opt ... >&-`)
+        return f"cannot write the output: {e.strerror}"
     if isinstance(e, VerifyException | DiagnosticException):
         return "verification failed: " + " ".join(str(e).split("\n\n", 1)[0].split())[:500]
     if isinstance(e, ArgSpecParseError):

@@ -71,28 +71,23 @@ def _load_onnx(path: str) -> tuple[InputFormat, ModuleOp]:
 
 
 def _load_mlir(path: str) -> tuple[InputFormat, ModuleOp]:
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError, VerifyException
-
     from compiler.context import planc_context
-    from dialects.locations import parse_error_message
+    from dialects import dialect_names
+    from dialects.locations import parse_ir
+    from ground.json_reader import MAX_INPUT_BYTES, read_at_most
 
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, "rb") as f:
+            data = read_at_most(f, MAX_INPUT_BYTES)
     except OSError as e:
         raise PlancError(f"cannot read: {e.strerror}", file=path) from None
-    parser = Parser(planc_context(), text, name=path)
+    if len(data) > MAX_INPUT_BYTES:
+        raise PlancError(f"larger than the {MAX_INPUT_BYTES:,} bytes planc reads as one "
+                         "document", file=path)
     try:
-        module = parser.parse_module()
-    except ParseError as e:
-        raise PlancError(f"invalid IR: {parse_error_message(e)}") from None
-    except VerifyException as e:
-        # An attribute's own rules run when the parser builds it (a Gemini destination
-        # with a number for its layer name): reported where the parser stopped.
-        line = text.count("\n", 0, parser.pos) + 1
-        column = parser.pos - text.rfind("\n", 0, parser.pos)
-        message = " ".join(str(e).split())
-        raise PlancError(f"invalid IR: {path}:{line}:{column}: {message}") from None
+        module = parse_ir(planc_context(), data, path, own_dialects=dialect_names())
+    except PlancError as e:
+        raise PlancError(f"invalid IR: {e.message}", file=e.file) from None
     roots = [op.name for op in module.ops]
     fmt = next((f for f in map(format_of_root, roots) if f is not None), None)
     if fmt is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,7 @@ def tune(options: TuneOptions) -> list[StudyResult]:
                                executor=executor, seed=options.seed,
                                progress=progress_printer(label) if options.progress else None,
                                notify=_notice(label) if options.progress else None)
-            name = ("best.json" if len(studies) == 1 else
-                    f"best.{Path(model).stem if model else options.target}.{arch or 'default'}"
-                    ".json")
+            name = best_name(options, model, arch)
             verify(result, space, store, options.objective, options.out, options.verify, name)
             results.append(result)
     except KeyboardInterrupt:
@@ -106,6 +105,26 @@ def _check_types(options: TuneOptions) -> None:
             raise UsageError(f"planc tune option '{name}' must be an integer, got {value!r}")
 
 
+def best_name(options: TuneOptions, model: str | None, arch: str | None) -> str:
+    """The file in `options.out` that receives the best document of a study."""
+    if len(options.models or [None]) * len(options.archs) == 1:
+        return "best.json"
+    return f"best.{Path(model).stem if model else options.target}.{arch or 'default'}.json"
+
+
+def _refuse_replacing_models(options: TuneOptions) -> None:
+    """A model kept in the results directory under a name tune writes (`best.json`, the
+    store) would be replaced by a result, and removed when no candidate passes."""
+    written = {options.out / "tune.sqlite"} | {
+        options.out / best_name(options, m, a) for m in options.models or [None]
+        for a in options.archs}
+    for model in options.models:
+        for path in written:
+            if path.exists() and Path(model).exists() and os.path.samefile(path, model):
+                raise UsageError(f"the model {model} is {path}, which planc tune writes its "
+                                 "results to; choose another results directory")
+
+
 def _check_request(options: TuneOptions) -> None:
     """What the command line can get wrong before any work: found by hand, each of these was
     an internal error (FileExistsError, AttributeError) or an exit 1 with no message."""
@@ -118,6 +137,7 @@ def _check_request(options: TuneOptions) -> None:
     if options.out.exists() and not options.out.is_dir():
         raise PlancError("exists and is not a directory; planc tune writes its results "
                          "into a directory", file=str(options.out))
+    _refuse_replacing_models(options)
     if not options.models and options.target != "mscclpp":
         raise UsageError(f"planc tune --target {options.target} needs a MODEL (only "
                          "--target mscclpp generates its input, with --collective)")

@@ -21,6 +21,11 @@ DIALECTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def dialect_names() -> set[str]:
+    """The names of planc's own dialects (what their ops' names begin with)."""
+    return {row[0] for row in DIALECTS}
+
+
 def _lazy(module: str, name: str) -> Callable[[], Dialect]:
     def load() -> Dialect:
         return getattr(importlib.import_module(module), name)

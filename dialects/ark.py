@@ -80,7 +80,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.fast_verify import verify_op
-from dialects.utils import body_block, built, format_on_first_use, i64_attr, op_list
+from dialects.utils import body_block, built, format_on_first_use, i64_attr, op_list, parse_int
 
 if TYPE_CHECKING:  # annotations only: compiling JSON loads neither xDSL's parser nor printer
     from xdsl.parser import AttrParser
@@ -159,7 +159,7 @@ def _print_ints(printer: Printer, values: Sequence[int]) -> None:
 
 
 def _parse_ints(parser: AttrParser) -> list[int]:
-    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_int(parser))
 
 
 def _parse_tag_pairs(parser: AttrParser) -> list[int]:
@@ -281,14 +281,14 @@ def _pairs(flat: Sequence[int]) -> list[tuple[int, int]]:
 
 
 def _parse_buffer_body(parser: AttrParser) -> tuple[Attribute, ...]:
-    buffer_id = parser.parse_integer()
+    buffer_id = parse_int(parser)
     rank, send, recv = -1, [], []
     external: Attribute = NoneAttr()
     extra = DictionaryAttr({})
     while parser.parse_optional_punctuation(","):
         key = parser.parse_identifier()
         if key == "rank":
-            rank = parser.parse_integer()
+            rank = parse_int(parser)
         elif key == "send":
             send = _parse_tag_pairs(parser)
         elif key == "recv":
@@ -330,9 +330,9 @@ class OffsetAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            buffer_id = parser.parse_integer()
+            buffer_id = parse_int(parser)
             parser.parse_punctuation(",")
-            return IntAttr(buffer_id), IntAttr(parser.parse_integer())
+            return IntAttr(buffer_id), IntAttr(parse_int(parser))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.buffer_id.data}, {self.value.data}>")
@@ -546,7 +546,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            tensor_id = parser.parse_integer()
+            tensor_id = parse_int(parser)
             parser.parse_punctuation(",")
             dtype = parser.parse_identifier()
             parser.parse_punctuation(",")
@@ -570,7 +570,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                         buffer = BufferAttr(*_parse_buffer_body(parser))
                         parser.parse_punctuation(">")
                     else:
-                        buffer = BufferAttr.get(parser.parse_integer())
+                        buffer = BufferAttr.get(parse_int(parser))
                 elif key == "extra":
                     extra = parser.parse_attribute()
                 else:
@@ -624,7 +624,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 def _parse_optional_ints(parser: AttrParser, default: list[int]) -> list[int]:
     """`[1, 2]`, or nothing at all, meaning `default`."""
     values = parser.parse_optional_comma_separated_list(
-        parser.Delimiter.SQUARE, parser.parse_integer)
+        parser.Delimiter.SQUARE, lambda: parse_int(parser))
     return list(default) if values is None else values
 
 

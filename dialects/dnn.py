@@ -57,6 +57,8 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.utils import parse_int
+
 DTYPE_BITS: dict[str, int] = {
     "int8": 8, "uint8": 8, "int16": 16, "float16": 16, "bfloat16": 16, "int32": 32,
     "float32": 32, "uint32": 32,
@@ -124,7 +126,7 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
             shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
-                                                      parser.parse_integer)
+                                                      lambda: parse_int(parser))
             parser.parse_punctuation(",")
             dtype = parser.parse_identifier()
         return (_ints(shape), StringAttr(dtype))

@@ -67,7 +67,16 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.fast_verify import verify_custom, verify_generic
-from dialects.utils import VerifyAt, bare_op, built, i64_attr, verified_so_far, walk_ops, warn
+from dialects.utils import (
+    VerifyAt,
+    bare_op,
+    body_block,
+    built,
+    i64_attr,
+    verified_so_far,
+    walk_ops,
+    warn,
+)
 
 DIMS = 4
 LAYER_TYPES = ("pe", "vp", "dt")
@@ -136,13 +145,19 @@ def _ops_of(block: Block, kind: type[_Op]) -> list[_Op]:
 
 def _body_block(op: Operation) -> Block:
     """`op.body.block` for a container op with one region: the region read directly (IRDL's
-    accessor looks the op's definition up on each read); any other shape asks xDSL, which
-    raises as before."""
+    accessor looks the op's definition up on each read). An empty region (`{}` in MLIR text)
+    gets its empty block, as `body_block` gives it; a region of several blocks (MLIR text with
+    `^bb1:`) is the input's error, found by whichever verifier asks first (xDSL's accessor
+    raised a ValueError, an internal error)."""
     regions = op.regions
     if len(regions) == 1:
         block = regions[0]._first_block  # noqa: SLF001 -- what `Region.block` checks
         if block is not None and block is regions[0]._last_block:  # noqa: SLF001
             return block
+        if block is not None:
+            raise VerifyException(f"'{op.name}' holds one block, got "
+                                  f"{len(regions[0].blocks)}")
+        return body_block(regions[0])
     return op.body.block
 
 

@@ -62,7 +62,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.utils import VerifyAt, warn
+from dialects.utils import VerifyAt, parse_int, warn
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary and the executor's fixed limits
@@ -101,7 +101,7 @@ def _bool(value: bool) -> IntegerAttr:
 
 
 def _parse_int_list(parser: AttrParser) -> list[int]:
-    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_int(parser))
 
 
 def _print_int_list(printer: Printer, values: Sequence[int]) -> None:
@@ -227,16 +227,16 @@ class BufferRefAttr(ParametrizedAttribute):
 def _parse_ref_body(parser: AttrParser) -> tuple[Attribute, ...]:
     word = parser.parse_identifier()
     if word in ("remote", "switch"):
-        ref_id = parser.parse_integer()
+        ref_id = parse_int(parser)
         kind, buffer = word, ""
     elif word in BUFFER_TYPES:
         kind, buffer, ref_id = "local", word, -1
     else:
         parser.raise_error(f"expected i, o, s, remote or switch, got '{word}'")
     parser.parse_punctuation("[")
-    start = parser.parse_integer()
+    start = parse_int(parser)
     parser.parse_punctuation(":")
-    end = parser.parse_integer()
+    end = parse_int(parser)
     parser.parse_punctuation("]")
     extra = _parse_optional_extra(parser)
     return (StringAttr(kind), StringAttr(buffer), IntAttr(ref_id), IntAttr(start),
@@ -273,9 +273,9 @@ class TbgAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            tb_id = parser.parse_integer()
+            tb_id = parse_int(parser)
             parser.parse_keyword("of")
-            size = parser.parse_integer()
+            size = parse_int(parser)
             extra = _parse_optional_extra(parser)
         return IntAttr(tb_id), IntAttr(size), extra
 
@@ -312,10 +312,10 @@ class IterContextAttr(ParametrizedAttribute):
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
             parser.parse_keyword("unit")
-            unit = parser.parse_integer()
+            unit = parse_int(parser)
             parser.parse_punctuation(",")
             parser.parse_keyword("chunks")
-            chunks = parser.parse_integer()
+            chunks = parse_int(parser)
             extra = _parse_optional_extra(parser)
         return IntAttr(unit), IntAttr(chunks), extra
 
@@ -425,7 +425,7 @@ class RankGroupAttr(ParametrizedAttribute):
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
             parser.parse_keyword("size")
-            size = parser.parse_integer()
+            size = parse_int(parser)
             parser.parse_punctuation(",")
             ranks = _parse_int_list(parser)
             extra = _parse_optional_extra(parser)
@@ -664,8 +664,10 @@ class GpuOp(PlanObjectOp):
 
     def verify_(self) -> None:
         for buffer in BUFFER_TYPES:
-            if self.chunks(buffer) < 0:
-                raise VerifyException(f"{BUFFER_NAMES[buffer]}_chunks must be >= 0")
+            if not 0 <= self.chunks(buffer) < 1 << 31:
+                # The executor counts chunks in a C++ int; the JSON reader has the same bound.
+                raise VerifyException(f"{BUFFER_NAMES[buffer]}_chunks must be in [0, 2^31), "
+                                      f"got {self.chunks(buffer)}")
         if self.chunks("i") == 0 and self.chunks("o") == 0:
             _verify_zero_chunks(self)
         order = [_DECLARATION_ORDER.index(type(op)) for op in block_ops(self.body)
@@ -1237,7 +1239,14 @@ class InstructionOp(PlanObjectOp):
                 raise VerifyException(f"{ref.describe()}: thread block {tb.tb_id} lists "
                                       f"{len(ids)} remote buffers reached through {kind} "
                                       "channels")
-            remote = gpu.remote_buffers()[ids[ref.ref_id.data]]
+            # The thread block's own check of its ids may not have run yet (xDSL verifies
+            # the ops inside a block before the block's op), so the id is checked here too.
+            remotes = gpu.remote_buffers()
+            if not 0 <= ids[ref.ref_id.data] < len(remotes):
+                raise VerifyException(f"{ref.describe()}: thread block {tb.tb_id} maps it to "
+                                      f"remote buffer {ids[ref.ref_id.data]}, but gpu "
+                                      f"{gpu.rank_id} declares {len(remotes)}")
+            remote = remotes[ids[ref.ref_id.data]]
             if remote.rank_id < len(gpus):
                 yield remote.rank_id, remote.buffer, \
                     f"the {BUFFER_NAMES[remote.buffer]} of gpu {remote.rank_id}"
@@ -1247,6 +1256,10 @@ class InstructionOp(PlanObjectOp):
             raise VerifyException(f"{ref.describe()}: thread block {tb.tb_id} lists "
                                   f"{len(switches)} switch channels")
         groups = gpu.switch_groups()
+        if not 0 <= switches[ref.ref_id.data] < len(groups):
+            raise VerifyException(f"{ref.describe()}: thread block {tb.tb_id} maps it to switch "
+                                  f"channel {switches[ref.ref_id.data]}, but gpu {gpu.rank_id} "
+                                  f"declares {len(groups)}")
         buffer, members = groups[switches[ref.ref_id.data]]
         for member in members:
             if member < len(gpus):
@@ -1299,7 +1312,7 @@ class _InstructionSyntax:
         if kind is not None:
             properties["channel_type"] = StringAttr(kind)
         ids = parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE,
-                                                         parser.parse_integer)
+                                                         lambda: parse_int(parser))
         if ids is not None:
             properties["channel_ids"] = _ints(ids)
         for keyword, key in (("src", "src_buff"), ("dst", "dst_buff")):

@@ -59,6 +59,7 @@ from dialects.utils import (
     format_on_first_use,
     i64_attr,
     op_list,
+    parse_int,
     verified_so_far,
     verify_first,
     verify_operation,
@@ -124,7 +125,7 @@ class RangeAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
-                                                   parser.parse_integer)
+                                                   lambda: parse_int(parser))
         return (DenseArrayBase.from_list(i64, values),)
 
     def print_parameters(self, printer: Printer) -> None:

@@ -21,6 +21,7 @@ from xdsl.ir import (
 )
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import AttrSizedSegments
+from xdsl.parser import BaseParser
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
@@ -102,6 +103,23 @@ def i64_attr(value: int) -> IntegerAttr:
     if type(value) is int and -(1 << 63) <= value < (1 << 63):
         return built(IntegerAttr, IntAttr(value), i64)
     return IntegerAttr(value, i64)
+
+
+INT_RANGE = (-(1 << 63), 1 << 64)
+"""The integers MLIR text may hold where planc's dialects read one: the 64-bit range of every
+format's JSON fields (signed, or unsigned as MSCCL++'s 2^64-1 sizes)."""
+
+
+def parse_int(parser: BaseParser) -> int:
+    """An integer of custom assembly (a shape, an id, a rank), refused with its location when
+    outside `INT_RANGE`: the attribute built from it would otherwise fail with a ValueError
+    (an internal error), or an unbounded `IntAttr` would carry it into every computation."""
+    start = parser.pos
+    value = parser.parse_integer()
+    if not INT_RANGE[0] <= value < INT_RANGE[1]:
+        parser.raise_error(f"integer {str(value)[:30]} is outside the 64-bit range "
+                           "[-2^63, 2^64)", start, parser.pos)
+    return value
 
 
 def built(cls: type[AttrT], *parameters: Attribute) -> AttrT:

@@ -26,10 +26,18 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.ir import Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from dialects import dnn
 from frontends.onnx_model import HANDLERS as CONSTANT_FOLDING
-from frontends.onnx_model import OnnxImport, array_of, attributes
+from frontends.onnx_model import (
+    OnnxImport,
+    array_of,
+    attributes,
+    node_error,
+    node_order,
+    node_values,
+)
 from ground.diagnostics import PlancError
 
 DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 2: "uint8", 6: "int32"}
@@ -63,9 +71,7 @@ class CnnImporter:
             self.uses[value.name] = self.uses.get(value.name, 0) + 1
 
     def fail(self, message: str) -> PlancError:
-        where = f"ONNX node '{self.node.name or self.node.output[0]}' ({self.node.op_type})"
-        return PlancError(f"{where}: {message}", path=f"$.graph.node[{self.index}]",
-                          file=self.path)
+        return node_error(self.node, self.index, "$.graph", message).in_file(self.path)
 
     # -- values --------------------------------------------------------------------------------
 
@@ -73,7 +79,10 @@ class CnnImporter:
         shape = [int(d) for d in shape] or [1]
         if len(shape) > 4:
             raise self.fail(f"shape {shape} has more than 4 dimensions (NCHW)")
-        return dnn.FmapType.get(shape, dtype or self.dtype)
+        try:
+            return dnn.FmapType.get(shape, dtype or self.dtype)
+        except VerifyException as e:    # dims of 0 or less: padding or strides gone wrong
+            raise self.fail(str(e)) from None
 
     def add(self, op):
         self.block.add_op(op)
@@ -106,7 +115,8 @@ class CnnImporter:
     # -- the graph -----------------------------------------------------------------------------
 
     def run(self) -> OnnxImport:
-        initializers = {t.name: array_of(t) for t in self.graph.initializer}
+        initializers = {t.name: array_of(t, f"$.graph.initializer[{i}]")
+                        for i, t in enumerate(self.graph.initializer)}
         self.env.update(initializers)
         for value in self.graph.input:
             if value.name in initializers:
@@ -121,22 +131,11 @@ class CnnImporter:
             op = self.add(dnn.InputOp.new(self.unique(value.name), self.fmap(shape)))
             self.env[value.name] = op.output
             self.result.inputs[value.name] = op.input_name.data
-        for index, node in enumerate(self.graph.node):
+        for index, node in node_order(self.graph, "$.graph"):
             self.index, self.node = index, node
             inputs = [self.env.get(n) if n else None for n in node.input]
-            attrs = attributes(node)
-            handler = HANDLERS.get(node.op_type)
-            if handler is None:
-                if node.op_type in FOLDED and all(isinstance(v, np.ndarray) or v is None
-                                                  for v in inputs):
-                    outputs = CONSTANT_FOLDING[node.op_type](self, inputs, attrs)
-                else:
-                    raise self.fail(f"Gemini has no layer for it (supported: "
-                                    f"{', '.join(sorted(HANDLERS))}, and shape computations); "
-                                    "run it on the host and cut the network there")
-            else:
-                _refuse_split_channels(self, inputs)
-                outputs = handler(self, inputs, attrs)
+            with node_values(self):
+                outputs = self.node_outputs(inputs, attributes(node))
             for position, name in enumerate(node.output[len(outputs):], len(outputs)):
                 if name in self.uses:
                     raise self.fail(f"its output {position} ('{name}') is used, and planc "
@@ -153,6 +152,19 @@ class CnnImporter:
         graph = dnn.GraphOp.create(regions=[Region(self.block)])
         self.result.module = ModuleOp([graph])
         return self.result
+
+    def node_outputs(self, inputs: list[Any], attrs: dict[str, Any]) -> list[Any]:
+        """The values of the current node's outputs."""
+        handler = HANDLERS.get(self.node.op_type)
+        if handler is not None:
+            _refuse_split_channels(self, inputs)
+            return handler(self, inputs, attrs)
+        if self.node.op_type in FOLDED and all(isinstance(v, np.ndarray) or v is None
+                                               for v in inputs):
+            return CONSTANT_FOLDING[self.node.op_type](self, inputs, attrs)
+        raise self.fail(f"Gemini has no layer for it (supported: "
+                        f"{', '.join(sorted(HANDLERS))}, and shape computations); "
+                        "run it on the host and cut the network there")
 
     # `onnx_model`'s constant folding asks its importer for these:
     def const(self, value: Any, what: str) -> np.ndarray:
@@ -253,6 +265,8 @@ def _batch_norm(imp: CnnImporter, inputs, attrs):
     eps = attrs.get("epsilon", 1e-5)
     c = shape_of(x)[1]
     if all(isinstance(v, np.ndarray) for v in (scale, bias, mean, var)):
+        if np.any(var + eps <= 0):       # its square root divides: numpy's warning, or inf
+            raise imp.fail("its variance plus epsilon must be positive")
         factor = scale / np.sqrt(var + eps)
         shift = bias - mean * factor
     else:

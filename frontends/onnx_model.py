@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +75,7 @@ def read_bounded(path: str) -> bytes:
     planc keeps for every input (`MAX_INPUT_BYTES`)."""
     import stat
 
-    from ground.json_reader import MAX_INPUT_BYTES
+    from ground.json_reader import MAX_INPUT_BYTES, read_at_most
 
     try:
         with open(path, "rb") as f:
@@ -84,7 +85,7 @@ def read_bounded(path: str) -> bytes:
                 raise PlancError(f"{info.st_size:,} bytes, larger than the {limit:,} of one "
                                  "ONNX (protobuf) message; a bigger model keeps its weights "
                                  "as external data", file=path)
-            data = f.read(limit + 1)
+            data = read_at_most(f, limit)
     except OSError as e:
         raise PlancError(f"cannot read: {e.strerror or e}", file=path) from None
     if len(data) > limit:
@@ -100,6 +101,9 @@ def load(path: str) -> Any:
         raise PlancError("reading ONNX models needs the onnx package: pip install "
                          "'planc[onnx]'", file=path) from None
     data = read_bounded(path)
+    if not data:
+        # Protobuf reads no bytes as a message with every field absent: a model of 0 nodes.
+        raise PlancError("an empty file, not an ONNX model", file=path)
     try:
         model = onnx.load_model_from_string(data)
         # As onnx.load does: weights kept beside the model are read from its directory.
@@ -107,10 +111,31 @@ def load(path: str) -> Any:
     except Exception as e:  # noqa: BLE001 -- protobuf reports a bad file in many ways
         raise PlancError(f"not a readable ONNX model: {' '.join(str(e).split())[:200]}",
                          file=path) from None
+    if not model.graph.output:
+        # Bytes that happen to parse as a protobuf message but hold no graph (or a graph
+        # that computes nothing) are no model to compile.
+        raise PlancError("not an ONNX model: no graph with outputs", path="$.graph", file=path)
+    _refuse_names_that_are_not_text(model.graph, path)
     try:
         return onnx.shape_inference.infer_shapes(model)
     except Exception:  # noqa: BLE001 -- shapes are then taken from the graph as written
         return model
+
+
+def _refuse_names_that_are_not_text(graph: Any, path: str) -> None:
+    """ONNX names are protobuf strings, but ONNX's proto2 messages do not check their UTF-8:
+    a damaged name reads as `bytes`, which went on into the IR and the JSON writers (a
+    TypeError there)."""
+    fields = [(f"$.graph.{kind}[{i}]", [value.name]) for kind in ("input", "output",
+              "initializer", "value_info") for i, value in enumerate(getattr(graph, kind))]
+    fields += [(f"$.graph.node[{i}]", [node.name, node.op_type, node.domain, *node.input,
+                                       *node.output, *(a.name for a in node.attribute)])
+               for i, node in enumerate(graph.node)]
+    for where, names in fields:
+        for name in names:
+            if isinstance(name, bytes):
+                raise PlancError(f"the name {name[:40]!r} is not UTF-8 text (ONNX names are "
+                                 "strings)", path=where, file=path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,10 +215,104 @@ def attributes(node: Any) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def array_of(tensor: Any) -> np.ndarray:
+def array_of(tensor: Any, path: str | None = None) -> np.ndarray:
+    """The values of an ONNX tensor (an initializer, a Constant's value). Data that does not
+    fill its dims, or an element type numpy cannot hold, is the file's error."""
     from onnx import numpy_helper
 
-    return numpy_helper.to_array(tensor)
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as e:  # noqa: BLE001 -- onnx reports bad data as several exception types
+        raise PlancError(f"tensor '{tensor.name}' (dims {list(tensor.dims)}, element type "
+                         f"{tensor.data_type}): its data does not match its dims and element "
+                         f"type: {' '.join(str(e).split())[:200]}", path=path) from None
+
+
+def node_order(graph: Any, path: str) -> list[tuple[int, Any]]:
+    """The graph's nodes, each with its index in the file, producers before consumers.
+
+    ONNX requires nodes in topological order, but an edited file may list a consumer first:
+    such a graph is put in order (stably, so a graph already in order is unchanged) rather
+    than read as if a value were missing. What no order mends is refused naming the node: a
+    node without outputs, a value produced twice, an input that nothing produces, a cycle."""
+    known = {t.name for t in graph.initializer} | {v.name for v in graph.input}
+    producer: dict[str, int] = {}
+    for index, node in enumerate(graph.node):
+        if not node.output:
+            raise node_error(node, index, path, "it has no outputs")
+        for name in filter(None, node.output):
+            if name in known or name in producer:
+                raise node_error(node, index, path, f"its output '{name}' is also "
+                                  + (f"produced by $.graph.node[{producer[name]}]"
+                                     if name in producer else "a graph input or initializer")
+                                  + " (ONNX values have one producer)")
+            producer[name] = index
+    after: dict[int, set[int]] = {}
+    for index, node in enumerate(graph.node):
+        for name in filter(None, node.input):
+            if name not in known and name not in producer:
+                raise node_error(node, index, path, f"its input '{name}' is produced by no "
+                                  "node, initializer or graph input")
+        after[index] = {producer[n] for n in node.input if n in producer}
+    for index, value in enumerate(graph.output):
+        if value.name not in known and value.name not in producer:
+            raise PlancError(f"graph output '{value.name}' is produced by no node",
+                             path=f"{path}.output[{index}]")
+    nodes = list(graph.node)
+    if all(i < index for index, before in after.items() for i in before):
+        return list(enumerate(nodes))
+    return [(index, nodes[index]) for index in _topological(after, nodes, path)]
+
+
+def _topological(after: dict[int, set[int]], nodes: list[Any], path: str) -> list[int]:
+    """Node indices, each after those it reads (lowest index first among the ready ones)."""
+    import graphlib
+
+    sorter = graphlib.TopologicalSorter(after)
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as e:
+        cycle = e.args[1]
+        names = " -> ".join(_node_name(nodes[i]) for i in cycle)
+        raise node_error(nodes[cycle[0]], cycle[0], path,
+                          f"the graph has a cycle ({names})") from None
+    order: list[int] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order.extend(ready)
+        sorter.done(*ready)
+    return order
+
+
+def _node_name(node: Any) -> str:
+    """How errors name a node: its name, else its first output, else its operator."""
+    return node.name or next(filter(None, node.output), "") or node.op_type
+
+
+@contextmanager
+def node_values(importer: Any) -> Iterator[None]:
+    """The values a node is given (dims, attributes, constants) that numpy refuses while its
+    handler computes with them (arrays that do not concatenate or broadcast, an axis or a
+    count out of range) are the node's error: named, in one line, instead of an exception of
+    numpy's escaping from whichever handler met them first."""
+    try:
+        yield
+    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as e:
+        raise importer.fail(f"its inputs and attributes do not fit together "
+                            f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+    except AttributeError:
+        # A value of a kind the handler does not take: an input left empty (None), or a
+        # constant where the network's computed values belong.
+        raise importer.fail("an input is missing (an empty name) or is a constant where "
+                            "the network's values belong") from None
+
+
+def node_error(node: Any, index: int, path: str, message: str) -> PlancError:
+    """An error about the node at `path`.node[`index`] (named even when it has no name and no
+    outputs: the error path must not fail on the node it reports)."""
+    name = node.name or next(filter(None, node.output), "")
+    where = f"ONNX node '{name}'" if name else "an unnamed ONNX node"
+    return PlancError(f"{where} ({node.op_type}): {message}", path=f"{path}.node[{index}]")
 
 
 class NodeError(PlancError):
@@ -243,16 +362,14 @@ class ArkImporter:
     def fail(self, message: str) -> PlancError:
         if self.node is None:
             return PlancError(message, path="$.graph", file=self.path)
-        where = f"ONNX node '{self.node.name or self.node.output[0]}' ({self.node.op_type})"
-        return PlancError(f"{where}: {message}", path=f"$.graph.node[{self.node_index}]",
-                          file=self.path)
+        return node_error(self.node, self.node_index, "$.graph", message).in_file(self.path)
 
     # -- entry ---------------------------------------------------------------------------------
 
     def run(self) -> OnnxImport:
         initializers = {t.name: t for t in self.graph.initializer}
-        for name, tensor in initializers.items():
-            self.env[name] = array_of(tensor)
+        for index, tensor in enumerate(self.graph.initializer):
+            self.env[tensor.name] = array_of(tensor, f"$.graph.initializer[{index}]")
         for index, value in enumerate(self.graph.input):
             if value.name in initializers:
                 continue
@@ -260,7 +377,7 @@ class ArkImporter:
             tensor = self.m.tensor(shape, dtype)
             self.env[value.name] = tensor
             self.result.inputs[value.name] = tensor.type.tensor_id
-        for index, node in enumerate(self.graph.node):
+        for index, node in node_order(self.graph, "$.graph"):
             self.node_index, self.node = index, node
             handler = HANDLERS.get(node.op_type)
             if node.domain not in ("", "ai.onnx"):
@@ -274,10 +391,11 @@ class ArkImporter:
             pending = next((v for v in inputs if isinstance(v, Pending)), None)
             if pending is not None and node.op_type not in pending.consumers:
                 raise self.fail(f"its input '{pending.name}' {pending.reason}")
-            if any(isinstance(v, Wide) for v in inputs) and node.op_type not in RESHAPES:
-                outputs = self.element_wise_of_wide(handler, inputs, attributes(node))
-            else:
-                outputs = handler(self, inputs, attributes(node))
+            with node_values(self):
+                if any(isinstance(v, Wide) for v in inputs) and node.op_type not in RESHAPES:
+                    outputs = self.element_wise_of_wide(handler, inputs, attributes(node))
+                else:
+                    outputs = handler(self, inputs, attributes(node))
             for name, value in zip(node.output, outputs, strict=False):
                 if name:
                     # numpy reductions of 0-d arrays give scalars: keep constants as arrays

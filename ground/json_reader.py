@@ -9,13 +9,16 @@ hand-written `isinstance` checks and makes every error message uniform.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ground.diagnostics import PlancError, extend_path, one_of
 
@@ -226,7 +229,9 @@ def parse_json(text: str) -> JsonNode:
     # regular expressions alone take 30 s, the tests a second.
     long_digit_runs = "0" * 19 in text.translate(_DIGITS_AS_ZERO)
     for number in _LONG_INTEGER.finditer(text) if long_digit_runs else ():
-        if not -(1 << 63) <= int(number.group()) < 1 << 64:
+        # More than 21 characters is outside the range whatever the digits; `int` of them
+        # would also hit Python's 4,300-digit conversion limit (a ValueError, not a refusal).
+        if len(number.group()) > 21 or not -(1 << 63) <= int(number.group()) < 1 << 64:
             line = text.count("\n", 0, number.start()) + 1
             raise PlancError(f"invalid JSON at line {line}: the integer {number.group()[:30]} "
                              "is outside the 64-bit range every format's fields use "
@@ -393,9 +398,30 @@ Without a bound, an endless input (`planc check /dev/zero`, `/dev/full`, a pipe 
 closes) was read until memory ran out."""
 
 
+def read_at_most(f: BinaryIO, limit: int) -> bytes:
+    """Up to `limit` + 1 bytes of `f` (one more than the limit tells a larger input), never
+    reserving more memory than the input holds: `read(n)` allocates n bytes before reading,
+    so reading every input as `read(limit + 1)` took 512 MB of address space (2 GiB for an
+    ONNX model), and under `ulimit -v` even a small document ran out of memory."""
+    try:
+        info = os.fstat(f.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode):
+        return f.read(min(info.st_size, limit) + 1)
+    chunks, total = [], 0                  # a pipe or device: its size is not known
+    while total <= limit:
+        chunk = f.read(min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def _read_text(path: str | Path) -> str:
     with open(path, "rb") as f:
-        data = f.read(MAX_INPUT_BYTES + 1)
+        data = read_at_most(f, MAX_INPUT_BYTES)
     if len(data) > MAX_INPUT_BYTES:
         raise PlancError(f"larger than the {MAX_INPUT_BYTES:,} bytes planc reads as one JSON "
                          "document", file=str(path))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,9 +22,75 @@ spec.loader.exec_module(fuzz)
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2))
 def test_mutants_end_cleanly(seed):
-    failures = fuzz.fuzz(mutants=40, seed=100 + seed, lower=seed % 2 == 1, timeout=60,
+    failures = fuzz.fuzz(mutants=6, seed=100 + seed, lower=seed % 2 == 1, timeout=60,
                          memory_gb=3, report=lambda _: None, fork=hasattr(fuzz.os, "fork"))
-    assert not failures, [(f.args[0], f.code, f.stderr) for f in failures[:3]]
+    assert not failures, [(f.args, f.code, f.why, f.stderr) for f in failures[:3]]
+
+
+@pytest.mark.parametrize("fmt, mutator, kinds", [
+    ("onnx", "mutate_onnx", "ONNX_KINDS"), ("mlir", "mutate_mlir", "MLIR_KINDS")])
+def test_onnx_and_mlir_mutations_change_the_input(tmp_path, fmt, mutator, kinds):
+    """Every kind of mutation is drawn, and nearly every mutant differs from its seed."""
+    import random
+
+    if fmt == "onnx":
+        pytest.importorskip("onnx", reason="ONNX mutants need the onnx package")
+        data = fuzz._mlp().SerializeToString()
+    else:
+        out = tmp_path / "m.mlir"
+        assert fuzz._quiet_planc([str(ROOT / "examples" / "ffn.json"), "-t", "mlir", "-o",
+                                  str(out)]) == 0
+        data = out.read_bytes()
+    rng = random.Random(0)
+    mutants = [getattr(fuzz, mutator)(data, rng) for _ in range(200)]
+    assert {kind for _, kind in mutants} == set(getattr(fuzz, kinds))
+    assert sum(m != data for m, _ in mutants) >= 180
+
+
+def test_the_verdicts():
+    assert fuzz.verdict(["check", "m"], 0, "") is None
+    assert fuzz.verdict(["check", "m"], 1, "planc: error: a\nplanc: warning: b\n") is None
+    assert fuzz.verdict(["m", "-t", "ark"], 1, "planc: error: a\nplanc: error: b\n") == \
+        "not one line"
+    assert fuzz.verdict(["m", "-t", "ark"], 1, "Traceback (most recent call last):\n") == \
+        "internal"
+    assert fuzz.verdict(["planc-opt", "m"], 1, "planc-opt: error: x\n") is None
+    assert fuzz.verdict(["m"], 2, "planc: internal error: X\n") == "internal"
+    assert fuzz.verdict(["m"], 3, "planc: error: out of memory\n") == "memory"
+    assert fuzz.verdict(["m"], None, "") == "hang"
+
+
+def test_the_workspace_sees_damage(tmp_path):
+    """The fuzzer's own check for damaged files can fail: a failing run that changed the
+    user's file, or a file left in the output directory, is reported."""
+    work = fuzz.Workspace(tmp_path)
+    mutant = tmp_path / "m.json"
+    mutant.write_bytes(b"{}")
+    names = work.prepare()
+    assert work.damage(1, mutant, b"{}") is None
+    Path(names["o"]).write_text("changed")
+    assert work.damage(0, mutant, b"{}") is None            # a successful run may write it
+    assert work.damage(1, mutant, b"{}") == "failing run changed out.json"
+    work.prepare()
+    (Path(names["d"]) / ".x.tmp").write_text("")
+    assert work.damage(0, mutant, b"{}") == "temporary file left"
+    work.prepare()
+    assert work.damage(0, mutant, b"{ }") == "input changed"
+
+
+def test_in_process_runs_report_codes_messages_and_time_outs(monkeypatch):
+    ok = fuzz.run_in_process(["check", str(ROOT / "examples" / "ffn.json")], 60, 0)
+    assert ok == (0, "")
+    missing = fuzz.run_in_process(["check", "/nonexistent.json"], 60, 0)
+    assert missing[0] == 1 and "no such file" in missing[1]
+    assert fuzz.run_in_process(["planc-opt", "--bogus"], 60, 0)[0] == 1
+
+    def endless(args):
+        while True:
+            pass
+
+    monkeypatch.setattr(fuzz, "_dispatch", endless)
+    assert fuzz.run_in_process(["check"], 0.2, 0)[0] is None
 
 
 def test_mutations_change_the_document():

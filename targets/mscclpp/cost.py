@@ -111,11 +111,13 @@ def parse_size(text: str) -> int:
 
 def message_chunks(algorithm: ms.AlgorithmOp) -> int:
     """How many chunks the message size is cut into (the executor's rule: the input size over
-    input_chunks, the output size for allgather)."""
+    input_chunks, the output size for allgather). A plan with both counts 0 (the DSL's unit
+    tests: it moves no input or output data, see `mscclpp.zero-chunks`) has no chunk size;
+    the message is then one chunk, so that it has a size to be timed at."""
     gpu = algorithm.gpus()[0]
     if algorithm.collective_name == "allgather" and gpu.chunks("o"):
         return gpu.chunks("o")
-    return gpu.chunks("i") or gpu.chunks("o")
+    return gpu.chunks("i") or gpu.chunks("o") or 1
 
 
 def fitting_message(algorithm: ms.AlgorithmOp, wanted: int | None = None) -> int:

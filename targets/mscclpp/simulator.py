@@ -45,6 +45,10 @@ from targets.mscclpp.program import Program, Region, Step, checking_chunk_bytes,
 from targets.mscclpp.replay import Block, Replay, joined
 
 MAX_REPORTS = 12
+MAX_CELLS = 1 << 20
+"""The most buffer cells the symbolic replay follows (each an object: about 150 MB). The
+upstream plans have at most 544, a generated 64-rank ring a few thousand; a chunk count near
+the executor's 2^31 was followed cell by cell until memory ran out."""
 ATOM_RANK = 1 << 40
 
 Value = tuple[int, ...] | None
@@ -522,6 +526,11 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
     chunk = chunk_bytes or checking_chunk_bytes(algorithm)
     program = expand(algorithm, chunk)
     cell = _cell_bytes(program)
+    cells = sum(sum(layout.sizes.values()) for layout in program.layouts) // cell
+    if cells > MAX_CELLS:
+        raise PlancError(f"the symbolic check would follow {cells:,} cells of the gpus' "
+                         f"buffers, more than the {MAX_CELLS:,} planc follows (the chunk counts "
+                         "are too large: real plans have tens to hundreds of chunks)")
     replay = SymbolicReplay(program, cell)
     replay.run_round_robin()
     describe = _Describer(program, cell)
