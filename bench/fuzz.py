@@ -510,7 +510,7 @@ def run_forked(args: list[str], timeout: float, memory_bytes: int) -> tuple[int 
                 seconds = max(1, math.ceil(timeout))
                 resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
                 signal.alarm(WALL_FACTOR * seconds)
-                os.dup2(log.fileno(), 1)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 1)    # results, not judged
                 os.dup2(log.fileno(), 2)
                 sys.stdout = open(1, "w", closefd=False)     # noqa: SIM115 (whoever had them)
                 sys.stderr = open(2, "w", closefd=False)     # noqa: SIM115
@@ -721,7 +721,7 @@ def fuzz(mutants: int, seed: int, lower: bool, timeout: float, memory_gb: float,
                     args = [a.format(**names) for a in job]
                     code, err = runner(args, timeout, memory)
                     tally.runs[fmt] += 1
-                    tally.commands[fmt][job[0] if job[0] != "{m}" else " ".join(job[1:3])] += 1
+                    tally.commands[fmt][_label(job)] += 1
                     why = verdict(args, code, err) or work.damage(code, mutant, data)
                     if why is None:
                         continue
@@ -732,6 +732,13 @@ def fuzz(mutants: int, seed: int, lower: bool, timeout: float, memory_gb: float,
                            f"{' '.join(job)} -> {code} ({why}): {err.strip()[-200:]}")
                 mutant.unlink()
     return failures
+
+
+def _label(job: list[str]) -> str:
+    """A command's name in the figures: `check`, `-t ark`, `planc-opt -o`, ..."""
+    if job[0] == "{m}":
+        return " ".join(job[1:3])
+    return "planc-opt -o" if job[0] == "planc-opt" and "-o" in job else job[0]
 
 
 def summary(tally: Tally) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import IntAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import (
@@ -21,12 +21,14 @@ from xdsl.ir import (
 )
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import AttrSizedSegments
-from xdsl.parser import BaseParser
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.fast_verify import verify_op
 from ground.diagnostics import PlancError
+
+if TYPE_CHECKING:   # the parser's modules load only when MLIR text is read
+    from xdsl.parser import BaseParser
 
 RootT = TypeVar("RootT", bound=Operation)
 AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)
