@@ -622,6 +622,10 @@ def verdict(args: list[str], code: int | None, err: str) -> str | None:
         return "internal"
     prog = "planc-opt" if args[0] == "planc-opt" else "planc"
     lines = err.splitlines()
+    if prog == "planc-opt" and len(lines) == 3 and set(lines[2].strip()) == {"^"}:
+        # planc-opt keeps xDSL's caret snippet (the source line, a caret under the fault)
+        # under a parse error's one-line message, as xdsl-opt and mlir-opt print it.
+        lines = lines[:1]
     if any(not line.startswith(f"{prog}: ") for line in lines):
         return "not one line"
     errors = [line for line in lines if line.startswith(f"{prog}: error: ")]

@@ -152,3 +152,11 @@ def test_importers_never_accept_what_the_schema_refuses(kind):
         with pytest.raises((PlancError, VerifyException)):
             verify_module(fmt.import_document(doc))
     assert refused >= 5                    # the slice exercised the comparison
+
+
+def test_a_parse_errors_caret_snippet_is_not_a_second_error():
+    verdict = fuzz.verdict
+    snippet = "planc-opt: error: m.mlir:1:3: '}' expected\n  ark.x {\n    ^\n"
+    assert verdict(["planc-opt", "m.mlir"], 1, snippet) is None
+    assert verdict(["planc-opt", "m.mlir"], 1, snippet.replace("^", "x")) == "not one line"
+    assert verdict(["check", "m.json"], 1, snippet) == "not one line"   # planc: one line
