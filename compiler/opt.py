@@ -38,14 +38,22 @@ from ground.diagnostics import PlancError, UsageError
 from passes import get_all_passes, pass_listing
 
 
-def _import_json(main: xDSLOptMain, stream: IO[bytes]) -> ModuleOp:
-    from frontends import detect_format
-    from ground.json_reader import MAX_INPUT_BYTES, parse_json, read_at_most
+def _read_input(main: xDSLOptMain, stream: IO[bytes]) -> tuple[str, bytes]:
+    """(the input's name, its bytes): an endless input (a pipe, a device) is refused."""
+    from ground.json_reader import MAX_INPUT_BYTES, read_at_most
 
     name = main.get_input_name()
     data = read_at_most(stream, MAX_INPUT_BYTES)
     if len(data) > MAX_INPUT_BYTES:
         raise PlancError(f"{name}: larger than the {MAX_INPUT_BYTES:,} bytes planc-opt reads")
+    return name, data
+
+
+def _import_json(main: xDSLOptMain, stream: IO[bytes]) -> ModuleOp:
+    from frontends import detect_format
+    from ground.json_reader import parse_json
+
+    name, data = _read_input(main, stream)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -63,12 +71,8 @@ def _import_mlir(main: xDSLOptMain, stream: IO[bytes]) -> ModuleOp:
     literals are one-line errors as in `planc FILE.mlir`, and an endless input is refused."""
     from dialects import dialect_names
     from dialects.locations import parse_ir
-    from ground.json_reader import MAX_INPUT_BYTES, read_at_most
 
-    name = main.get_input_name()
-    data = read_at_most(stream, MAX_INPUT_BYTES)
-    if len(data) > MAX_INPUT_BYTES:
-        raise PlancError(f"{name}: larger than the {MAX_INPUT_BYTES:,} bytes planc-opt reads")
+    name, data = _read_input(main, stream)
     return parse_ir(main.ctx, data, name, implicit_module=not main.args.no_implicit_module,
                     xdsl_errors=True, make_parser=main.locating_parser,
                     own_dialects=dialect_names())
