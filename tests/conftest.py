@@ -152,3 +152,15 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if item.nodeid.split("@")[0] in listed:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def opt(capsys):
+    """`planc-opt ARGS` in this process: (exit code, stdout, stderr)."""
+    from compiler.opt import run
+
+    def call(*args):
+        code = run([str(a) for a in args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+    return call

@@ -164,17 +164,6 @@ def test_reports_say_what_their_figures_are(planc, small_ffn, ffn_plan):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def opt(capsys):
-    from compiler.opt import run
-
-    def call(*args):
-        code = run([str(a) for a in args])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-    return call
-
-
 def test_opt_places_a_verifier_error_at_the_op(opt, tmp_path):
     bad = tmp_path / "v.mlir"
     bad.write_text('"builtin.module"() ({\n  "ark.model"() : () -> ()\n}) : () -> ()\n')

@@ -10,15 +10,6 @@ from passes import get_all_passes
 
 
 @pytest.fixture
-def opt(capsys):
-    def call(*args):
-        code = run([str(a) for a in args])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-    return call
-
-
-@pytest.fixture
 def ffn_ir(tmp_path, planc):
     from tests.conftest import EXAMPLES
 
