@@ -66,6 +66,11 @@ def layer_json(layer: dnn.LayerOp, index: int, outputs: dict[SSAValue, list[str]
         "previous_layer": [value_name(v) for v in layer.inputs],
         "next_layer": _next_layers(layer, outputs),
     }
+    form = layer.output_form.data if layer.output_form is not None else ""
+    if form in ("flat", "flat-shape"):
+        typed["output_shape"] = layer.out_type.shape_list
+    if form in ("flat", "flat-dtype"):
+        typed["output_dtype"] = layer.out_type.dtype_name
     for key in ("kernel_size", "stride", "padding", "pool_size"):
         attr = layer.properties.get(key)
         if attr is not None:

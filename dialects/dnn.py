@@ -246,6 +246,10 @@ class LayerOp(IRDLOperation):
     next_layer = opt_prop_def(ArrayAttr)
     keys = opt_prop_def(ArrayAttr)
     extra = opt_prop_def(DictionaryAttr)
+    output_form = opt_prop_def(StringAttr)
+    """How the frontend file wrote `output_shape`/`output_dtype` when not as one-element
+    lists (the ResNet files' form): "flat" for Gemini's HPCA'24 files (`[1, 64, 224, 224]`
+    and `"int8"`), "flat-shape" or "flat-dtype" for one of the two."""
     inputs = var_operand_def(FmapType)
     output = result_def(FmapType)
     irdl_options = (ParsePropInAttrDict(),)

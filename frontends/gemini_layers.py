@@ -154,11 +154,8 @@ def _operand(node: JsonNode, index: int, prev: str, layers: dict[str, JsonNode],
 def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
     operation = node["operation"].as_str()
     cls = dnn.layer_class(operation)
-    outputs = node["output_shape"].elements()
-    if len(outputs) != 1:
-        raise node["output_shape"].error(f"expected one output shape, got {len(outputs)}")
-    out = dnn.FmapType.get(outputs[0].as_int_list(1, 4, min_value=1),
-                           _dtype_at(node, "output_dtype", 0))
+    shape, dtype, form = _output(node)
+    out = dnn.FmapType.get(shape, dtype)
     if len(node["input_shape"].as_list()) != len(operands):
         raise node["input_shape"].error(f"expected {len(operands)} shapes (one per "
                                         f"previous_layer), got {len(node['input_shape'].value)}")
@@ -168,6 +165,8 @@ def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
     if index is not None:
         props["layer_index"] = IntegerAttr(index.as_int(), i64)
     props["next_layer"] = ArrayAttr([StringAttr(n) for n in _names(node, "next_layer")])
+    if form:
+        props["output_form"] = StringAttr(form)
     typed = set(TYPED_KEYS)
     for key, length in GEOMETRY.items():
         member = node.get(key)
@@ -189,6 +188,33 @@ def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
     except VerifyException as e:
         raise node.error(str(e).removeprefix(f"{operation} layer '{name}': ")) from None
     return op
+
+
+def _output(node: JsonNode) -> tuple[list[int], str, str]:
+    """The layer's output shape and element type, and how they were written: as one-element
+    lists (`[[1, 64, 112, 112]]`, `["int8"]`: the ResNet files), or flat (`[1, 64, 224, 224]`,
+    `"int8"`: Gemini's HPCA'24 files vgg16.json and ssd.json; SSD-MobileNetV3 mixes them)."""
+    member = node["output_shape"]
+    elements = member.elements()
+    flat_shape = bool(elements) and not isinstance(elements[0].value, list)
+    if flat_shape:
+        shape = member.as_int_list(1, 4, min_value=1)
+    else:
+        if len(elements) != 1:
+            raise member.error(f"expected one output shape, got {len(elements)}")
+        shape = elements[0].as_int_list(1, 4, min_value=1)
+    dtype_node = node["output_dtype"]
+    flat_dtype = isinstance(dtype_node.value, str)
+    if flat_dtype:
+        dtype = dtype_node.as_str()
+        if dtype not in dnn.DTYPE_BITS:
+            raise dtype_node.error(f"unknown element type '{dtype}' (known: "
+                                   f"{', '.join(dnn.DTYPE_BITS)})")
+    else:
+        dtype = _dtype_at(node, "output_dtype", 0)
+    form = "flat" if flat_shape and flat_dtype else "flat-shape" if flat_shape else \
+        "flat-dtype" if flat_dtype else ""
+    return shape, dtype, form
 
 
 def _member_value(member: JsonNode, kind: str):
