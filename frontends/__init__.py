@@ -101,7 +101,7 @@ FORMATS: tuple[InputFormat, ...] = (
                 "frontends.ark_plan", _has("TaskInfos", "ProcessorGroups"), "plan.plan",
                 simulate="targets.ark.plan_simulator:simulate_plan",
                 describe="frontends.ark_plan:describe",
-                check="targets.ark.plan_check:check", schema="ark-plan"),
+                check="targets.ark.capacity:check", schema="ark-plan"),
     InputFormat("tt", "Tenstorrent runtime plan (tt.plan.json, TileLang-TT)",
                 "frontends.tt_plan", _tt_plan, "tt.plans",
                 simulate="targets.tt.simulator:simulate_plans",
