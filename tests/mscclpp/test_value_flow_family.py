@@ -105,7 +105,7 @@ def test_look_alikes_pass(tmp_path):
 
         # The data op's peers in another order (its reads and writes permuted together).
         def permute(p):
-            for g in range(ranks):
+            for g in range(len(p["gpus"])):
                 op = ops_of(p, g)[PUT]
                 head = 1 if op["name"] == "rres" else 0
                 for key in ("src_buff", "dst_buff"):
