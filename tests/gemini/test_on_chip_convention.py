@@ -85,9 +85,12 @@ def schedules(tmp_path_factory):
     return made
 
 
-def test_every_staged_output_at_2x2_is_a_dram_store(schedules):
+def test_every_staged_output_at_2x2_is_a_dram_store(planc, schedules, tmp_path):
     for name, doc in schedules.items():
         assert staged_without_store(doc) == [], name
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        assert planc("check", "--strict", path).code == 0, name
     # The outputs other cores read are there, as on-chip ifmap copies.
     assert sum(on_chip_copies(doc) for doc in schedules.values()) > 0
 
