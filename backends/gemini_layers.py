@@ -40,6 +40,9 @@ def emit(module: ModuleOp, options: argparse.Namespace | None = None) -> str:
 
 def value_name(value: SSAValue) -> str:
     owner = value.owner
+    while "dnn.implicit" in owner.attributes:   # a reshape the file leaves implicit
+        value = owner.inputs[0]
+        owner = value.owner
     if isinstance(owner, dnn.InputOp):
         return owner.input_name.data
     return owner.layer_name.data
@@ -49,8 +52,9 @@ def graph_json(graph: dnn.GraphOp) -> dict[str, Any]:
     outputs: dict[SSAValue, list[str]] = {}
     for out in graph.outputs:
         outputs.setdefault(out.value, []).append(out.output_name.data)
+    written = [layer for layer in graph.layers if "dnn.implicit" not in layer.attributes]
     return {layer.name_: layer_json(layer, index, outputs)
-            for index, layer in enumerate(graph.layers)}
+            for index, layer in enumerate(written)}
 
 
 def layer_json(layer: dnn.LayerOp, index: int, outputs: dict[SSAValue, list[str]],

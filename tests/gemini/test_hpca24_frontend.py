@@ -1,11 +1,12 @@
-"""Gemini's HPCA'24 frontend layer descriptions (issue 25): vgg16.json and ssd.json write
+"""Gemini's HPCA'24 frontend layer descriptions (issue 25). vgg16.json and ssd.json write
 `output_shape` flat and `output_dtype` as a string, where the ResNet files write one-element
-lists. planc refused them ("output_shape[0]: expected an array"); it reads both forms and writes
-each file back in its own form. Excerpts and what was trimmed: data/SOURCES.md.
-
-SSD-MobileNetV3's whole file is still refused: its CPU post-processing layers (Div_386 ...)
-describe a scalar constant input as `[]` and read a producer's [1, 3000, 2] output as
-[1, 3000, 2, 1], a reshape the file leaves implicit. Its first layers (the excerpt) are read.
+lists (planc refused them: "output_shape[0]: expected an array"); both SSD files describe the
+divisor of their CPU post-processing as a scalar (`[]`) and slice as ONNX does (`starts`,
+`axes`, `steps`); SSD-MobileNetV3 reads some outputs with dims of size 1 added or dropped
+([1, 3000, 2] as [1, 3000, 2, 1]). planc reads all of it and writes each file back byte for
+byte. The excerpts (head and tail layers, unchanged) and what was left out: data/SOURCES.md;
+the whole files (30 to 380 KB) were read upstream in parts only, so this is what the parts
+show, not a proof that every layer of them is read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize("name", ["vgg16_excerpt.json", "ssd_mobilenetv3_excerpt.json"])
+@pytest.mark.parametrize("name", ["vgg16_excerpt.json", "ssd_mobilenetv3_excerpt.json",
+                                  "ssd_head_excerpt.json", "ssd_mobilenetv3_head_excerpt.json"])
 def test_hpca24_frontend_files_check_and_round_trip(planc, tmp_path, name):
     source = DATA / name
     assert planc("check", "--strict", source).code == 0
@@ -54,3 +56,32 @@ def test_a_flat_form_still_has_its_rules(planc, tmp_path, layer, key, value, whe
     path.write_text(json.dumps(flat))
     result = planc("check", path)
     assert result.code == 1 and f"{where}:" in result.err, result.err
+
+
+@pytest.mark.parametrize(("edit", "where"), [
+    # A description that is not the producer's dims with ones added or dropped.
+    (lambda d: d["quantize_Div_386_1"]["input_shape"].__setitem__(0, [1, 2, 3000, 1]),
+     "$.quantize_Div_386_1.input_shape[0]"),
+    # A scalar stands for a constant, never for a layer's output or the first input.
+    (lambda d: d["Div_386"]["input_shape"].__setitem__(0, []), "$.Div_386.input_shape[0]"),
+])
+def test_implicit_reshapes_and_scalars_have_their_limits(planc, tmp_path, edit, where):
+    doc = json.loads((DATA / "ssd_mobilenetv3_head_excerpt.json").read_text())
+    edit(doc)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    result = planc("check", path)
+    assert result.code == 1 and f"{where}:" in result.err, result.err
+
+
+def test_an_onnx_style_slice_is_the_box_it_names():
+    """Slice_373 takes [2, end) of axis 2 of a [1, 3000, 4] map: NCHW offsets [0, 0, 2, 0]."""
+    from dialects import dnn
+    from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
+
+    module = import_document(parse_json((DATA / "ssd_head_excerpt.json").read_text()))
+    slices = {op.name_: op.start for op in dnn.find_graph(module).layers
+              if isinstance(op, dnn.SliceOp)}
+    assert slices == {"Slice_368": [0, 0, 0, 0], "Slice_373": [0, 0, 2, 0],
+                      "Slice_380": [0, 0, 0, 0], "Slice_385": [0, 0, 2, 0]}
