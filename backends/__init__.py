@@ -167,8 +167,10 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
              "task_seq, the default: rotation taken modulo the grid) or planc (the format's "
              "formula, what planc's CPU and CUDA programs run)", default="ark",
              choices=("ark", "planc")),
-        Flag("--arch", "TT plans: the device whose L1 the capacity rule checks against "
-             "(default wormhole_b0)", metavar="NAME"),
+        Flag("--arch", "the device whose memories the capacity rules check against: TT plans "
+             "(L1, DRAM banks; default wormhole_b0), ARK plans (device memory, SRAM, "
+             "processors; default: the plan's Architecture), MSCCL++ plans (device memory at "
+             "the largest message; default: none)", metavar="NAME"),
     ),
     "plot": (
         Flag("--arch", "device whose cost model times an ARK plan (default: the plan's own)",
@@ -193,7 +195,7 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
 """The options of `planc check`, `simulate`, `plot` and `schema` (the flags of the commands)."""
 
 COMMAND_FORMATS: dict[str, dict[str, tuple[str, ...]]] = {
-    "check": {"ark_runtime": ("ark-plan",), "arch": ("tt",)},
+    "check": {"ark_runtime": ("ark-plan",), "arch": ("ark-plan", "tt", "mscclpp")},
     "plot": {"arch": ("ark-plan",)},
     "simulate": {
         "seed": ("ark-model", "ark-plan", "tt", "gemini-ir", "gemini-layers"),

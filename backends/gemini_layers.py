@@ -40,6 +40,9 @@ def emit(module: ModuleOp, options: argparse.Namespace | None = None) -> str:
 
 def value_name(value: SSAValue) -> str:
     owner = value.owner
+    while "dnn.implicit" in owner.attributes:   # a reshape the file leaves implicit
+        value = owner.inputs[0]
+        owner = value.owner
     if isinstance(owner, dnn.InputOp):
         return owner.input_name.data
     return owner.layer_name.data
@@ -49,8 +52,9 @@ def graph_json(graph: dnn.GraphOp) -> dict[str, Any]:
     outputs: dict[SSAValue, list[str]] = {}
     for out in graph.outputs:
         outputs.setdefault(out.value, []).append(out.output_name.data)
+    written = [layer for layer in graph.layers if "dnn.implicit" not in layer.attributes]
     return {layer.name_: layer_json(layer, index, outputs)
-            for index, layer in enumerate(graph.layers)}
+            for index, layer in enumerate(written)}
 
 
 def layer_json(layer: dnn.LayerOp, index: int, outputs: dict[SSAValue, list[str]],
@@ -66,6 +70,11 @@ def layer_json(layer: dnn.LayerOp, index: int, outputs: dict[SSAValue, list[str]
         "previous_layer": [value_name(v) for v in layer.inputs],
         "next_layer": _next_layers(layer, outputs),
     }
+    form = layer.output_form.data if layer.output_form is not None else ""
+    if form in ("flat", "flat-shape"):
+        typed["output_shape"] = layer.out_type.shape_list
+    if form in ("flat", "flat-dtype"):
+        typed["output_dtype"] = layer.out_type.dtype_name
     for key in ("kernel_size", "stride", "padding", "pool_size"):
         attr = layer.properties.get(key)
         if attr is not None:

@@ -249,6 +249,11 @@ def architecture_limits(architecture: str) -> ArchitectureLimits | None:
                               max(d.processors for d in matching))
 
 
+def gpus_of_architecture(architecture: str | None) -> list[GpuDevice]:
+    """The GPUs planc knows whose ARK Architecture is `architecture`."""
+    return [d for d in _loadable_gpus() if d.architecture == architecture]
+
+
 def most_processors() -> int:
     """The most processors of any GPU planc knows."""
     return max(d.processors for d in _loadable_gpus())

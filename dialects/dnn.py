@@ -105,9 +105,11 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def nchw(self) -> list[int]:
-        """The shape as 4 dims: lower ranks are [C], [N, C], [N, C, H]."""
+        """The shape as 4 dims: lower ranks are [C], [N, C], [N, C, H] (a scalar is one of
+        each)."""
         shape = self.shape_list
-        return {1: lambda: [1, shape[0], 1, 1], 2: lambda: [shape[0], shape[1], 1, 1],
+        return {0: lambda: [1, 1, 1, 1], 1: lambda: [1, shape[0], 1, 1],
+                2: lambda: [shape[0], shape[1], 1, 1],
                 3: lambda: [*shape, 1]}.get(len(shape), lambda: shape)()
 
     @property
@@ -116,8 +118,10 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
 
     def verify(self) -> None:
         shape = self.shape_list
-        if not 1 <= len(shape) <= 4 or min(shape) < 1:
-            raise VerifyException(f"a feature map has 1 to 4 positive dims, got {shape}")
+        # No dims: a scalar constant (Gemini's SSD files describe the divisor of their CPU
+        # post-processing as `[]`); the frontend allows it for constants only.
+        if len(shape) > 4 or (shape and min(shape) < 1):
+            raise VerifyException(f"a feature map has 0 to 4 positive dims, got {shape}")
         if self.dtype.data not in DTYPE_BITS:
             raise VerifyException(f"unknown element type '{self.dtype.data}' (known: "
                                   f"{', '.join(DTYPE_BITS)})")
@@ -246,6 +250,10 @@ class LayerOp(IRDLOperation):
     next_layer = opt_prop_def(ArrayAttr)
     keys = opt_prop_def(ArrayAttr)
     extra = opt_prop_def(DictionaryAttr)
+    output_form = opt_prop_def(StringAttr)
+    """How the frontend file wrote `output_shape`/`output_dtype` when not as one-element
+    lists (the ResNet files' form): "flat" for Gemini's HPCA'24 files (`[1, 64, 224, 224]`
+    and `"int8"`), "flat-shape" or "flat-dtype" for one of the two."""
     inputs = var_operand_def(FmapType)
     output = result_def(FmapType)
     irdl_options = (ParsePropInAttrDict(),)

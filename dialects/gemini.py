@@ -1706,7 +1706,11 @@ class TensorOrderCheck:
         if tensor.value("kind") == "ofmap":
             first, layers = self._stores_by_place()
             layer = tensor.value("layer_name")
-            tid = first.get((core, wl.id, layer))
+            # The staging copy belongs to the store of the workload whose snapshot lists it
+            # first (its producer): Gemini's ResNet-34 batch-16 IR lists Gemm_125's staged
+            # output of workload 140 (store 189) again in workload 141, which stores 190.
+            born = self._first_listing(core, tensor.value("tensor_id"), wl.id)
+            tid = first.get((core, born, layer))
             if tid is not None:
                 return [("store", tid)]
             # An output kept in L2 after its own workload (ResNet-50: Add_103_1 in Conv_105's
@@ -1714,10 +1718,24 @@ class TensorOrderCheck:
             # a store that the snapshot does not name.
             if (core, layer) in layers:
                 return []
-            return None
+            raise VerifyAt(f"an ofmap L2 entry is the staging copy of a DRAM store, but layer "
+                           f"{layer} stores nothing from core {core}; an output kept on chip "
+                           f"is an ifmap entry with a core source", tensor, "type")
         if tensor.from_dram:
             return [("load", t) for t in tensor.transfer_ids]
         return None
+
+    def _first_listing(self, core: int, tensor_id: int, here: int) -> int:
+        """The id of the workload of `core` whose snapshot lists L2 tensor `tensor_id`
+        first (`here` when unknown): one pass over the core's snapshots, kept."""
+        found = self.__dict__.setdefault("_born", {})
+        if core not in found:
+            born: dict[int, int] = {}
+            for wl in self.index.schedule_core(core).workloads:
+                for t in self.index.of(wl, L2TensorOp):
+                    born.setdefault(t.value("tensor_id"), wl.id)
+            found[core] = born
+        return found[core].get(tensor_id, here)
 
     def _stores_by_place(self) -> tuple[dict[tuple, int], set[tuple]]:
         """The transfer id of the first DRAM store per (core, workload, layer), and the

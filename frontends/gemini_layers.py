@@ -15,7 +15,7 @@ exports back unchanged (`--target gemini-layers`).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -41,7 +41,7 @@ def import_document(doc: JsonNode) -> ModuleOp:
     outputs: list[tuple[str, str]] = []
     for name in order:
         node = layers[name]
-        operands = [_operand(node, i, prev, layers, values, inputs, block)
+        operands = [_operand(node, i, prev, layers, values, inputs, block, name)
                     for i, prev in enumerate(_names(node, "previous_layer"))]
         op = _layer(name, node, operands)
         block.add_op(op)
@@ -96,13 +96,19 @@ def _topological_order(layers: dict[str, JsonNode]) -> list[str]:
     return order
 
 
-def _shape_at(node: JsonNode, key: str, index: int) -> tuple[list[int], JsonNode]:
+def _shape_at(node: JsonNode, key: str, index: int, scalar: bool = False,
+              ) -> tuple[list[int], JsonNode]:
+    """The shape of input `index`; `scalar`: it may be `[]` (a constant other than the first
+    input: Gemini's SSD files divide by one in their CPU post-processing)."""
     shapes = node[key]
     elements = shapes.elements()
     if index >= len(elements):
         raise shapes.error(f"expected a shape for input {index} (one per previous_layer), got "
                            f"{len(elements)}")
-    return elements[index].as_int_list(1, 4, min_value=1), elements[index]
+    element = elements[index]
+    if scalar and isinstance(element.value, list) and not element.value:
+        return [], element
+    return element.as_int_list(1, 4, min_value=1), element
 
 
 def _dtype_at(node: JsonNode, key: str, index: int) -> str:
@@ -119,11 +125,16 @@ def _dtype_at(node: JsonNode, key: str, index: int) -> str:
 
 def _operand(node: JsonNode, index: int, prev: str, layers: dict[str, JsonNode],
              values: dict[str, SSAValue], inputs: dict[str, dnn.InputOp], block: Block,
-             ) -> SSAValue:
-    shape, shape_node = _shape_at(node, "input_shape", index)
+             consumer: str = "") -> SSAValue:
+    shape, shape_node = _shape_at(node, "input_shape", index,
+                                  scalar=index > 0 and prev not in layers)
     dtype = _dtype_at(node, "input_dtype", index)
     if prev in layers:
         produced = dnn.fmap(values[prev])
+        if produced.shape_list != shape and produced.dtype_name == dtype and \
+                _squeezed(produced.shape_list) == _squeezed(shape):
+            return _implicit_reshape(values[prev], shape, dtype, prev, consumer, block,
+                                     shape_node)
         if produced.shape_list != shape or produced.dtype_name != dtype:
             raise shape_node.error(f"input {index} from layer '{prev}' is described as "
                                    f"{shape} {dtype}, but '{prev}' produces "
@@ -154,11 +165,8 @@ def _operand(node: JsonNode, index: int, prev: str, layers: dict[str, JsonNode],
 def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
     operation = node["operation"].as_str()
     cls = dnn.layer_class(operation)
-    outputs = node["output_shape"].elements()
-    if len(outputs) != 1:
-        raise node["output_shape"].error(f"expected one output shape, got {len(outputs)}")
-    out = dnn.FmapType.get(outputs[0].as_int_list(1, 4, min_value=1),
-                           _dtype_at(node, "output_dtype", 0))
+    shape, dtype, form = _output(node)
+    out = dnn.FmapType.get(shape, dtype)
     if len(node["input_shape"].as_list()) != len(operands):
         raise node["input_shape"].error(f"expected {len(operands)} shapes (one per "
                                         f"previous_layer), got {len(node['input_shape'].value)}")
@@ -168,6 +176,8 @@ def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
     if index is not None:
         props["layer_index"] = IntegerAttr(index.as_int(), i64)
     props["next_layer"] = ArrayAttr([StringAttr(n) for n in _names(node, "next_layer")])
+    if form:
+        props["output_form"] = StringAttr(form)
     typed = set(TYPED_KEYS)
     for key, length in GEOMETRY.items():
         member = node.get(key)
@@ -181,6 +191,8 @@ def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
             continue
         props[key] = dnn.member_attr(_member_value(member, kind), kind)
         typed.add(key)
+    if cls is dnn.SliceOp and "offsets" not in props and node.get("starts") is not None:
+        props["offsets"] = dnn._ints(_slice_offsets(node, operands[0]))
     props["extra"] = dict_attr(node.unknown_members(typed))
     op = cls.new(name, operation, operands, out, **props)
     op.location = json_location(node.path)
@@ -189,6 +201,76 @@ def _layer(name: str, node: JsonNode, operands: list[SSAValue]) -> dnn.LayerOp:
     except VerifyException as e:
         raise node.error(str(e).removeprefix(f"{operation} layer '{name}': ")) from None
     return op
+
+
+IMPLICIT = "dnn.implicit"
+"""On a reshape the file does not write: a layer reads its producer's output with dims of size
+1 added or left out (SSD-MobileNetV3's quantize_Div_386_1 reads Div_386's [1, 3000, 2] as
+[1, 3000, 2, 1], Add_387_1 reads [1, 3000, 2, 1] as [1, 1, 3000, 2]); any other difference is
+an error. The exporter leaves it out, so the file comes back as it was."""
+
+
+def _squeezed(shape: list[int]) -> list[int]:
+    return [d for d in shape if d != 1]
+
+
+def _implicit_reshape(value: SSAValue, shape: list[int], dtype: str, prev: str, consumer: str,
+                      block: Block, where: JsonNode) -> SSAValue:
+    op = dnn.ReshapeOp.new(f"{prev}:{consumer}", "reshape", [value],
+                           dnn.FmapType.get(shape, dtype))
+    op.attributes[IMPLICIT] = UnitAttr()
+    op.location = json_location(where.path)
+    block.add_op(op)
+    return op.output
+
+
+def _slice_offsets(node: JsonNode, source: SSAValue) -> list[int]:
+    """NCHW `offsets` of a slice written as ONNX writes it (`starts`, `axes`, `steps`, the
+    form of Gemini's SSD files; `ends` follows from the output shape). The axes count the
+    input's own dims, which `FmapType.nchw` places in NCHW."""
+    rank = len(dnn.fmap(source).shape_list)
+    place = {1: [1], 2: [0, 1], 3: [0, 1, 2], 4: [0, 1, 2, 3]}.get(rank, [])
+    starts = node["starts"].as_int_list(1, 4, min_value=0)
+    axes = node["axes"].as_int_list(len(starts), len(starts), min_value=-rank) \
+        if node.get("axes") is not None else list(range(len(starts)))
+    if node.get("steps") is not None and any(
+            step != 1 for step in node["steps"].as_int_list(len(starts), len(starts))):
+        raise node["steps"].error("a slice with a step other than 1 is not a view (planc "
+                                  "reads slices of contiguous boxes)")
+    offsets = [0, 0, 0, 0]
+    for start, axis in zip(starts, axes, strict=True):
+        axis %= rank
+        if axis >= len(place):
+            raise node["axes"].error(f"axis {axis} is not a dimension of the input")
+        offsets[place[axis]] = start
+    return offsets
+
+
+def _output(node: JsonNode) -> tuple[list[int], str, str]:
+    """The layer's output shape and element type, and how they were written: as one-element
+    lists (`[[1, 64, 112, 112]]`, `["int8"]`: the ResNet files), or flat (`[1, 64, 224, 224]`,
+    `"int8"`: Gemini's HPCA'24 files vgg16.json and ssd.json; SSD-MobileNetV3 mixes them)."""
+    member = node["output_shape"]
+    elements = member.elements()
+    flat_shape = bool(elements) and not isinstance(elements[0].value, list)
+    if flat_shape:
+        shape = member.as_int_list(1, 4, min_value=1)
+    else:
+        if len(elements) != 1:
+            raise member.error(f"expected one output shape, got {len(elements)}")
+        shape = elements[0].as_int_list(1, 4, min_value=1)
+    dtype_node = node["output_dtype"]
+    flat_dtype = isinstance(dtype_node.value, str)
+    if flat_dtype:
+        dtype = dtype_node.as_str()
+        if dtype not in dnn.DTYPE_BITS:
+            raise dtype_node.error(f"unknown element type '{dtype}' (known: "
+                                   f"{', '.join(dnn.DTYPE_BITS)})")
+    else:
+        dtype = _dtype_at(node, "output_dtype", 0)
+    form = "flat" if flat_shape and flat_dtype else "flat-shape" if flat_shape else \
+        "flat-dtype" if flat_dtype else ""
+    return shape, dtype, form
 
 
 def _member_value(member: JsonNode, kind: str):
@@ -226,8 +308,11 @@ def _check_next_layers(layers: dict[str, JsonNode], block: Block) -> None:
 def describe(module: ModuleOp) -> str:
     graph = dnn.find_graph(module)
     kinds: dict[str, int] = {}
-    for layer in graph.layers:
+    written = [layer for layer in graph.layers if IMPLICIT not in layer.attributes]
+    for layer in written:
         kinds[layer.op_name] = kinds.get(layer.op_name, 0) + 1
     parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
-    return f"{len(graph.layers)} layers: {parts}"
+    implicit = len(graph.layers) - len(written)
+    more = f" (and {implicit} reshape(s) the file leaves implicit)" if implicit else ""
+    return f"{len(written)} layers: {parts}{more}"
 

@@ -108,7 +108,8 @@ def _entry(tensor: L2Tensor, position: int, parts: tuple[dict, dict],
     if tensor.kind == "ofmap":
         return gemini.L2TensorOp.build(**head, **tail)
     props = {**head, "newly_added": gemini.bool_attr(position == tensor.first), **tail}
-    if readers_here and tensor.kind == "ifmap":
+    # A producer's own on-chip copy (`producer_position`) is not an input of its workload.
+    if readers_here and tensor.kind == "ifmap" and tensor.producer_position is None:
         props["cur_wl_ifmap"] = gemini.bool_attr(True)
     return gemini.L2TensorOp.build(**props)
 

@@ -136,8 +136,8 @@ def test_cannot_make_names_the_targets_that_take_the_document(planc, ffn_plan):
     ("simulate", ["--arch", "h100"], "model", "--arch does not apply to ark-model documents"),
     ("simulate", ["--full-run-limit", "9"], "model", "--full-run-limit does not apply"),
     ("check", ["--ark-runtime", "planc"], "model", "--ark-runtime does not apply to ark-model"),
-    ("check", ["--arch", "blackhole"], "plan", "--arch does not apply to ark-plan documents: "
-     "planc check reads it for tt documents only"),
+    ("check", ["--arch", "blackhole"], "model", "--arch does not apply to ark-model documents: "
+     "planc check reads it for ark-plan, tt or mscclpp documents only"),
 ])
 def test_an_option_the_command_ignores_for_the_format_is_an_error(planc, ffn_plan, small_ffn,
                                                                    command, flags, document,

@@ -9,8 +9,8 @@
 * weights staged in L2 (layers whose weights are streamed to WL0 tile by tile, and every PE
   layer of a segment with several batch groups, whose weights stay resident), one per
   destination core, from the load's landing to the last user;
-* staging copies ("ofmap") of outputs that leave the core (to DRAM or to another core), live
-  during the producing workload.
+* staging copies ("ofmap") of outputs stored to DRAM, and on-chip copies ("ifmap" with this
+  core as source) of outputs only other cores read, live during the producing workload.
 
 `first_fit` is Gemini's address allocation, reconstructed from the public IRs (it reproduces
 every address of the ResNet-34 IR): at each workload, free the tensors whose last listing was
@@ -313,7 +313,13 @@ def _weight_tensor(core: int, wl: gemini.WorkloadOp, weight: gemini.WeightOp,
 def _staging(core: int, position: int, wl: gemini.WorkloadOp, ofmaps: list[gemini.OfmapOp],
              stores: dict[int, gemini.DramStoreOp], bits: int) -> L2Tensor | None:
     """The output tile (the workload's `ofmaps`), held while it is sent to DRAM or to other
-    cores."""
+    cores.
+
+    Gemini's own IRs call an L2 entry "ofmap" only when it is the staging copy of a DRAM
+    store, and its `tensor_order` is that store's place in the DRAM queue (seed 004; the
+    ResNet IRs). An output that only goes to other cores stays on chip, so it is an "ifmap"
+    entry whose sources are this core's blocks (the sentinel `tensor_order`, as every
+    on-chip tensor)."""
     leaving = [o for o in ofmaps
                if any(d.to_dram or d.target[0] != core for d in o.destinations)]
     if not leaving:
@@ -321,11 +327,34 @@ def _staging(core: int, position: int, wl: gemini.WorkloadOp, ofmaps: list[gemin
     stored = next((o.value("transfer_id") for o in leaving
                    if o.value("transfer_id") in stores), None)
     lower, upper = wl.box
+    if stored is None:
+        return _kept_on_chip(core, position, wl, leaving, bits)
     local = ([0] * 4, [hi - lo for lo, hi in zip(lower, upper, strict=False)])
     size = model.fmap_bytes(local, bits)
     return L2Tensor(core, "ofmap", size, local, model.channel_align(bits), bits,
                     workload_step(wl), {position}, producer_position=position,
-                    layer_name=wl.layer, dram=("store", stored) if stored is not None else None)
+                    layer_name=wl.layer, dram=("store", stored))
+
+
+def _kept_on_chip(core: int, position: int, wl: gemini.WorkloadOp,
+                  leaving: list[gemini.OfmapOp], bits: int) -> L2Tensor:
+    """The blocks of an output that other cores read and DRAM does not: an "ifmap" tensor
+    whose sources are this core's blocks, absolute in the layer (as a consumer's tensor
+    assembled from them would list them), live while the workload sends them."""
+    origin = wl.box[0]
+    blocks = [((list(map(add, origin, o.ints_of("lower"))),
+                list(map(add, origin, o.ints_of("upper")))), o.value("size"),
+               o.value("transfer_id")) for o in leaving]
+    if len(blocks) == 1:
+        box = blocks[0][0]
+    else:
+        box = (list(map(min, *(b[0][0] for b in blocks))),
+               list(map(max, *(b[0][1] for b in blocks))))
+    return L2Tensor(core, "ifmap", model.fmap_bytes(box, bits), box, model.channel_align(bits),
+                    bits, workload_step(wl), {position}, producer_position=position,
+                    transfer_ids=sorted(tid for *_, tid in blocks),
+                    pieces=[(core, wl.layer, b, size, tid, "core")
+                            for b, size, tid in sorted(blocks, key=lambda b: b[2])])
 
 
 # ---------------------------------------------------------------------------------------------

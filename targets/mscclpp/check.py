@@ -37,6 +37,12 @@ an order the plan's synchronisation allows. What it finds is what the executor w
 * `mscclpp.postcondition` (error): the named collective's outputs are not what it promises;
   the finding points at the op that last wrote the wrong chunk (or at the GPU, when nothing
   wrote it).
+* `mscclpp.device-memory` (error), with `--arch`: at the plan's largest message
+  (`max_message_size`, when the plan bounds it), a GPU's input, output (unless in place) and
+  scratch buffer exceed the device's memory. The executor sizes scratch as the chunk size
+  times `scratch_chunks`, twice for LL packets, twice again for a double scratch buffer
+  (64 MiB with `reuse_resources`), and allocates it when the plan is loaded for that message:
+  the allocation is refused.
 * `mscclpp.replay` (warning): everything else the replay notes (e.g. more thread blocks than
   the GPU has SMs).
 
@@ -91,6 +97,7 @@ def check(module: ModuleOp, options: Any = None) -> list[Finding]:
                             "schema)")
             findings.append(Finding(rule, severity, message,
                                     _place(algorithm, named, message)))
+    findings += capacity_findings(algorithm, getattr(options, "arch", None))
     for message in report.warnings:
         named = [ops.get(tuple(map(int, m))) for m in OP_REFERENCE.findall(message)]
         rule = "mscclpp.unflushed-read" if UNFLUSHED in message else "mscclpp.replay"
@@ -121,3 +128,46 @@ def _ops_by_reference(algorithm: ms.AlgorithmOp) -> dict[tuple[int, int, int], m
             for position, op in enumerate(tb.ops()):
                 found[(gpu.rank_id, tb.tb_id, position)] = op
     return found
+
+
+PREDEFINED_SCRATCH = 1 << 26
+"""The executor's shared scratch buffer with `reuse_resources` (PREDFINED_SCRATCH_SIZE)."""
+
+
+def gpu_bytes(algorithm: ms.AlgorithmOp, gpu: ms.GpuOp, message: int) -> tuple[int, int]:
+    """(input + output bytes, scratch bytes) of `gpu` at `message` bytes, as the executor's
+    calScratchBufferSize sizes them (the message is the input size, the output size for
+    allgather; the chunk size is the same for all three buffers)."""
+    inputs, outputs, scratch = gpu.chunks("i"), gpu.chunks("o"), gpu.chunks("s")
+    per = inputs if algorithm.collective_name != "allgather" or not outputs else outputs
+    per = per or outputs or 1
+    chunk = -(-message // per)
+    data = chunk * inputs + (0 if algorithm.is_inplace else chunk * outputs)
+    if algorithm.reuses_resources and scratch > 0:
+        return data, PREDEFINED_SCRATCH
+    size = chunk * scratch * (2 if algorithm.protocol_name == "LL" else 1)
+    size *= 2 if algorithm.uses_double_scratch else 1
+    align = algorithm.alignment
+    return data, -(-size // align) * align
+
+
+def capacity_findings(algorithm: ms.AlgorithmOp, arch: str | None) -> list[Finding]:
+    """`mscclpp.device-memory` for the GPU `arch` names, at the plan's largest message (only
+    when the plan bounds it: otherwise the executor sizes buffers for each call's message)."""
+    from devices.hardware import gpu_device
+
+    _, largest = algorithm.message_range
+    if not arch or largest >= ms.UINT64_MAX:
+        return []
+    device = gpu_device(arch)
+    findings = []
+    for gpu in algorithm.gpus():
+        data, scratch = gpu_bytes(algorithm, gpu, largest)
+        if data + scratch > device.memory_bytes:
+            findings.append(Finding(
+                "mscclpp.device-memory", ERROR,
+                f"gpu {gpu.rank_id}: at max_message_size {largest} its input and output take "
+                f"{data} bytes and its scratch buffer {scratch} ({gpu.chunks('s')} chunks), "
+                f"more than the {device.memory_bytes} bytes of {device.name}",
+                extend_path(source_path(gpu), "scratch_chunks") if source_path(gpu) else None))
+    return findings

@@ -120,6 +120,10 @@ class SymbolicReplay(Replay):
         self.proxy_clock: dict[Any, list[int]] = defaultdict(self._zero)
         self.counter: dict[int, int] = defaultdict(int)
         self.races: dict[tuple[str, str, str], list[tuple[int, str, int]]] = {}
+        self.raced_writes: dict[tuple[str, str, str], tuple[str, list[tuple]]] = {}
+        """Per race: the earlier access's label and, per cell, (rank, space, index, the value
+        written, which of the two wrote it: "event" or "earlier"), to name first the access
+        that is the mistake (see `_wrong_access_first`)."""
         self.misreads: list[str] = []
         self.early: dict[tuple[str, str, int, bool], list[tuple[int, str, int]]] = {}
         """(op label, verb, peer rank, fenced by the first threads only) -> cells it touched
@@ -243,7 +247,8 @@ class SymbolicReplay(Replay):
             cells = cells[::2]
         for index in cells:
             cell = space.setdefault(index, Cell())
-            self._check(region, index, cell.writer, event, knowledge, "reads", "written")
+            self._check(region, index, cell.writer, event, knowledge, "reads", "written",
+                        (cell.value, "earlier"))
             if cell.packet is not None and not region.packets:
                 self.misreads.append(f"{event.label} reads LL packets at gpu {region.rank} "
                                      f"{SPACE_NAMES[region.space]} as plain data")
@@ -261,9 +266,12 @@ class SymbolicReplay(Replay):
         step = 2 if region.packets else 1
         for position, index in enumerate(cells):
             cell = space.setdefault(index, Cell())
-            self._check(region, index, cell.writer, event, knowledge, "writes", "written")
+            new = values[position // step] if values else None
+            self._check(region, index, cell.writer, event, knowledge, "writes", "written",
+                        (new, "event"))
             for reader in cell.readers:
-                self._check(region, index, reader, event, knowledge, "writes", "read")
+                self._check(region, index, reader, event, knowledge, "writes", "read",
+                            (new, "event"))
             cell.value = values[position // step] if values else None
             cell.writer = event
             cell.readers = []
@@ -318,13 +326,17 @@ class SymbolicReplay(Replay):
         self.early.setdefault((event.label, verb, region.rank, unfenced), []).extend(cells)
 
     def _check(self, region: Region, index: int, earlier: Event | None, event: Event,
-               knowledge: list[int], verb: str, past: str) -> None:
+               knowledge: list[int], verb: str, past: str, written: tuple | None = None,
+               ) -> None:
         if earlier is None or earlier.origin == event.origin:
             return
         if knowledge[earlier.comp] >= earlier.stamp:
             return
         key = (event.label, verb, f"{past} by {earlier.label}")
         self.races.setdefault(key, []).append((region.rank, region.space, index))
+        if written is not None:
+            self.raced_writes.setdefault(key, (earlier.label, []))[1].append(
+                (region.rank, region.space, index, *written))
 
     # -- end of the launch ---------------------------------------------------------------------
 
@@ -540,13 +552,15 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
                                     "postcondition_failures": []}
     deadlocks = replay.deadlocks()
     errors["deadlocks"] = deadlocks
-    errors["races"] = _race_messages(replay, describe) + replay.misreads[:MAX_REPORTS]
+    expected = None if deadlocks else \
+        expectation or expected_outputs(program, cell, broadcast_root(algorithm))
+    wanted = _wanted_cells(program, expected, cell) if expected is not None else {}
+    errors["races"] = _race_messages(replay, describe, wanted) + replay.misreads[:MAX_REPORTS]
     errors["before_start"] = _limited(_early_messages(replay, describe, unfenced=False)
                                       + _early_messages(replay, describe, unfenced=True))
     postcondition = "not checked: the plan deadlocks"
     if not deadlocks:
         errors["unbalanced"] = replay.leftovers()
-        expected = expectation or expected_outputs(program, cell, broadcast_root(algorithm))
         if expected.problem is not None:
             postcondition = f"not checked: {expected.problem}"
             if algorithm.collective_name in ms.COLLECTIVES + ("sendrecv",):
@@ -603,9 +617,46 @@ def _cell_bytes(program: Program) -> int:
     return fold(math.gcd, (s for s in sizes if s), 0) or program.chunk_bytes
 
 
-def _race_messages(replay: SymbolicReplay, describe: _Describer) -> list[str]:
+def _wanted_cells(program: Program, expected: Expectation, cell: int
+                  ) -> dict[tuple[int, str, int], Value]:
+    """What the post-condition wants in each output cell, by (rank, space, cell index)."""
+    wanted = {}
+    for rank, values in expected.cells.items():
+        space, start = program.layouts[rank].place("o", 0)
+        first = start // cell
+        for k, want in enumerate(values):
+            wanted[(rank, space, first + k)] = want
+    return wanted
+
+
+def _wrong_access_first(replay: SymbolicReplay, key: tuple[str, str, str],
+                        wanted: dict[tuple[int, str, int], Value]) -> tuple[str, str, str]:
+    """A race names first the access that is the mistake, where the post-condition says: on
+    an output cell, a write of the value it wants is right, so the other access (a read of
+    the cell, or a second write) is the mistake; a write of another value is the mistake
+    itself. Else the two as the replay met them."""
+    label, verb, what = key
+    earlier, cells = replay.raced_writes.get(key, (None, []))
+    for rank, space, index, value, writer in cells:
+        want = wanted.get((rank, space, index))
+        if want is None:
+            continue
+        event_wrong = (value == want) != (writer == "event")
+        if event_wrong:
+            return key
+        past = what.split(" by ", 1)[0]
+        swapped = {("writes", "written"): ("writes", "written"),
+                   ("writes", "read"): ("reads", "written"),
+                   ("reads", "written"): ("writes", "read")}[(verb, past)]
+        return earlier, swapped[0], f"{swapped[1]} by {label}"
+    return key
+
+
+def _race_messages(replay: SymbolicReplay, describe: _Describer,
+                   wanted: dict[tuple[int, str, int], Value] | None = None) -> list[str]:
     messages = []
-    for (label, verb, what), cells in replay.races.items():
+    for key, cells in replay.races.items():
+        label, verb, what = _wrong_access_first(replay, key, wanted or {})
         by_space: dict[tuple[int, str], list[int]] = defaultdict(list)
         for rank, space, index in cells:
             by_space[(rank, space)].append(index)

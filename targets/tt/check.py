@@ -6,6 +6,16 @@
   allocates both when the program is created, and its allocator refuses what does not fit
   ("Out of Memory: Not enough space to allocate ... L1"): the plan cannot run. A buffer is live
   from the first to the last kernel that names it, as `tt-place` keeps it.
+* `tt.dram-capacity` (error): each DRAM bank holds its share of every DRAM-interleaved buffer
+  live at a kernel (TT-Metalium spreads a DRAM buffer's pages round-robin over the banks and
+  reserves the same address range, ceil(pages / banks) pages, in every bank). Its allocator
+  refuses a buffer that does not fit a bank ("Out of Memory: Not enough space to allocate ...
+  DRAM"): the plan cannot run. Live ranges as for L1 (the host may hold buffers longer, never
+  shorter), so an error here is an error on any host.
+* `tt.clobbered-input` (error): a kernel reads a tensor that an earlier kernel of the document
+  produces (its result tensor id), but a kernel between the two writes some of the same
+  bytes: the reader sees the later kernel's data, not its producer's (a wrong result; the
+  mistake of a plan reordered or a buffer reused too early).
 * `tt.kernel-order` (error): a kernel reads bytes that only a later kernel of the document
   writes. The runtime runs the plans in document order, so the reader sees whatever the
   buffer held before: a wrong result.
@@ -41,7 +51,8 @@ def check(module: ModuleOp, options: Any = None) -> list[Finding]:
     plans = [p for op in module.ops if isinstance(op, tt.PlansOp) for p in op.plans()]
     kernels = [(index, p) for index, p in enumerate(plans) if kernel_operator(p) is not None]
     device = device_named(getattr(options, "arch", None))
-    return [*capacity_findings(kernels, device), *order_findings(kernels)]
+    return [*capacity_findings(kernels, device), *dram_findings(kernels, device),
+            *order_findings(kernels)]
 
 
 def kernel_operator(plan: tt.PlanOp) -> ark.ArkOp | None:
@@ -122,18 +133,67 @@ def capacity_findings(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) ->
     return findings
 
 
+def dram_use(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[list[_L1Buffer]]:
+    """Per kernel, in order: the DRAM-interleaved buffers live there (from the first to the
+    last kernel naming them) with their bytes in each DRAM bank."""
+    uses: dict[int, _L1Buffer] = {}
+    in_l1: set[int] = set()
+    for position, (_, plan) in enumerate(kernels):
+        placed = _in_l1(plan)
+        for name, tensor in kernel_buffers(plan.kernel.operator).items():
+            pages = TileView.of(tensor.shape_list).num_tiles
+            share = -(-pages // device.dram_banks) * tile_bytes(tensor.data_type)
+            use = uses.setdefault(tensor.buffer_id,
+                                  _L1Buffer(tensor.buffer_id, 0, position, position))
+            use.last = position
+            use.bytes_per_core = max(use.bytes_per_core, share)
+            if name in placed:
+                in_l1.add(tensor.buffer_id)
+    residents = [use for use in uses.values() if use.buffer not in in_l1]
+    return [[b for b in residents if b.first <= position <= b.last]
+            for position in range(len(kernels))]
+
+
+def dram_findings(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[Finding]:
+    """The first kernel at which the DRAM buffers live there overflow a bank (one finding:
+    every later kernel of the same buffers would repeat it)."""
+    bank = device.dram_bytes // device.dram_banks
+    for (index, plan), live in zip(kernels, dram_use(kernels, device), strict=True):
+        need = sum(b.bytes_per_core for b in live)
+        if need > bank:
+            names = ", ".join(f"{b.buffer} ({b.bytes_per_core} B)" for b in
+                              sorted(live, key=lambda b: -b.bytes_per_core)[:8])
+            return [at_op(plan, "tt.dram-capacity", ERROR,
+                          f"kernel {plan.label()} (plan {index}) needs {need} bytes of each DRAM "
+                          f"bank but {device.name} has {bank} ({device.dram_bytes} bytes over "
+                          f"{device.dram_banks} banks): DRAM buffers live here {names}")]
+    return []
+
+
 def order_findings(kernels: list[tuple[int, tt.PlanOp]]) -> list[Finding]:
-    """Reads of bytes that no earlier kernel wrote but a later one does."""
+    """Reads of bytes that no earlier kernel wrote but a later one does, and reads whose
+    producer's bytes a kernel in between overwrote."""
     writes: list[tuple[int, tt.PlanOp, ByteRegion]] = []
-    for index, plan in kernels:
+    produced: dict[int, int] = {}
+    """result tensor id -> position of the kernel that produces it."""
+    for position, (index, plan) in enumerate(kernels):
         output = kernel_buffers(plan.kernel.operator)["C"]
         writes.append((index, plan, ByteRegion.of(output)))
+        for result in plan.kernel.operator.results_types:
+            produced.setdefault(result.tensor_id, position)
     findings = []
     for position, (index, plan) in enumerate(kernels):
         for name, tensor in kernel_buffers(plan.kernel.operator).items():
             if name == "C":
                 continue
             region = ByteRegion.of(tensor)
+            source = produced.get(tensor.tensor_id)
+            if source is not None and source < position:
+                finding = _clobbered(plan, index, name, tensor, region, writes[source],
+                                     writes[source + 1:position])
+                if finding is not None:
+                    findings.append(finding)
+                continue
             if any(overlaps(region, w) for _, _, w in writes[:position]):
                 continue
             later = next(((i, p) for i, p, w in writes[position + 1:] if overlaps(region, w)),
@@ -145,3 +205,16 @@ def order_findings(kernels: list[tuple[int, tt.PlanOp]]) -> list[Finding]:
                     f"{tensor.tensor_id}) before kernel {later[1].label()} (plan {later[0]}) "
                     "writes it; the runtime runs plans in document order"))
     return findings
+
+
+def _clobbered(plan: tt.PlanOp, index: int, name: str, tensor, region: ByteRegion,
+               producer: tuple, between: list[tuple]) -> Finding | None:
+    """The finding for a read whose producer's bytes a kernel in `between` overwrites."""
+    other = next(((i, p) for i, p, w in between if overlaps(region, w)), None)
+    if other is None:
+        return None
+    return at_op(plan, "tt.clobbered-input", ERROR,
+                 f"kernel {plan.label()} (plan {index}) reads {name} (tensor "
+                 f"{tensor.tensor_id}) that kernel {producer[1].label()} (plan {producer[0]}) "
+                 f"produces, but kernel {other[1].label()} (plan {other[0]}) overwrites it "
+                 "in between; the runtime runs plans in document order")

@@ -21,12 +21,12 @@ UPSTREAM_RACES = {
     "executor-tests__execution-plans__reduce_tbg.json": [
         "gpu 0 tb 0 op 7 (get) reads gpu 1 scratch bytes [32, 48) (chunk 1), written by gpu 1 "
         "tb 1 op 0 (copy), with no synchronisation between them",
-        "gpu 0 tb 0 op 9 (res) writes gpu 1 input/output bytes [32, 48) (chunk 1), read by gpu "
-        "1 tb 1 op 0 (copy), with no synchronisation between them",
+        "gpu 1 tb 1 op 0 (copy) reads gpu 1 input/output bytes [32, 48) (chunk 1), written by "
+        "gpu 0 tb 0 op 9 (res), with no synchronisation between them",
         "gpu 0 tb 1 op 6 (rres) reads gpu 1 scratch bytes [16, 32) (chunk 0), written by gpu 1 "
         "tb 0 op 0 (copy), with no synchronisation between them",
-        "gpu 0 tb 1 op 6 (rres) writes gpu 1 input/output bytes [16, 32) (chunk 0), read by gpu "
-        "1 tb 0 op 0 (copy), with no synchronisation between them"],
+        "gpu 1 tb 0 op 0 (copy) reads gpu 1 input/output bytes [16, 32) (chunk 0), written by "
+        "gpu 0 tb 1 op 6 (rres), with no synchronisation between them"],
 }
 # In-place plans the DSL wrote with output_chunks 0: their data flow is right, but the
 # executor's checkMessageSize takes the output size modulo 0 when it loads them (§4.6 #10).
@@ -92,11 +92,12 @@ def test_wrong_offset_breaks_the_postcondition():
     plan = mutated(allgather_plan(3), lambda p: ops_of(p, 2)[3]["dst_buff"][1].update(index=0))
     report = _check(plan)
     # Which of the two racing puts lands last in chunk 0 depends on the schedule; chunk 2 is
-    # never written in any.
+    # never written in any. The race names first the put whose data the post-condition does
+    # not want there (gpu 2's, the mistake), though the replay met gpu 0's second.
     assert report.errors["postcondition_failures"] == [
         "gpu 1 output chunk 2: expected input chunk 0 of gpu 2, found nothing (never written)"]
     assert report.errors["races"] == [
-        "gpu 0 tb 0 op 3 (put) writes gpu 1 output bytes [0, 16) (chunk 0), written by gpu 2 "
+        "gpu 2 tb 0 op 3 (put) writes gpu 1 output bytes [0, 16) (chunk 0), written by gpu 0 "
         "tb 0 op 3 (put), with no synchronisation between them"]
 
 
