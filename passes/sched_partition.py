@@ -403,7 +403,8 @@ def split_plan(kernel: Kernel, device: GpuDevice,
     whole = kernel.estimate.on(device.processors)
     out = matmuls[0].outputs[0]
     per_part = len(matmuls) * out.num_elements * out.element_bytes
-    limit = min(MAX_PARTS, depth // step, 1 + int(partial_bytes // per_part))
+    fit = 1 + int(partial_bytes // per_part) if math.isfinite(partial_bytes) else MAX_PARTS
+    limit = min(MAX_PARTS, depth // step, fit)
     if limit < 2:
         return None
     static = StaticCut(kernel, matmuls, device)
