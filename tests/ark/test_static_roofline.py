@@ -165,3 +165,58 @@ def test_planned_cuts_are_no_slower_than_uncut_plans_under_the_static_roofline()
                              "sched-partition{split-k=false},sched-allocate,sched-to-plan")
             assert sr.plan_seconds(cut, device) <= sr.plan_seconds(uncut, device) * 1.001, \
                 (arch, m, n, k)
+
+
+def _tiling_candidates(m: int, n: int, k: int, arch: str):
+    """Every matmul tiling `sched-tile` considers for a one-matmul kernel, with its slots."""
+    from passes.sched_tile import CANDIDATES, Tiling, kernel_space, slots
+    from targets.ark.cost_model import kernel_estimate
+
+    module = _matmul(m, n, k)
+    ops = [op for op in module.walk() if type(op).__name__ == "MatmulOp"]
+    device = gpu_device(arch)
+    out = []
+    for configs, tiles, warps, sram in CANDIDATES["matmul"](ops, kernel_space("matmul", ops),
+                                                            device):
+        count = slots(warps, sram, device)
+        if count >= 1:
+            estimate = kernel_estimate(ops, configs, tiles, warps, count, device)
+            out.append((Tiling(tuple(configs), tiles, warps, sram, estimate.seconds), count))
+    return ops, out, device
+
+
+@pytest.mark.parametrize("arch", ["a100", "h100", "mi300x"])
+def test_tiling_is_the_best_product_of_both_models_ratios(arch):
+    """Brute force over the tilings of small and Llama-sized matmuls: the choice minimises
+    (cost / cost-best) x (static / static of the cost-best) among the tilings within the
+    slack that have a tile per processor, and is the cost model's best where that has fewer
+    tiles than processors (split-K's case)."""
+    from passes.sched_tile import COST_SLACK, robust_choice
+
+    differs = 0
+    for m, n, k in ((2048, 4096, 11008), (2048, 11008, 4096), (256, 1024, 512),
+                    (512, 3000, 1024), (4096, 4096, 4096)):
+        ops, candidates, device = _tiling_candidates(m, n, k, arch)
+        chosen = robust_choice(ops, candidates, device)
+        best, best_count = min(candidates, key=lambda c: (c[0].seconds, c[0].tiles))
+        if best.tiles < device.processors:
+            assert chosen is best
+            continue
+        work = sr.ops_work(ops)
+
+        def static(t, count, work=work, device=device):
+            return sr.launch_seconds(t.tiles, work.scaled(1 / t.tiles), device.processors,
+                                     count, t.warps, device, "FP16")
+
+        def product(t, count, best=best, best_count=best_count, static=static):
+            return t.seconds / best.seconds * static(t, count) / static(best, best_count)
+
+        admissible = [(t, c) for t, c in candidates if t.seconds <= COST_SLACK * best.seconds
+                      and t.tiles >= device.processors]
+        lowest = min(product(t, c) for t, c in admissible)
+        count = next(c for t, c in candidates if t is chosen)
+        assert product(chosen, count) == pytest.approx(lowest)
+        assert chosen.seconds <= COST_SLACK * best.seconds
+        differs += chosen is not best
+    if arch == "a100":
+        assert differs  # the Llama projections: 128 x 64 tiles instead of 128 x 256
