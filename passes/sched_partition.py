@@ -23,8 +23,10 @@ outputs in place and runs the element-wise operators. The candidates (`split_sha
 to `MAX_PARTS` parts of one wave each (one tile per processor, or every slot of a processor
 busy) plus, optionally, a part on the processors left over with a smaller share of K; the cost
 model picks the fastest, counting the device's bandwidth shared by all parts, the barrier and
-the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut and
-its partial buffers fit in `SPLIT_K_MEMORY` of the model's bytes.
+the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut, the
+static-distribution roofline (`targets.ark.static_roofline`, waves quantised) also finds it
+faster than the kernel uncut (`StaticCut`), and its partial buffers fit in `SPLIT_K_MEMORY` of
+the model's bytes.
 
 Finally kernels are renumbered in execution order and the block is reordered to match, so that
 a plan's TaskInfo ids are the positions of its TaskInfos (as ARK's code generator expects).

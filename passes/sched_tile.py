@@ -14,6 +14,10 @@ itself:
   1 to 8 warps (rotary embeddings keep whole element pairs);
 * single operators (embedding, other reductions, communication): ARK's default configuration.
 
+A matmul tiling within `COST_SLACK` of the cost model's best wins when the product of its time
+ratios under both models (the cost model and the static-distribution roofline) is smaller
+(`robust_choice`).
+
 Each candidate runs as many concurrent tiles per processor as the device's plan width
 (`plan_warps_per_processor`) and shared memory allow. Operators get their `config` (ARK's
 Config keys: NumWarps, SramBytes, NumTasks and TileShapeMNK / Tile / ImplType) and the kernel
