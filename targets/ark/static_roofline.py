@@ -3,8 +3,9 @@
 planc's cost model (`targets.ark.cost_model`) charges per-task and per-operator latencies and
 saturation curves that are assumptions; a planner tuned against them alone could win only
 under them. This model shares none of those terms and no constant fitted to planc's plans. It
-is the planner's second opinion (`sched-partition` takes a cut only when both models agree)
-and the independent model `bench/plan_quality.py` and `planc tune` report.
+is the planner's second opinion (`sched-partition` takes a split-K cut only when both models
+find it faster; `sched-tile` weighs matmul tilings under both) and the independent model
+`bench/plan_quality.py` and `planc tune` report.
 
 What it counts:
 
@@ -14,8 +15,9 @@ What it counts:
   twice as long as one with one: waves are quantised.
 * **Work of a task.** A TaskInfo's N tasks each do 1/N of its operators' matmul FLOPs
   (2 M N K), vector FLOPs (one per output element, one per reduced element) and *compulsory*
-  DRAM bytes: every distinct tensor its operators read or write, once (an ideal cache within
-  the TaskInfo; a tensor read by several TaskInfos is read by each).
+  DRAM bytes: every distinct tensor region its operators read or write, once (values that
+  alias the same memory count once; an ideal cache within the TaskInfo; a tensor read by
+  several TaskInfos is read by each).
 * **Rates of a processor.** Compute: the device's matmul and vector rates divided among its
   processors (`GpuDevice.matmul_rate`, which holds the device's documented matmul
   efficiency). Memory: the smaller of its share of HBM bandwidth among the processors the
