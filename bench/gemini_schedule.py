@@ -63,6 +63,10 @@ from targets.gemini import model  # noqa: E402
 from targets.gemini.simulator import Metrics, schedule_metrics  # noqa: E402
 
 BANDWIDTH = 16.0
+UPSTREAM = {"resnet34": {4: 4_130_000, 16: 16_050_000}}
+"""Summed workload time of Gemini's own batch-4 and batch-16 ResNet-34 IRs (upstream
+Gemini-Compiler-IR, not in the corpus; rounded as the reference notes give them): context,
+since those IRs time a multi-sample vp workload as one sample."""
 BUFFER = model.GeminiHardware.buffer_bytes
 
 
@@ -142,6 +146,20 @@ def versus(ours: Metrics, gemini: Metrics, retimed: Metrics, batch: int) -> dict
             "dram_bytes": ours.dram_bytes / (batch * gemini.dram_bytes)}
 
 
+def kind_cycles(sched) -> dict[str, int]:
+    """Summed workload `time` by layer type (pe, vp), and the vp sum with every multi-sample
+    workload timed as one sample (`vp_one_sample`: Gemini's own batch-B IRs time them so,
+    see the module docstring), so that planc's figure can be set beside those IRs'."""
+    sums = {"pe": 0, "vp": 0, "vp_one_sample": 0}
+    for wl in sched.workloads():
+        kind, time_ = wl.value("layer_type"), wl.value("time")
+        sums[kind] = sums.get(kind, 0) + time_
+        if kind == "vp":
+            samples = wl.box[1][0] - wl.box[0][0] + 1
+            sums["vp_one_sample"] += time_ / max(samples, 1)
+    return sums
+
+
 def metrics_row(m: Metrics) -> dict:
     return {"workloads": m.workloads, "compute_cycles": m.compute_cycles,
             "critical_compute_cycles": m.critical_compute_cycles,
@@ -156,15 +174,21 @@ def compare(pairs, batches: list[int], budgets: list[float]) -> dict:
                                   BANDWIDTH)
         retimed_schedule, errors = predicted_times(ir_path, layers_path)
         retimed = schedule_metrics(retimed_schedule, BANDWIDTH)
+        gemini_kinds = kind_cycles(next(iter(import_ir(load_json_file(ir_path)).ops)))
         report["networks"][network] = {
             "gemini": metrics_row(gemini), "gemini_retimed": metrics_row(retimed),
+            "gemini_kind_cycles": gemini_kinds,
             "cycle_model_on_gemini_workloads": cycle_model_agreement(gemini, retimed, errors)}
         for batch in batches:
             sched, seconds, _ = schedule(layers_path, "1x1", batch)
             ours = schedule_metrics(sched, BANDWIDTH)
+            kinds = kind_cycles(sched)
             report["rows"].append({"network": network, "batch": batch, **metrics_row(ours),
                                    "compile_s": round(seconds, 2),
-                                   **versus(ours, gemini, retimed, batch)})
+                                   **versus(ours, gemini, retimed, batch),
+                                   "pe": kinds["pe"] / (batch * gemini_kinds["pe"]),
+                                   "vp": kinds["vp"] / (batch * gemini_kinds["vp"]),
+                                   "kind_cycles": kinds})
             for share in budgets:
                 sched, _, _ = schedule(layers_path, "1x1", batch, int(share * BUFFER))
                 ours = schedule_metrics(sched, BANDWIDTH)
@@ -217,13 +241,23 @@ def print_report(report: dict) -> None:
               f"latency {g['latency_cycles']} ({r['latency_cycles']}), peak L2 "
               f"{g['peak_l2_bytes']} B, DRAM {g['dram_bytes']} B")
     print("\nplanc / Gemini (batch B: Gemini's batch-1 schedule run B times), 1 core, 16 GB/s")
-    print(f"{'network':>9} {'batch':>5} {'wl':>5} {'compute':>8} {'same':>6} {'latency':>8} "
-          f"{'same':>6} {'peak L2':>8} {'DRAM':>6} {'compile s':>9}")
+    print(f"{'network':>9} {'batch':>5} {'wl':>5} {'compute':>8} {'same':>6} {'pe':>6} "
+          f"{'vp':>6} {'latency':>8} {'same':>6} {'peak L2':>8} {'DRAM':>6} {'compile s':>9}")
     for row in report["rows"]:
         print(f"{row['network']:>9} {row['batch']:>5} {row['workloads']:>5} "
               f"{row['compute']:>8.3f} {row['compute_same_model']:>6.3f} "
+              f"{row['pe']:>6.3f} {row['vp']:>6.3f} "
               f"{row['latency']:>8.3f} {row['latency_same_model']:>6.3f} "
               f"{row['peak_l2']:>8.3f} {row['dram_bytes']:>6.3f} {row['compile_s']:>9}")
+    for row in report["rows"]:
+        if row["network"] in UPSTREAM and row["batch"] in UPSTREAM[row["network"]]:
+            k = row["kind_cycles"]
+            theirs = UPSTREAM[row["network"]][row["batch"]]
+            print(f"{row['network']} batch {row['batch']}: planc {row['compute_cycles']} cycles "
+                  f"({row['compute_cycles'] / theirs:.3f}x Gemini's own batch-{row['batch']} IR, "
+                  f"{theirs} cycles, upstream, not in the corpus); with vp workloads timed "
+                  f"as one sample as that IR does: "
+                  f"{(k['pe'] + k['vp_one_sample']) / theirs:.3f}x")
     if report["budgets"]:
         print("\nL2 budget (share of the 8 MB buffer) against latency and peak L2 ratios")
         print(f"{'network':>9} {'batch':>5} {'budget':>6} {'latency':>8} {'peak L2':>8}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from roofline import model_bound, plan_seconds  # noqa: E402
+from roofline import plan_seconds as plain_seconds  # noqa: E402
 
 from backends.ark_plan import model_pipeline, single_plan  # noqa: E402
 from compiler.pipeline import run_pipeline, without_garbage_collection  # noqa: E402
@@ -38,6 +39,7 @@ from frontends.model_builder import ModelBuilder  # noqa: E402
 from frontends.model_zoo import llama_decoder_layer  # noqa: E402
 from ground.diagnostics import PlancError  # noqa: E402
 from ground.json_reader import load_json_file  # noqa: E402
+from targets.ark import static_roofline  # noqa: E402
 from targets.ark.plan_simulator import simulate  # noqa: E402
 
 
@@ -53,7 +55,8 @@ def models(seq: int) -> dict:
     found = {"ffn": lambda: import_document(load_json_file(ROOT / "examples" / "ffn.json")),
              "attention": lambda: import_document(
                  load_json_file(ROOT / "examples" / "attention.json"))}
-    tutorial = ROOT.parent / "shared" / "corpus" / "ark" / "tutorial_model.json"
+    corpus = Path(os.environ.get("PLANC_CORPUS", ROOT.parent / "shared" / "corpus"))
+    tutorial = corpus / "ark" / "tutorial_model.json"
     if tutorial.is_file():
         found["tutorial ffn"] = lambda: import_document(load_json_file(tutorial))
     found["matmul 256x11008x4096"] = lambda: matmul_model(256, 11008, 4096)
@@ -62,7 +65,8 @@ def models(seq: int) -> dict:
 
 
 def plan(build, arch: str, planner: str) -> tuple[dict, float, bool]:
-    """(cost-only simulation report with the roofline's `roofline_s` and `bound_s`, compile
+    """(cost-only simulation report with the static roofline's `static_s` and `bound_s` and
+    the plain roofline's `plain_s`, compile
     seconds, whether partial tiles were needed)."""
     for partial in (False, True):
         module = build()
@@ -81,7 +85,9 @@ def plan(build, arch: str, planner: str) -> tuple[dict, float, bool]:
         p = single_plan(module)
         report = simulate(p, functional=False)
         device = gpu_device(arch)
-        report.update(roofline_s=plan_seconds(p, device), bound_s=model_bound(p, device))
+        report.update(static_s=static_roofline.plan_seconds(p, device),
+                      bound_s=static_roofline.plan_bound(p, device),
+                      plain_s=plain_seconds(p, device))
         return report, seconds, partial
     raise AssertionError("unreachable")
 
@@ -94,12 +100,12 @@ def main() -> None:
                         "all)")
     args = parser.parse_args()
     header = (f"{'model':<22}{'arch':<8}{'planc us':>10}{'ARK us':>10}{'cost':>7}"
-              f"{'roofl.':>7}{'p/bound':>8}{'A/bound':>8}{'bytes':>7}{'act.':>7}"
+              f"{'static':>7}{'p/bound':>8}{'A/bound':>8}{'plain':>7}{'bytes':>7}{'act.':>7}"
               f"{'compile s':>10}")
     print(header)
     print("-" * len(header))
     chosen = set(filter(None, args.models.split(",")))
-    ratios: dict[str, list[float]] = {"cost": [], "roofline": []}
+    ratios: dict[str, list[float]] = {"cost": [], "static roofline": [], "plain roofline": []}
     for name, build in models(args.seq).items():
         if chosen and name not in chosen:
             continue
@@ -107,27 +113,30 @@ def main() -> None:
             ours, seconds, _ = plan(build, arch, "planc")
             theirs, _, partial = plan(build, arch, "ark-default")
             cost = ours["modeled_time_s"] / theirs["modeled_time_s"]
-            roof = ours["roofline_s"] / theirs["roofline_s"]
+            static = ours["static_s"] / theirs["static_s"]
+            plain = ours["plain_s"] / theirs["plain_s"]
             ratios["cost"].append(cost)
-            ratios["roofline"].append(roof)
-            bound = theirs["bound_s"]      # the model's operators as ARK's planner keeps them
+            ratios["static roofline"].append(static)
+            ratios["plain roofline"].append(plain)
             bytes_ratio = ours["device_bytes"] / theirs["device_bytes"]
             act_ratio = ours["activation_bytes"] / theirs["activation_bytes"]
-            slower = " SLOWER" if max(cost, roof) > 1.0 else ""
+            slower = " SLOWER" if max(cost, static) > 1.0 else ""
             print(f"{name:<22}{arch:<8}{ours['modeled_time_s'] * 1e6:>10.1f}"
                   f"{theirs['modeled_time_s'] * 1e6:>9.1f}{'*' if partial else ' '}"
-                  f"{cost:>7.2f}{roof:>7.2f}{ours['roofline_s'] / bound:>8.2f}"
-                  f"{theirs['roofline_s'] / bound:>8.2f}{bytes_ratio:>7.2f}{act_ratio:>7.2f}"
-                  f"{seconds:>10.2f}{slower}")
+                  f"{cost:>7.2f}{static:>7.2f}{ours['static_s'] / ours['bound_s']:>8.2f}"
+                  f"{theirs['static_s'] / theirs['bound_s']:>8.2f}{plain:>7.2f}"
+                  f"{bytes_ratio:>7.2f}{act_ratio:>7.2f}{seconds:>10.2f}{slower}")
     for model, values in ratios.items():
         if values:
             mean = math.exp(sum(map(math.log, values)) / len(values))
             print(f"geometric mean planc / ARK default, {model}: {mean:.2f} (worst "
                   f"{max(values):.2f})")
-    print("\ncost: planc / ARK default under planc's cost model; roofl.: the same under the "
-          "plain roofline (bench/roofline.py); p/bound, A/bound: planc's and ARK's roofline "
-          "time over the model's roofline lower bound; bytes, act.: device and activation "
-          "bytes; * ARK default with partial tiles")
+    print("\ncost: planc / ARK default under planc's cost model; static: the same under the "
+          "static-distribution roofline (targets/ark/static_roofline.py: ARK's task_seq, "
+          "waves quantised, Little's law, 2 us barriers); p/bound, A/bound: planc's and ARK's "
+          "static-roofline time over the bound of the plan's own operators; plain: the ratio "
+          "under the plain roofline (bench/roofline.py: no waves); bytes, act.: device and "
+          "activation bytes; * ARK default with partial tiles")
 
 
 if __name__ == "__main__":

@@ -180,7 +180,8 @@ def summary(results: list[StudyResult], objective: str) -> str:
         if r.best is None:
             lines.append("  no candidate passed planc check --strict and planc simulate")
             continue
-        gain = (f" ({r.default['modeled_time_s'] / r.best['modeled_time_s']:.2f}x faster, "
+        gain = (f" ({r.default['modeled_time_s'] / r.best['modeled_time_s']:.2f}x faster"
+                f"{_static_gain(r.default, r.best)}, "
                 f"{r.best['device_bytes'] / max(r.default['device_bytes'], 1):.2f}x memory)"
                 if r.default and r.default.get("modeled_time_s") is not None
                 and r.best['modeled_time_s'] else "")
@@ -189,6 +190,13 @@ def summary(results: list[StudyResult], objective: str) -> str:
         lines.append(f"    verified: planc check --strict ok, planc simulate ok; written to "
                      f"{r.best_file}")
     return "\n".join(lines)
+
+
+def _static_gain(default: dict[str, Any], best: dict[str, Any]) -> str:
+    """`, 1.10x under the static roofline` when both rows have its figure."""
+    if default.get("static_s") is None or not best.get("static_s"):
+        return ""
+    return f", {default['static_s'] / best['static_s']:.2f}x under the static roofline"
 
 
 def _failure_lines(rows: list[dict[str, Any]], indent: str = "  ") -> list[str]:
@@ -202,7 +210,9 @@ def _figures(row: dict[str, Any]) -> str:
 
     if row.get("modeled_time_s") is None or row.get("device_bytes") is None:
         return f"not scored ({row.get('status', 'failed')})"     # a candidate that failed
-    return f"{seconds(row['modeled_time_s'])}, {size(row['device_bytes'])}"
+    static = (f" (static roofline {seconds(row['static_s'])})"
+              if row.get("static_s") is not None else "")
+    return f"{seconds(row['modeled_time_s'])}{static}, {size(row['device_bytes'])}"
 
 
 def _decisions(decisions: dict[str, Any]) -> str:

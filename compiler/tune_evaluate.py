@@ -104,9 +104,14 @@ def score(module, job: Job) -> dict[str, Any]:
         if job.fixed.get(name) is not None:
             values[name] = job.fixed[name]
     report = load_hook(fmt.simulate)(module, make_options("simulate", **values))
-    return {"modeled_time_s": float(report["modeled_time_s"]),
-            "device_bytes": int(report.get("device_bytes") or 0),
-            "cost_ok": bool(report.get("ok", True))}
+    scores = {"modeled_time_s": float(report["modeled_time_s"]),
+              "device_bytes": int(report.get("device_bytes") or 0),
+              "cost_ok": bool(report.get("ok", True))}
+    if job.target == "ark":
+        from targets.ark.static_roofline import module_seconds
+
+        scores["static_s"] = module_seconds(module, job.arch)
+    return scores
 
 
 def evaluate(job: Job) -> dict[str, Any]:

@@ -477,14 +477,29 @@ def _verdict_message(verdict: dict[str, Any]) -> str:
     return "planc simulate failed"
 
 
+def no_worse(row: dict[str, Any], default: dict[str, Any] | None) -> bool:
+    """Whether a candidate may be returned: no slower than planc's untuned plan under the cost
+    model nor under the static-distribution roofline (ARK plans; `static_s`), so that tuning
+    against one model never returns a plan the other rates worse than the untuned one."""
+    if default is None or default.get("status") != "scored" or row is default:
+        return True
+    for figure in ("modeled_time_s", "static_s"):
+        mine, theirs = row.get(figure), default.get(figure)
+        if mine is not None and theirs is not None and mine > theirs:
+            return False
+    return True
+
+
 def verify(result: StudyResult, space: Space, store: Store, objective: str, out: Path,
            how_many: int, name: str) -> None:
     """Compile the best candidates again; the first that passes `planc check --strict` and
-    `planc simulate` is the study's best, written to `out / name`."""
+    `planc simulate` is the study's best, written to `out / name`. Only candidates
+    `no_worse` than planc's untuned plan are considered (the untuned plan itself always is)."""
     from compiler import api
     from compiler.output import write_product
 
-    for row in ranked(result.rows, objective)[:how_many]:
+    for row in [r for r in ranked(result.rows, objective)
+                if no_worse(r, result.default)][:how_many]:
         job = Job(result.model, space.target, result.arch, row["decisions"], space.fixed)
         path = out / name
         verdict: dict[str, Any] = {}

@@ -23,11 +23,12 @@ CREATE TABLE IF NOT EXISTS candidates (
     error TEXT, eval_s REAL, worker TEXT,
     position INTEGER,                   -- order of evaluation (arrival)
     sequence INTEGER,                   -- order of proposal: the tie-break of the ranking
-    reason TEXT                         -- a refused candidate's kind of error (`reason_of`)
+    reason TEXT,                        -- a refused candidate's kind of error (`reason_of`)
+    static_s REAL                       -- ARK plans: the static-distribution roofline's time
 );
 CREATE TABLE IF NOT EXISTS study (name TEXT PRIMARY KEY, value TEXT);
 """
-ADDED_COLUMNS = {"sequence": "INTEGER", "reason": "TEXT"}
+ADDED_COLUMNS = {"sequence": "INTEGER", "reason": "TEXT", "static_s": "REAL"}
 """Columns a store written before they existed lacks (added when it is opened)."""
 
 
@@ -55,11 +56,11 @@ class Store:
             self.db.execute(
                 "INSERT OR REPLACE INTO candidates (key, model, arch, decisions, status, "
                 "modeled_time_s, device_bytes, error, eval_s, worker, position, sequence, "
-                "reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reason, static_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (row["key"], row.get("model"), row.get("arch"), json.dumps(row["decisions"]),
                  row["status"], row.get("modeled_time_s"), row.get("device_bytes"),
                  row.get("error"), row.get("eval_s"), row.get("worker"), position,
-                 row.get("sequence", position), row.get("reason")))
+                 row.get("sequence", position), row.get("reason"), row.get("static_s")))
 
     def set_verdict(self, key: str, verdict: dict[str, Any]) -> None:
         with self.db:

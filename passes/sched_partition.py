@@ -23,8 +23,10 @@ outputs in place and runs the element-wise operators. The candidates (`split_sha
 to `MAX_PARTS` parts of one wave each (one tile per processor, or every slot of a processor
 busy) plus, optionally, a part on the processors left over with a smaller share of K; the cost
 model picks the fastest, counting the device's bandwidth shared by all parts, the barrier and
-the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut and
-its partial buffers fit in `SPLIT_K_MEMORY` of the model's bytes.
+the summing kernel, and the cut is taken only when it is 5% faster than the kernel uncut, the
+static-distribution roofline (`targets.ark.static_roofline`, waves quantised) also finds it
+faster than the kernel uncut (`StaticCut`), and its partial buffers fit in `SPLIT_K_MEMORY` of
+the model's bytes.
 
 Finally kernels are renumbered in execution order and the block is reordered to match, so that
 a plan's TaskInfo ids are the positions of its TaskInfos (as ARK's code generator expects).
@@ -54,6 +56,7 @@ from passes.sched_graph import (
 )
 from passes.sched_tables import Launch, ScheduleTables, Signatures
 from passes.sched_tile import Tiler, cached_signature, slots
+from targets.ark import static_roofline
 from targets.ark.cost_model import KernelEstimate, kernel_estimate
 
 CONCURRENCY = ("auto", "ranges", "sequence")
@@ -387,7 +390,13 @@ def split_plan(kernel: Kernel, device: GpuDevice,
                partial_bytes: float = math.inf) -> SplitK | None:
     """The fastest cut of a lone kernel's K into parts on disjoint processor ranges (see
     `split_shapes`) whose partial buffers take at most `partial_bytes`, by the cost model, or
-    None when no cut is 5% faster than the kernel uncut on all processors."""
+    None when no cut is 5% faster than the kernel uncut on all processors.
+
+    A cut must also be faster than the kernel uncut under the static-distribution roofline
+    (`targets.ark.static_roofline`, the planner's second opinion: ARK's task distribution with
+    waves quantised, no per-task or latency term of the cost model): a cut that adds a round of
+    partial sums and a barrier without removing a wave or putting idle processors to work loses
+    there, whatever the cost model's assumptions say."""
     matmuls = splittable_matmuls(kernel)
     if matmuls is None:
         return None
@@ -396,9 +405,11 @@ def split_plan(kernel: Kernel, device: GpuDevice,
     whole = kernel.estimate.on(device.processors)
     out = matmuls[0].outputs[0]
     per_part = len(matmuls) * out.num_elements * out.element_bytes
-    limit = min(MAX_PARTS, depth // step, 1 + int(partial_bytes // per_part))
+    fit = 1 + int(partial_bytes // per_part) if math.isfinite(partial_bytes) else MAX_PARTS
+    limit = min(MAX_PARTS, depth // step, fit)
     if limit < 2:
         return None
+    static = StaticCut(kernel, matmuls, device)
     best: SplitK | None = None
     estimates: dict[int, KernelEstimate] = {}
     shapes = split_shapes(kernel.op.tiles, kernel.slots, device.processors, limit)
@@ -413,9 +424,49 @@ def split_plan(kernel: Kernel, device: GpuDevice,
         parts_s = max(estimates[k].on(r, busy) for k, r in zip(parts, ranges, strict=True))
         seconds = parts_s + device.barrier_s + \
             _sum_estimate(kernel, matmuls, len(parts), device).seconds
-        if best is None or seconds < best.seconds:
+        if (best is None or seconds < best.seconds) and \
+                static.cut_seconds(parts, ranges) < static.whole:
             best = SplitK(tuple(parts), tuple(ranges), seconds, whole)
     return best if best is not None and best.seconds < 0.95 * whole else None
+
+
+class StaticCut:
+    """A kernel and its K cuts under the static-distribution roofline (`split_plan`'s second
+    opinion): the parts on their processor ranges, a barrier, and the kernel adding the
+    partials as `_sum_estimate` assumes it is tiled (one tile per processor)."""
+
+    def __init__(self, kernel: Kernel, matmuls: Sequence[ark.MatmulOp], device: GpuDevice):
+        self.device = device
+        self.tiles = max(kernel.op.tiles, 1)
+        self.slots, self.warps = kernel.slots, kernel.warps
+        self.dtype = static_roofline.dtype_of(matmuls)
+        self.work = static_roofline.ops_work(kernel.ops).scaled(1 / self.tiles)
+        self.depth = matmuls[0].problem_mnk()[2]
+        out = matmuls[0].outputs[0]
+        self.output_bytes = len(matmuls) * out.num_elements * out.element_bytes
+        self.whole = static_roofline.launch_seconds(
+            self.tiles, self.work, device.processors, self.slots, self.warps, device,
+            self.dtype)
+
+    def cut_seconds(self, parts: Sequence[int], ranges: Sequence[int]) -> float:
+        device, tiles = self.device, self.tiles
+        busy = sum(min(r, tiles) for r in ranges)
+        parts_s = 0.0
+        for k, r in zip(parts, ranges, strict=True):
+            # A part reads k / K of the operands and writes a whole output (or partial) tile.
+            fraction = k / self.depth
+            tile_out = self.output_bytes / tiles
+            work = static_roofline.Work(self.work.matmul * fraction, self.work.vector,
+                                        tile_out + (self.work.bytes - tile_out) * fraction)
+            parts_s = max(parts_s, static_roofline.launch_seconds(
+                tiles, work, r, self.slots, self.warps, device, self.dtype, busy))
+        # The sum: every partial read once, the output read and written once.
+        p = device.processors
+        summed = static_roofline.Work(0.0, self.output_bytes * (len(parts) - 1) / p,
+                                      self.output_bytes * (len(parts) + 1) / p)
+        sum_s = static_roofline.launch_seconds(p, summed, p, 1, device.plan_warps_per_processor,
+                                               device, self.dtype)
+        return parts_s + static_roofline.BARRIER_S + sum_s
 
 
 def split_k(kernel: Kernel, parts: Sequence[int], ids: Ids, tiler: Tiler,

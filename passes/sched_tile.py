@@ -14,6 +14,10 @@ itself:
   1 to 8 warps (rotary embeddings keep whole element pairs);
 * single operators (embedding, other reductions, communication): ARK's default configuration.
 
+A matmul tiling within `COST_SLACK` of the cost model's best wins when the product of its time
+ratios under both models (the cost model and the static-distribution roofline) is smaller
+(`robust_choice`).
+
 Each candidate runs as many concurrent tiles per processor as the device's plan width
 (`plan_warps_per_processor`) and shared memory allow. Operators get their `config` (ARK's
 Config keys: NumWarps, SramBytes, NumTasks and TileShapeMNK / Tile / ImplType) and the kernel
@@ -39,6 +43,7 @@ from ground.diagnostics import PlancError
 from passes.ark_default_plan import default_config
 from passes.sched_graph import Operands, shape4
 from passes.sched_tables import ScheduleTables, Signatures
+from targets.ark import static_roofline
 from targets.ark.cost_model import kernel_estimate
 from targets.ark.tensor_layouts import layout_of
 
@@ -204,20 +209,63 @@ def choose_tiling(kind: str, ops: Sequence[ark.ArkOp], device: GpuDevice) -> Til
         return Tiling((config,), config["NumTasks"], config["NumWarps"], config["SramBytes"],
                       0.0)
     space = kernel_space(kind, ops)
-    best: Tiling | None = None
+    candidates: list[tuple[Tiling, int]] = []
     memo: dict = {}  # task 0's work, shared by candidates of one tile shape (`kernel_estimate`)
     for configs, tiles, warps, sram in CANDIDATES[kind](ops, space, device):
         count = slots(warps, sram, device)
         if count < 1:
             continue
         estimate = kernel_estimate(ops, configs, tiles, warps, count, device, memo)
-        candidate = Tiling(tuple(configs), tiles, warps, sram, estimate.seconds)
-        if best is None or (candidate.seconds, candidate.tiles) < (best.seconds, best.tiles):
-            best = candidate
-    if best is None:
+        candidates.append((Tiling(tuple(configs), tiles, warps, sram, estimate.seconds), count))
+    if not candidates:
         raise PlancError(f"no tiling of kernel '{ops[0].label.data}' fits one processor of "
                          f"{device.name}", path=source_path(ops[0]))
-    return best
+    if kind != "matmul":
+        return min((t for t, _ in candidates), key=lambda t: (t.seconds, t.tiles))
+    return robust_choice(ops, candidates, device)
+
+
+COST_SLACK = 1.15
+"""How much slower under the cost model than its best a matmul tiling may be and still be
+chosen for being faster under the static-distribution roofline (`robust_choice`)."""
+
+
+def robust_choice(ops: Sequence[ark.ArkOp], candidates: Sequence[tuple[Tiling, int]],
+                  device: GpuDevice) -> Tiling:
+    """The matmul tiling with the smallest product of its time ratios to the cost model's best
+    tiling under both models, planc's cost model and the static-distribution roofline, among
+    those within `COST_SLACK` of that best under the cost model. Under the roofline a kernel's
+    compulsory work is the same for every tiling and waves are quantised, so a tile count just
+    above a multiple of the processors costs a whole wave; a tiling that saves more of that
+    than the cost model's per-task terms charge for it wins (the Llama layer's 2048 x 4096
+    projections on a100: 1024 tiles of 128 x 64 instead of 256 of 128 x 256, 1.13x the cost
+    model's time, 0.83x the roofline's).
+
+    Only for kernels whose cost-model best has a tile for every processor: one with fewer tiles
+    is what split-K (`sched-partition`) cuts to fill the device, and comparing it uncut would
+    favour smaller tiles that the cut beats under both models."""
+    best, best_count = min(candidates, key=lambda c: (c[0].seconds, c[0].tiles))
+    if best.tiles < device.processors or best.seconds <= 0:
+        return best
+    work = static_roofline.ops_work(ops)
+    dtype = static_roofline.dtype_of(ops)
+
+    def static(tiling: Tiling, count: int) -> float:
+        return static_roofline.launch_seconds(
+            tiling.tiles, work.scaled(1 / max(tiling.tiles, 1)), device.processors, count,
+            tiling.warps, device, dtype)
+
+    reference = static(best, best_count)
+    if reference <= 0:
+        return best
+
+    def rank(candidate: tuple[Tiling, int]) -> tuple:
+        tiling, count = candidate
+        product = tiling.seconds / best.seconds * static(tiling, count) / reference
+        return (product, tiling.seconds, tiling.tiles)
+
+    return min((c for c in candidates if c[0].seconds <= COST_SLACK * best.seconds
+                and c[0].tiles >= device.processors), key=rank)[0]
 
 
 def cached_signature(kind: str, ops: Sequence[ark.ArkOp], cache: Signatures | None,

@@ -191,15 +191,15 @@ def test_a_removed_producer_task_group_is_an_error(planc, tmp_path):
 
 
 def test_a_removed_split_k_half_is_an_error(planc, tmp_path):
-    """planc's plan of examples/ffn.json splits the down projection over K (tasks 1 and 2,
-    summed by task 3): without one half's resource group, the sum reads a partial product
+    """planc's plan of examples/ffn.json splits the down projection over K (tasks 1 to 3,
+    summed by task 4): without one part's resource group, the sum reads a partial product
     nothing computed."""
     plan = tmp_path / "ffn.plan.json"
     assert planc(EXAMPLES / "ffn.json", "-t", "ark", "--arch", "a100", "-o", plan).code == 0
     doc = json.loads(plan.read_text())
     assert [t["Ops"][0]["Name"] for t in doc["TaskInfos"]][1:] == [
-        "matmul_2", "matmul_2_k1", "matmul_2_sum"]
+        "matmul_2", "matmul_2_k1", "matmul_2_k2", "matmul_2_sum"]
     found = check_file(str(write_json(tmp_path / "half.json", _without(doc, 1, 0)))).findings
     assert [(f.rule, f.severity, f.path) for f in found] == [
         ("ark-plan.missing-producer", "error", "$.TaskInfos[1]")]
-    assert "'matmul_2_sum' (task 3) reads what 'matmul_2' produces" in found[0].message
+    assert "'matmul_2_sum' (task 4) reads what 'matmul_2' produces" in found[0].message
