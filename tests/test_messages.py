@@ -89,6 +89,12 @@ def test_a_plan_with_an_unknown_operator_fails_check(planc, ffn_plan):
                                     "ark-compress?"),
     (["--pipeline", "ark-compress{renumbr=false}"],
      "--pipeline: pass ark-compress has no option 'renumbr': did you mean renumber?"),
+    # xDSL's own words were "Incompatible types: given (3,), expected <class 'bool'>", with
+    # every pass listed.
+    (["--pipeline", "ark-compress{renumber=3}"],
+     "--pipeline: pass ark-compress: option renumber takes a value of type bool, got 3"),
+    (["--pipeline", "dnn-from-ark,gemini-group-layers{dram-bw=16}"],
+     "option dram-bw takes a value of type float, got 16 (write 16.0)"),
 ])
 def test_near_matches_on_the_command_line(planc, argv, expected):
     one_error(planc(EXAMPLES / "ffn.json", *argv), expected)
@@ -184,6 +190,15 @@ def test_opt_names_the_nearest_pass(opt, tmp_path):
     model = write_json(tmp_path / "m.json", small_ffn_doc())
     code, _, err = opt(model, "-p", "sched-partition{splitk=false}")
     assert code == 1 and "did you mean split-k?" in err and err.count("\n") == 1
+
+
+def test_opt_names_the_pass_and_option_of_a_value_of_the_wrong_type(opt, tmp_path):
+    """It was `planc-opt: internal error: ValueError: Incompatible types ...`, exit 2."""
+    model = write_json(tmp_path / "m.json", small_ffn_doc())
+    code, _, err = opt(model, "-p", "ark-to-sched,sched-fuse,sched-tile,"
+                       "sched-partition{granularity=x}")
+    assert (code, err) == (1, "planc-opt: error: -p: pass sched-partition: option granularity "
+                              "takes a value of type int, got 'x'\n")
 
 
 @pytest.mark.parametrize("flag", ["--list-passes", "--help"])

@@ -15,7 +15,7 @@ from compiler.tune_evaluate import Job, evaluate
 from compiler.tune_search import LocalExecutor, RayExecutor, ranked, run_study
 from compiler.tune_space import parse_space, space_for
 from compiler.tune_store import Store
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UsageError
 from tests.conftest import EXAMPLES
 
 # A small ARK space: 2 planners x 2 granularities x 2 split-K, the other passes as planc's.
@@ -162,6 +162,20 @@ def test_an_unknown_space_key_is_an_error_naming_the_nearest(planc, tmp_path):
     assert not (tmp_path / "x").exists()
     assert space_for("ark", "sched-partition.split-k=false").dimensions[5].name == \
         "sched-partition.split_k"         # the pipeline's spelling is accepted
+
+
+def test_a_pass_option_value_of_the_wrong_type_is_an_error_before_the_study(planc, tmp_path):
+    """`granularity=x` refused every candidate with it, each with xDSL's message naming
+    neither the pass nor the option, and the study still exited 0 on the others."""
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark", "--space",
+                   "sched-partition.granularity=1,x", "-o", tmp_path / "x")
+    assert result.code == 1 and result.err.count("\n") == 1, result.err
+    assert "--space: sched-partition.granularity: pass sched-partition: option granularity " \
+           "takes a value of type int, got 'x'" in result.err
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(UsageError, match="option split-k takes a value of type bool"):
+        space_for("ark", "sched-partition.split_k=yes")
+    assert space_for("ark", "sched-partition.split_k=false").dimensions[5].values == (False,)
 
 
 def test_an_unknown_device_is_one_error_before_the_study(planc, tmp_path):
