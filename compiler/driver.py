@@ -81,6 +81,18 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's refusal of a value outside an option's choices, with the nearest choice
+        (`--collective allreduc`: did you mean allreduce?), as planc's own names get."""
+        if action.choices is not None and value not in action.choices:
+            from ground.diagnostics import did_you_mean
+
+            choices = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(
+                action, f"invalid choice: '{value}'{did_you_mean(str(value), choices)} "
+                f"(choose from {', '.join(choices)})")
+        super()._check_value(action, value)
+
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="source_format", metavar="FORMAT",

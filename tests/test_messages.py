@@ -100,6 +100,57 @@ def test_near_matches_on_the_command_line(planc, argv, expected):
     one_error(planc(EXAMPLES / "ffn.json", *argv), expected)
 
 
+@pytest.mark.parametrize("argv, expected", [
+    # argparse's choices said only "invalid choice: 'allreduc' (choose from ...)".
+    (["--collective", "allreduc", "--ranks", "4", "-t", "mscclpp"],
+     "argument --collective: invalid choice: 'allreduc': did you mean allreduce? (choose from "
+     "allreduce, allgather, reducescatter, broadcast, alltoall)"),
+    ([EXAMPLES / "ffn.json", "--from", "ark-modle"], "did you mean ark-model?"),
+    ([EXAMPLES / "ffn.json", "-t", "tt", "--partition", "blok"], "did you mean block?"),
+    (["schema", "ark-modle"], "planc schema: error: argument NAME: invalid choice: "
+                              "'ark-modle': did you mean ark-model?"),
+    (["tune", EXAMPLES / "ffn.json", "-t", "ark", "--objective", "tim"],
+     "did you mean time?"),
+    ([EXAMPLES / "ffn.json", "-t", "ark", "--planner", "ark-defualt"],
+     "unknown planner 'ark-defualt': did you mean ark-default?"),
+    ([EXAMPLES / "ffn.json", "-t", "tt", "--partition", "zzzz"],
+     "invalid choice: 'zzzz' (choose from auto, row_major"),
+])
+def test_choices_and_planners_get_near_matches_too(capsys, argv, expected):
+    from compiler.driver import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as ended:       # argparse's refusals end the process
+        code = ended.code
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert expected in err, err
+
+
+def test_an_unknown_mscclpp_hardware_is_an_option_error_with_a_near_match(planc, tmp_path):
+    """It was `FILE: unknown hardware model 'A100' (known: a100, h100)`: no suggestion, and
+    blamed on the plan."""
+    plan = tmp_path / "ar.json"
+    assert planc("--collective", "allreduce", "--ranks", "4", "-t", "mscclpp", "-o",
+                 plan).code == 0
+    one_error(planc("simulate", plan, "--mscclpp-hw", "A100"),
+              "planc: error: unknown hardware model 'A100': did you mean a100? (known: a100, "
+              "h100)")
+
+
+def test_the_api_raises_argument_error_for_every_misnamed_name(small_ffn):
+    """The API documents `ArgumentError` for a misnamed name; an unknown device and planner
+    were plain `UsageError`s (not `ValueError`s either)."""
+    import compiler as api
+
+    for options in ({"arch": "A100"}, {"planner": "ark-defualt"}):
+        with pytest.raises(api.ArgumentError, match="did you mean"):
+            api.compile(small_ffn, "ark", **options)
+    with pytest.raises(ValueError, match="did you mean wormhole_b0"):
+        api.compile(small_ffn, "tt", arch="wormhole")
+
+
 def test_planc_tune_names_the_nearest_target(planc, tmp_path):
     one_error(planc("tune", EXAMPLES / "ffn.json", "-t", "gemeni", "-o", tmp_path / "x"),
               "did you mean gemini?")
