@@ -44,3 +44,18 @@ def test_failures_say_so():
     report = {"format": "mscclpp", "ok": False, "deadlocks": ["gpu 1 tb 0 op 6 waits"]}
     assert human_report("p.json", report).splitlines() == [
         "p.json: FAILED: mscclpp", "  deadlocks  gpu 1 tb 0 op 6 waits"]
+
+
+def test_records_and_message_sizes_read_like_the_other_figures():
+    """A TT kernel read `modeled_time_s 30.3 us, max_tiles_per_core 11` and the MSCCL++ message
+    size `67,108,864`, with no unit."""
+    report = {"format": "tt", "ok": True, "message_size": 67108864,
+              "kernels": [{"name": "Matmul 'matmul'", "max_tiles_per_core": 11,
+                           "modeled_time_s": 3.03e-05, "max_abs_error": 0.0}],
+              "slowest_task_groups": [{"task": 0, "processor_group": 1, "seconds": 2.64e-05}]}
+    lines = human_report("p.json", report).splitlines()
+    assert lines[1:] == [
+        "  message size         67,108,864 B",
+        "  kernels              name Matmul 'matmul', max tiles per core 11, modeled time "
+        "30.3 us, max abs error 0",
+        "  slowest task groups  task 0, processor group 1, time 26.4 us"]
