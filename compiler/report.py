@@ -24,6 +24,7 @@ NOTES = {
     "warp_occupancy": "active warp-seconds / all warp-seconds",
     "checked_chunk_bytes": "chunk size the symbolic replay checked",
     "device_bytes": "device memory the plan needs",
+    "l1_bytes": "of which in L1, over all cores",
     "critical_compute_cycles": "the busiest core",
 }
 

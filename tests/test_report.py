@@ -59,3 +59,17 @@ def test_records_and_message_sizes_read_like_the_other_figures():
         "  kernels              name Matmul 'matmul', max tiles per core 11, modeled time "
         "30.3 us, max abs error 0",
         "  slowest task groups  task 0, processor group 1, time 26.4 us"]
+
+
+def test_a_tt_report_names_the_device_that_timed_it(planc, small_ffn, tmp_path):
+    """A tt.plan.json names no device: a blackhole plan was timed as a wormhole_b0 and the
+    report did not say so."""
+    plan = tmp_path / "tt.json"
+    assert planc(small_ffn, "-t", "tt", "--arch", "blackhole", "-o", plan).code == 0
+    default = planc("simulate", plan, "--cost-only", "--json").json()
+    chosen = planc("simulate", plan, "--cost-only", "--json", "--arch", "blackhole").json()
+    assert (default["device"], chosen["device"]) == ("wormhole_b0", "blackhole")
+    assert "a TT plan does not name its device" in default["device_source"]
+    assert chosen["modeled_time_s"] != default["modeled_time_s"]
+    lines = planc("simulate", plan, "--cost-only").out.splitlines()
+    assert lines[1].split() == ["device", "wormhole_b0"]
