@@ -227,8 +227,10 @@ def test_a_resumed_study_counts_its_stored_candidates(planc, small_ffn, tmp_path
     base = ("tune", small_ffn, "-t", "tt", "--strategy", "random", "--verify", "0", "-o", out)
     planc(*base, "--budget", "3", "--tune-seed", "1", "-q")
     again = planc(*base, "--budget", "5", "--tune-seed", "2")
-    assert "planc tune: ffn.json on default: resumed 3 stored candidates\n" in again.err
-    assert "ffn.json on default: 5 candidates (3 resumed, " in again.out
+    # The study is named by the device it is tuned for, the target's default (`on default`
+    # before).
+    assert "planc tune: ffn.json on wormhole_b0: resumed 3 stored candidates\n" in again.err
+    assert "ffn.json on wormhole_b0: 5 candidates (3 resumed, " in again.out
     db = sqlite3.connect(out / "tune.sqlite")
     assert db.execute("SELECT COUNT(*) FROM candidates").fetchone() == (5,)
     counted = []
@@ -440,3 +442,20 @@ def test_the_ray_stall_bound_follows_the_slowest_evaluation():
     assert RayExecutor.over(ray, ray, stall_s=5).stall_bound() == 5
     with pytest.raises(Exception, match="must be positive"):
         RayExecutor.over(ray, ray, stall_s=0)
+
+
+def test_verbose_tune_logs_each_candidate_and_verification(planc, small_ffn, tmp_path):
+    """`planc tune -v` logged each pass's time of every candidate, and not which candidate
+    it was or what it scored."""
+    result = planc("tune", small_ffn, "-t", "ark", "--space", "sched-partition.granularity=1,2;"
+                   "planner=planc", "--budget", "2", "--verify", "1", "-v", "-o", tmp_path / "x")
+    assert result.code == 0, result.err
+    lines = [x for x in result.err.splitlines() if x.startswith(("planc: candidate",
+                                                                 "planc: verify"))]
+    assert lines[0].startswith("planc: candidate 1/2 (planc's default): ")
+    # Named by the decisions that differ from planc's own.
+    assert lines[1].startswith("planc: candidate 2/2 (") and "planc's default" not in lines[1]
+    assert "sched-partition.granularity=1" not in lines[1] and "=" in lines[1]
+    assert lines[0].endswith(" MB") and " us, " in lines[0]
+    assert lines[2] == "planc: verify candidate 0: check ok, simulate ok" or \
+        lines[2] == "planc: verify candidate 1: check ok, simulate ok"
