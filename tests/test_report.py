@@ -73,3 +73,7 @@ def test_a_tt_report_names_the_device_that_timed_it(planc, small_ffn, tmp_path):
     assert chosen["modeled_time_s"] != default["modeled_time_s"]
     lines = planc("simulate", plan, "--cost-only").out.splitlines()
     assert lines[1].split() == ["device", "wormhole_b0"]
+    # Nothing was computed: no kernel claims an error of 0 and ok.
+    assert all("max_abs_error" not in k and "ok" not in k for k in default["kernels"])
+    full = planc("simulate", plan, "--json").json()
+    assert all(k["ok"] and "max_abs_error" in k for k in full["kernels"])

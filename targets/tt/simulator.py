@@ -452,6 +452,9 @@ def simulate_plans(module: ModuleOp, options: Namespace) -> dict[str, Any]:
     if getattr(options, "cost_only", False):
         report = cost_only(plans, arch).json()
         del report["max_abs_error"]
+        for kernel in report["kernels"]:
+            # Nothing was computed: each kernel read `max abs error 0, ok yes`.
+            del kernel["max_abs_error"], kernel["ok"]
         return {**device, **report, "ok": True, "functional_check": "skipped (--cost-only)"}
     reference = run_model(reference_model(plans), seed=seed)
     return {**device, **simulate_against(plans, reference, arch).json()}
