@@ -237,6 +237,32 @@ def test_opt_keeps_xdsls_caret_snippet_for_parse_errors(opt, tmp_path):
     assert err == f"planc-opt: error: {bad}:3:1: ']' expected\n}}\n^\n"
 
 
+@pytest.mark.parametrize("type_text, line", [
+    # The error was placed on the token after the type, here the block's closing `}`, and
+    # named no near data type.
+    ("!ark.tensor<0, FP17, [1, 256], buffer 0>",
+     ":3:37: tensor 0: unknown data type 'FP17': did you mean FP16? (expected one of FP32"),
+    ("!ark.tensor<0, FP16, [1, 256], strides [1, 2], buffer 0>",
+     ":3:33: tensor 0: offsets + shape exceed strides in dim 1 (0 + 256 > 2)"),
+])
+def test_opt_places_a_tensor_type_error_at_the_type(opt, tmp_path, type_text, line):
+    bad = tmp_path / "t.mlir"
+    bad.write_text(f"builtin.module {{\n  ark.model rank 0 of 1 {{\n    %t0 = ark.view : "
+                   f"{type_text}\n  }}\n}}\n")
+    code, _, err = opt(bad)
+    first, snippet, caret = err.splitlines()
+    assert code == 1 and first.startswith(f"planc-opt: error: {bad}{line}"), err
+    assert snippet.strip().startswith("%t0 = ark.view") and caret.strip().startswith("^")
+
+
+def test_a_misspelt_enumeration_value_gets_the_nearest(planc, tmp_path):
+    doc = small_ffn_doc()
+    doc["Nodes"][0]["Op"]["ReadTensors"][0]["DataType"] = "FP17"
+    one_error(planc("check", write_json(tmp_path / "m.json", doc)),
+              "DataType: expected FP32, FP16, BF16, INT32, UINT32, INT8, UINT8 or BYTE, got "
+              "\"FP17\": did you mean FP16?")
+
+
 def test_opt_names_the_nearest_pass(opt, tmp_path):
     model = write_json(tmp_path / "m.json", small_ffn_doc())
     code, _, err = opt(model, "-p", "sched-partition{splitk=false}")
