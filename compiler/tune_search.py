@@ -20,6 +20,7 @@ executor, and land in the store as they finish:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import sys
@@ -413,6 +414,9 @@ def run_study(space: Space, model: str | None, arch: str | None, *, store: Store
         notify(f"resumed {len(mine)} stored candidate{'s' * (len(mine) != 1)}")
     sequence = max((r["sequence"] for r in stored.values()), default=-1) + 1
     exhausted = False
+    # What the counter counts to: the budget, or the space's distinct candidates when they
+    # are fewer (it read 2/64 for a space of 2, and its time left assumed 62 more).
+    total = sum(1 for _ in itertools.islice(space.all(), budget))
     while evaluated < budget and not exhausted:
         jobs: list[Job] = []
         while len(jobs) < min(ROUND, budget - evaluated):
@@ -431,10 +435,10 @@ def run_study(space: Space, model: str | None, arch: str | None, *, store: Store
             store.add(row)                   # at once: an interrupted study keeps it
             stored[job.key] = arrived[job.key] = row
             evaluated += 1
-            _log_candidate(evaluated, budget, row, space)
+            _log_candidate(evaluated, total, row, space)
             if progress:
                 best = next(iter(ranked(stored.values(), objective)), None)
-                progress(evaluated, budget, best)
+                progress(evaluated, total, best)
         for job in jobs:                     # in proposal order, whatever the arrival order
             search.observe(job.decisions, arrived[job.key])
     result.rows = store.rows(model, arch)

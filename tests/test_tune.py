@@ -246,6 +246,21 @@ def test_a_resumed_study_counts_its_stored_candidates(planc, small_ffn, tmp_path
     assert sorted(r["sequence"] for r in result.rows) == list(range(7))
 
 
+def test_the_counter_counts_to_the_spaces_candidates_when_they_are_fewer(small_ffn, tmp_path):
+    """A space of 3 under the default budget of 64 counted `1/64 candidates`, and its time
+    left assumed 61 more."""
+    space = space_for("tt", "grid=1x1; partition=auto,row_major,block")
+    seen = []
+    store = Store(tmp_path / "s")
+    try:
+        run_study(space, str(small_ffn), None, store=store, budget=64, strategy="exhaustive",
+                  objective="time", executor=LocalExecutor(1), seed=0,
+                  progress=lambda done, total, best: seen.append((done, total)))
+    finally:
+        store.close()
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_interrupted_pool_workers_stay_quiet(capfd):
     """Ctrl-C reaches every process of the terminal's group: an idle pool worker printed a
     traceback and died. Workers ignore it; the study's process answers."""
