@@ -130,7 +130,16 @@ def pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
     if fmt == "mscclpp":
         return mscclpp_pictures(module, options)
     raise PlancError(f"pictures and traces are drawn for ARK plans, Gemini schedules, TT "
-                     f"plans and MSCCL++ plans, not {fmt} documents")
+                     f"plans and MSCCL++ plans, not {fmt} documents{SCHEDULE_FIRST.get(fmt, '')}")
+
+
+SCHEDULE_FIRST = {
+    "ark-model": " (a model has no schedule: draw the plan of `planc MODEL -t ark`, `-t tt` or "
+                 "`-t gemini`)",
+    "gemini-layers": " (a layer description has no schedule: draw the plan of `planc LAYERS -t "
+                     "gemini`)",
+}
+"""How to get a picture from a document that has no schedule."""
 
 
 def ark_plan_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:

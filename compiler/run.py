@@ -141,8 +141,10 @@ def _all_given(document: Document, run: Any, given: dict[int, np.ndarray]) -> No
         shown = ", ".join(f"{document.name_of(t)} ({run.types[t].data_type} "
                           f"{run.types[t].shape_list})" for t in missing[:6])
         more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+        # A document lowered from ONNX names its tensors; another is fed by tensor id.
         hint = "" if document.format == "onnx" else \
-            " (weights of a model lowered from ONNX: --weights MODEL.onnx)"
+            " (weights of a model lowered from ONNX: --weights MODEL.onnx)" if document.names \
+            else " (give them in --inputs, named t<id> by tensor id)"
         raise PlancError(f"it reads {len(missing)} tensors that the inputs do not give: "
                          f"{shown}{more}{hint}", file=document.path)
 

@@ -80,6 +80,7 @@ def test_simulate_writes_a_chrome_trace(planc, plans, tmp_path):
 def test_models_have_no_pictures(planc, tmp_path):
     result = planc("plot", EXAMPLES / "ffn.json", "-o", tmp_path / "x.png")
     assert result.code == 1 and "not ark-model documents" in result.err
+    assert "(a model has no schedule: draw the plan of `planc MODEL -t ark`" in result.err
     assert not (tmp_path / "x.png").exists()
 
 

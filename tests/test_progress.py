@@ -87,3 +87,15 @@ def test_planc_run_names_its_steps_with_v(planc, small_ffn, tmp_path):
     named = [line.split(": ")[1] for line in result.err.splitlines()
              if line.startswith("planc: ") and line.endswith(" s")]
     assert named == ["load", "run the ark-model", "write"], result.err
+
+
+
+def test_planc_run_says_how_to_feed_a_model_not_lowered_from_onnx(planc, small_ffn, tmp_path):
+    """The hint named only `--weights MODEL.onnx`, which a hand-written model has none of."""
+    import numpy as np
+
+    values = tmp_path / "in.npz"
+    np.savez(values, t0=np.zeros((1, 128, 256), np.float16))
+    result = planc("run", small_ffn, "--inputs", values)
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert result.err.endswith("(give them in --inputs, named t<id> by tensor id)\n"), result.err
