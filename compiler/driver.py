@@ -229,15 +229,19 @@ def tune_parser() -> argparse.ArgumentParser:
                         help="how many of the best to check and simulate (default 3)")
     parser.add_argument("--report", metavar="DIR", help="print the best configurations of "
                         "the results in DIR instead of tuning")
-    parser.add_argument("--plot", metavar="IMAGE", help="with --report: draw every candidate "
-                        "and the time/memory front (needs planc[plot])")
+    parser.add_argument("--plot", metavar="IMAGE", help="draw every candidate and the "
+                        "time/memory front (needs planc[plot]): of the study just run, or with "
+                        "--report of the results in DIR")
     _add_common_options(parser, "print the results as JSON on stdout: per study the best, "
                                 "planc's default and the failures (each reason's count and "
                                 "first message)")
     _add_input_options(parser)
     group = parser.add_argument_group("fixed target options (not explored)")
+    # The targets' options only: the commands' (--trace, --seed, --cost-only ...) were listed
+    # here, and refused when given.
+    targets = {f.name for t in TARGETS for f in t.flags}
     for flag in all_flags():
-        if flag.name in ("--arch",) or flag.name in [f.name for f in flags_of("check")]:
+        if flag.name == "--arch" or flag.name not in targets:
             continue
         if flag.switch:
             group.add_argument(flag.name, action="store_true", default=argparse.SUPPRESS,
@@ -281,7 +285,12 @@ def tune_command(args: argparse.Namespace) -> int:
                          f"candidates evaluated so far are in {Path(args.output) / 'tune.sqlite'}"
                          ": the same command resumes\n")
         return 130
-    print(tune.dump(results) if args.json else tune.summary(results, args.objective))
+    text = tune.dump(results) if args.json else tune.summary(results, args.objective)
+    if args.plot:       # it was ignored without --report
+        drawn = tune.report(args.output, plot=args.plot)
+        if not args.json:
+            text += "\n" + drawn.splitlines()[-1]
+    print(text)
     return 0 if all(r.succeeded for r in results) else 1
 
 

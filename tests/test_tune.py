@@ -474,3 +474,21 @@ def test_verbose_tune_logs_each_candidate_and_verification(planc, small_ffn, tmp
     assert lines[0].endswith(" MB") and " us, " in lines[0]
     assert lines[2] == "planc: verify candidate 0: check ok, simulate ok" or \
         lines[2] == "planc: verify candidate 1: check ok, simulate ok"
+
+
+def test_plot_after_a_study_draws_its_front_and_help_lists_only_target_options(
+        planc, small_ffn, tmp_path):
+    """`--plot` without `--report` was silently ignored (exit 0, no picture), and `--help`
+    listed simulate's --trace, --seed, --cost-only as fixed target options, each refused."""
+    pytest.importorskip("matplotlib", reason="the plot extra draws the front")
+    from compiler.driver import tune_parser
+
+    out, image = tmp_path / "x", tmp_path / "front.png"
+    result = planc("tune", small_ffn, "-t", "tt", "--space", "grid=1x1,2x2; partition=auto",
+                   "--verify", "1", "-q", "-o", out, "--plot", image)
+    assert result.code == 0, result.err
+    assert result.out.endswith(f"picture: {image}\n") and image.stat().st_size > 10_000
+    listed = tune_parser().format_help()
+    for flag in ("--trace", "--seed", "--cost-only", "--full-run-limit", "--strict"):
+        assert f"  {flag} " not in listed, flag
+    assert "  --mesh XxY" in listed and "  --message-size BYTES" in listed
