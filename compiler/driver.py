@@ -137,9 +137,21 @@ def error_json(e: PlancError) -> dict[str, Any]:
                                      "message": " ".join(e.message.split())}]}
 
 
-def _add_flags(parser: argparse.ArgumentParser) -> None:
+def _add_flags(parser: argparse.ArgumentParser, command: str | None = None) -> None:
     """Every target's and command's flags; which of them a command line may use depends on
-    its target or command (`scoped_options`). Absent flags stay out of the namespace."""
+    its target or command (`scoped_options`). Absent flags stay out of the namespace.
+
+    A command's parser (`planc check`) shows its own flags only: the others are still read,
+    so that one given says who takes it, but its help listed some forty that it refuses."""
+    if command is not None:
+        own = parser.add_argument_group(f"options of {PROG} {command}")
+        for flag in flags_of(command):
+            _add_flag(own, flag, flag.help)
+        shown = {f.name for f in flags_of(command)}
+        for flag in all_flags():
+            if flag.name not in shown:
+                _add_flag(parser, flag, argparse.SUPPRESS)
+        return
     group = parser.add_argument_group(
         "target and command options (each valid only with the targets or commands that take "
         "it: see its help)")
@@ -152,6 +164,15 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag.name, default=argparse.SUPPRESS, choices=flag.choices,
                                metavar=flag.metavar, type=flag.type,
                                help=f"{flag.help} [{where}]")
+
+
+def _add_flag(group: Any, flag: Any, help_text: str) -> None:
+    if flag.switch:
+        group.add_argument(flag.name, action="store_true", default=argparse.SUPPRESS,
+                           help=help_text)
+    else:
+        group.add_argument(flag.name, default=argparse.SUPPRESS, choices=flag.choices,
+                           metavar=flag.metavar, type=flag.type, help=help_text)
 
 
 def scoped_options(args: argparse.Namespace, name: str, label: str) -> Any:
@@ -390,7 +411,7 @@ def command_parser(command: str) -> argparse.ArgumentParser:
     _add_common_options(parser, "print one JSON object on stdout (errors too, as {file, path, "
                                 "rule, message})")
     _add_input_options(parser)
-    _add_flags(parser)
+    _add_flags(parser, command)
     return parser
 
 

@@ -292,3 +292,20 @@ def test_opt_lists_every_pass_with_its_options(capsys, flag):
     for option, kind, default in pass_options("sched-partition"):
         assert f"{option}: {kind} = {default}" in listing
     assert "split-k: bool = true" in listing
+
+
+@pytest.mark.parametrize("command", ["check", "simulate", "plot"])
+def test_a_commands_help_lists_its_own_options_only(command, planc, ffn_plan, tmp_path):
+    """`planc check --help` listed some forty target options (--generic, --mesh ...), each of
+    which it refuses; one given still names who takes it."""
+    from backends import COMMAND_FLAGS
+    from compiler.driver import parser_for
+
+    listed = parser_for(command).format_help()
+    assert "--mesh" not in listed and "--generic" not in listed and "--planner" not in listed
+    for flag in COMMAND_FLAGS[command]:
+        assert f"  {flag.name} " in listed, flag.name
+    argv = [command, ffn_plan, "--mesh", "2x2"] + (["-o", tmp_path / "x.png"]
+                                                   if command == "plot" else [])
+    one_error(planc(*argv), f"--mesh is not an option of planc {command} (it is one of "
+                            "--target gemini)")
