@@ -315,13 +315,18 @@ def tt_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
             except NotAKernel:
                 kind = "eltwise"
         busy = values[values > 0]
-        balance = (f"busiest {values.max():g}, mean of busy cores {busy.mean():.3g}"
-                   if busy.size else "no work")
+        balance = (f"busiest {_count(values.max())}, mean of busy cores "
+                   f"{_count(busy.mean())}" if busy.size else "no work")
         # Numbered as the timeline's rows, which name the same kernels.
         number = f"{index}: " if timeline is not None else ""
         maps.append(Heatmap(f"{number}{plan.label()} on {grid[0]}x{grid[1]} cores\n{balance}",
                             values, WORK_LABELS[kind]))
     return maps
+
+
+def _count(value: float) -> str:
+    """A count of work for a title: `1,408`, `43.7` (`:g` wrote 1.41e+03)."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def _tt_l1(plans: list, timeline: Timeline, arch: str | None) -> Occupancy:

@@ -307,3 +307,11 @@ def test_notes_wider_than_their_bar_are_left_out_and_colour_bars_clear_their_nei
             assert not label.overlaps(other.yaxis.label.get_window_extent(renderer))
             assert not label.overlaps(other.get_window_extent(renderer))
     plt.close(figure)
+
+
+def test_heatmap_titles_write_counts_without_exponents():
+    """A 4x4 matmul's title read `mean of busy cores 1.41e+03`."""
+    from compiler.plot import _count
+
+    assert [_count(v) for v in (1408.0, 1407.5, 43.75, 11.0, 0.5, 123456.0)] == [
+        "1,408", "1,408", "43.8", "11", "0.5", "123,456"]
