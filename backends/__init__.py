@@ -173,8 +173,10 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
              "the largest message; default: none)", metavar="NAME"),
     ),
     "plot": (
-        Flag("--arch", "device whose cost model times an ARK plan (default: the plan's own)",
-             metavar="NAME"),
+        Flag("--arch", "device whose cost model times the plan (ark plans: a100, h100 or "
+             "mi300x, default the plan's own; tt: wormhole_b0 or blackhole, default "
+             "wormhole_b0)", metavar="NAME"),
+        _SIMULATE_FLAGS["--message-size"], _SIMULATE_FLAGS["--mscclpp-hw"],
     ),
     "simulate": (
         Flag("--trace", "write the modeled schedule as a Chrome trace (Trace Event JSON, for "
@@ -196,7 +198,8 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
 
 COMMAND_FORMATS: dict[str, dict[str, tuple[str, ...]]] = {
     "check": {"ark_runtime": ("ark-plan",), "arch": ("ark-plan", "tt", "mscclpp")},
-    "plot": {"arch": ("ark-plan",)},
+    "plot": {"arch": ("ark-plan", "tt"), "message_size": ("mscclpp",),
+             "mscclpp_hw": ("mscclpp",)},
     "simulate": {
         "seed": ("ark-model", "ark-plan", "tt", "gemini-ir", "gemini-layers"),
         "arch": ("ark-plan", "tt"),

@@ -16,7 +16,13 @@ from backends.json_format import PLAN_DEPTH, denser_json, indented_json
 from backends.plan_json import plan_json
 from dialects import plan
 from dialects.utils import single_root
-from ground.diagnostics import PlancError, UnsupportedInput, UsageError, one_of
+from ground.diagnostics import (
+    ArgumentError,
+    PlancError,
+    UnsupportedInput,
+    did_you_mean,
+    one_of,
+)
 
 DEFAULT_DEVICE = "a100"
 
@@ -79,7 +85,8 @@ def model_pipeline(device: str, planner: str = "planc") -> str:
 
     gpu_device(device)  # an unknown or non-GPU device is a usage error, reported here
     if planner not in PLANNERS:
-        raise UsageError(f"unknown planner '{planner}' (known planners: {one_of(PLANNERS)})")
+        raise ArgumentError(f"unknown planner '{planner}'{did_you_mean(planner, PLANNERS)} "
+                            f"(known planners: {one_of(PLANNERS)})")
     template = ARK_DEFAULT_PIPELINE if planner == "ark-default" else PLANC_PIPELINE
     return template.format(device=device)
 

@@ -89,7 +89,11 @@ def _is_module(source: Any) -> bool:
 
 
 def document_format(module: ModuleOp) -> InputFormat:
-    """The format of an imported document (from its top-level op)."""
+    """The format of an imported document (from its top-level op); a path or anything else
+    that is not a module is an `ArgumentError` (it was an `AttributeError` on `.ops`)."""
+    if not _is_module(module):
+        raise ArgumentError(f"document_format takes an imported module (planc.load(path)), "
+                            f"got the path {str(module)!r}")
     for op in module.ops:
         fmt = format_of_root(op.name)
         if fmt is not None:

@@ -81,6 +81,18 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's refusal of a value outside an option's choices, with the nearest choice
+        (`--collective allreduc`: did you mean allreduce?), as planc's own names get."""
+        if action.choices is not None and value not in action.choices:
+            from ground.diagnostics import did_you_mean
+
+            choices = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(
+                action, f"invalid choice: '{value}'{did_you_mean(str(value), choices)} "
+                f"(choose from {', '.join(choices)})")
+        super()._check_value(action, value)
+
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="source_format", metavar="FORMAT",
@@ -125,9 +137,21 @@ def error_json(e: PlancError) -> dict[str, Any]:
                                      "message": " ".join(e.message.split())}]}
 
 
-def _add_flags(parser: argparse.ArgumentParser) -> None:
+def _add_flags(parser: argparse.ArgumentParser, command: str | None = None) -> None:
     """Every target's and command's flags; which of them a command line may use depends on
-    its target or command (`scoped_options`). Absent flags stay out of the namespace."""
+    its target or command (`scoped_options`). Absent flags stay out of the namespace.
+
+    A command's parser (`planc check`) shows its own flags only: the others are still read,
+    so that one given says who takes it, but its help listed some forty that it refuses."""
+    if command is not None:
+        own = parser.add_argument_group(f"options of {PROG} {command}")
+        for flag in flags_of(command):
+            _add_flag(own, flag, flag.help)
+        shown = {f.name for f in flags_of(command)}
+        for flag in all_flags():
+            if flag.name not in shown:
+                _add_flag(parser, flag, argparse.SUPPRESS)
+        return
     group = parser.add_argument_group(
         "target and command options (each valid only with the targets or commands that take "
         "it: see its help)")
@@ -140,6 +164,15 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag.name, default=argparse.SUPPRESS, choices=flag.choices,
                                metavar=flag.metavar, type=flag.type,
                                help=f"{flag.help} [{where}]")
+
+
+def _add_flag(group: Any, flag: Any, help_text: str) -> None:
+    if flag.switch:
+        group.add_argument(flag.name, action="store_true", default=argparse.SUPPRESS,
+                           help=help_text)
+    else:
+        group.add_argument(flag.name, default=argparse.SUPPRESS, choices=flag.choices,
+                           metavar=flag.metavar, type=flag.type, help=help_text)
 
 
 def scoped_options(args: argparse.Namespace, name: str, label: str) -> Any:
@@ -217,15 +250,19 @@ def tune_parser() -> argparse.ArgumentParser:
                         help="how many of the best to check and simulate (default 3)")
     parser.add_argument("--report", metavar="DIR", help="print the best configurations of "
                         "the results in DIR instead of tuning")
-    parser.add_argument("--plot", metavar="IMAGE", help="with --report: draw every candidate "
-                        "and the time/memory front (needs planc[plot])")
+    parser.add_argument("--plot", metavar="IMAGE", help="draw every candidate and the "
+                        "time/memory front (needs planc[plot]): of the study just run, or with "
+                        "--report of the results in DIR")
     _add_common_options(parser, "print the results as JSON on stdout: per study the best, "
                                 "planc's default and the failures (each reason's count and "
                                 "first message)")
     _add_input_options(parser)
     group = parser.add_argument_group("fixed target options (not explored)")
+    # The targets' options only: the commands' (--trace, --seed, --cost-only ...) were listed
+    # here, and refused when given.
+    targets = {f.name for t in TARGETS for f in t.flags}
     for flag in all_flags():
-        if flag.name in ("--arch",) or flag.name in [f.name for f in flags_of("check")]:
+        if flag.name == "--arch" or flag.name not in targets:
             continue
         if flag.switch:
             group.add_argument(flag.name, action="store_true", default=argparse.SUPPRESS,
@@ -269,7 +306,12 @@ def tune_command(args: argparse.Namespace) -> int:
                          f"candidates evaluated so far are in {Path(args.output) / 'tune.sqlite'}"
                          ": the same command resumes\n")
         return 130
-    print(tune.dump(results) if args.json else tune.summary(results, args.objective))
+    text = tune.dump(results) if args.json else tune.summary(results, args.objective)
+    if args.plot:       # it was ignored without --report
+        drawn = tune.report(args.output, plot=args.plot)
+        if not args.json:
+            text += "\n" + drawn.splitlines()[-1]
+    print(text)
     return 0 if all(r.succeeded for r in results) else 1
 
 
@@ -369,7 +411,7 @@ def command_parser(command: str) -> argparse.ArgumentParser:
     _add_common_options(parser, "print one JSON object on stdout (errors too, as {file, path, "
                                 "rule, message})")
     _add_input_options(parser)
-    _add_flags(parser)
+    _add_flags(parser, command)
     return parser
 
 

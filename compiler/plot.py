@@ -11,7 +11,8 @@
 * Tenstorrent plans: the kernels over the cost model's time with where their operands live,
   and one heatmap per kernel of the work per core (what a unit of work is depends on the
   kernel's kind);
-* MSCCL++ plans: every thread block of every rank over the alpha-beta model's time.
+* MSCCL++ plans: every thread block of every rank over the alpha-beta model's time, after the
+  kernel launch that the modeled time counts.
 
 Every time axis is in microseconds; memory is a step function; legends name the kinds that
 take the most time and group the rest as "others".
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -58,6 +61,8 @@ class Timeline:
     labels: list[str] = field(default_factory=list)
     args: list[dict[str, Any]] = field(default_factory=list)
     """Per bar: what a trace viewer shows when it is selected (op, tensors, bytes)."""
+    kinds: str = "kinds"
+    """What the bar labels, which the legend colours, are (`69 layers, by time`)."""
 
     def add(self, row: int, start: float, duration: float, label: str,
             args: dict[str, Any] | None = None) -> None:
@@ -125,7 +130,16 @@ def pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
     if fmt == "mscclpp":
         return mscclpp_pictures(module, options)
     raise PlancError(f"pictures and traces are drawn for ARK plans, Gemini schedules, TT "
-                     f"plans and MSCCL++ plans, not {fmt} documents")
+                     f"plans and MSCCL++ plans, not {fmt} documents{SCHEDULE_FIRST.get(fmt, '')}")
+
+
+SCHEDULE_FIRST = {
+    "ark-model": " (a model has no schedule: draw the plan of `planc MODEL -t ark`, `-t tt` or "
+                 "`-t gemini`)",
+    "gemini-layers": " (a layer description has no schedule: draw the plan of `planc LAYERS -t "
+                     "gemini`)",
+}
+"""How to get a picture from a document that has no schedule."""
 
 
 def ark_plan_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
@@ -181,7 +195,7 @@ def gemini_pictures(module: ModuleOp) -> list[Picture]:
     per_us = GeminiHardware.clock_hz / 1e6
     clock_note = f"at Gemini's {GeminiHardware.clock_hz / 1e9:g} GHz clock"
     timeline = Timeline(f"Gemini workloads per core (compute time {clock_note}; DRAM waits "
-                        "not shown)", "core")
+                        "not shown)", "core", kinds="layers")
     occupancy = Occupancy("L2 occupancy per core", "us",
                           capacity=schedule.buffersize.value.data)
     for core in schedule.cores:
@@ -191,7 +205,7 @@ def gemini_pictures(module: ModuleOp) -> list[Picture]:
             label = str(wl.value("layer_name") or "workload")
             nbytes = sum(int(t.value("size") or 0) for t in wl.buffer)
             timeline.add(core.id, clock / per_us, cycles / per_us, label,
-                         {"layer": label, "workload": wl.value("id"), "cycles": cycles,
+                         {"layer": label, "workload": wl.id, "cycles": cycles,
                           "L2 bytes": nbytes})
             times.append(clock / per_us)
             used.append(nbytes)
@@ -221,7 +235,8 @@ def mscclpp_pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
     """Every thread block of every rank over the alpha-beta model's time (`planc simulate`'s
     figures): one bar per executed operation, the data moves named with their bytes and
     peers and drawn as a line from the sender to the peer's first thread block when the
-    operation ends."""
+    operation ends. The blocks start after the kernel launch, which the modeled time counts
+    (the picture ended that much before `planc simulate`'s time)."""
     from dialects import mscclpp as ms
     from targets.mscclpp.cost import (
         TimedReplay,
@@ -245,24 +260,27 @@ def mscclpp_pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
     first_row = {gpu: min(i for b, i in rows.items() if b[0] == gpu) for gpu, _ in rows}
     from compiler.report import size as human_size
 
-    timeline = Timeline(f"MSCCL++ {algorithm.collective_name} of a {human_size(size)} message "
-                        f"on {hardware.name} (alpha-beta model)", "rank / thread block",
+    timeline = Timeline("", "rank / thread block",
                         row_names={i: f"gpu {b[0]} tb {b[1]}" for b, i in rows.items()})
+    launch = hardware.launch_s * 1e6
 
     class Recorded(TimedReplay):
         def perform(self, block, step, received) -> None:
-            start = max([self.clock[block], *received])
+            start = max([self.clock[block], *received]) * 1e6 + launch
             super().perform(block, step, received)
             moved = sum(r.size for m in step.moves for r in m.targets)
             peers = sorted({r.rank for m in step.moves for r in m.targets} - {step.rank})
-            end = self.clock[block] * 1e6
-            timeline.add(rows[block], start * 1e6, end - start * 1e6,
+            end = self.clock[block] * 1e6 + launch
+            timeline.add(rows[block], start, end - start,
                          step.name, {"op": step.name, "bytes": moved, "to gpus": peers})
             if moved and len(timeline.links) < MAX_LINKS:
                 timeline.links += [(rows[block], end, first_row[peer]) for peer in peers]
 
     replay = Recorded(program, hardware)
     replay.run_earliest_first(replay.clock)
+    timeline.title = (f"MSCCL++ {algorithm.collective_name} of a {human_size(size)} message "
+                      f"on {hardware.name} (alpha-beta model): {replay.finish_time() * 1e6:.1f}"
+                      f" us modeled, from a {launch:g} us kernel launch")
     return [timeline]
 
 
@@ -275,7 +293,7 @@ def tt_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
     timeline = _tt_timeline(plans, arch)
     if timeline is not None:
         maps += [timeline, _tt_l1(plans, timeline, arch)]
-    for plan in plans:
+    for index, plan in enumerate(plans):
         partition = plan.work_partition
         grid = plan.grid
         if partition is None or grid is None:
@@ -297,11 +315,18 @@ def tt_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
             except NotAKernel:
                 kind = "eltwise"
         busy = values[values > 0]
-        balance = (f"busiest {values.max():g}, mean of busy cores {busy.mean():.3g}"
-                   if busy.size else "no work")
-        maps.append(Heatmap(f"{plan.label()} on {grid[0]}x{grid[1]} cores\n{balance}", values,
-                            WORK_LABELS[kind]))
+        balance = (f"busiest {_count(values.max())}, mean of busy cores "
+                   f"{_count(busy.mean())}" if busy.size else "no work")
+        # Numbered as the timeline's rows, which name the same kernels.
+        number = f"{index}: " if timeline is not None else ""
+        maps.append(Heatmap(f"{number}{plan.label()} on {grid[0]}x{grid[1]} cores\n{balance}",
+                            values, WORK_LABELS[kind]))
     return maps
+
+
+def _count(value: float) -> str:
+    """A count of work for a title: `1,408`, `43.7` (`:g` wrote 1.41e+03)."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def _tt_l1(plans: list, timeline: Timeline, arch: str | None) -> Occupancy:
@@ -329,7 +354,9 @@ def _tt_timeline(plans: list, arch: str | None) -> Timeline | None:
         return None
     report = cost_only(with_kernel, arch)
     total = sum(k.modeled_time_s for k in report.kernels) * 1e6
-    timeline = Timeline(f"TT kernels over modeled time: {total:.1f} us", "kernel")
+    timeline = Timeline(f"TT kernels over modeled time: {total:.1f} us (on each bar where "
+                        "inputs A, B and output C live)", "kernel",
+                        row_names={i: f"{i}: {p.label()}" for i, p in enumerate(with_kernel)})
     clock = 0.0
     for index, (plan, kernel) in enumerate(zip(with_kernel, report.kernels, strict=True)):
         seconds = kernel.modeled_time_s * 1e6
@@ -361,6 +388,25 @@ def draw(pictures_: list[Picture], path: str | BinaryIO, image_format: str = "pn
         raise PlancError("nothing to draw: the document has no schedule or work partition")
     if image_format not in ("png", "svg", "pdf"):
         raise PlancError(f"planc plot writes .png, .svg or .pdf images, not .{image_format}")
+    with _missing_glyphs_quiet():
+        figure = laid_out(pictures_)
+        figure.savefig(path, dpi=110, format=image_format)
+    plt.close(figure)
+
+
+@contextmanager
+def _missing_glyphs_quiet() -> Iterator[None]:
+    """Names from the input may hold characters the font lacks (CJK, NUL): matplotlib draws a
+    box and warned once per glyph on stderr, after a successful run."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
+        yield
+
+
+def laid_out(pictures_: list[Picture]):
+    """The matplotlib figure of `pictures_`, laid out (what `draw` saves)."""
+    import matplotlib.pyplot as plt
+
     # Timelines and curves across the whole width; heatmaps side by side below them, three to
     # a row (one heatmap alone keeps a square-ish canvas instead of a wide empty one).
     wide = [p for p in pictures_ if not isinstance(p, Heatmap)]
@@ -376,13 +422,12 @@ def draw(pictures_: list[Picture], path: str | BinaryIO, image_format: str = "pn
     for index, picture in enumerate(maps):
         row, column = divmod(index, columns)
         DRAWERS[Heatmap](picture, figure.add_subplot(grid[len(wide) + row, column]))
-    with warnings.catch_warnings():
-        # Names from the input may hold characters the font lacks (CJK, NUL): matplotlib
-        # draws a box and warned once per glyph on stderr, after a successful run.
-        warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
-        figure.tight_layout()
-        figure.savefig(path, dpi=110, format=image_format)
-    plt.close(figure)
+    with _missing_glyphs_quiet():
+        # Room between heatmaps for each one's colour-bar label: it ran into the next map's
+        # "core y".
+        figure.tight_layout(w_pad=3.0 if maps else None)
+        _drop_overflowing_notes(figure)
+    return figure
 
 
 LEGEND_KINDS = 9
@@ -414,15 +459,21 @@ def _integer_rows(ax, rows: list[int], names: dict[int, str] | None = None) -> N
         ax.set_yticks(present)
         if names:
             ax.set_yticklabels([names.get(r, str(r)) for r in present], fontsize=7)
-    elif names:
-        # Many named rows (thread blocks of several GPUs): one tick where a group begins,
-        # named by what the rows of the group share ("gpu 3" of "gpu 3 tb 0".."gpu 3 tb 7").
-        group = {r: names.get(r, str(r)).split(" tb ")[0] for r in present}
-        starts = [r for i, r in enumerate(present) if i == 0 or group[r] != group[present[i - 1]]]
+        return _row_limits(ax, present)
+    # Many named rows (thread blocks of several GPUs): one tick where a group begins, named
+    # by what the rows of the group share ("gpu 3" of "gpu 3 tb 0".."gpu 3 tb 7"); rows that
+    # are all different (TT kernels) keep integer ticks, which the heatmaps' titles repeat.
+    group = {r: (names or {}).get(r, str(r)).split(" tb ")[0] for r in present}
+    starts = [r for i, r in enumerate(present) if i == 0 or group[r] != group[present[i - 1]]]
+    if names and len(starts) < len(present):
         ax.set_yticks(starts)
         ax.set_yticklabels([group[r] for r in starts], fontsize=7)
     else:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _row_limits(ax, present)
+
+
+def _row_limits(ax, present: list[int]) -> None:
     low, high = (present[0], present[-1]) if present else (0, 0)
     ax.set_ylim(high + 0.6, low - 0.6)      # row 0 at the top
 
@@ -449,7 +500,7 @@ def _draw_timeline(t: Timeline, ax) -> None:
         handles.append(plt.Rectangle((0, 0), 1, 1, color=OTHERS_COLOUR))
         labels.append(f"{others} others")
     ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-              title=f"{len(colour_of)} kinds, by time" if others else None,
+              title=f"{len(colour_of)} {t.kinds}, by time" if others else None,
               title_fontsize=7)
 
 
@@ -457,13 +508,28 @@ UNIT_NAMES = {"us": "µs"}
 
 
 def _write_notes(t: Timeline, ax) -> None:
-    """A bar's `note` (a TT kernel's operand places) written on it, where bars are few."""
+    """A bar's `note` (a TT kernel's operand places) written on it, where bars are few; a note
+    wider than its bar is removed once the figure is laid out (`_drop_overflowing_notes`): it
+    spilled over the bars beside it (the trace's `args` keep it)."""
     if len(t.rows) > 64:
         return
+    notes = []
     for row, start, duration, args in zip(t.rows, t.starts, t.durations, t.args, strict=True):
         if args.get("note"):
-            ax.text(start + duration / 2, row, args["note"], ha="center", va="center",
-                    fontsize=6, color="black")
+            text = ax.text(start + duration / 2, row, args["note"], ha="center", va="center",
+                           fontsize=6, color="black")
+            notes.append((text, start, duration, row))
+    ax.planc_notes = notes
+
+
+def _drop_overflowing_notes(figure) -> None:
+    renderer = figure.canvas.get_renderer()
+    for ax in figure.axes:
+        for text, start, duration, row in getattr(ax, "planc_notes", ()):
+            (left, _), (right, _) = ax.transData.transform([(start, row),
+                                                            (start + duration, row)])
+            if text.get_window_extent(renderer).width > 0.95 * (right - left):
+                text.remove()
 
 
 def _draw_occupancy(o: Occupancy, ax) -> None:

@@ -24,6 +24,7 @@ NOTES = {
     "warp_occupancy": "active warp-seconds / all warp-seconds",
     "checked_chunk_bytes": "chunk size the symbolic replay checked",
     "device_bytes": "device memory the plan needs",
+    "l1_bytes": "of which in L1, over all cores",
     "critical_compute_cycles": "the busiest core",
 }
 
@@ -51,6 +52,8 @@ def figure(key: str, value: Any) -> str:
             return seconds(value)
         if key.endswith("_bytes"):
             return size(value)
+        if key in EXACT_BYTES:
+            return f"{value:,} B"
         if key.endswith("_cycles") or key in ("macs", "compute_cycles"):
             return f"{value:,.0f} cycles" if key.endswith("cycles") else f"{value:,}"
         if key.endswith("GBps"):
@@ -78,14 +81,18 @@ def _list(key: str, values: list) -> str:
 
 RECORD_LABELS = {"seconds": "time"}
 """Members of listed records that read better under another name (the unit follows the
-figure: `time 26.4 us`, not `seconds 26.4 us`)."""
+figure: `time 26.4 us`, not `seconds 26.4 us`); the others read as the report's own figures
+do (`modeled time 30.3 us`, not `modeled_time_s 30.3 us`)."""
+EXACT_BYTES = ("message_size",)
+"""Byte counts the user gave, printed exactly with their unit (`67,108,864 B` was
+`67,108,864`)."""
 TENSOR_KEYED = ("inputs", "outputs")
 """Mappings keyed by tensor id: `outputs  tensor 15: ...` says what 15 is."""
 
 
 def _record(value: Any) -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{RECORD_LABELS.get(k, k)} "
+        return ", ".join(f"{RECORD_LABELS.get(k) or _label(k)} "
                          f"{json.dumps(v) if isinstance(v, list) else figure(k, v)}"
                          for k, v in value.items())
     return value if isinstance(value, str) else json.dumps(value)

@@ -141,24 +141,38 @@ def _all_given(document: Document, run: Any, given: dict[int, np.ndarray]) -> No
         shown = ", ".join(f"{document.name_of(t)} ({run.types[t].data_type} "
                           f"{run.types[t].shape_list})" for t in missing[:6])
         more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+        # A document lowered from ONNX names its tensors; another is fed by tensor id.
         hint = "" if document.format == "onnx" else \
-            " (weights of a model lowered from ONNX: --weights MODEL.onnx)"
+            " (weights of a model lowered from ONNX: --weights MODEL.onnx)" if document.names \
+            else " (give them in --inputs, named t<id> by tensor id)"
         raise PlancError(f"it reads {len(missing)} tensors that the inputs do not give: "
                          f"{shown}{more}{hint}", file=document.path)
 
 
 def run_command(options: Namespace) -> dict[str, Any]:
     """`planc run`: read, run, write; returns the summary `--json` prints."""
+    from ground.progress import Steps
+
+    # The steps on a terminal's progress line and at `-v` (it printed nothing, even while a
+    # plan ran tile by tile for minutes).
+    with Steps("run", 2 + bool(options.output)) as steps:
+        with steps.step("load"):
+            document = Document(options.inputs[0], getattr(options, "source_format", None))
+            given = dict(document.values)
+            if options.weights:
+                given.update(weights_of(options.weights, document))
+            named = read_npz(options.input_values) if options.input_values else {}
+            for key, value in named.items():
+                given[document.tensor_id(key, options.input_values)] = value
+        with steps.step(f"run the {document.format}"):
+            outputs = execute(document, given)
+        return _write_outputs(options, document, outputs, steps)
+
+
+def _write_outputs(options: Namespace, document: Document, outputs: dict[int, np.ndarray],
+                   steps: Any) -> dict[str, Any]:
     from compiler.output import write_file_atomic
 
-    document = Document(options.inputs[0], getattr(options, "source_format", None))
-    given = dict(document.values)
-    if options.weights:
-        given.update(weights_of(options.weights, document))
-    named = read_npz(options.input_values) if options.input_values else {}
-    for key, value in named.items():
-        given[document.tensor_id(key, options.input_values)] = value
-    outputs = execute(document, given)
     named = [t for t in sorted(outputs) if t in document.names.values()]
     # the graph's outputs where the document names them (a TT plan's every kernel result is
     # an output of its own), else every output
@@ -167,7 +181,8 @@ def run_command(options: Namespace) -> dict[str, Any]:
     result = {document.name_of(tid): np.asarray(outputs[tid]) for tid in order
               if tid in outputs}
     if options.output:
-        write_file_atomic(options.output, npz_bytes(result))
+        with steps.step("write"):
+            write_file_atomic(options.output, npz_bytes(result))
     return {"ok": True, "file": document.path, "format": document.format,
             "outputs": {name: {"shape": list(v.shape), "dtype": str(v.dtype)}
                         for name, v in result.items()}}

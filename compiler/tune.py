@@ -67,7 +67,7 @@ def tune(options: TuneOptions) -> list[StudyResult]:
     interrupted = False
     try:
         for model, arch in studies:
-            label = f"{Path(model).name if model else options.target} on {arch or 'default'}"
+            label = study_name(model, arch, options.target)
             result = run_study(space, model, arch, store=store, budget=options.budget,
                                strategy=options.strategy, objective=options.objective,
                                executor=executor, seed=options.seed,
@@ -161,12 +161,33 @@ def _check_arch(target: str, arch: str) -> None:
         device_named(arch)
 
 
+def study_name(model: str | None, arch: str | None, target: str | None) -> str:
+    """`ffn.json on a100`: the model and the device it is tuned for, the target's default
+    device when none was asked for (it read `on default`); targets without one (gemini,
+    mscclpp) name the model alone."""
+    name = Path(model).name if model else "generated"
+    device = arch or _default_device(target)
+    return f"{name} on {device}" if device else name
+
+
+def _default_device(target: str | None) -> str | None:
+    if target == "ark":
+        from backends.ark_plan import DEFAULT_DEVICE
+
+        return DEFAULT_DEVICE
+    if target == "tt":
+        from devices.tt import DEFAULT_DEVICE
+
+        return DEFAULT_DEVICE
+    return None
+
+
 def summary(results: list[StudyResult], objective: str) -> str:
     """What `planc tune` prints: per study, the best candidate against planc's default, and
     why candidates failed (each reason's count and first message)."""
     lines = []
     for r in results:
-        head = f"{Path(r.model).name if r.model else 'generated'} on {r.arch or 'default'}"
+        head = study_name(r.model, r.arch, r.target)
         scored = [x for x in r.rows if x["status"] == "scored"]
         resumed = f"{r.resumed} resumed, " if r.resumed else ""
         lines.append(f"{head}: {len(r.rows)} candidates ({resumed}{len(scored)} scored, "
@@ -252,7 +273,7 @@ def report(directory: str | Path, top: int = 5, plot: str | None = None) -> str:
              f"{len(rows)} candidates"]
     for model, arch in dict.fromkeys((r["model"], r["arch"]) for r in rows):
         mine = [r for r in rows if r["model"] == model and r["arch"] == arch]
-        lines.append(f"{Path(model).name if model else 'generated'} on {arch or 'default'}:")
+        lines.append(f"{study_name(model, arch, study.get('target'))}:")
         for rank, row in enumerate(ranked(mine, objective)[:top], 1):
             verdict = row["verdict"]
             mark = (" [verified]" if verdict and verdict.get("check") == "ok"
@@ -291,7 +312,7 @@ def _pareto_picture(rows: list[dict[str, Any]], path: str,
         if not mine:
             continue
         colour = colours(index % 10)
-        name = f"{Path(model).name if model else 'generated'} on {arch or 'default'}"
+        name = study_name(model, arch, study.get("target"))
         ax.scatter(*_xy(mine), s=12, alpha=0.35, color=colour, label=f"{name}: candidates")
         front = pareto_front(mine)
         ax.plot(*_xy(front), drawstyle="steps-post", color=colour, marker="o", markersize=4,

@@ -20,6 +20,8 @@ executor, and land in the store as they finish:
 
 from __future__ import annotations
 
+import itertools
+import logging
 import random
 import sys
 import time
@@ -338,6 +340,7 @@ class RayExecutor:
 class StudyResult:
     model: str | None
     arch: str | None
+    target: str | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
     best: dict[str, Any] | None = None
     default: dict[str, Any] | None = None
@@ -399,7 +402,7 @@ def run_study(space: Space, model: str | None, arch: str | None, *, store: Store
     store. Candidates already stored (an interrupted or earlier run) count in the budget and
     teach the strategy first; the rest are proposed round by round (`ROUND`), each numbered
     in proposal order (`sequence`, the ranking's tie-break)."""
-    result = StudyResult(model, arch)
+    result = StudyResult(model, arch, space.target)
     stored = {r["key"]: r for r in store.rows(model, arch)}
     mine = sorted((r for r in stored.values() if space.contains(r["decisions"])),
                   key=lambda r: r["sequence"])
@@ -411,6 +414,9 @@ def run_study(space: Space, model: str | None, arch: str | None, *, store: Store
         notify(f"resumed {len(mine)} stored candidate{'s' * (len(mine) != 1)}")
     sequence = max((r["sequence"] for r in stored.values()), default=-1) + 1
     exhausted = False
+    # What the counter counts to: the budget, or the space's distinct candidates when they
+    # are fewer (it read 2/64 for a space of 2, and its time left assumed 62 more).
+    total = sum(1 for _ in itertools.islice(space.all(), budget))
     while evaluated < budget and not exhausted:
         jobs: list[Job] = []
         while len(jobs) < min(ROUND, budget - evaluated):
@@ -429,9 +435,10 @@ def run_study(space: Space, model: str | None, arch: str | None, *, store: Store
             store.add(row)                   # at once: an interrupted study keeps it
             stored[job.key] = arrived[job.key] = row
             evaluated += 1
+            _log_candidate(evaluated, total, row, space)
             if progress:
                 best = next(iter(ranked(stored.values(), objective)), None)
-                progress(evaluated, budget, best)
+                progress(evaluated, total, best)
         for job in jobs:                     # in proposal order, whatever the arrival order
             search.observe(job.decisions, arrived[job.key])
     result.rows = store.rows(model, arch)
@@ -443,6 +450,24 @@ def run_study(space: Space, model: str | None, arch: str | None, *, store: Store
         not any(r["status"] == "scored" and not space.baseline(r["decisions"])
                 for r in result.rows)
     return result
+
+
+def _log_candidate(done: int, budget: int, row: dict[str, Any], space: Space) -> None:
+    """`planc tune -v`: each candidate as it is stored, by the decisions that differ from
+    planc's own (the passes' timings alone said nothing of which candidate they were)."""
+    log = logging.getLogger("planc.tune")
+    if not log.isEnabledFor(logging.INFO):
+        return
+    default = space.default()
+    changed = ", ".join(f"{k}={v}" for k, v in row["decisions"].items()
+                        if default.get(k) != v) or "planc's default"
+    if row["status"] == "scored":
+        from compiler.report import seconds, size
+
+        outcome = f"{seconds(row['modeled_time_s'])}, {size(row['device_bytes'])}"
+    else:
+        outcome = f"{row['status']}: {row.get('error') or '(no message)'}"
+    log.info("candidate %d/%d (%s): %s", done, budget, changed, outcome)
 
 
 def failures(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -516,6 +541,9 @@ def verify(result: StudyResult, space: Space, store: Store, objective: str, out:
             verdict["error"] = str(e)
         store.set_verdict(row["key"], verdict)
         row["verdict"] = verdict
+        logging.getLogger("planc.tune").info(
+            "verify candidate %d: %s", row["sequence"],
+            ", ".join(f"{k} {v if isinstance(v, str) else v[:1]}" for k, v in verdict.items()))
         if verdict.get("check") == "ok" and verdict.get("simulate") == "ok":
             result.best, result.best_file = row, str(path)
             return

@@ -153,6 +153,8 @@ def space_for(target: str, spec: str | None = None, fixed: dict[str, Any] | None
     dims = {d.name: d for d in DEFAULT_SPACES[target]}
     for given, values in parse_space(spec).items():
         name = _known_dimension(target, given)
+        if "." in name:
+            _check_pass_values(name, values)
         dims[name] = Dimension(name, values)
     for name in fixed or {}:
         dims.pop(name, None)     # an option given on the command line is not explored
@@ -172,6 +174,21 @@ def _known_dimension(target: str, given: str) -> str:
     hint = f": did you mean {by_option.get(near, near)}?" if near else ""
     raise UsageError(f"--space: --target {target} has no decision '{given}'{hint} (its "
                      f"decisions: {', '.join(known)})")
+
+
+def _check_pass_values(name: str, values: tuple[Value, ...]) -> None:
+    """A UsageError for a value pass option `name` (`sched-partition.granularity`) does not
+    take: written into each candidate's pipeline, it refused every candidate with it."""
+    from passes import check_pipeline
+
+    pass_name, _, option = name.partition(".")
+    for value in values:
+        # As `tune_evaluate.options_of` writes it into the candidate's pipeline.
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        try:
+            check_pipeline(f"{pass_name}{{{option.replace('_', '-')}={text}}}")
+        except UsageError as e:
+            raise UsageError(f"--space: {name}: {e.message}") from None
 
 
 def parse_space(spec: str | None) -> dict[str, tuple[Value, ...]]:

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ground.diagnostics import PlancError, UsageError, did_you_mean, one_of
+from ground.diagnostics import ArgumentError, PlancError, UsageError, did_you_mean, one_of
 from ground.json_reader import JsonNode, load_json_file
 
 DEVICES = Path(__file__).resolve().parent
@@ -57,7 +57,7 @@ def _raw_cached(path: Path) -> JsonNode:
 def device_document(name: str) -> JsonNode:
     path = device_files().get(name)
     if path is None:
-        raise UsageError(f"unknown device '{name}'{did_you_mean(name, device_names())} (known "
+        raise ArgumentError(f"unknown device '{name}'{did_you_mean(name, device_names())} (known "
                          f"devices: {one_of(device_names()) or 'none'})")
     return _raw_cached(path)
 
@@ -169,7 +169,7 @@ def gpu_device(name: str) -> GpuDevice:
     """The GPU named `name`; a clear error if it is unknown or not a GPU."""
     if name not in device_files():
         gpus = device_names("gpu")
-        raise UsageError(f"unknown device '{name}'{did_you_mean(name, gpus)} (known GPUs: "
+        raise ArgumentError(f"unknown device '{name}'{did_you_mean(name, gpus)} (known GPUs: "
                          f"{one_of(gpus)})")
     doc = device_document(name)
     kind = doc["kind"].as_str()

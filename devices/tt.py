@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from devices import hardware
-from ground.diagnostics import PlancError, UsageError, did_you_mean
+from ground.diagnostics import ArgumentError, PlancError, UsageError, did_you_mean
 
 DEFAULT_DEVICE = "wormhole_b0"
 
@@ -81,7 +81,7 @@ def device_named(name: str | None) -> TTDevice:
     """The device called `name` (the default device for None); unknown names are an error."""
     name = name or DEFAULT_DEVICE
     if name not in device_names():
-        raise UsageError(f"--arch: unknown Tenstorrent device '{name}'"
+        raise ArgumentError(f"--arch: unknown Tenstorrent device '{name}'"
                          f"{did_you_mean(name, device_names())} (known: "
                          f"{', '.join(device_names())})")
     return _load(name)

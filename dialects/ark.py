@@ -545,10 +545,20 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        # Errors found once the type is whole are placed on it, not on the token after it
+        # (for the last op of a block that was the block's `}`).
+        start = parser.pos
         with parser.in_angle_brackets():
             tensor_id = parse_int(parser)
             parser.parse_punctuation(",")
+            at = parser.pos
             dtype = parser.parse_identifier()
+            if dtype not in DATA_TYPE_BYTES:
+                from ground.diagnostics import did_you_mean
+
+                parser.raise_error(f"tensor {tensor_id}: unknown data type '{dtype}'"
+                                   f"{did_you_mean(dtype, DATA_TYPE_BYTES)} (expected one of "
+                                   f"{', '.join(DATA_TYPE_BYTES)})", at, at + len(dtype))
             parser.parse_punctuation(",")
             shape = _parse_ints(parser)
             strides = offsets = None
@@ -577,6 +587,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                     parser.raise_error(f"unexpected tensor field '{key}'")
             if buffer is None:
                 parser.raise_error("tensor type needs a buffer")
+            end = parser.pos + 1        # after the closing `>`
         default_strides = (shape if isinstance(padded, NoneAttr)
                            else list(padded.get_values()))
         params = (IntAttr(tensor_id), StringAttr(dtype), _ints(shape),
@@ -584,9 +595,9 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                   _ints(offsets if offsets is not None else [0] * len(shape)),
                   padded, pads, buffer, extra or DictionaryAttr({}))
         try:
-            TensorType(*params)  # report layout errors as parse errors, at their position
+            TensorType(*params)  # report layout errors as parse errors, at the type
         except VerifyException as e:
-            parser.raise_error(str(e))
+            parser.raise_error(str(e), start, end)
         return params
 
     def print_parameters(self, printer: Printer) -> None:

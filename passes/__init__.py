@@ -85,12 +85,49 @@ def check_pipeline(spec: str) -> None:
             raise UsageError(f"unknown pass '{one.name}'{did_you_mean(one.name, names)} "
                              f"(known passes: {', '.join(sorted(names))}; planc-opt "
                              "--list-passes lists them with their options)")
-        options = [option for option, _, _ in pass_options(one.name)]
-        for given in one.parameters:
-            if given.replace("_", "-") not in options:
+        kinds = {option: kind for option, kind, _ in pass_options(one.name)}
+        options = list(kinds)
+        for given, values in one.parameters.items():
+            option = given.replace("_", "-")
+            if option not in options:
                 raise UsageError(
                     f"pass {one.name} has no option '{given}'{did_you_mean(given, options)} "
                     f"(its options: {', '.join(options) or 'none'})")
+            wrong = option_value_error(one.name, option, values)
+            if wrong is not None:
+                raise UsageError(wrong)
+
+
+def option_value_error(name: str, option: str, values: tuple) -> str | None:
+    """Why pass `name` refuses `values` (as xDSL's pipeline parser reads them: `x` a str, `3`
+    an int, `true` a bool) for `option`, or None. xDSL's own refusal names neither the pass
+    nor the option (`Incompatible types: given ('x',), expected <class 'int'>`), and
+    planc-opt reported it as an internal error."""
+    from types import NoneType
+    from typing import get_args, get_type_hints
+
+    from xdsl.utils.hints import isa
+
+    cls = get_all_passes()[name]()
+    wanted = get_type_hints(cls)[option.replace("-", "_")]
+    # The cases xDSL's `_convert_arg_to_type` accepts: no value for an optional, one value of
+    # the type, or a tuple of them.
+    if (not values and NoneType in get_args(wanted)) or (len(values) == 1
+                                                        and isa(values[0], wanted)) \
+            or isa(values, wanted):
+        return None
+    kind = next(k for o, k, _ in pass_options(name) if o == option)
+    shown = ",".join(_spelled(v) for v in values) or "nothing"
+    hint = f" (write {float(values[0])!r})" if (
+        "float" in kind and len(values) == 1 and type(values[0]) is int) else ""
+    return f"pass {name}: option {option} takes a value of type {kind}, got {shown}{hint}"
+
+
+def _spelled(value: object) -> str:
+    """A pipeline value as the pipeline writes it (`true`, `3`, `'x'`)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"'{value}'" if isinstance(value, str) else str(value)
 
 
 def _summary(cls: type[ModulePass]) -> str:

@@ -93,6 +93,9 @@ def test_flags_are_scoped_by_target_and_command(planc_cli, argv, message):
      "--arch does not apply to ark-model documents"),
     (lambda: planc.load(EXAMPLES / "ffn.json", format="ark-modl"), "did you mean ark-model?"),
     (lambda: planc.check(42), "the source must be a path or an imported module"),
+    # An AttributeError ('str' object has no attribute 'ops') before.
+    (lambda: planc.document_format(str(EXAMPLES / "ffn.json")),
+     "document_format takes an imported module"),
 ])
 def test_wrong_calls_raise_the_family_naming_the_option(call, message):
     with pytest.raises(planc.ArgumentError, match=message.replace("(", r"\(").replace("?", r"\?")

@@ -89,9 +89,66 @@ def test_a_plan_with_an_unknown_operator_fails_check(planc, ffn_plan):
                                     "ark-compress?"),
     (["--pipeline", "ark-compress{renumbr=false}"],
      "--pipeline: pass ark-compress has no option 'renumbr': did you mean renumber?"),
+    # xDSL's own words were "Incompatible types: given (3,), expected <class 'bool'>", with
+    # every pass listed.
+    (["--pipeline", "ark-compress{renumber=3}"],
+     "--pipeline: pass ark-compress: option renumber takes a value of type bool, got 3"),
+    (["--pipeline", "dnn-from-ark,gemini-group-layers{dram-bw=16}"],
+     "option dram-bw takes a value of type float, got 16 (write 16.0)"),
 ])
 def test_near_matches_on_the_command_line(planc, argv, expected):
     one_error(planc(EXAMPLES / "ffn.json", *argv), expected)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    # argparse's choices said only "invalid choice: 'allreduc' (choose from ...)".
+    (["--collective", "allreduc", "--ranks", "4", "-t", "mscclpp"],
+     "argument --collective: invalid choice: 'allreduc': did you mean allreduce? (choose from "
+     "allreduce, allgather, reducescatter, broadcast, alltoall)"),
+    ([EXAMPLES / "ffn.json", "--from", "ark-modle"], "did you mean ark-model?"),
+    ([EXAMPLES / "ffn.json", "-t", "tt", "--partition", "blok"], "did you mean block?"),
+    (["schema", "ark-modle"], "planc schema: error: argument NAME: invalid choice: "
+                              "'ark-modle': did you mean ark-model?"),
+    (["tune", EXAMPLES / "ffn.json", "-t", "ark", "--objective", "tim"],
+     "did you mean time?"),
+    ([EXAMPLES / "ffn.json", "-t", "ark", "--planner", "ark-defualt"],
+     "unknown planner 'ark-defualt': did you mean ark-default?"),
+    ([EXAMPLES / "ffn.json", "-t", "tt", "--partition", "zzzz"],
+     "invalid choice: 'zzzz' (choose from auto, row_major"),
+])
+def test_choices_and_planners_get_near_matches_too(capsys, argv, expected):
+    from compiler.driver import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as ended:       # argparse's refusals end the process
+        code = ended.code
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert expected in err, err
+
+
+def test_an_unknown_mscclpp_hardware_is_an_option_error_with_a_near_match(planc, tmp_path):
+    """It was `FILE: unknown hardware model 'A100' (known: a100, h100)`: no suggestion, and
+    blamed on the plan."""
+    plan = tmp_path / "ar.json"
+    assert planc("--collective", "allreduce", "--ranks", "4", "-t", "mscclpp", "-o",
+                 plan).code == 0
+    one_error(planc("simulate", plan, "--mscclpp-hw", "A100"),
+              "planc: error: unknown hardware model 'A100': did you mean a100? (known: a100, "
+              "h100)")
+
+
+def test_the_api_raises_argument_error_for_every_misnamed_name(small_ffn):
+    """The API documents `ArgumentError` for a misnamed name; an unknown device and planner
+    were plain `UsageError`s (not `ValueError`s either)."""
+    import compiler as api
+
+    for options in ({"arch": "A100"}, {"planner": "ark-defualt"}):
+        with pytest.raises(api.ArgumentError, match="did you mean"):
+            api.compile(small_ffn, "ark", **options)
+    with pytest.raises(ValueError, match="did you mean wormhole_b0"):
+        api.compile(small_ffn, "tt", arch="wormhole")
 
 
 def test_planc_tune_names_the_nearest_target(planc, tmp_path):
@@ -180,10 +237,45 @@ def test_opt_keeps_xdsls_caret_snippet_for_parse_errors(opt, tmp_path):
     assert err == f"planc-opt: error: {bad}:3:1: ']' expected\n}}\n^\n"
 
 
+@pytest.mark.parametrize("type_text, line", [
+    # The error was placed on the token after the type, here the block's closing `}`, and
+    # named no near data type.
+    ("!ark.tensor<0, FP17, [1, 256], buffer 0>",
+     ":3:37: tensor 0: unknown data type 'FP17': did you mean FP16? (expected one of FP32"),
+    ("!ark.tensor<0, FP16, [1, 256], strides [1, 2], buffer 0>",
+     ":3:33: tensor 0: offsets + shape exceed strides in dim 1 (0 + 256 > 2)"),
+])
+def test_opt_places_a_tensor_type_error_at_the_type(opt, tmp_path, type_text, line):
+    bad = tmp_path / "t.mlir"
+    bad.write_text(f"builtin.module {{\n  ark.model rank 0 of 1 {{\n    %t0 = ark.view : "
+                   f"{type_text}\n  }}\n}}\n")
+    code, _, err = opt(bad)
+    first, snippet, caret = err.splitlines()
+    assert code == 1 and first.startswith(f"planc-opt: error: {bad}{line}"), err
+    assert snippet.strip().startswith("%t0 = ark.view") and caret.strip().startswith("^")
+
+
+def test_a_misspelt_enumeration_value_gets_the_nearest(planc, tmp_path):
+    doc = small_ffn_doc()
+    doc["Nodes"][0]["Op"]["ReadTensors"][0]["DataType"] = "FP17"
+    one_error(planc("check", write_json(tmp_path / "m.json", doc)),
+              "DataType: expected FP32, FP16, BF16, INT32, UINT32, INT8, UINT8 or BYTE, got "
+              "\"FP17\": did you mean FP16?")
+
+
 def test_opt_names_the_nearest_pass(opt, tmp_path):
     model = write_json(tmp_path / "m.json", small_ffn_doc())
     code, _, err = opt(model, "-p", "sched-partition{splitk=false}")
     assert code == 1 and "did you mean split-k?" in err and err.count("\n") == 1
+
+
+def test_opt_names_the_pass_and_option_of_a_value_of_the_wrong_type(opt, tmp_path):
+    """It was `planc-opt: internal error: ValueError: Incompatible types ...`, exit 2."""
+    model = write_json(tmp_path / "m.json", small_ffn_doc())
+    code, _, err = opt(model, "-p", "ark-to-sched,sched-fuse,sched-tile,"
+                       "sched-partition{granularity=x}")
+    assert (code, err) == (1, "planc-opt: error: -p: pass sched-partition: option granularity "
+                              "takes a value of type int, got 'x'\n")
 
 
 @pytest.mark.parametrize("flag", ["--list-passes", "--help"])
@@ -200,3 +292,20 @@ def test_opt_lists_every_pass_with_its_options(capsys, flag):
     for option, kind, default in pass_options("sched-partition"):
         assert f"{option}: {kind} = {default}" in listing
     assert "split-k: bool = true" in listing
+
+
+@pytest.mark.parametrize("command", ["check", "simulate", "plot"])
+def test_a_commands_help_lists_its_own_options_only(command, planc, ffn_plan, tmp_path):
+    """`planc check --help` listed some forty target options (--generic, --mesh ...), each of
+    which it refuses; one given still names who takes it."""
+    from backends import COMMAND_FLAGS
+    from compiler.driver import parser_for
+
+    listed = parser_for(command).format_help()
+    assert "--mesh" not in listed and "--generic" not in listed and "--planner" not in listed
+    for flag in COMMAND_FLAGS[command]:
+        assert f"  {flag.name} " in listed, flag.name
+    argv = [command, ffn_plan, "--mesh", "2x2"] + (["-o", tmp_path / "x.png"]
+                                                   if command == "plot" else [])
+    one_error(planc(*argv), f"--mesh is not an option of planc {command} (it is one of "
+                            "--target gemini)")

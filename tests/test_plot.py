@@ -80,6 +80,7 @@ def test_simulate_writes_a_chrome_trace(planc, plans, tmp_path):
 def test_models_have_no_pictures(planc, tmp_path):
     result = planc("plot", EXAMPLES / "ffn.json", "-o", tmp_path / "x.png")
     assert result.code == 1 and "not ark-model documents" in result.err
+    assert "(a model has no schedule: draw the plan of `planc MODEL -t ark`" in result.err
     assert not (tmp_path / "x.png").exists()
 
 
@@ -159,9 +160,11 @@ def test_tt_pictures_say_what_each_kernel_counts_and_when_it_runs(planc, plans):
 
     drawn = pictures(load(plans["tt"]))
     labels = {p.title.split(" on ")[0]: p.label for p in drawn if isinstance(p, Heatmap)}
-    assert labels["Sigmoid 'sigmoid'"] == "output tiles per core"
-    assert labels["Matmul 'matmul'"] == "output tiles x K tiles per core"
+    assert labels["1: Sigmoid 'sigmoid'"] == "output tiles per core"
+    assert labels["0: Matmul 'matmul'"] == "output tiles x K tiles per core"
     (timeline,) = [p for p in drawn if isinstance(p, Timeline)]
+    # The timeline's rows are the kernels the maps' titles number (they were `kernel 3`).
+    assert {timeline.row_names[r] for r in timeline.rows} == set(labels)
     report = planc("simulate", plans["tt"], "--cost-only", "--json").json()
     end = max(s + d for s, d in zip(timeline.starts, timeline.durations, strict=True))
     assert end == pytest.approx(report["modeled_time_s"] * 1e6)
@@ -191,7 +194,9 @@ def test_mscclpp_plans_have_a_timeline(planc, tmp_path):
     report = planc("simulate", plan, "--json").json()
     (timeline,) = pictures(load(plan))
     end = max(s + d for s, d in zip(timeline.starts, timeline.durations, strict=True))
-    assert 0 < end <= report["modeled_time_s"] * 1e6
+    # The kernel launch counts (the picture ended 4 us before `planc simulate`'s time).
+    assert end == pytest.approx(report["modeled_time_s"] * 1e6, rel=1e-9)
+    assert min(timeline.starts) > 0 and "us modeled, from a 4 us kernel launch" in timeline.title
     assert {timeline.row_names[r] for r in timeline.rows} >= {f"gpu {g} tb 0" for g in range(4)}
     gpu = {row: name.split()[1] for row, name in timeline.row_names.items()}
     assert timeline.links and all(gpu[a] != gpu[b] for a, _, b in timeline.links)
@@ -228,3 +233,85 @@ def test_many_named_rows_are_ticked_by_group():
     ax = _drawn(t)
     assert [x.get_text() for x in ax.get_yticklabels()] == [f"gpu {g}" for g in range(4)]
     assert list(ax.get_yticks()) == [0, 8, 16, 24]
+
+
+def test_plot_takes_the_options_its_pictures_read(planc, plans, tmp_path):
+    """`--arch` for a TT plan and `--message-size`, `--mscclpp-hw` for an MSCCL++ plan were
+    refused by `planc plot`, though its pictures read them: a plan made for blackhole was
+    drawn against wormhole_b0, a collective made for 1 KB at 1 MB."""
+    from backends import make_options
+
+    image = tmp_path / "x.png"
+    assert planc("plot", plans["tt"], "-o", image, "--arch", "blackhole").code == 0
+    timed = {arch: sum(next(p for p in pictures(load(plans["tt"]), make_options(
+        "plot", arch=arch)) if isinstance(p, Timeline)).durations)
+             for arch in ("wormhole_b0", "blackhole")}
+    assert timed["blackhole"] != timed["wormhole_b0"]
+    report = planc("simulate", plans["tt"], "--arch", "blackhole", "--cost-only", "--json")
+    assert timed["blackhole"] == pytest.approx(report.json()["modeled_time_s"] * 1e6)
+    plan = tmp_path / "ag.json"
+    assert planc("--collective", "allgather", "--ranks", "4", "-t", "mscclpp",
+                 "-o", plan).code == 0
+    for flags in (["--message-size", "1K"], ["--mscclpp-hw", "a100"]):
+        result = planc("plot", plan, "-o", image, *flags)
+        assert result.code == 0, result.err
+        trace = tmp_path / "t.json"
+        report = planc("simulate", plan, "--trace", trace, "--json", *flags).json()
+        spans = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+        end = max(e["ts"] + e["dur"] for e in spans)
+        assert end == pytest.approx(report["modeled_time_s"] * 1e6, rel=1e-9)
+    assert "1.02 kB message" in pictures(load(plan), make_options(
+        "plot", message_size="1K"))[0].title
+    result = planc("plot", plans["ark"], "-o", image, "--message-size", "1K")
+    assert result.code == 1 and "reads it for mscclpp documents only" in result.err
+
+
+def test_the_gemini_trace_names_each_workload_and_the_legend_says_layers(planc, plans,
+                                                                           tmp_path):
+    trace = tmp_path / "g.json"
+    assert planc("simulate", plans["gemini"], "--trace", trace, "--cost-only").code == 0
+    spans = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    # Each core's workloads are numbered 0, 1, ... in the IR (they were all null here).
+    for core in {e["tid"] for e in spans}:
+        ids = [e["args"]["workload"] for e in spans if e["tid"] == core]
+        assert ids == list(range(len(ids)))
+    (timeline,) = [p for p in pictures(load(plans["gemini"])) if isinstance(p, Timeline)]
+    labels = [f"layer{i}" for i in range(12)]
+    many = Timeline("t", "core", rows=[0] * 12, starts=list(range(12)), durations=[1.0] * 12,
+                    labels=labels, args=[{}] * 12, kinds=timeline.kinds)
+    assert _drawn(many).get_legend().get_title().get_text() == "12 layers, by time"
+
+
+def test_notes_wider_than_their_bar_are_left_out_and_colour_bars_clear_their_neighbours():
+    """A TT kernel's operand places spilled over the bars beside a short one, and a heatmap's
+    colour-bar label ran into the next map's `core y`."""
+    import matplotlib.pyplot as plt
+
+    from compiler.plot import Heatmap, laid_out
+
+    t = Timeline("t", "kernel", rows=[0, 1], starts=[0.0, 50.0], durations=[50.0, 0.5],
+                 labels=["Matmul", "Mul"], args=[{"note": "A:L1 B:L1 C:L1"}] * 2)
+    maps = [Heatmap(f"{i}: h", np.ones((8, 8)), "output tiles x K tiles per core")
+            for i in range(3)]
+    figure = laid_out([t, *maps])
+    figure.canvas.draw()        # places the axis labels
+    renderer = figure.canvas.get_renderer()
+    timeline_ax = figure.axes[0]
+    assert [x.get_text() for x in timeline_ax.texts] == ["A:L1 B:L1 C:L1"]   # the long bar's
+    bars = [a for a in figure.axes if a.get_label() == "<colorbar>"]
+    maps_ax = [a for a in figure.axes[1:] if a not in bars]
+    assert len(bars) == 3 and len(maps_ax) == 3
+    for bar in bars:
+        label = bar.yaxis.label.get_window_extent(renderer)
+        for other in maps_ax:
+            assert not label.overlaps(other.yaxis.label.get_window_extent(renderer))
+            assert not label.overlaps(other.get_window_extent(renderer))
+    plt.close(figure)
+
+
+def test_heatmap_titles_write_counts_without_exponents():
+    """A 4x4 matmul's title read `mean of busy cores 1.41e+03`."""
+    from compiler.plot import _count
+
+    assert [_count(v) for v in (1408.0, 1407.5, 43.75, 11.0, 0.5, 123456.0)] == [
+        "1,408", "1,408", "43.8", "11", "0.5", "123,456"]

@@ -68,3 +68,34 @@ def test_verbose_names_every_step_of_a_command(planc, small_ffn, tmp_path, comma
     named = [line.split(": ")[1] for line in result.err.splitlines()
              if line.startswith("planc: ") and line.endswith(" s")]
     assert named == steps, result.err
+
+
+def test_planc_run_names_its_steps_with_v(planc, small_ffn, tmp_path):
+    """`planc run -v` printed nothing, even while a plan ran tile by tile."""
+    import numpy as np
+
+    from compiler.api import load
+    from targets.ark.model_interpreter import run_model
+
+    run = run_model(load(small_ffn).ops.first)
+    values = tmp_path / "in.npz"
+    rng = np.random.default_rng(0)
+    np.savez(values, **{f"t{t}": rng.random(run.types[t].shape_list).astype(np.float16)
+                        for t in run.inputs})
+    result = planc("run", small_ffn, "--inputs", values, "-o", tmp_path / "out.npz", "-v")
+    assert result.code == 0, result.err
+    named = [line.split(": ")[1] for line in result.err.splitlines()
+             if line.startswith("planc: ") and line.endswith(" s")]
+    assert named == ["load", "run the ark-model", "write"], result.err
+
+
+
+def test_planc_run_says_how_to_feed_a_model_not_lowered_from_onnx(planc, small_ffn, tmp_path):
+    """The hint named only `--weights MODEL.onnx`, which a hand-written model has none of."""
+    import numpy as np
+
+    values = tmp_path / "in.npz"
+    np.savez(values, t0=np.zeros((1, 128, 256), np.float16))
+    result = planc("run", small_ffn, "--inputs", values)
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert result.err.endswith("(give them in --inputs, named t<id> by tensor id)\n"), result.err

@@ -44,3 +44,36 @@ def test_failures_say_so():
     report = {"format": "mscclpp", "ok": False, "deadlocks": ["gpu 1 tb 0 op 6 waits"]}
     assert human_report("p.json", report).splitlines() == [
         "p.json: FAILED: mscclpp", "  deadlocks  gpu 1 tb 0 op 6 waits"]
+
+
+def test_records_and_message_sizes_read_like_the_other_figures():
+    """A TT kernel read `modeled_time_s 30.3 us, max_tiles_per_core 11` and the MSCCL++ message
+    size `67,108,864`, with no unit."""
+    report = {"format": "tt", "ok": True, "message_size": 67108864,
+              "kernels": [{"name": "Matmul 'matmul'", "max_tiles_per_core": 11,
+                           "modeled_time_s": 3.03e-05, "max_abs_error": 0.0}],
+              "slowest_task_groups": [{"task": 0, "processor_group": 1, "seconds": 2.64e-05}]}
+    lines = human_report("p.json", report).splitlines()
+    assert lines[1:] == [
+        "  message size         67,108,864 B",
+        "  kernels              name Matmul 'matmul', max tiles per core 11, modeled time "
+        "30.3 us, max abs error 0",
+        "  slowest task groups  task 0, processor group 1, time 26.4 us"]
+
+
+def test_a_tt_report_names_the_device_that_timed_it(planc, small_ffn, tmp_path):
+    """A tt.plan.json names no device: a blackhole plan was timed as a wormhole_b0 and the
+    report did not say so."""
+    plan = tmp_path / "tt.json"
+    assert planc(small_ffn, "-t", "tt", "--arch", "blackhole", "-o", plan).code == 0
+    default = planc("simulate", plan, "--cost-only", "--json").json()
+    chosen = planc("simulate", plan, "--cost-only", "--json", "--arch", "blackhole").json()
+    assert (default["device"], chosen["device"]) == ("wormhole_b0", "blackhole")
+    assert "a TT plan does not name its device" in default["device_source"]
+    assert chosen["modeled_time_s"] != default["modeled_time_s"]
+    lines = planc("simulate", plan, "--cost-only").out.splitlines()
+    assert lines[1].split() == ["device", "wormhole_b0"]
+    # Nothing was computed: no kernel claims an error of 0 and ok.
+    assert all("max_abs_error" not in k and "ok" not in k for k in default["kernels"])
+    full = planc("simulate", plan, "--json").json()
+    assert all(k["ok"] and "max_abs_error" in k for k in full["kernels"])

@@ -15,7 +15,7 @@ from compiler.tune_evaluate import Job, evaluate
 from compiler.tune_search import LocalExecutor, RayExecutor, ranked, run_study
 from compiler.tune_space import parse_space, space_for
 from compiler.tune_store import Store
-from ground.diagnostics import PlancError
+from ground.diagnostics import PlancError, UsageError
 from tests.conftest import EXAMPLES
 
 # A small ARK space: 2 planners x 2 granularities x 2 split-K, the other passes as planc's.
@@ -164,6 +164,20 @@ def test_an_unknown_space_key_is_an_error_naming_the_nearest(planc, tmp_path):
         "sched-partition.split_k"         # the pipeline's spelling is accepted
 
 
+def test_a_pass_option_value_of_the_wrong_type_is_an_error_before_the_study(planc, tmp_path):
+    """`granularity=x` refused every candidate with it, each with xDSL's message naming
+    neither the pass nor the option, and the study still exited 0 on the others."""
+    result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark", "--space",
+                   "sched-partition.granularity=1,x", "-o", tmp_path / "x")
+    assert result.code == 1 and result.err.count("\n") == 1, result.err
+    assert "--space: sched-partition.granularity: pass sched-partition: option granularity " \
+           "takes a value of type int, got 'x'" in result.err
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(UsageError, match="option split-k takes a value of type bool"):
+        space_for("ark", "sched-partition.split_k=yes")
+    assert space_for("ark", "sched-partition.split_k=false").dimensions[5].values == (False,)
+
+
 def test_an_unknown_device_is_one_error_before_the_study(planc, tmp_path):
     result = planc("tune", EXAMPLES / "ffn.json", "-t", "ark", "--arch", "A100", "-o",
                    tmp_path / "x")
@@ -213,8 +227,10 @@ def test_a_resumed_study_counts_its_stored_candidates(planc, small_ffn, tmp_path
     base = ("tune", small_ffn, "-t", "tt", "--strategy", "random", "--verify", "0", "-o", out)
     planc(*base, "--budget", "3", "--tune-seed", "1", "-q")
     again = planc(*base, "--budget", "5", "--tune-seed", "2")
-    assert "planc tune: ffn.json on default: resumed 3 stored candidates\n" in again.err
-    assert "ffn.json on default: 5 candidates (3 resumed, " in again.out
+    # The study is named by the device it is tuned for, the target's default (`on default`
+    # before).
+    assert "planc tune: ffn.json on wormhole_b0: resumed 3 stored candidates\n" in again.err
+    assert "ffn.json on wormhole_b0: 5 candidates (3 resumed, " in again.out
     db = sqlite3.connect(out / "tune.sqlite")
     assert db.execute("SELECT COUNT(*) FROM candidates").fetchone() == (5,)
     counted = []
@@ -228,6 +244,21 @@ def test_a_resumed_study_counts_its_stored_candidates(planc, small_ffn, tmp_path
         store.close()
     assert result.resumed == 5 and counted == [6, 7] and len(result.rows) == 7
     assert sorted(r["sequence"] for r in result.rows) == list(range(7))
+
+
+def test_the_counter_counts_to_the_spaces_candidates_when_they_are_fewer(small_ffn, tmp_path):
+    """A space of 3 under the default budget of 64 counted `1/64 candidates`, and its time
+    left assumed 61 more."""
+    space = space_for("tt", "grid=1x1; partition=auto,row_major,block")
+    seen = []
+    store = Store(tmp_path / "s")
+    try:
+        run_study(space, str(small_ffn), None, store=store, budget=64, strategy="exhaustive",
+                  objective="time", executor=LocalExecutor(1), seed=0,
+                  progress=lambda done, total, best: seen.append((done, total)))
+    finally:
+        store.close()
+    assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
 def test_interrupted_pool_workers_stay_quiet(capfd):
@@ -426,3 +457,38 @@ def test_the_ray_stall_bound_follows_the_slowest_evaluation():
     assert RayExecutor.over(ray, ray, stall_s=5).stall_bound() == 5
     with pytest.raises(Exception, match="must be positive"):
         RayExecutor.over(ray, ray, stall_s=0)
+
+
+def test_verbose_tune_logs_each_candidate_and_verification(planc, small_ffn, tmp_path):
+    """`planc tune -v` logged each pass's time of every candidate, and not which candidate
+    it was or what it scored."""
+    result = planc("tune", small_ffn, "-t", "ark", "--space", "sched-partition.granularity=1,2;"
+                   "planner=planc", "--budget", "2", "--verify", "1", "-v", "-o", tmp_path / "x")
+    assert result.code == 0, result.err
+    lines = [x for x in result.err.splitlines() if x.startswith(("planc: candidate",
+                                                                 "planc: verify"))]
+    assert lines[0].startswith("planc: candidate 1/2 (planc's default): ")
+    # Named by the decisions that differ from planc's own.
+    assert lines[1].startswith("planc: candidate 2/2 (") and "planc's default" not in lines[1]
+    assert "sched-partition.granularity=1" not in lines[1] and "=" in lines[1]
+    assert lines[0].endswith(" MB") and " us, " in lines[0]
+    assert lines[2] == "planc: verify candidate 0: check ok, simulate ok" or \
+        lines[2] == "planc: verify candidate 1: check ok, simulate ok"
+
+
+def test_plot_after_a_study_draws_its_front_and_help_lists_only_target_options(
+        planc, small_ffn, tmp_path):
+    """`--plot` without `--report` was silently ignored (exit 0, no picture), and `--help`
+    listed simulate's --trace, --seed, --cost-only as fixed target options, each refused."""
+    pytest.importorskip("matplotlib", reason="the plot extra draws the front")
+    from compiler.driver import tune_parser
+
+    out, image = tmp_path / "x", tmp_path / "front.png"
+    result = planc("tune", small_ffn, "-t", "tt", "--space", "grid=1x1,2x2; partition=auto",
+                   "--verify", "1", "-q", "-o", out, "--plot", image)
+    assert result.code == 0, result.err
+    assert result.out.endswith(f"picture: {image}\n") and image.stat().st_size > 10_000
+    listed = tune_parser().format_help()
+    for flag in ("--trace", "--seed", "--cost-only", "--full-run-limit", "--strict"):
+        assert f"  {flag} " not in listed, flag
+    assert "  --mesh XxY" in listed and "  --message-size BYTES" in listed

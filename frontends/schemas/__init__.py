@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from ground.diagnostics import PlancError, extend_path, one_of
+from ground.diagnostics import PlancError, did_you_mean, extend_path, one_of
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -228,7 +228,9 @@ def _message(keyword: str, expected: Any, schema: Any, value: Any) -> str:
             missing = next((k for k in expected if k not in value), expected[0])
             return f"missing required key '{missing}'"
         case "enum" if isinstance(value, str) and all(isinstance(v, str) for v in expected):
-            return f"expected {one_of(expected)}, got {json.dumps(value)}"
+            # A misspelt name gets the nearest (`"FP17"`: did you mean FP16?).
+            return (f"expected {one_of(expected)}, got {json.dumps(value)}"
+                    f"{did_you_mean(value, expected)}")
         case "enum":
             return f"expected {one_of(json.dumps(v) for v in expected)}, got {describe(value)}"
         case "const":
@@ -247,7 +249,8 @@ def _message(keyword: str, expected: Any, schema: Any, value: Any) -> str:
             allowed = expected.get("enum", []) if isinstance(expected, dict) else []
             bad = next((k for k in value if k not in allowed), None) if allowed else None
             if bad is not None:
-                return f"unknown key '{bad}' (expected {one_of(allowed)})"
+                return (f"unknown key '{bad}'{did_you_mean(bad, allowed)} (expected "
+                        f"{one_of(allowed)})")
         case "anyOf" | "oneOf":
             return _choice_message(expected)
     return f"violates the schema's '{keyword}'"

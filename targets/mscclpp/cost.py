@@ -31,7 +31,7 @@ from functools import cache
 
 from devices.hardware import device_names, load_device
 from dialects import mscclpp as ms
-from ground.diagnostics import PlancError
+from ground.diagnostics import ArgumentError, PlancError, did_you_mean
 from targets.mscclpp.program import Program, ProxyKey, Region, Step, expand
 from targets.mscclpp.replay import Block, Replay
 
@@ -90,7 +90,9 @@ def hardware_named(name: str) -> Hardware:
     """The cost-model view of GPU `name`, from its device description (devices)."""
     known = collective_devices()
     if name not in known:
-        raise PlancError(f"unknown hardware model '{name}' (known: {', '.join(known)})")
+        # A name from the command line or a call, not from the document.
+        raise ArgumentError(f"unknown hardware model '{name}'{did_you_mean(name, known)} "
+                            f"(known: {', '.join(known)})")
     device = load_device(name)
     fields = {k: v for k, v in device["collectives"].items()
               if k in Hardware.__dataclass_fields__}
