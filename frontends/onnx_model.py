@@ -528,7 +528,15 @@ def name_tensors(module: Any, names: dict[int, str]) -> None:
     from xdsl.dialects.builtin import DictionaryAttr, StringAttr
     from xdsl.rewriter import Rewriter
 
+    names = dict(names)
     for op in module.walk():
+        if isinstance(op, ark.ViewOp) and op.source is not None and _whole(op):
+            # A reshape of a named tensor is that tensor under another shape: a plan may keep
+            # only the reshape (a convolution's first view of the image), and `planc run`
+            # feeds it the named value reshaped.
+            source = getattr(op.source.type, "tensor_id", None)
+            if source in names and op.result.type.tensor_id not in names:
+                names[op.result.type.tensor_id] = names[source]
         for value in op.results:
             t = value.type
             name = names.get(getattr(t, "tensor_id", None))
@@ -539,14 +547,27 @@ def name_tensors(module: Any, names: dict[int, str]) -> None:
                 value, ark.TensorType(*t.parameters[:-1], extra))
 
 
-def tensor_names(module: Any) -> dict[str, int]:
-    """ONNX name -> tensor id, of the tensors that `name_tensors` named."""
-    names: dict[str, int] = {}
+def _whole(view: Any) -> bool:
+    """Is the view a reshape of all of its source (no window of it)?"""
+    t, source = view.result.type, view.source.type
+    return isinstance(t, ark.TensorType) and isinstance(source, ark.TensorType) and \
+        t.num_elements == source.num_elements and not any(t.offsets_list) and \
+        t.strides_list == t.shape_list
+
+
+def tensor_names(module: Any, *, every: bool = False) -> dict[str, Any]:
+    """ONNX name -> tensor id, of the tensors that `name_tensors` named (the first in the
+    document; with `every`, the set of all, the reshapes of a named input included)."""
+    names: dict[str, Any] = {}
     for op in module.walk():
         for value in op.results:
             t = value.type
             if isinstance(t, ark.TensorType) and NAME_KEY in t.extra.data:
-                names.setdefault(t.extra.data[NAME_KEY].data, t.tensor_id)
+                name = t.extra.data[NAME_KEY].data
+                if every:
+                    names.setdefault(name, set()).add(t.tensor_id)
+                else:
+                    names.setdefault(name, t.tensor_id)
     return names
 
 
