@@ -215,8 +215,10 @@ def _not(imp: ArkImporter, inputs, attrs):
 @handles("IsNaN")
 def _is_nan(imp: ArkImporter, inputs, attrs):
     """ARK has no NaN test. Exporters write it in torch's safe softmax,
-    Where(IsNaN(s), 0, s): a softmax is NaN only where its whole row is -inf (or NaN), so
-    that Where is the softmax, and `_where` lowers it so (reported at -v)."""
+    Where(IsNaN(s), 0, s): a softmax is NaN only where its whole row is -inf (or holds a
+    NaN), the Softmax of such an IsNaN is lowered in a form that gives 0 there
+    (`onnx_model._safe_softmax_of`), and `_where` takes that softmax (reported at -v). A NaN
+    in the softmax's input stays NaN (onnxruntime gives 0)."""
     (x,) = inputs
     if _all_const(inputs):
         return [np.isnan(x)]
@@ -289,8 +291,7 @@ def _safe_softmax(imp: ArkImporter, test: Pending, x, y):
     softmax = test.source
     if not (y is softmax and _scalar(x) == 0.0 and softmax in imp.softmax_results):
         raise imp.fail(f"its condition '{test.name}' {test.reason}")
-    imp.decomposed("the Softmax: Where(IsNaN(s), 0, s) differs from s only on rows that are "
-                   "all -inf, where ARK's softmax is NaN")
+    imp.decomposed("the safe Softmax before it, which gives 0 on rows that are all -inf")
     return softmax
 
 

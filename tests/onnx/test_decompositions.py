@@ -82,13 +82,38 @@ def test_a_mask_of_minus_infinity_from_a_runtime_condition_is_exact():
     assert_same(model, {"m": mask, "x": floats(3, 4)})
 
 
-def test_torchs_safe_softmax_is_the_softmax():
-    model = graph_model(
-        [helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+def _safe_softmax(shape, axis=-1, opset=18):
+    return graph_model(
+        [helper.make_node("Softmax", ["x"], ["s"], axis=axis),
          helper.make_node("IsNaN", ["s"], ["n"]),
          helper.make_node("Where", ["n", "zero", "s"], ["y"])],
-        [("x", TensorProto.FLOAT, [2, 5])], ["y"], [("zero", np.array(0, np.float32))])
-    assert_same(model, {"x": floats(2, 5)})
+        [("x", TensorProto.FLOAT, shape)], ["y"], [("zero", np.array(0, np.float32))],
+        opset=opset)
+
+
+def test_torchs_safe_softmax_is_the_softmax():
+    assert_same(_safe_softmax([2, 5]), {"x": floats(2, 5)})
+
+
+@pytest.mark.parametrize("axis,opset", [(-1, 18), (1, 18), (1, 11)])
+def test_torchs_safe_softmax_gives_0_on_rows_that_are_all_minus_infinity(axis, opset):
+    """Every key masked: onnxruntime's Where(IsNaN(s), 0, s) is 0 there; planc gave NaN.
+    Rows of large finite scores (-1e30, 1e4, the lowest float of masks) stay exact."""
+    x = floats(2, 3, 5)
+    x[0, 1, :] = -np.inf
+    x[1, :, 2] = -np.inf
+    x[1, 0, :] = [-1e30, -1e30 + 1e24, -np.inf, -1e30, -1e30]
+    x[0, 2, :] = [1e4, 1e4 - 1, 0, -np.inf, 1e4]
+    x[1, 2, :] = np.finfo(np.float32).min
+    model = _safe_softmax([2, 3, 5], axis, opset)
+    assert_same(model, {"x": x})
+    from tests.onnx.oracle import planc_outputs
+
+    if opset >= 13:   # a second way: numpy's softmax, 0 where undefined
+        with np.errstate(invalid="ignore"):
+            expected = np.exp(x - x.max(axis=axis, keepdims=True))
+            expected = np.nan_to_num(expected / expected.sum(axis=axis, keepdims=True))
+        np.testing.assert_allclose(planc_outputs(model, {"x": x})["y"], expected, rtol=1e-6)
 
 
 def test_isnan_elsewhere_is_refused_naming_its_consumer():
