@@ -1053,3 +1053,84 @@ def _activation(imp: ArkImporter, inputs, attrs):
         out = m.mul(x, m.sigmoid(m.scalar_mul(x, alpha if alpha is not None else 1.0)))
     imp.decomposed("Relu, Exp and Sigmoid")
     return [out]
+
+
+# ---------------------------------------------------------------------------------------------
+# Logarithms
+# ---------------------------------------------------------------------------------------------
+
+LOG_ROOTS = 10
+"""Square roots taken before the first estimate: ln x = 2^10 ln(x^(1/2^10)), and the root is
+within e^(+-0.087) of 1 for every finite float, where 2 atanh((r-1)/(r+1)) ~ 2u is good to
+0.06 after the scaling."""
+LOG_STEPS = 2
+"""Halley steps y += 2 (x e^-y - 1) / (x e^-y + 1), each cubing the error (0.06 -> 1e-5 ->
+below float precision)."""
+ZERO_TEST = {"FP16": 1e4}
+"""What x is multiplied by, twice, so that the smallest positive value reaches 1 (FP32 and
+BF16: 1e30)."""
+
+
+def _log_of(imp: ArkImporter, x):
+    """ln x from Sqrt, Exp and arithmetic (ARK has no logarithm): a first estimate from
+    repeated square roots, refined by Halley's method on e^y = x. ln 0 is -inf (x = 0 is
+    replaced by 1 and -inf added, as 1 - 1/(1 - [x = 0])); a negative x gives NaN, as
+    onnxruntime does."""
+    m = imp.m
+    scale = ZERO_TEST.get(x.type.data_type, 1e30)
+    zero = m.relu(_one_minus(imp, m.scalar_mul(m.scalar_mul(x, scale), scale)))  # [x == 0]
+    safe = m.add(x, zero)
+    root = safe
+    for _ in range(LOG_ROOTS):
+        root = m.sqrt(root)
+    u = m.div(m.scalar_add(root, -1.0), m.scalar_add(root, 1.0))
+    y = m.scalar_mul(u, 2.0 ** (LOG_ROOTS + 1))
+    for _ in range(LOG_STEPS):
+        t = m.mul(safe, m.exp(m.scalar_mul(y, -1.0)))
+        step = m.div(m.scalar_add(t, -1.0), m.scalar_add(t, 1.0))
+        y = m.add(y, m.scalar_mul(step, 2.0))
+    minus_infinity = _one_minus(imp, _reciprocal(imp, _one_minus(imp, zero)))
+    imp.decomposed(f"ln x: {LOG_ROOTS} square roots and {LOG_STEPS} Halley steps on e^y = x")
+    return m.add(y, minus_infinity)
+
+
+@handles("Log")
+def _log(imp: ArkImporter, inputs, attrs):
+    (x,) = inputs
+    if _all_const(inputs):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return [np.log(x)]
+    x = imp.tensor(x)
+    if x.type.data_type not in FLOAT_TYPES:
+        raise imp.fail(f"a logarithm of {x.type.data_type}")
+    return [_log_of(imp, x)]
+
+
+@handles("LogSoftmax")
+def _log_softmax(imp: ArkImporter, inputs, attrs):
+    """(x - m) - ln(sum e^(x - m)) along `axis` (before opset 13, of the input coerced to 2-D
+    at `axis`, as Softmax); the sum is at least 1, so its logarithm is finite."""
+    x = imp.tensor(inputs[0])
+    shape = x.type.shape_list
+    if imp.opset >= 13:
+        axis, rows = _axis(imp, attrs.get("axis", -1), len(shape)), None
+    else:
+        axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
+        rows = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+        x, axis = _reshape_to(imp, x, rows), 1
+    m = imp.m
+    shifted = m.sub(x, m.reduce_max(x, axis))
+    out = m.sub(shifted, _log_of(imp, m.reduce_sum(m.exp(shifted), axis)))
+    return [_reshape_to(imp, out, shape) if rows else out]
+
+
+@handles("Softplus")
+def _softplus(imp: ArkImporter, inputs, attrs):
+    """ln(1 + e^x) = relu(x) + ln(1 + e^-|x|) (no overflow for large x)."""
+    (x,) = inputs
+    if _all_const(inputs):
+        return [np.logaddexp(0, x).astype(x.dtype)]
+    x = imp.tensor(x)
+    m = imp.m
+    tail = m.scalar_add(m.exp(m.scalar_mul(_abs(imp, x), -1.0)), 1.0)
+    return [m.add(m.relu(x), _log_of(imp, tail))]

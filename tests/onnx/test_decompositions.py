@@ -214,3 +214,29 @@ def test_planc_run_of_a_plan_equals_the_model(planc, tmp_path):
     with np.load(tmp_path / "out.npz") as out:
         assert list(out.files) == ["y"]
         np.testing.assert_allclose(out["y"], x @ w, rtol=1e-5)
+
+
+def test_log_from_square_roots_and_halley_steps():
+    """ln over the whole float range, 0 (-inf) and negatives (NaN) as onnxruntime; numpy's
+    log agrees (a second way)."""
+    x = np.concatenate([np.geomspace(1e-38, 3e38, 61), np.linspace(0.5, 2, 31), [1.0, 0.0, -2.0]])
+    x = x.astype(np.float32).reshape(1, -1)
+    model = single_node_model("Log", {"x": x}, ["y"])
+    assert_same(model, {"x": x}, rtol=1e-6, atol=2e-7)
+    from tests.onnx.oracle import planc_outputs
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_allclose(planc_outputs(model, {"x": x})["y"], np.log(x), rtol=1e-6,
+                                   atol=2e-7)
+
+
+@pytest.mark.parametrize("opset,axis", [(18, -1), (18, 0), (11, 1)])
+def test_log_softmax(opset, axis):
+    x = floats(3, 4, 5) * 10
+    model = single_node_model("LogSoftmax", {"x": x}, ["y"], opset=opset, axis=axis)
+    assert_same(model, {"x": x}, rtol=1e-5, atol=1e-5)
+
+
+def test_softplus():
+    x = floats(4, 6) * 30
+    assert_same(single_node_model("Softplus", {"x": x}, ["y"]), {"x": x}, rtol=1e-5, atol=1e-6)
