@@ -5,13 +5,13 @@ Sqrt, Rsqrt, Relu, Sigmoid), reductions, MatMul, Transpose, Embedding (a row gat
 Copy (a broadcast) and views. Everything here is built from those, and says so at `-v`:
 
 * masks: a BOOL tensor is UINT8 holding 0 or 1. Comparisons of integer tensors are exact with
-  Relu (`a > b` is `relu(d) - relu(d - 1)` of the integer `d = a - b`); And, Or, Not and Xor
-  are arithmetic on 0/1; Where(c, x, y) is `c * x + (1 - c) * y`. Comparisons of float
-  tensors have no decomposition (ARK has no step function) and are refused;
+  Relu (`a > b` is `relu(d) - relu(d - 1)` of the integer `d = a - b`), of float tensors
+  with the sign of the difference (`min(1, relu(d) * 1e30 * 1e30)`); And, Or, Not and Xor
+  are arithmetic on 0/1; Where(c, x, y) is `c * x + (1 - c) * y`;
 * data movement: Expand and Tile are broadcasting copies, Split and constant-index Gather are
   views, GatherElements, GatherND and Gather on any axis (negative indices included) are
   Embedding row gathers from a table of one column or of the trailing dims;
-* math: Reciprocal is 1 / x, Tanh is `2 sigmoid(2x) - 1`, Erf and the exact Gelu use
+* math: Log (square roots and Halley steps), LogSoftmax, Softplus, Reciprocal is 1 / x, Tanh is `2 sigmoid(2x) - 1`, Erf and the exact Gelu use
   Abramowitz and Stegun's 7.1.26 (|error| < 1.5e-7), Max/Min are `a + relu(b - a)`, Clip a
   Relu on each side, Pow with integer or half-integer exponents repeated products (and a
   Sqrt), LayerNormalization over any trailing axes, RMSNormalization, Trilu a constant mask.
@@ -139,6 +139,10 @@ def _as_bool(imp: ArkImporter, x):
 # Masks: comparisons and logic
 # ---------------------------------------------------------------------------------------------
 
+ZERO_TEST = {"FP16": 1e4}
+"""What a float is multiplied by, twice, so that the smallest positive value reaches 1 (FP32
+and BF16: 1e30)."""
+
 
 def _greater_than_zero(imp: ArkImporter, d):
     """[d > 0] of an INT32 tensor: relu(d) - relu(d - 1)."""
@@ -167,8 +171,7 @@ def _compare(imp: ArkImporter, inputs, attrs):
     if _all_const(inputs):
         return [COMPARE[kind](a, b)]
     if is_float(a) or is_float(b):
-        raise imp.fail("ARK has no comparison of floating-point tensors (no step function); "
-                       "planc compares integer and BOOL tensors exactly")
+        return [_compare_floats(imp, a, b, kind)]
     if kind in ("Less", "LessOrEqual"):
         a, b = b, a       # a < b is b > a
     d = imp.m.sub(_as_int(imp, a), _as_int(imp, b))
@@ -176,6 +179,44 @@ def _compare(imp: ArkImporter, inputs, attrs):
             "LessOrEqual": _at_least_zero, "GreaterOrEqual": _at_least_zero}[kind]
     imp.decomposed("Relu of the integer difference")
     return [_as_bool(imp, test(imp, d))]
+
+
+def _float_positive(imp: ArkImporter, d):
+    """[d > 0] of a float tensor, as 0.0 or 1.0: min(1, relu(d) K K) with K so large that the
+    smallest positive float (a subnormal) reaches 1 (1e30, FP16 1e4; an overflow to inf is
+    still 1), computed as 1 - relu(1 - v)."""
+    scale = ZERO_TEST.get(d.type.data_type, 1e30)
+    m = imp.m
+    return _one_minus(imp, m.relu(_one_minus(imp, m.scalar_mul(m.scalar_mul(m.relu(d), scale),
+                                                               scale))))
+
+
+def _compare_floats(imp: ArkImporter, a, b, kind: str):
+    """Float comparisons from the sign of the difference, which IEEE arithmetic (with
+    subnormals) gets right for every pair of finite values: a > b is [a - b > 0], a == b is
+    1 - [a - b > 0] - [b - a > 0]. Infinities of one sign on both sides (inf - inf) and NaN
+    give NaN here, where onnxruntime compares them."""
+    if not is_float(a):
+        a, b = b, a
+        kind = {"Less": "Greater", "Greater": "Less", "LessOrEqual": "GreaterOrEqual",
+                "GreaterOrEqual": "LessOrEqual"}.get(kind, kind)
+    a = imp.tensor(a)
+    b = imp.tensor(b, a)
+    if b.type.data_type != a.type.data_type:
+        b = imp.m.cast(b, a.type.data_type)
+    m = imp.m
+    if kind in ("Greater", "LessOrEqual"):
+        out = _float_positive(imp, m.sub(a, b))
+    elif kind in ("Less", "GreaterOrEqual"):
+        out = _float_positive(imp, m.sub(b, a))
+    else:
+        d = m.sub(a, b)
+        out = _one_minus(imp, m.add(_float_positive(imp, d),
+                                    _float_positive(imp, m.scalar_mul(d, -1.0))))
+    if kind in ("LessOrEqual", "GreaterOrEqual"):
+        out = _one_minus(imp, out)
+    imp.decomposed("the sign of the float difference, with Relu and scaling")
+    return _as_bool(imp, out)
 
 
 LOGIC = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}
@@ -1066,9 +1107,6 @@ within e^(+-0.087) of 1 for every finite float, where 2 atanh((r-1)/(r+1)) ~ 2u 
 LOG_STEPS = 2
 """Halley steps y += 2 (x e^-y - 1) / (x e^-y + 1), each cubing the error (0.06 -> 1e-5 ->
 below float precision)."""
-ZERO_TEST = {"FP16": 1e4}
-"""What x is multiplied by, twice, so that the smallest positive value reaches 1 (FP32 and
-BF16: 1e30)."""
 
 
 def _log_of(imp: ArkImporter, x):

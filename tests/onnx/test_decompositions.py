@@ -64,9 +64,29 @@ def test_integer_comparisons_are_exact(op):
     assert_same(single_node_model(op, {"a": a, "b": b}, ["y"]), {"a": a, "b": b})
 
 
-def test_float_comparisons_are_refused_naming_the_node():
-    with pytest.raises(PlancError, match=r"\(Less\): ARK has no comparison of floating-point"):
-        import_model(single_node_model("Less", {"a": floats(3), "b": floats(3)}, ["y"]))
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_float_comparisons_are_exact(op):
+    """Equal values, neighbours one ulp apart, subnormals, zeros of both signs, the extremes
+    (planc refused float comparisons)."""
+    tiny = np.float32(1e-45)
+    a = np.array([1.0, 1.0, 0.0, -0.0, tiny, -tiny, 3e38, -3e38, 2.5, -7.0], np.float32)
+    b = np.array([1.0, np.nextafter(np.float32(1), np.float32(2)), -0.0, 0.0, 0.0, 0.0, -3e38,
+                  3e38, 2.5, 7.0], np.float32)
+    a, b = np.concatenate([a, b, floats(20)]), np.concatenate([b, a, floats(20)])
+    model = single_node_model(op, {"a": a, "b": b}, ["y"])
+    assert_same(model, {"a": a, "b": b})
+    from tests.onnx.oracle import planc_outputs   # a second way: numpy's comparison
+
+    expected = getattr(np, {"Equal": "equal", "Less": "less", "Greater": "greater",
+                            "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal"}[op])
+    np.testing.assert_array_equal(planc_outputs(model, {"a": a, "b": b})["y"], expected(a, b))
+
+
+def test_a_float_compared_with_a_constant():
+    x = floats(4, 5)
+    model = single_node_model("Less", {"x": x}, ["y"], initializers={"c": np.array(0.5,
+                                                                                    np.float32)})
+    assert_same(model, {"x": x})
 
 
 def test_a_mask_of_minus_infinity_from_a_runtime_condition_is_exact():
