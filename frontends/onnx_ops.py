@@ -11,8 +11,9 @@ Copy (a broadcast) and views. Everything here is built from those, and says so a
 * data movement: Expand and Tile are broadcasting copies, Split and constant-index Gather are
   views, GatherElements, GatherND and Gather on any axis (negative indices included) are
   Embedding row gathers from a table of one column or of the trailing dims;
-* math: Log (square roots and Halley steps), LogSoftmax, Softplus, Reciprocal is 1 / x, Tanh is `2 sigmoid(2x) - 1`, Erf and the exact Gelu use
-  Abramowitz and Stegun's 7.1.26 (|error| < 1.5e-7), Max/Min are `a + relu(b - a)`, Clip a
+* math: Log is square roots and Halley steps (and LogSoftmax and Softplus use it),
+  Reciprocal is 1 / x, Tanh is `2 sigmoid(2x) - 1`, Erf and the exact Gelu use Abramowitz
+  and Stegun's 7.1.26 (|error| < 1.5e-7), Max/Min are `a + relu(b - a)`, Clip a
   Relu on each side, Pow with integer or half-integer exponents repeated products (and a
   Sqrt), LayerNormalization over any trailing axes, RMSNormalization, Trilu a constant mask.
 

@@ -75,7 +75,7 @@ def test_float_comparisons_are_exact(op):
     a, b = np.concatenate([a, b, floats(20)]), np.concatenate([b, a, floats(20)])
     model = single_node_model(op, {"a": a, "b": b}, ["y"])
     assert_same(model, {"a": a, "b": b})
-    from tests.onnx.oracle import planc_outputs   # a second way: numpy's comparison
+    from tests.onnx.oracle import planc_outputs  # a second way: numpy's comparison
 
     expected = getattr(np, {"Equal": "equal", "Less": "less", "Greater": "greater",
                             "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal"}[op])
