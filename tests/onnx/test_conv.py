@@ -103,3 +103,19 @@ def test_a_cnn_is_a_gemini_layer_graph_unless_the_target_takes_only_ark_models()
     assert dnn.find_graph(import_model(model, wants=("ark-model", "gemini-layers")).module)
     assert isinstance(import_model(model, wants=("ark-model", "ark-plan")).module.ops.first,
                       ark.ModelOp)
+
+
+def test_the_api_compiles_a_cnn_for_ark_and_for_gemini(tmp_path):
+    """`compile` imports an ONNX CNN as its target takes it (it loaded a Gemini layer graph
+    for every target, which the ARK targets refused)."""
+    import json
+
+    from compiler.api import compile as planc_compile
+
+    path = tmp_path / "conv.onnx"
+    onnx.save(single_node_model("Conv", {"x": floats(1, 3, 6, 6)}, ["y"], pads=[1, 1, 1, 1],
+                                initializers={"w": floats(2, 3, 3, 3)}), path)
+    model = json.loads(planc_compile(path, "ark-model"))
+    kinds = {node["Op"]["Type"] for node in model["Nodes"]}
+    assert {"Embedding", "Matmul"} <= kinds, kinds
+    assert "conv2d" in planc_compile(path, "gemini-layers")
