@@ -354,8 +354,7 @@ class ArkImporter:
         self.opset = opset_of(model)
         self.fold_note = fold_note
         self.softmax_results: set[Any] = set()  # what Where(IsNaN(s), 0, s) may be
-        self.nan_tested = {n.input[0] for n in self.graph.node
-                           if n.op_type == "IsNaN" and n.input}
+        self.nan_tested = _selected_values(self.graph)
         self.wanted = {n for node in self.graph.node for n in node.input} | {
             v.name for v in self.graph.output}
 
@@ -758,14 +757,36 @@ def _softmax(imp: ArkImporter, inputs, attrs):
     return [out]
 
 
+PASS_THROUGH = frozenset({"Cast", "CastLike", "Identity"})
+
+
+def _selected_values(graph: Any) -> set[str]:
+    """Values whose NaNs the graph replaces: the input of an IsNaN, or a value input of a
+    Where, directly or through casts (torch's safe softmax, Where(IsNaN(s), 0, s), and
+    ONNX's Attention expanded, Where(row all masked, 0, s)). A Softmax producing one is
+    lowered in its safe form (`_safe_softmax_of`)."""
+    sources = {n.output[0]: n.input[0] for n in graph.node
+               if n.op_type in PASS_THROUGH and n.input and n.output}
+    selected = set()
+    for node in graph.node:
+        names = node.input[:1] if node.op_type == "IsNaN" else \
+            node.input[1:3] if node.op_type == "Where" else []
+        for name in names:
+            while name:
+                selected.add(name)
+                name = sources.get(name)
+    return selected
+
+
 LOWEST = {"FP32": float(np.finfo(np.float32).min), "FP16": float(np.finfo(np.float16).min),
           "BF16": -3.3895313892515355e38}
 """The lowest finite value of each float type."""
 
 
 def _safe_softmax_of(imp: ArkImporter, x):
-    """torch's safe softmax, which exporters write as Where(IsNaN(s), 0, s): a row that is
-    all -inf (every key masked) gives zeros where a softmax gives NaN (-inf - -inf). ARK has
+    """torch's safe softmax, which exporters write as Where(IsNaN(s), 0, s) (and ONNX's
+    Attention as Where(row all -inf, 0, s)): a row that is all -inf (every key masked) gives
+    zeros where a softmax gives NaN (-inf - -inf). ARK has
     no NaN test, so the softmax itself is made safe without arithmetic on infinities: the
     row's shift is max(m, lowest finite) of its maximum m, a ReduceMax over m and that
     constant side by side (m itself on every row with a finite element, so those rows are

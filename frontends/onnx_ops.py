@@ -31,6 +31,7 @@ import numpy as np
 from frontends.onnx_model import (
     ARK_DTYPES,
     FLOAT_TYPES,
+    LOWEST,
     MAX_RANK,
     NUMPY_TO_ARK,
     ArkImporter,
@@ -40,6 +41,7 @@ from frontends.onnx_model import (
     _axis,
     _contiguous,
     _reshape_to,
+    _safe_softmax_of,
     handles,
     shape_of,
 )
@@ -197,10 +199,13 @@ def _compare_floats(imp: ArkImporter, a, b, kind: str):
     subnormals) gets right for every pair of finite values: a > b is [a - b > 0], a == b is
     1 - [a - b > 0] - [b - a > 0]. Infinities of one sign on both sides (inf - inf) and NaN
     give NaN here, where onnxruntime compares them."""
-    if not is_float(a):
+    if not is_float(a) or isinstance(a, np.ndarray):
         a, b = b, a
         kind = {"Less": "Greater", "Greater": "Less", "LessOrEqual": "GreaterOrEqual",
                 "GreaterOrEqual": "LessOrEqual"}.get(kind, kind)
+    bound = _scalar(b) if isinstance(b, np.ndarray) else None
+    if bound is not None and math.isinf(bound):
+        return _compare_with_infinity(imp, imp.tensor(a), bound, kind)
     a = imp.tensor(a)
     b = imp.tensor(b, a)
     if b.type.data_type != a.type.data_type:
@@ -218,6 +223,27 @@ def _compare_floats(imp: ArkImporter, a, b, kind: str):
         out = _one_minus(imp, out)
     imp.decomposed("the sign of the float difference, with Relu and scaling")
     return _as_bool(imp, out)
+
+
+def _compare_with_infinity(imp: ArkImporter, x, bound: float, kind: str):
+    """x against the constant +inf or -inf (a difference would be inf - inf = NaN): [x == -inf]
+    is min(1, relu(-x / F - 1)) with F the largest float (-x / F is at most 1 for every
+    finite x and +inf for -inf), and every comparison with an infinity is that test or its
+    complement (x > -inf is 1 - [x == -inf], x <= -inf is [x == -inf] ...)."""
+    m = imp.m
+    largest = -LOWEST.get(x.type.data_type, LOWEST["FP32"])
+    sign = -1.0 if bound < 0 else 1.0      # [x == bound] from sign * x / F
+    beyond = m.relu(m.scalar_add(m.scalar_mul(x, sign / largest), -1.0))
+    equal = _one_minus(imp, m.relu(_one_minus(imp, beyond)))
+    # x == bound, and which comparisons that is for -inf (for +inf, mirrored)
+    same = {"Equal", "LessOrEqual"} if bound < 0 else {"Equal", "GreaterOrEqual"}
+    never = {"Less"} if bound < 0 else {"Greater"}
+    always = {"GreaterOrEqual"} if bound < 0 else {"LessOrEqual"}
+    imp.decomposed("a test for an infinity: min(1, relu(-x / F - 1))")
+    if kind in never or kind in always:
+        constant = m.scalar_mul(equal, 0.0)
+        return _as_bool(imp, _one_minus(imp, constant) if kind in always else constant)
+    return _as_bool(imp, equal if kind in same else _one_minus(imp, equal))
 
 
 LOGIC = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}
@@ -866,15 +892,13 @@ def _rms_norm(imp: ArkImporter, inputs, attrs):
     return [_scale_and_shift(imp, y, inputs[:2])]
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Attention (opset 23)
 # ---------------------------------------------------------------------------------------------
 
-LOWEST = {"FP32": -3.4028234663852886e38, "FP16": -65504.0, "BF16": -3.3895313892515355e38}
-"""Each type's lowest finite value: what a runtime BOOL mask adds where it masks (-inf would be
-0 x inf = NaN in the product with the mask); rows it masks entirely are zeroed after the
-softmax, as ONNX's fully-masked-row rule says."""
+# LOWEST (onnx_model): what a runtime BOOL mask adds where it masks (-inf would be 0 x inf =
+# NaN in the product with the mask); rows it masks entirely are zeroed after the softmax, as
+# ONNX's fully-masked-row rule says.
 
 
 def _heads(imp: ArkImporter, x, heads: int | None, what: str):
@@ -887,6 +911,10 @@ def _heads(imp: ArkImporter, x, heads: int | None, what: str):
                        "[B, heads, S, D]")
     split = _reshape_to(imp, x, [shape[0], shape[1], heads, shape[2] // heads])
     return imp.m.transpose(split, [0, 2, 1, 3])
+
+
+SAFE = "safe"
+"""`_attention_bias`'s answer for a mask that needs the safe softmax (`_safe_softmax_of`)."""
 
 
 def _attention_bias(imp: ArkImporter, mask, causal: bool, q_len: int, kv_len: int,
@@ -917,9 +945,13 @@ def _attention_bias(imp: ArkImporter, mask, causal: bool, q_len: int, kv_len: in
             rows = imp.m.mul(rows, imp.weight(open_rows, dtype))
             add = imp.m.add(add, imp.weight(np.maximum(bias, lowest), dtype))
         return add, rows
-    raise imp.fail("a float mask the model computes: where it masks a whole row with -inf "
-                   "ONNX gives 0 and ARK's softmax NaN, and ARK cannot test for -inf; give a "
-                   "BOOL mask, or a constant one")
+    if dtype not in LOWEST:
+        raise imp.fail(f"a float mask the model computes, of {dtype}")
+    # A float mask the model computes: added as it is, and the softmax made safe, so that a
+    # row it masks wholly with -inf gives 0 as ONNX does.
+    add = mask if bias is None else imp.m.add(
+        mask, imp.weight(bias, mask.type.data_type))
+    return add, SAFE
 
 
 @handles("Attention")
@@ -970,7 +1002,10 @@ def _attention(imp: ArkImporter, inputs, attrs):
         biased = imp.m.add(capped, imp.weight(bias.astype(np.float32), dtype))
     elif bias is not None:
         biased = imp.m.add(capped, bias)
-    probabilities = imp.m.softmax(biased, 3)
+    if rows is SAFE:
+        probabilities, rows = _safe_softmax_of(imp, biased)(biased, 3), None
+    else:
+        probabilities = imp.m.softmax(biased, 3)
     if rows is not None:
         probabilities = imp.m.mul(probabilities, rows)
     y = imp.m.matmul(probabilities, v)

@@ -260,3 +260,14 @@ def test_log_softmax(opset, axis):
 def test_softplus():
     x = floats(4, 6) * 30
     assert_same(single_node_model("Softplus", {"x": x}, ["y"]), {"x": x}, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bound", [-np.inf, np.inf])
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_comparisons_with_an_infinity_are_exact(op, bound):
+    """x == -inf as ONNX's expanded Attention tests a row maximum (a difference would be
+    inf - inf = NaN)."""
+    x = np.array([-np.inf, np.inf, 0.0, -3.4e38, 3.4e38, 1.0, -1e-45], np.float32)
+    model = single_node_model(op, {"x": x}, ["y"], initializers={"c": np.array(bound,
+                                                                                np.float32)})
+    assert_same(model, {"x": x})
