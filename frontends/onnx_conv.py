@@ -238,6 +238,9 @@ def _pool_counts(imp: ArkImporter, attrs, shape: list[int], inside: np.ndarray,
     the trailing padding counts only what lies within it)."""
     if not attrs.get("count_include_pad", 0):
         counts = inside.reshape(int(np.prod(out)), -1).sum(axis=1)
+    elif attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+        raise imp.fail("count_include_pad with auto_pad SAME_*: planc counts the padding "
+                       "that `pads` gives")
     else:
         spatial = [1, shape[2]] if len(shape) == 3 else list(shape[2:])
         kernel = _ints(attrs, "kernel_shape", [])
