@@ -164,7 +164,7 @@ def reproduce(case) -> None:
             try:
                 imported.append(import_model(model, f"{case.name}.onnx", wants))
             except PlancError as e:
-                refusal = refusal or e
+                refusal = e     # the last way's (the ARK model's) reason
         if not imported:
             raise refusal
         for imp in imported:
@@ -196,11 +196,11 @@ def test_node_case(name):
         pytest.skip(f"not lowered: {e.message}")
 
 
-REPRODUCED_AT_LEAST = 600
+REPRODUCED_AT_LEAST = 800
 
 
 @pytest.mark.slow
-def test_at_least_600_node_tests_are_reproduced_exactly():
+def test_at_least_800_node_tests_are_reproduced_exactly():
     """Every case, imported and run: how many planc reproduces (values and shapes). A wrong
     value or an internal error fails the case's own test above; here it does not count."""
     reproduced, refused = [], []
