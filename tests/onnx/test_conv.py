@@ -119,3 +119,11 @@ def test_the_api_compiles_a_cnn_for_ark_and_for_gemini(tmp_path):
     kinds = {node["Op"]["Type"] for node in model["Nodes"]}
     assert {"Embedding", "Matmul"} <= kinds, kinds
     assert "conv2d" in planc_compile(path, "gemini-layers")
+
+
+def test_average_pooling_counting_same_padding_is_refused():
+    """The divisor would count the `pads` attribute's padding, which SAME leaves empty."""
+    model = single_node_model("AveragePool", {"x": floats(1, 2, 5, 5)}, ["y"],
+                              kernel_shape=[3, 3], auto_pad="SAME_UPPER", count_include_pad=1)
+    with pytest.raises(PlancError, match=r"count_include_pad with auto_pad SAME"):
+        import_model(model, wants=("ark-model",))
