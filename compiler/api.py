@@ -119,7 +119,11 @@ def compile(source: ModuleOp | str | Path, target: str, *, pipeline: str | None 
     given_module = _is_module(source)
 
     def fresh(_options: Any) -> tuple[str, ModuleOp]:
-        module = source.clone() if given_module else load(source)
+        from compiler.pipeline import load_input
+
+        # an ONNX CNN is imported as the target takes it (a Gemini layer graph or ARK model)
+        module = source.clone() if given_module else load_input(str(source), None,
+                                                                info.sources)[1]
         return document_format(module).name, module
 
     with without_garbage_collection():

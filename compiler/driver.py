@@ -445,7 +445,7 @@ def _synthesize_or_load(args: argparse.Namespace, target: TargetInfo, options: A
         fmt, module = load_inputs(args.inputs, args.source_format)
         return fmt.name, module
     if args.input is not None:
-        fmt, module = load_input(args.input, args.source_format)
+        fmt, module = load_input(args.input, args.source_format, target.sources)
         return fmt.name, module
     synthesize = getattr(target.load(), "synthesize", None)
     if synthesize is None:

@@ -12,7 +12,7 @@ import gc
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +30,13 @@ LOG = logging.getLogger("planc.pipeline")
 # ---------------------------------------------------------------------------------------------
 
 
-def load_input(path: str, forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
-    """Import `path` into IR and verify it; the format is detected unless `forced`."""
+def load_input(path: str, forced: str | None = None, wants: Sequence[str] = (),
+               ) -> tuple[InputFormat, ModuleOp]:
+    """Import `path` into IR and verify it; the format is detected unless `forced`. `wants`
+    (the input formats of the target asked for) picks how an ONNX CNN is imported."""
     from dialects.locations import verify_module
 
-    fmt, module = import_file(path, forced)
+    fmt, module = import_file(path, forced, wants)
     try:
         verify_module(module)
     except PlancError as e:
@@ -42,12 +44,13 @@ def load_input(path: str, forced: str | None = None) -> tuple[InputFormat, Modul
     return fmt, module
 
 
-def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, ModuleOp]:
+def import_file(path: str, forced: str | None = None, wants: Sequence[str] = (),
+                ) -> tuple[InputFormat, ModuleOp]:
     """Import `path` into IR without verifying it."""
     if path.endswith(".mlir"):
         return _load_mlir(path)
     if path.endswith(".onnx"):
-        return _load_onnx(path)
+        return _load_onnx(path, wants)
     from ground.json_reader import load_json_file
 
     doc = load_json_file(path)
@@ -62,11 +65,12 @@ def import_file(path: str, forced: str | None = None) -> tuple[InputFormat, Modu
         raise e.in_file(path) from None
 
 
-def _load_onnx(path: str) -> tuple[InputFormat, ModuleOp]:
-    """An ONNX model: an ARK model, or a Gemini layer graph for convolutional networks."""
+def _load_onnx(path: str, wants: Sequence[str] = ()) -> tuple[InputFormat, ModuleOp]:
+    """An ONNX model: an ARK model, or a Gemini layer graph for convolutional networks where
+    the target takes one (see `frontends.onnx.import_model`)."""
     from frontends.onnx import import_onnx
 
-    module = import_onnx(path)
+    module = import_onnx(path, wants)
     return format_of_root(module.ops.first.name), module
 
 

@@ -57,7 +57,8 @@ class Document:
             from frontends.onnx import import_model
             from frontends.onnx_model import load
 
-            imported = import_model(load(path), path)
+            # a CNN too runs as an ARK model (its Gemini layer graph has no named tensors)
+            imported = import_model(load(path), path, wants=("ark-model",))
             self.module = imported.module
             self.format = "onnx"
             self.values = dict(imported.values)
@@ -70,6 +71,7 @@ class Document:
         from frontends.onnx_model import tensor_names
 
         self.names = tensor_names(self.module)
+        self.shapes: dict[int, list[int]] | None = None
 
     def tensor_id(self, key: str, source: str) -> int:
         if key in self.names:
@@ -81,15 +83,33 @@ class Document:
         raise PlancError(f"'{key}' names no tensor of {self.path} (its names: {known})",
                          file=source)
 
+    def shaped(self, tensor_id: int, value: np.ndarray) -> np.ndarray:
+        """`value` in the shape of the tensor it feeds, where a plan keeps a named input only
+        as a reshape of it (the same elements in order); any other shape is left to the run
+        to refuse."""
+        from dialects import ark
+
+        if self.shapes is None:
+            self.shapes = {v.type.tensor_id: v.type.shape_list for op in self.module.walk()
+                           for v in op.results if isinstance(v.type, ark.TensorType)}
+        shape = self.shapes.get(tensor_id)
+        value = np.asarray(value)
+        if shape is not None and list(value.shape) != shape and value.size == np.prod(shape):
+            return value.reshape(shape)
+        return value
+
     def name_of(self, tensor_id: int) -> str:
         return next((n for n, t in self.names.items() if t == tensor_id), f"t{tensor_id}")
 
 
 def weights_of(model_path: str, document: Document) -> dict[int, np.ndarray]:
     """The weights and constants of the ONNX model a plan was lowered from, by tensor id."""
+    from frontends.onnx_model import tensor_names
+
     weights = Document(model_path)
+    aliases = tensor_names(weights.module, every=True)
     for name, tensor_id in weights.names.items():
-        if document.names.get(name, tensor_id) != tensor_id:
+        if document.names.get(name, tensor_id) not in aliases[name]:
             raise PlancError(f"'{name}' is tensor {tensor_id} here but tensor "
                              f"{document.names[name]} in {document.path}: the document was "
                              "not lowered from this model", file=model_path)
@@ -163,7 +183,8 @@ def run_command(options: Namespace) -> dict[str, Any]:
                 given.update(weights_of(options.weights, document))
             named = read_npz(options.input_values) if options.input_values else {}
             for key, value in named.items():
-                given[document.tensor_id(key, options.input_values)] = value
+                tensor_id = document.tensor_id(key, options.input_values)
+                given[tensor_id] = document.shaped(tensor_id, value)
         with steps.step(f"run the {document.format}"):
             outputs = execute(document, given)
         return _write_outputs(options, document, outputs, steps)

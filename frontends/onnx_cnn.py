@@ -37,6 +37,7 @@ from frontends.onnx_model import (
     node_error,
     node_order,
     node_values,
+    opset_of,
 )
 from ground.diagnostics import PlancError
 
@@ -344,6 +345,74 @@ def _relu(imp: CnnImporter, inputs, attrs):
         owner.extra = dict_attr({**extra, "activation_type": "relu"})
         return [x]
     return [imp.layer(dnn.UnaryOp, "relu", [x], shape_of(x))]
+
+
+def _scalar_layer(imp: CnnImporter, operation: str, x, factor: float):
+    return imp.layer(dnn.UnaryOp, operation, [x], shape_of(x), factor=FloatAttr(factor, f64))
+
+
+def _clamped(imp: CnnImporter, x, lo: float | None, hi: float | None):
+    """x clipped to [lo, hi] with the vector processor's ReLU and scalar layers:
+    max(x, lo) = relu(x - lo) + lo, min(y, hi) = hi - relu(hi - y)."""
+    if lo is not None and np.isfinite(lo):
+        shifted = x if lo == 0.0 else _scalar_layer(imp, "scalar_add", x, -lo)
+        x = imp.layer(dnn.UnaryOp, "relu", [shifted], shape_of(x))
+        if lo != 0.0:
+            x = _scalar_layer(imp, "scalar_add", x, lo)
+    if hi is not None and np.isfinite(hi):
+        gap = imp.layer(dnn.UnaryOp, "relu", [_scalar_layer(
+            imp, "scalar_add", _scalar_layer(imp, "scalar_mul", x, -1.0), hi)], shape_of(x))
+        x = _scalar_layer(imp, "scalar_add", _scalar_layer(imp, "scalar_mul", gap, -1.0), hi)
+    return x
+
+
+def _bound(imp: CnnImporter, value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    array = np.asarray(imp.const(value, what))
+    if array.size != 1:
+        raise imp.fail(f"{what} has {array.size} values; Clip's bounds are scalars")
+    return float(array.reshape(-1)[0])
+
+
+@handles("Clip")
+def _clip(imp: CnnImporter, inputs, attrs):
+    """ReLU6 and other clips: ReLU and scalar layers on the vector processor."""
+    if opset_of(imp.model) < 11:
+        lo, hi = attrs.get("min"), attrs.get("max")
+    else:
+        lo, hi = (_bound(imp, inputs[i] if len(inputs) > i else None, what)
+                  for i, what in ((1, "the minimum"), (2, "the maximum")))
+    return [_clamped(imp, inputs[0], lo, hi)]
+
+
+@handles("HardSigmoid", "HardSwish")
+def _hard(imp: CnnImporter, inputs, attrs):
+    """HardSigmoid is clip(alpha x + beta, 0, 1); HardSwish x times it (alpha 1/6, beta
+    1/2): scalar, ReLU and multiply layers."""
+    x = inputs[0]
+    alpha, beta = (float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5))) \
+        if imp.node.op_type == "HardSigmoid" else (1 / 6, 0.5)
+    line = _scalar_layer(imp, "scalar_add", _scalar_layer(imp, "scalar_mul", x, alpha), beta)
+    gate = _clamped(imp, line, 0.0, 1.0)
+    if imp.node.op_type == "HardSigmoid":
+        return [gate]
+    return [imp.layer(dnn.EltwiseOp, "element_wise_mul", [x, gate], shape_of(x))]
+
+
+@handles("ReduceMean")
+def _reduce_mean(imp: CnnImporter, inputs, attrs):
+    """The mean over both spatial axes with the dims kept (what the dynamo exporter writes
+    for adaptive average pooling to 1x1): a global average pool."""
+    x = inputs[0]
+    shape = shape_of(x)
+    axes = list(imp.const(inputs[1], "the axes")) if len(inputs) > 1 and inputs[1] is not None \
+        else list(attrs.get("axes", []))
+    if len(shape) != 4 or sorted(int(a) % 4 for a in axes) != [2, 3] or \
+            not attrs.get("keepdims", 1):
+        raise imp.fail("Gemini averages over both spatial axes of NCHW with the dims kept "
+                       f"(a global average pool), not axes {axes} of {shape}")
+    return _global_pool(imp, [x], {})
 
 
 @handles("MaxPool", "AveragePool")

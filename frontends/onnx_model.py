@@ -354,6 +354,7 @@ class ArkImporter:
         self.opset = opset_of(model)
         self.fold_note = fold_note
         self.softmax_results: set[Any] = set()  # what Where(IsNaN(s), 0, s) may be
+        self.nan_tested = _selected_values(self.graph)
         self.wanted = {n for node in self.graph.node for n in node.input} | {
             v.name for v in self.graph.output}
 
@@ -528,7 +529,15 @@ def name_tensors(module: Any, names: dict[int, str]) -> None:
     from xdsl.dialects.builtin import DictionaryAttr, StringAttr
     from xdsl.rewriter import Rewriter
 
+    names = dict(names)
     for op in module.walk():
+        if isinstance(op, ark.ViewOp) and op.source is not None and _whole(op):
+            # A reshape of a named tensor is that tensor under another shape: a plan may keep
+            # only the reshape (a convolution's first view of the image), and `planc run`
+            # feeds it the named value reshaped.
+            source = getattr(op.source.type, "tensor_id", None)
+            if source in names and op.result.type.tensor_id not in names:
+                names[op.result.type.tensor_id] = names[source]
         for value in op.results:
             t = value.type
             name = names.get(getattr(t, "tensor_id", None))
@@ -539,14 +548,27 @@ def name_tensors(module: Any, names: dict[int, str]) -> None:
                 value, ark.TensorType(*t.parameters[:-1], extra))
 
 
-def tensor_names(module: Any) -> dict[str, int]:
-    """ONNX name -> tensor id, of the tensors that `name_tensors` named."""
-    names: dict[str, int] = {}
+def _whole(view: Any) -> bool:
+    """Is the view a reshape of all of its source (no window of it)?"""
+    t, source = view.result.type, view.source.type
+    return isinstance(t, ark.TensorType) and isinstance(source, ark.TensorType) and \
+        t.num_elements == source.num_elements and not any(t.offsets_list) and \
+        t.strides_list == t.shape_list
+
+
+def tensor_names(module: Any, *, every: bool = False) -> dict[str, Any]:
+    """ONNX name -> tensor id, of the tensors that `name_tensors` named (the first in the
+    document; with `every`, the set of all, the reshapes of a named input included)."""
+    names: dict[str, Any] = {}
     for op in module.walk():
         for value in op.results:
             t = value.type
             if isinstance(t, ark.TensorType) and NAME_KEY in t.extra.data:
-                names.setdefault(t.extra.data[NAME_KEY].data, t.tensor_id)
+                name = t.extra.data[NAME_KEY].data
+                if every:
+                    names.setdefault(name, set()).add(t.tensor_id)
+                else:
+                    names.setdefault(name, t.tensor_id)
     return names
 
 
@@ -719,17 +741,77 @@ def _softmax(imp: ArkImporter, inputs, attrs):
     model's [N, C, H, W] with axis 1 normalises over C*H*W (a reshape around one softmax)."""
     x = imp.tensor(inputs[0])
     shape = x.type.shape_list
+    softmax = imp.m.softmax
+    if imp.node.output[0] in imp.nan_tested:
+        softmax = _safe_softmax_of(imp, x)
     if imp.opset >= 13:
-        out = imp.m.softmax(x, _axis(imp, attrs.get("axis", -1), len(shape)))
+        out = softmax(x, _axis(imp, attrs.get("axis", -1), len(shape)))
     else:
         axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
         rows = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
         if axis == len(shape) - 1 or rows[1] == shape[-1]:
-            out = imp.m.softmax(x, len(shape) - 1)
+            out = softmax(x, len(shape) - 1)
         else:
-            out = _reshape_to(imp, imp.m.softmax(_reshape_to(imp, x, rows), 1), shape)
+            out = _reshape_to(imp, softmax(_reshape_to(imp, x, rows), 1), shape)
     imp.softmax_results.add(out)
     return [out]
+
+
+PASS_THROUGH = frozenset({"Cast", "CastLike", "Identity"})
+
+
+def _selected_values(graph: Any) -> set[str]:
+    """Values whose NaNs the graph replaces: the input of an IsNaN, or a value input of a
+    Where, directly or through casts (torch's safe softmax, Where(IsNaN(s), 0, s), and
+    ONNX's Attention expanded, Where(row all masked, 0, s)). A Softmax producing one is
+    lowered in its safe form (`_safe_softmax_of`)."""
+    sources = {n.output[0]: n.input[0] for n in graph.node
+               if n.op_type in PASS_THROUGH and n.input and n.output}
+    selected = set()
+    for node in graph.node:
+        names = node.input[:1] if node.op_type == "IsNaN" else \
+            node.input[1:3] if node.op_type == "Where" else []
+        for name in names:
+            while name:
+                selected.add(name)
+                name = sources.get(name)
+    return selected
+
+
+LOWEST = {"FP32": float(np.finfo(np.float32).min), "FP16": float(np.finfo(np.float16).min),
+          "BF16": -3.3895313892515355e38}
+"""The lowest finite value of each float type."""
+
+
+def _safe_softmax_of(imp: ArkImporter, x):
+    """torch's safe softmax, which exporters write as Where(IsNaN(s), 0, s) (and ONNX's
+    Attention as Where(row all -inf, 0, s)): a row that is all -inf (every key masked) gives
+    zeros where a softmax gives NaN (-inf - -inf). ARK has
+    no NaN test, so the softmax itself is made safe without arithmetic on infinities: the
+    row's shift is max(m, lowest finite) of its maximum m, a ReduceMax over m and that
+    constant side by side (m itself on every row with a finite element, so those rows are
+    exactly the softmax), and a masked row's exponentials are then exp(-inf) = 0; it divides
+    by s + relu(1/2 - s) of their sum s (s >= 1, exp(0) of the maximum, on every other row,
+    where that is s; 1/2 on a masked row, whose result is 0)."""
+    dtype = x.type.data_type
+    if dtype not in LOWEST:
+        raise imp.fail(f"a safe softmax (Where(IsNaN(s), 0, s)) of {dtype}")
+
+    def softmax(value, axis: int):
+        m = imp.m
+        peak = m.reduce_max(value, axis)
+        shape = list(peak.type.shape_list)
+        pair = m.tensor([2 if i == axis else d for i, d in enumerate(shape)], dtype)
+        m.copy(peak, output=m.slice(pair, [0] * len(shape), shape))
+        m.scalar_assign(shape, LOWEST[dtype], dtype, output=m.slice(
+            pair, [1 if i == axis else 0 for i in range(len(shape))], shape))
+        shift = m.reduce_max(pair, axis)
+        e = m.exp(m.sub(value, shift))
+        total = m.reduce_sum(e, axis)
+        floor = m.relu(m.scalar_add(m.scalar_mul(total, -1.0), 0.5))
+        imp.decomposed("a safe softmax: rows of -inf give 0, as Where(IsNaN(s), 0, s) does")
+        return m.div(e, m.add(total, floor))
+    return softmax
 
 
 def _axis(imp: ArkImporter, axis: int, rank: int, *, inclusive: bool = False) -> int:

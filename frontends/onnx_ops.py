@@ -5,14 +5,15 @@ Sqrt, Rsqrt, Relu, Sigmoid), reductions, MatMul, Transpose, Embedding (a row gat
 Copy (a broadcast) and views. Everything here is built from those, and says so at `-v`:
 
 * masks: a BOOL tensor is UINT8 holding 0 or 1. Comparisons of integer tensors are exact with
-  Relu (`a > b` is `relu(d) - relu(d - 1)` of the integer `d = a - b`); And, Or, Not and Xor
-  are arithmetic on 0/1; Where(c, x, y) is `c * x + (1 - c) * y`. Comparisons of float
-  tensors have no decomposition (ARK has no step function) and are refused;
+  Relu (`a > b` is `relu(d) - relu(d - 1)` of the integer `d = a - b`), of float tensors
+  with the sign of the difference (`min(1, relu(d) * 1e30 * 1e30)`); And, Or, Not and Xor
+  are arithmetic on 0/1; Where(c, x, y) is `c * x + (1 - c) * y`;
 * data movement: Expand and Tile are broadcasting copies, Split and constant-index Gather are
   views, GatherElements, GatherND and Gather on any axis (negative indices included) are
   Embedding row gathers from a table of one column or of the trailing dims;
-* math: Reciprocal is 1 / x, Tanh is `2 sigmoid(2x) - 1`, Erf and the exact Gelu use
-  Abramowitz and Stegun's 7.1.26 (|error| < 1.5e-7), Max/Min are `a + relu(b - a)`, Clip a
+* math: Log is square roots and Halley steps (and LogSoftmax and Softplus use it),
+  Reciprocal is 1 / x, Tanh is `2 sigmoid(2x) - 1`, Erf and the exact Gelu use Abramowitz
+  and Stegun's 7.1.26 (|error| < 1.5e-7), Max/Min are `a + relu(b - a)`, Clip a
   Relu on each side, Pow with integer or half-integer exponents repeated products (and a
   Sqrt), LayerNormalization over any trailing axes, RMSNormalization, Trilu a constant mask.
 
@@ -30,6 +31,7 @@ import numpy as np
 from frontends.onnx_model import (
     ARK_DTYPES,
     FLOAT_TYPES,
+    LOWEST,
     MAX_RANK,
     NUMPY_TO_ARK,
     ArkImporter,
@@ -39,6 +41,7 @@ from frontends.onnx_model import (
     _axis,
     _contiguous,
     _reshape_to,
+    _safe_softmax_of,
     handles,
     shape_of,
 )
@@ -139,6 +142,10 @@ def _as_bool(imp: ArkImporter, x):
 # Masks: comparisons and logic
 # ---------------------------------------------------------------------------------------------
 
+ZERO_TEST = {"FP16": 1e4}
+"""What a float is multiplied by, twice, so that the smallest positive value reaches 1 (FP32
+and BF16: 1e30)."""
+
 
 def _greater_than_zero(imp: ArkImporter, d):
     """[d > 0] of an INT32 tensor: relu(d) - relu(d - 1)."""
@@ -167,8 +174,7 @@ def _compare(imp: ArkImporter, inputs, attrs):
     if _all_const(inputs):
         return [COMPARE[kind](a, b)]
     if is_float(a) or is_float(b):
-        raise imp.fail("ARK has no comparison of floating-point tensors (no step function); "
-                       "planc compares integer and BOOL tensors exactly")
+        return [_compare_floats(imp, a, b, kind)]
     if kind in ("Less", "LessOrEqual"):
         a, b = b, a       # a < b is b > a
     d = imp.m.sub(_as_int(imp, a), _as_int(imp, b))
@@ -176,6 +182,68 @@ def _compare(imp: ArkImporter, inputs, attrs):
             "LessOrEqual": _at_least_zero, "GreaterOrEqual": _at_least_zero}[kind]
     imp.decomposed("Relu of the integer difference")
     return [_as_bool(imp, test(imp, d))]
+
+
+def _float_positive(imp: ArkImporter, d):
+    """[d > 0] of a float tensor, as 0.0 or 1.0: min(1, relu(d) K K) with K so large that the
+    smallest positive float (a subnormal) reaches 1 (1e30, FP16 1e4; an overflow to inf is
+    still 1), computed as 1 - relu(1 - v)."""
+    scale = ZERO_TEST.get(d.type.data_type, 1e30)
+    m = imp.m
+    return _one_minus(imp, m.relu(_one_minus(imp, m.scalar_mul(m.scalar_mul(m.relu(d), scale),
+                                                               scale))))
+
+
+def _compare_floats(imp: ArkImporter, a, b, kind: str):
+    """Float comparisons from the sign of the difference, which IEEE arithmetic (with
+    subnormals) gets right for every pair of finite values: a > b is [a - b > 0], a == b is
+    1 - [a - b > 0] - [b - a > 0]. Infinities of one sign on both sides (inf - inf) and NaN
+    give NaN here, where onnxruntime compares them."""
+    if not is_float(a) or isinstance(a, np.ndarray):
+        a, b = b, a
+        kind = {"Less": "Greater", "Greater": "Less", "LessOrEqual": "GreaterOrEqual",
+                "GreaterOrEqual": "LessOrEqual"}.get(kind, kind)
+    bound = _scalar(b) if isinstance(b, np.ndarray) else None
+    if bound is not None and math.isinf(bound):
+        return _compare_with_infinity(imp, imp.tensor(a), bound, kind)
+    a = imp.tensor(a)
+    b = imp.tensor(b, a)
+    if b.type.data_type != a.type.data_type:
+        b = imp.m.cast(b, a.type.data_type)
+    m = imp.m
+    if kind in ("Greater", "LessOrEqual"):
+        out = _float_positive(imp, m.sub(a, b))
+    elif kind in ("Less", "GreaterOrEqual"):
+        out = _float_positive(imp, m.sub(b, a))
+    else:
+        d = m.sub(a, b)
+        out = _one_minus(imp, m.add(_float_positive(imp, d),
+                                    _float_positive(imp, m.scalar_mul(d, -1.0))))
+    if kind in ("LessOrEqual", "GreaterOrEqual"):
+        out = _one_minus(imp, out)
+    imp.decomposed("the sign of the float difference, with Relu and scaling")
+    return _as_bool(imp, out)
+
+
+def _compare_with_infinity(imp: ArkImporter, x, bound: float, kind: str):
+    """x against the constant +inf or -inf (a difference would be inf - inf = NaN): [x == -inf]
+    is min(1, relu(-x / F - 1)) with F the largest float (-x / F is at most 1 for every
+    finite x and +inf for -inf), and every comparison with an infinity is that test or its
+    complement (x > -inf is 1 - [x == -inf], x <= -inf is [x == -inf] ...)."""
+    m = imp.m
+    largest = -LOWEST.get(x.type.data_type, LOWEST["FP32"])
+    sign = -1.0 if bound < 0 else 1.0      # [x == bound] from sign * x / F
+    beyond = m.relu(m.scalar_add(m.scalar_mul(x, sign / largest), -1.0))
+    equal = _one_minus(imp, m.relu(_one_minus(imp, beyond)))
+    # x == bound, and which comparisons that is for -inf (for +inf, mirrored)
+    same = {"Equal", "LessOrEqual"} if bound < 0 else {"Equal", "GreaterOrEqual"}
+    never = {"Less"} if bound < 0 else {"Greater"}
+    always = {"GreaterOrEqual"} if bound < 0 else {"LessOrEqual"}
+    imp.decomposed("a test for an infinity: min(1, relu(-x / F - 1))")
+    if kind in never or kind in always:
+        constant = m.scalar_mul(equal, 0.0)
+        return _as_bool(imp, _one_minus(imp, constant) if kind in always else constant)
+    return _as_bool(imp, equal if kind in same else _one_minus(imp, equal))
 
 
 LOGIC = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}
@@ -215,8 +283,10 @@ def _not(imp: ArkImporter, inputs, attrs):
 @handles("IsNaN")
 def _is_nan(imp: ArkImporter, inputs, attrs):
     """ARK has no NaN test. Exporters write it in torch's safe softmax,
-    Where(IsNaN(s), 0, s): a softmax is NaN only where its whole row is -inf (or NaN), so
-    that Where is the softmax, and `_where` lowers it so (reported at -v)."""
+    Where(IsNaN(s), 0, s): a softmax is NaN only where its whole row is -inf (or holds a
+    NaN), the Softmax of such an IsNaN is lowered in a form that gives 0 there
+    (`onnx_model._safe_softmax_of`), and `_where` takes that softmax (reported at -v). A NaN
+    in the softmax's input stays NaN (onnxruntime gives 0)."""
     (x,) = inputs
     if _all_const(inputs):
         return [np.isnan(x)]
@@ -289,8 +359,7 @@ def _safe_softmax(imp: ArkImporter, test: Pending, x, y):
     softmax = test.source
     if not (y is softmax and _scalar(x) == 0.0 and softmax in imp.softmax_results):
         raise imp.fail(f"its condition '{test.name}' {test.reason}")
-    imp.decomposed("the Softmax: Where(IsNaN(s), 0, s) differs from s only on rows that are "
-                   "all -inf, where ARK's softmax is NaN")
+    imp.decomposed("the safe Softmax before it, which gives 0 on rows that are all -inf")
     return softmax
 
 
@@ -823,15 +892,13 @@ def _rms_norm(imp: ArkImporter, inputs, attrs):
     return [_scale_and_shift(imp, y, inputs[:2])]
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Attention (opset 23)
 # ---------------------------------------------------------------------------------------------
 
-LOWEST = {"FP32": -3.4028234663852886e38, "FP16": -65504.0, "BF16": -3.3895313892515355e38}
-"""Each type's lowest finite value: what a runtime BOOL mask adds where it masks (-inf would be
-0 x inf = NaN in the product with the mask); rows it masks entirely are zeroed after the
-softmax, as ONNX's fully-masked-row rule says."""
+# LOWEST (onnx_model): what a runtime BOOL mask adds where it masks (-inf would be 0 x inf =
+# NaN in the product with the mask); rows it masks entirely are zeroed after the softmax, as
+# ONNX's fully-masked-row rule says.
 
 
 def _heads(imp: ArkImporter, x, heads: int | None, what: str):
@@ -844,6 +911,10 @@ def _heads(imp: ArkImporter, x, heads: int | None, what: str):
                        "[B, heads, S, D]")
     split = _reshape_to(imp, x, [shape[0], shape[1], heads, shape[2] // heads])
     return imp.m.transpose(split, [0, 2, 1, 3])
+
+
+SAFE = "safe"
+"""`_attention_bias`'s answer for a mask that needs the safe softmax (`_safe_softmax_of`)."""
 
 
 def _attention_bias(imp: ArkImporter, mask, causal: bool, q_len: int, kv_len: int,
@@ -874,9 +945,13 @@ def _attention_bias(imp: ArkImporter, mask, causal: bool, q_len: int, kv_len: in
             rows = imp.m.mul(rows, imp.weight(open_rows, dtype))
             add = imp.m.add(add, imp.weight(np.maximum(bias, lowest), dtype))
         return add, rows
-    raise imp.fail("a float mask the model computes: where it masks a whole row with -inf "
-                   "ONNX gives 0 and ARK's softmax NaN, and ARK cannot test for -inf; give a "
-                   "BOOL mask, or a constant one")
+    if dtype not in LOWEST:
+        raise imp.fail(f"a float mask the model computes, of {dtype}")
+    # A float mask the model computes: added as it is, and the softmax made safe, so that a
+    # row it masks wholly with -inf gives 0 as ONNX does.
+    add = mask if bias is None else imp.m.add(
+        mask, imp.weight(bias, mask.type.data_type))
+    return add, SAFE
 
 
 @handles("Attention")
@@ -927,7 +1002,10 @@ def _attention(imp: ArkImporter, inputs, attrs):
         biased = imp.m.add(capped, imp.weight(bias.astype(np.float32), dtype))
     elif bias is not None:
         biased = imp.m.add(capped, bias)
-    probabilities = imp.m.softmax(biased, 3)
+    if rows is SAFE:
+        probabilities, rows = _safe_softmax_of(imp, biased)(biased, 3), None
+    else:
+        probabilities = imp.m.softmax(biased, 3)
     if rows is not None:
         probabilities = imp.m.mul(probabilities, rows)
     y = imp.m.matmul(probabilities, v)
@@ -1052,3 +1130,81 @@ def _activation(imp: ArkImporter, inputs, attrs):
         out = m.mul(x, m.sigmoid(m.scalar_mul(x, alpha if alpha is not None else 1.0)))
     imp.decomposed("Relu, Exp and Sigmoid")
     return [out]
+
+
+# ---------------------------------------------------------------------------------------------
+# Logarithms
+# ---------------------------------------------------------------------------------------------
+
+LOG_ROOTS = 10
+"""Square roots taken before the first estimate: ln x = 2^10 ln(x^(1/2^10)), and the root is
+within e^(+-0.087) of 1 for every finite float, where 2 atanh((r-1)/(r+1)) ~ 2u is good to
+0.06 after the scaling."""
+LOG_STEPS = 2
+"""Halley steps y += 2 (x e^-y - 1) / (x e^-y + 1), each cubing the error (0.06 -> 1e-5 ->
+below float precision)."""
+
+
+def _log_of(imp: ArkImporter, x):
+    """ln x from Sqrt, Exp and arithmetic (ARK has no logarithm): a first estimate from
+    repeated square roots, refined by Halley's method on e^y = x. ln 0 is -inf (x = 0 is
+    replaced by 1 and -inf added, as 1 - 1/(1 - [x = 0])); a negative x gives NaN, as
+    onnxruntime does."""
+    m = imp.m
+    scale = ZERO_TEST.get(x.type.data_type, 1e30)
+    zero = m.relu(_one_minus(imp, m.scalar_mul(m.scalar_mul(x, scale), scale)))  # [x == 0]
+    safe = m.add(x, zero)
+    root = safe
+    for _ in range(LOG_ROOTS):
+        root = m.sqrt(root)
+    u = m.div(m.scalar_add(root, -1.0), m.scalar_add(root, 1.0))
+    y = m.scalar_mul(u, 2.0 ** (LOG_ROOTS + 1))
+    for _ in range(LOG_STEPS):
+        t = m.mul(safe, m.exp(m.scalar_mul(y, -1.0)))
+        step = m.div(m.scalar_add(t, -1.0), m.scalar_add(t, 1.0))
+        y = m.add(y, m.scalar_mul(step, 2.0))
+    minus_infinity = _one_minus(imp, _reciprocal(imp, _one_minus(imp, zero)))
+    imp.decomposed(f"ln x: {LOG_ROOTS} square roots and {LOG_STEPS} Halley steps on e^y = x")
+    return m.add(y, minus_infinity)
+
+
+@handles("Log")
+def _log(imp: ArkImporter, inputs, attrs):
+    (x,) = inputs
+    if _all_const(inputs):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return [np.log(x)]
+    x = imp.tensor(x)
+    if x.type.data_type not in FLOAT_TYPES:
+        raise imp.fail(f"a logarithm of {x.type.data_type}")
+    return [_log_of(imp, x)]
+
+
+@handles("LogSoftmax")
+def _log_softmax(imp: ArkImporter, inputs, attrs):
+    """(x - m) - ln(sum e^(x - m)) along `axis` (before opset 13, of the input coerced to 2-D
+    at `axis`, as Softmax); the sum is at least 1, so its logarithm is finite."""
+    x = imp.tensor(inputs[0])
+    shape = x.type.shape_list
+    if imp.opset >= 13:
+        axis, rows = _axis(imp, attrs.get("axis", -1), len(shape)), None
+    else:
+        axis = _axis(imp, attrs.get("axis", 1), len(shape), inclusive=True)
+        rows = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+        x, axis = _reshape_to(imp, x, rows), 1
+    m = imp.m
+    shifted = m.sub(x, m.reduce_max(x, axis))
+    out = m.sub(shifted, _log_of(imp, m.reduce_sum(m.exp(shifted), axis)))
+    return [_reshape_to(imp, out, shape) if rows else out]
+
+
+@handles("Softplus")
+def _softplus(imp: ArkImporter, inputs, attrs):
+    """ln(1 + e^x) = relu(x) + ln(1 + e^-|x|) (no overflow for large x)."""
+    (x,) = inputs
+    if _all_const(inputs):
+        return [np.logaddexp(0, x).astype(x.dtype)]
+    x = imp.tensor(x)
+    m = imp.m
+    tail = m.scalar_add(m.exp(m.scalar_mul(_abs(imp, x), -1.0)), 1.0)
+    return [m.add(m.relu(x), _log_of(imp, tail))]

@@ -13,8 +13,9 @@ from targets.ark.model_interpreter import run_model
 
 
 def planc_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The graph's outputs by name, as planc's ARK model computes them."""
-    imp = import_model(model)
+    """The graph's outputs by name, as planc's ARK model computes them (a CNN too: as the ARK
+    model that `-t ark` plans)."""
+    imp = import_model(model, wants=("ark-model",))
     given = dict(imp.values)
     for name, value in feeds.items():
         given[imp.inputs[name]] = value

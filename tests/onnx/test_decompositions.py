@@ -64,9 +64,29 @@ def test_integer_comparisons_are_exact(op):
     assert_same(single_node_model(op, {"a": a, "b": b}, ["y"]), {"a": a, "b": b})
 
 
-def test_float_comparisons_are_refused_naming_the_node():
-    with pytest.raises(PlancError, match=r"\(Less\): ARK has no comparison of floating-point"):
-        import_model(single_node_model("Less", {"a": floats(3), "b": floats(3)}, ["y"]))
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_float_comparisons_are_exact(op):
+    """Equal values, neighbours one ulp apart, subnormals, zeros of both signs, the extremes
+    (planc refused float comparisons)."""
+    tiny = np.float32(1e-45)
+    a = np.array([1.0, 1.0, 0.0, -0.0, tiny, -tiny, 3e38, -3e38, 2.5, -7.0], np.float32)
+    b = np.array([1.0, np.nextafter(np.float32(1), np.float32(2)), -0.0, 0.0, 0.0, 0.0, -3e38,
+                  3e38, 2.5, 7.0], np.float32)
+    a, b = np.concatenate([a, b, floats(20)]), np.concatenate([b, a, floats(20)])
+    model = single_node_model(op, {"a": a, "b": b}, ["y"])
+    assert_same(model, {"a": a, "b": b})
+    from tests.onnx.oracle import planc_outputs  # a second way: numpy's comparison
+
+    expected = getattr(np, {"Equal": "equal", "Less": "less", "Greater": "greater",
+                            "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal"}[op])
+    np.testing.assert_array_equal(planc_outputs(model, {"a": a, "b": b})["y"], expected(a, b))
+
+
+def test_a_float_compared_with_a_constant():
+    x = floats(4, 5)
+    model = single_node_model("Less", {"x": x}, ["y"], initializers={"c": np.array(0.5,
+                                                                                    np.float32)})
+    assert_same(model, {"x": x})
 
 
 def test_a_mask_of_minus_infinity_from_a_runtime_condition_is_exact():
@@ -82,13 +102,38 @@ def test_a_mask_of_minus_infinity_from_a_runtime_condition_is_exact():
     assert_same(model, {"m": mask, "x": floats(3, 4)})
 
 
-def test_torchs_safe_softmax_is_the_softmax():
-    model = graph_model(
-        [helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+def _safe_softmax(shape, axis=-1, opset=18):
+    return graph_model(
+        [helper.make_node("Softmax", ["x"], ["s"], axis=axis),
          helper.make_node("IsNaN", ["s"], ["n"]),
          helper.make_node("Where", ["n", "zero", "s"], ["y"])],
-        [("x", TensorProto.FLOAT, [2, 5])], ["y"], [("zero", np.array(0, np.float32))])
-    assert_same(model, {"x": floats(2, 5)})
+        [("x", TensorProto.FLOAT, shape)], ["y"], [("zero", np.array(0, np.float32))],
+        opset=opset)
+
+
+def test_torchs_safe_softmax_is_the_softmax():
+    assert_same(_safe_softmax([2, 5]), {"x": floats(2, 5)})
+
+
+@pytest.mark.parametrize("axis,opset", [(-1, 18), (1, 18), (1, 11)])
+def test_torchs_safe_softmax_gives_0_on_rows_that_are_all_minus_infinity(axis, opset):
+    """Every key masked: onnxruntime's Where(IsNaN(s), 0, s) is 0 there; planc gave NaN.
+    Rows of large finite scores (-1e30, 1e4, the lowest float of masks) stay exact."""
+    x = floats(2, 3, 5)
+    x[0, 1, :] = -np.inf
+    x[1, :, 2] = -np.inf
+    x[1, 0, :] = [-1e30, -1e30 + 1e24, -np.inf, -1e30, -1e30]
+    x[0, 2, :] = [1e4, 1e4 - 1, 0, -np.inf, 1e4]
+    x[1, 2, :] = np.finfo(np.float32).min
+    model = _safe_softmax([2, 3, 5], axis, opset)
+    assert_same(model, {"x": x})
+    from tests.onnx.oracle import planc_outputs
+
+    if opset >= 13:   # a second way: numpy's softmax, 0 where undefined
+        with np.errstate(invalid="ignore"):
+            expected = np.exp(x - x.max(axis=axis, keepdims=True))
+            expected = np.nan_to_num(expected / expected.sum(axis=axis, keepdims=True))
+        np.testing.assert_allclose(planc_outputs(model, {"x": x})["y"], expected, rtol=1e-6)
 
 
 def test_isnan_elsewhere_is_refused_naming_its_consumer():
@@ -189,3 +234,40 @@ def test_planc_run_of_a_plan_equals_the_model(planc, tmp_path):
     with np.load(tmp_path / "out.npz") as out:
         assert list(out.files) == ["y"]
         np.testing.assert_allclose(out["y"], x @ w, rtol=1e-5)
+
+
+def test_log_from_square_roots_and_halley_steps():
+    """ln over the whole float range, 0 (-inf) and negatives (NaN) as onnxruntime; numpy's
+    log agrees (a second way)."""
+    x = np.concatenate([np.geomspace(1e-38, 3e38, 61), np.linspace(0.5, 2, 31), [1.0, 0.0, -2.0]])
+    x = x.astype(np.float32).reshape(1, -1)
+    model = single_node_model("Log", {"x": x}, ["y"])
+    assert_same(model, {"x": x}, rtol=1e-6, atol=2e-7)
+    from tests.onnx.oracle import planc_outputs
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_allclose(planc_outputs(model, {"x": x})["y"], np.log(x), rtol=1e-6,
+                                   atol=2e-7)
+
+
+@pytest.mark.parametrize("opset,axis", [(18, -1), (18, 0), (11, 1)])
+def test_log_softmax(opset, axis):
+    x = floats(3, 4, 5) * 10
+    model = single_node_model("LogSoftmax", {"x": x}, ["y"], opset=opset, axis=axis)
+    assert_same(model, {"x": x}, rtol=1e-5, atol=1e-5)
+
+
+def test_softplus():
+    x = floats(4, 6) * 30
+    assert_same(single_node_model("Softplus", {"x": x}, ["y"]), {"x": x}, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bound", [-np.inf, np.inf])
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_comparisons_with_an_infinity_are_exact(op, bound):
+    """x == -inf as ONNX's expanded Attention tests a row maximum (a difference would be
+    inf - inf = NaN)."""
+    x = np.array([-np.inf, np.inf, 0.0, -3.4e38, 3.4e38, 1.0, -1e-45], np.float32)
+    model = single_node_model(op, {"x": x}, ["y"], initializers={"c": np.array(bound,
+                                                                                np.float32)})
+    assert_same(model, {"x": x})

@@ -1,10 +1,14 @@
-"""Real exports of mainstream architectures: tiny GPT-2, BERT and Llama written by torch.onnx's
-TorchScript and dynamo exporters (tests/onnx/exports, made by make_exports.py beside them).
+"""Real exports of mainstream architectures, written by torch.onnx's TorchScript and dynamo
+exporters (tests/onnx/exports, made by make_exports.py beside them): tiny GPT-2, BERT, Llama,
+DistilBERT, Qwen2 and ViT, and two small CNNs (ResNet basic blocks, MobileNetV2/V3 blocks).
 
-Each goes through every target that holds a transformer (ARK plans for a100, h100 and mi300x,
-Tenstorrent plans): `planc check --strict` passes on every product, and `planc run` of the
-model and of every product on the same random inputs gives what onnxruntime gives, within fp32
-tolerance. onnxruntime is the oracle (the test extra has it)."""
+Each goes through every target that holds it: ARK plans for a100, h100 and mi300x, and
+Tenstorrent plans for the transformers; ARK plans and Gemini schedules on a 1x1 and a 2x2 mesh
+for the CNNs. `planc check --strict` passes on every product, and `planc run` of the model and
+of every ARK and TT product on the same random inputs gives what onnxruntime gives, within fp32
+tolerance; a Gemini schedule keeps no operators to run, so its layer graph (what was
+scheduled, computed by the layer interpreter) is compared instead. onnxruntime is the oracle
+(the test extra has it)."""
 
 from __future__ import annotations
 
@@ -18,20 +22,33 @@ ort = pytest.importorskip("onnxruntime", reason="onnxruntime is the oracle (the 
 
 EXPORTS = Path(__file__).with_name("exports")
 MODELS = sorted(p.stem for p in EXPORTS.glob("*.onnx"))
+CNNS = {"resnet", "mobilenet"}
 TARGETS = {"a100": ["-t", "ark", "--arch", "a100"], "h100": ["-t", "ark", "--arch", "h100"],
-           "mi300x": ["-t", "ark", "--arch", "mi300x"], "tt": ["-t", "tt"]}
-QUICK = {("gpt2_dynamo", "a100"), ("bert_torchscript", "tt")}
-"""An ARK plan and a TT plan in the quick run (5 s each); CI runs the matrix."""
+           "mi300x": ["-t", "ark", "--arch", "mi300x"], "tt": ["-t", "tt"],
+           "gemini-1x1": ["-t", "gemini", "--mesh", "1x1"],
+           "gemini-2x2": ["-t", "gemini", "--mesh", "2x2"]}
+CNN_TARGETS = ("a100", "h100", "mi300x", "gemini-1x1", "gemini-2x2")
+TRANSFORMER_TARGETS = ("a100", "h100", "mi300x", "tt")
+QUICK = {("gpt2_dynamo", "a100"), ("bert_torchscript", "tt"), ("resnet_dynamo", "a100"),
+         ("mobilenet_torchscript", "gemini-2x2")}
+"""ARK, TT and Gemini products in the quick run (5 s each); CI runs the matrix."""
+
+
+def targets_of(name: str) -> tuple[str, ...]:
+    return CNN_TARGETS if name.split("_")[0] in CNNS else TRANSFORMER_TARGETS
 RTOL, ATOL = 1e-4, 1e-5
 
 
 def inputs_for(model) -> dict[str, np.ndarray]:
-    """Random token ids, and an attention mask whose last two positions are padding."""
+    """Random token ids or images, and an attention mask whose last two positions are
+    padding."""
     rng = np.random.default_rng(7)
     feeds = {}
     for value in model.graph.input:
         shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
-        if value.name == "attention_mask":
+        if value.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
+        elif value.name == "attention_mask":
             mask = np.ones(shape, np.int64)
             mask[..., -2:] = 0
             feeds[value.name] = mask
@@ -57,7 +74,7 @@ def oracle():
 
 
 def test_the_exports_are_small_and_stripped():
-    assert len(MODELS) == 6
+    assert len(MODELS) == 16
     for name in MODELS:
         path = EXPORTS / f"{name}.onnx"
         assert path.stat().st_size < 300_000, name
@@ -92,7 +109,7 @@ def test_planc_runs_the_model_as_onnxruntime_does(planc, tmp_path, name, oracle)
 
 @pytest.mark.parametrize("name,target", [
     pytest.param(n, t, marks=() if (n, t) in QUICK else pytest.mark.slow)
-    for n in MODELS for t in TARGETS])
+    for n in MODELS for t in targets_of(n)])
 def test_every_product_checks_and_computes_what_onnxruntime_computes(planc, tmp_path, name,
                                                                      target, oracle):
     feeds, expected = oracle(name)
@@ -102,4 +119,24 @@ def test_every_product_checks_and_computes_what_onnxruntime_computes(planc, tmp_
     assert result.code == 0, result.err
     check = planc("check", "--strict", product)
     assert check.code == 0, check.err + check.out
-    _same(_run(planc, tmp_path, product, feeds, path), expected)
+    if target.startswith("gemini"):
+        _same(_layer_graph_outputs(path, feeds), expected)
+    else:
+        _same(_run(planc, tmp_path, product, feeds, path), expected)
+
+
+def _layer_graph_outputs(path, feeds):
+    """What the Gemini layer graph that was scheduled computes (the layer interpreter, in
+    float: the network before Gemini's int8 quantization)."""
+    from dialects import dnn
+    from frontends.onnx import import_model
+    from frontends.onnx_model import load
+    from targets.gemini.dnn_interpreter import run_graph
+
+    imported = import_model(load(str(path)), str(path), wants=("gemini-layers",))
+    graph = dnn.find_graph(imported.module)
+    given = dict(imported.values)
+    given.update({imported.inputs[name]: value for name, value in feeds.items()})
+    values = run_graph(graph, given=given)
+    by_name = {out.output_name.data: values[out.value] for out in graph.outputs}
+    return {name: np.asarray(by_name[name], np.float32) for name in imported.outputs}
