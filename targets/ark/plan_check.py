@@ -417,14 +417,19 @@ class Entry:
 
     region: ByteRegion
     writer: Access | None
-    readers: list[Access] = field(default_factory=list)
+    readers: list[tuple[Access, ByteRegion]] = field(default_factory=list)
     cut: list[ByteRegion] = field(default_factory=list)
+    replaced: list[tuple[Access, ByteRegion]] = field(default_factory=list)
+    """The earlier writes (and their regions) this entry's write went over."""
 
 
 ALIASES = (ark.DeviceSyncOp, ark.NoopOp)
 """Operators whose result is their input (they order, they do not write data)."""
 
 MAX_FINDINGS = 50
+MAX_REPLACED = 16
+"""The most earlier writes an entry remembers having gone over (a bound on memory; beyond,
+an overwrite of a live value may go unreported, never reported wrongly)."""
 MAX_WALK = 512
 """The most values `_Flow.ancestors` walks back from one value (an in-place chain longer than
 that is taken as allowed: not decided, no finding)."""
@@ -498,13 +503,20 @@ class _Sweep:
                 elif _visible(e, r):
                     if self.keys.allowed(x.value, w.op):
                         produced = True
-                    else:
+                    elif self.over_live(e, x, r):
                         self.clobbered(w, x, r)
-            e.readers.append(x)
+            e.readers.append((x, r))
         if not produced:
             self.unwritten(x, r, near)
         if not covered_by_union(r, [e.region for e in near]):
-            entries.append(Entry(r, None, [x]))
+            entries.append(Entry(r, None, [(x, r)]))
+
+    def over_live(self, e: Entry, x: Access, r: ByteRegion) -> bool:
+        """Did `e`'s write go over bytes of `r` that held what `x` should read? (A writer the
+        model does not name for `x`'s value that wrote other bytes of its view is a part of
+        it the model's views do not record, e.g. slices written into one buffer.)"""
+        return any(overlaps(old_r, r) and self.keys.allowed(x.value, old.op)
+                   for old, old_r in e.replaced)
 
     def write(self, x: Access) -> None:
         r = ByteRegion.of(x.value.type)
@@ -513,19 +525,23 @@ class _Sweep:
         entries = self.entries[r.buffer]
         task = x.group.tg.task
         kept = []
+        replaced = []
         for e in entries:
             if not overlaps(e.region, r):
                 kept.append(e)
                 continue
-            if e.writer is not None and e.writer.group.tg.task != task:
-                self.ordered(e.writer, x, "write after write", r)
-            for reader in e.readers:
-                if reader.group.tg.task != task:
+            if e.writer is not None:
+                if e.writer.group.tg.task != task:
+                    self.ordered(e.writer, x, "write after write", r)
+                if len(replaced) < MAX_REPLACED:
+                    replaced.append((e.writer, e.region))
+            for reader, where in e.readers:
+                if reader.group.tg.task != task and overlaps(where, r):
                     self.ordered(reader, x, "write after read", r)
             if not covers(r, e.region):
                 e.cut.append(r)
                 kept.append(e)
-        kept.append(Entry(r, x))
+        kept.append(Entry(r, x, replaced=replaced))
         self.entries[r.buffer] = kept
 
     # -- findings ----------------------------------------------------------------------------
@@ -585,9 +601,12 @@ class _Sweep:
             r = ByteRegion.of(value.type)
             for e in self.entries.get(r.buffer, ()):
                 w = e.writer
-                if w is not None and overlaps(e.region, r) and _visible(e, r) and \
-                        not self.keys.allowed(value, w.op):
-                    self.clobbered(w, Access(w.group, value.owner, value), r)
+                if w is None or not overlaps(e.region, r) or not _visible(e, r) or \
+                        self.keys.allowed(value, w.op):
+                    continue
+                x = Access(w.group, value.owner, value)
+                if self.over_live(e, x, r):
+                    self.clobbered(w, x, r)
 
 
 def _visible(e: Entry, r: ByteRegion) -> bool:
