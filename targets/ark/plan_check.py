@@ -475,13 +475,15 @@ class _Sweep:
                           if op.outputs}
 
     def run(self) -> None:
+        accesses: dict[int, list] = {}     # per TaskInfo: (op, reads, writes), made once
         for g in self.groups:
-            for op in self.operators.get(g.tg.task, []):
-                reads, writes = op.operand_groups()
+            steps = accesses.get(g.tg.task)
+            if steps is None:
+                steps = accesses[g.tg.task] = [
+                    (op, *_reads_writes(op)) for op in self.operators.get(g.tg.task, [])]
+            for op, reads, writes in steps:
                 for value in reads:
                     self.read(Access(g, op, value))
-                if isinstance(op, ALIASES):
-                    continue
                 for value in writes:
                     self.write(Access(g, op, value))
 
@@ -609,6 +611,12 @@ class _Sweep:
                     self.clobbered(w, x, r)
 
 
+def _reads_writes(op: ark.ArkOp) -> tuple[tuple, tuple]:
+    """What an operator reads and writes (an alias writes nothing: its result is its input)."""
+    reads, writes = op.operand_groups()
+    return reads, (() if isinstance(op, ALIASES) else writes)
+
+
 def _visible(e: Entry, r: ByteRegion) -> bool:
     """May `r` see bytes that `e`'s writer left (not all covered by later writes)?"""
     return not e.cut or not (covered_by_union(r, e.cut) or covered_by_union(e.region, e.cut))
@@ -616,9 +624,14 @@ def _visible(e: Entry, r: ByteRegion) -> bool:
 
 def op_key(op: ark.ArkOp) -> tuple:
     """An operator as the plan computes it: the copies a plan runs in several TaskInfos (a
-    split by task ranges, a recomputation in a fused task) are one."""
-    out = op.outputs[0] if op.outputs else None
-    return (op.ark_type, op.label.data, _view_key(out) if out is not None else None)
+    split by task ranges, a recomputation in a fused task) are one. (Kept with the op: the
+    sweep asks for it at every access.)"""
+    key = op.__dict__.get("_planc_op_key")
+    if key is None:
+        writes = op.operand_groups()[1]
+        key = (op.ark_type, op.label.data, _view_key(writes[0].type) if writes else None)
+        op.__dict__["_planc_op_key"] = key
+    return key
 
 
 class _Keys:
