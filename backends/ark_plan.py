@@ -104,13 +104,15 @@ def validate(module: ModuleOp, source_format: str, options: Namespace) -> list[s
     split-K, ordering and value flow against the model the plan carries), decided
     symbolically. A plan re-emitted as read (`ark-plan` in) is the user's, not a lowering's:
     `planc check` judges it."""
-    if source_format != "ark-model":
-        return []
     from dialects.findings import ERROR
+    from dialects.plan import PlanOp
     from targets.ark.plan_check import check
 
+    plans = [op for op in module.ops if isinstance(op, PlanOp)]
+    if source_format != "ark-model" or len(plans) != 1:
+        return []   # no plan made: `emit` says what the pipeline ended with
     return [f"{f.rule} at {f.path or '$'}: {f.message}"
-            for f in check(module, options) if f.severity == ERROR]
+            for f in check(plans[0], options) if f.severity == ERROR]
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:
