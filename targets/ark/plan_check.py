@@ -419,8 +419,9 @@ class Entry:
     writer: Access | None
     readers: list[tuple[Access, ByteRegion]] = field(default_factory=list)
     cut: list[ByteRegion] = field(default_factory=list)
-    replaced: list[tuple[Access, ByteRegion]] = field(default_factory=list)
-    """The earlier writes (and their regions) this entry's write went over."""
+    replaced: list[tuple[Access, ByteRegion, Access]] = field(default_factory=list)
+    """The earlier writes (writer, region) this entry's bytes went through, each with the
+    write that first went over it (this entry's, or one before it)."""
 
 
 ALIASES = (ark.DeviceSyncOp, ark.NoopOp)
@@ -495,7 +496,7 @@ class _Sweep:
             return
         entries = self.entries[r.buffer]
         near = [e for e in entries if overlaps(e.region, r)]
-        produced = False
+        produced = clobbered = False
         for e in near:
             w = e.writer
             if w is not None:
@@ -505,20 +506,24 @@ class _Sweep:
                 elif _visible(e, r):
                     if self.keys.allowed(x.value, w.op):
                         produced = True
-                    elif self.over_live(e, x, r):
-                        self.clobbered(w, x, r)
+                    else:
+                        by = self.over_live(e, x, r)
+                        if by is not None:
+                            self.clobbered(by, x, r)
+                            clobbered = True
             e.readers.append((x, r))
-        if not produced:
+        if not produced and not clobbered:     # (an overwrite is the mistake, not the read)
             self.unwritten(x, r, near)
         if not covered_by_union(r, [e.region for e in near]):
             entries.append(Entry(r, None, [(x, r)]))
 
-    def over_live(self, e: Entry, x: Access, r: ByteRegion) -> bool:
-        """Did `e`'s write go over bytes of `r` that held what `x` should read? (A writer the
-        model does not name for `x`'s value that wrote other bytes of its view is a part of
-        it the model's views do not record, e.g. slices written into one buffer.)"""
-        return any(overlaps(old_r, r) and self.keys.allowed(x.value, old.op)
-                   for old, old_r in e.replaced)
+    def over_live(self, e: Entry, x: Access, r: ByteRegion) -> Access | None:
+        """The write that went over bytes of `r` holding what `x` should read, on the way to
+        `e`, if one did. (A writer the model does not name for `x`'s value that wrote other
+        bytes of its view is a part of it the model's views do not record, e.g. slices
+        written into one buffer: no finding.)"""
+        return next((by for old, old_r, by in e.replaced
+                     if overlaps(old_r, r) and self.keys.allowed(x.value, old.op)), None)
 
     def write(self, x: Access) -> None:
         r = ByteRegion.of(x.value.type)
@@ -536,7 +541,8 @@ class _Sweep:
                 if e.writer.group.tg.task != task:
                     self.ordered(e.writer, x, "write after write", r)
                 if len(replaced) < MAX_REPLACED:
-                    replaced.append((e.writer, e.region))
+                    replaced.append((e.writer, e.region, x))
+            replaced += e.replaced[:MAX_REPLACED - len(replaced)]
             for reader, where in e.readers:
                 if reader.group.tg.task != task and overlaps(where, r):
                     self.ordered(reader, x, "write after read", r)
@@ -607,8 +613,9 @@ class _Sweep:
                         self.keys.allowed(value, w.op):
                     continue
                 x = Access(w.group, value.owner, value)
-                if self.over_live(e, x, r):
-                    self.clobbered(w, x, r)
+                by = self.over_live(e, x, r)
+                if by is not None:
+                    self.clobbered(by, x, r)
 
 
 def _reads_writes(op: ark.ArkOp) -> tuple[tuple, tuple]:
@@ -653,11 +660,19 @@ class _Keys:
         return "a model input" if p is None else f"what '{p.label.data}' produced"
 
     def allowed(self, value, writer: ark.ArkOp) -> bool:
-        """Is `writer` one of the operators whose data `value` holds?"""
+        """Is `writer` one of the operators whose data `value` holds? Only its producer, when
+        that writes all of the value's bytes; else (an in-place update of part of a tensor, a
+        view wider than what its producer wrote) also the producers of what it updates. (A
+        plan's importer links an operator's output to the buffer's previous result whether
+        it updates it or only reuses its memory, so the link alone does not decide.)"""
         direct = self.producer(value)
         key = op_key(writer)
         if direct is not None and (direct is writer or op_key(direct) == key):
             return True
+        if direct is not None and not isinstance(direct, ALIASES):
+            r = ByteRegion.of(value.type)
+            if any(covers(ByteRegion.of(w.type), r) for w in direct.operand_groups()[1]):
+                return False
         found = self.memo.get(id(value), self)
         if found is self:
             found = self.memo[id(value)] = self._walk(value)
