@@ -247,3 +247,77 @@ def test_the_simulator_agrees_on_samples(plans, tmp_path, planc):
     for name, doc in look_alikes(plans)[:2]:
         path = write_json(tmp_path / "good.json", doc)
         assert planc("simulate", path).code == 0, name
+
+
+# -- translation validation ----------------------------------------------------------------------
+
+
+def test_a_lowering_whose_plan_is_wrong_is_an_internal_error_and_writes_nothing(
+        planc, tmp_path, monkeypatch):
+    """`planc MODEL -t ark` proves its plan (`targets.ark.plan_check`) before writing it. A
+    planner bug is simulated: the `ark-plan` pass leaves out the plan's first processor group
+    (the FFN's gate and up projections, which the down projection reads). The result is an
+    internal error (exit 2) naming the pass and the rule, and no file; without the bug the
+    same command writes a plan that checks."""
+    from dialects import plan as pl
+    from passes.ark_plan import ArkPlanPass
+
+    out = tmp_path / "ffn.plan.json"
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "--arch", "a100", "-o", out).code == 0
+    assert check_file(str(out)).ok
+    out.unlink()
+    planned = ArkPlanPass.apply
+
+    def dropping_a_group(self, ctx, module):
+        planned(self, ctx, module)
+        plan = next(op for op in module.walk() if isinstance(op, pl.PlanOp))
+        plan.processor_groups()[0].detach()
+
+    monkeypatch.setattr(ArkPlanPass, "apply", dropping_a_group)
+    result = planc(EXAMPLES / "ffn.json", "-t", "ark", "--arch", "a100", "-o", out)
+    assert result.code == 2, result.err
+    assert "translation validation" in result.err and "pass 'ark-plan'" in result.err
+    assert "ark-plan.missing-producer" in result.err
+    assert not out.exists()
+    monkeypatch.setenv("PLANC_VALIDATE", "0")     # the bug, unguarded, writes a wrong plan
+    assert planc(EXAMPLES / "ffn.json", "-t", "ark", "--arch", "a100", "-o", out).code == 0
+    assert not check_file(str(out)).ok
+
+
+# -- linear in the plan's size ----------------------------------------------------------------
+
+
+def test_the_work_of_the_value_flow_sweep_grows_linearly(tmp_path, monkeypatch):
+    """Counted, not timed: the byte-region comparisons and ordering questions of `check` on
+    planc's plans of 100- and 400-operator models grow 4x (at most 5x), not 16x as comparing
+    every pair of accesses of a buffer would (planc's memory reuse puts hundreds of tensors
+    in a few buffers)."""
+    from compiler.driver import main
+    from targets.ark import plan_check
+
+    counts = {"overlaps": 0, "before": 0}
+    overlaps, before = plan_check.overlaps, plan_check._Order.before
+
+    def counting_overlaps(a, b):
+        counts["overlaps"] += 1
+        return overlaps(a, b)
+
+    def counting_before(self, a, b):
+        counts["before"] += 1
+        return before(self, a, b)
+
+    monkeypatch.setattr(plan_check, "overlaps", counting_overlaps)
+    monkeypatch.setattr(plan_check._Order, "before", counting_before)
+    work = []
+    for ops in (100, 400):
+        model, out = tmp_path / f"m{ops}.json", tmp_path / f"p{ops}.json"
+        model.write_text(emit_model(generated(ops, width=64, seq=32)))
+        monkeypatch.setenv("PLANC_VALIDATE", "0")
+        assert main([str(model), "-t", "ark", "--arch", "a100", "-o", str(out)]) == 0
+        counts.update(overlaps=0, before=0)
+        assert check_file(str(out)).ok
+        work.append(dict(counts))
+    small, large = work
+    assert small["overlaps"] > 0 and small["before"] > 0
+    assert large["overlaps"] <= 5 * small["overlaps"], work
+    assert large["before"] <= 5 * small["before"], work
