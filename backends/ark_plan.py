@@ -105,6 +105,23 @@ def pipeline(source_format: str, options: Namespace) -> str:
     raise UnsupportedInput("ark", "an ARK plan", source_format)
 
 
+def validate(module: ModuleOp, source_format: str, options: Namespace) -> list[str]:
+    """Translation validation of a plan planned from a model: the error findings of `planc
+    check`'s whole-plan rules (`targets.ark.plan_check`: task distribution and coverage,
+    split-K, ordering and value flow against the model the plan carries), decided
+    symbolically. A plan re-emitted as read (`ark-plan` in) is the user's, not a lowering's:
+    `planc check` judges it."""
+    from dialects.findings import ERROR
+    from dialects.plan import PlanOp
+    from targets.ark.plan_check import check
+
+    plans = [op for op in module.ops if isinstance(op, PlanOp)]
+    if source_format != "ark-model" or len(plans) != 1:
+        return []   # no plan made: `emit` says what the pipeline ended with
+    return [f"{f.rule} at {f.path or '$'}: {f.message}"
+            for f in check(plans[0], options) if f.severity == ERROR]
+
+
 def emit(module: ModuleOp, options: Namespace) -> str:
     return emit_plan(module, getattr(options, "json_layout", None) or "denser",
                      getattr(options, "ark_format", None) or "current")

@@ -202,6 +202,27 @@ def load_inputs(paths: list[str], forced: str | None = None) -> tuple[InputForma
     return fmt, combined
 
 
+class TranslationValidationError(Exception):
+    """A lowering's product failed its proof against its input: a bug of the pass named (an
+    internal error, exit 2); nothing is written."""
+
+
+def validate_lowering(backend: Any, module: ModuleOp, source: str, options: Any, spec: str,
+                      passes: list[tuple[str, float]]) -> None:
+    """Run the target's `validate(module, source, options)` on what the pipeline made (before
+    anything is emitted or written), unless `PLANC_VALIDATE=0` (for measuring its cost)."""
+    validate = getattr(backend, "validate", None)
+    if validate is None or not spec or os.environ.get("PLANC_VALIDATE") == "0":
+        return
+    problems = validate(module, source, options)
+    if problems:
+        name = passes[-1][0] if passes else spec
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise TranslationValidationError(
+            f"translation validation: the product of pass '{name}' does not compute its "
+            f"input: {problems[0]}{more}")
+
+
 MAX_RETRIES = 4
 """Attempts a backend's `retry` may add (each one loads and plans the input again)."""
 
@@ -235,6 +256,7 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
         steps["pipeline"] = perf_counter()
         try:
             passes = run_pipeline(module, spec, **run)
+            validate_lowering(backend, module, source, options, spec, passes)
             steps["emit"] = perf_counter()
             return passes, backend.emit(module, options)
         except PlancError as e:

@@ -17,6 +17,7 @@ member must not become 28M attribute objects) are dense arrays, packed at C spee
 
 from __future__ import annotations
 
+import json
 import sys
 from array import array
 from typing import Any
@@ -124,8 +125,31 @@ def _dense(values: list) -> DenseArrayBase | None:
 
 
 def dict_attr(members: dict[str, Any]) -> DictionaryAttr | None:
-    """`members` as a dictionary attribute, or None when there is nothing to keep."""
-    return DictionaryAttr({k: to_attr(v) for k, v in members.items()}) if members else None
+    """`members` as a dictionary attribute, or None when there is nothing to keep. Equal
+    members (the same Config on thousands of operators of a plan) share one attribute:
+    attributes are immutable, and building one is most of what importing a Config costs."""
+    if not members:
+        return None
+    try:
+        key = json.dumps(members, allow_nan=True)
+    except (TypeError, ValueError):
+        key = None
+    found = _DICTS.get(key) if key is not None else None
+    if found is None:
+        found = DictionaryAttr({k: to_attr(v) for k, v in members.items()})
+        if key is not None:
+            if len(_DICTS) >= MAX_SHARED_DICTS:
+                _DICTS.clear()
+            _DICTS[key] = found
+    return found
+
+
+MAX_SHARED_DICTS = 4096
+"""The most distinct dictionaries `dict_attr` remembers (it starts over beyond)."""
+
+_DICTS: dict[str, DictionaryAttr] = {}
+"""Dictionary attributes by the JSON text of their members (which keeps key order and tells
+`1`, `1.0` and `true` apart, as `to_attr` does)."""
 
 
 def dict_value(attr: DictionaryAttr | None) -> dict[str, Any]:

@@ -85,18 +85,27 @@ def verify_all(module: ModuleOp, limit: int = 100) -> list[PlancError]:
     """
     errors: list[PlancError] = []
     skipped: set[Operation] = set()
-    for op in module.walk():
-        parent = op.parent_op()
-        if parent is not None and parent in skipped:
-            skipped.add(op)
-            continue
-        try:
-            op.verify_()
-        except (VerifyException, DiagnosticException) as e:
-            errors.append(verifier_error(op, e))
-            skipped.add(op)
-            if len(errors) >= limit:
-                break
+    with verifying_once() as done:
+        for op in walk_ops(module):
+            parent = op.parent_op()
+            if parent is not None and parent in skipped:
+                skipped.add(op)
+                continue
+            if id(op) in done:
+                continue  # verified, and found right, by its parent (see `verify_module`)
+            try:
+                # The direct tests of `verify_quickly` first, as `verify_module` does: True
+                # means the op is right; False means the generic verification decides.
+                quick = _QUICK.get(type(op), _QUICK)
+                if quick is _QUICK:
+                    quick = _QUICK[type(op)] = getattr(type(op), "verify_quickly", None)
+                if quick is None or not quick(op):
+                    op.verify_()
+            except (VerifyException, DiagnosticException) as e:
+                errors.append(verifier_error(op, e))
+                skipped.add(op)
+                if len(errors) >= limit:
+                    break
     return errors
 
 

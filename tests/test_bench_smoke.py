@@ -17,6 +17,7 @@ BENCH = ROOT / "bench"
 
 SMALLEST: dict[str, list[str]] = {
     "aliasing_models.py": ["--seeds", "2", "--cpu", "1"],
+    "check_scale.py": ["--ops", "100"],
     "check_simulate.py": ["--smoke"],
     "compile_speed.py": ["--ops", "100"],
     "cpu_ffn.py": ["--iterations", "1", "--rounds", "1", "--model", "{small_ffn}"],

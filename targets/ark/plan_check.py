@@ -1,8 +1,8 @@
 """`planc check` on ARK plans: every rule decided without running a tile.
 
 The verifiers (`dialects.plan`) check each object of the plan; these rules need the whole
-plan, and are decided on progressions, intervals and processor sets, so a 740k-task plan
-checks in about the time its import takes:
+plan, and are decided on progressions, byte regions and processor sets (never per task or
+element), so a 740k-task plan checks in about the time its import takes:
 
 * `ark-plan.task-distribution` (error): a task group's tasks do not each run exactly once
   under the runtime's own distribution. ARK's `task_seq` computes a processor's position as
@@ -22,9 +22,21 @@ checks in about the time its import takes:
   eight): no finding.
 * `ark-plan.split-coverage` (error): an operator whose output is written by several
   TaskInfos (a split by task ranges) does not cover its output's tiles exactly once.
+* `ark-plan.split-k-overlap` (error): the K slices of matmuls an add chain sums overlap: one
+  K range is summed twice (and, the parts' sizes fixed, another never).
 * `ark-plan.unordered-access` (error): two task groups touch overlapping bytes of a buffer,
   one of them writing, and nothing orders them: no chain of grid barriers from the first one's
   processors to the second one's, and not the same processors and warps in sequence.
+* `ark-plan.clobbered-value` and `ark-plan.unwritten-read` (errors): value flow. In the
+  runtime's order, the last write of the bytes an operator reads is not the producer the
+  plan's model names for the value it reads (a result placed over a live tensor), or that
+  producer has not written them yet (see `_Sweep`).
+
+Ordering and value flow come from one sweep over the accesses in the runtime's order, against
+per-buffer entries of who last wrote which bytes and who read them since: each access is
+compared with those only, so the work is linear in the plan's accesses (planc's plan of a
+50k-operator model checks in about the time it takes to compile). The same rules are the
+translation validation of every ARK lowering (`backends.ark_plan.validate`).
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from dialects import ark
 from dialects import plan as pl
 from dialects.findings import ERROR, WARNING, Finding, at_op, from_error
 from dialects.utils import single_root
+from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
 from targets.ark.coverage import Progression, cover, describe
 from targets.ark.model_outputs import final_outputs
 
@@ -51,11 +64,13 @@ def check(module: ModuleOp | pl.PlanOp, options: Any = None) -> list[Finding]:
     p = module if isinstance(module, pl.PlanOp) else single_root(module, pl.PlanOp)
     runtime = getattr(options, "ark_runtime", None) or "ark"
     groups = list(task_groups(p))
+    operators = p.task_operators()
     findings = [from_error(ark.unknown_type_error(op, "ark-plan"), "ark-plan")
                 for op in ark.unknown_operators(p)]
     findings += distribution_findings(p, groups, runtime)
-    findings += coverage_findings(p, groups)
-    findings += ordering_findings(p, groups)
+    findings += coverage_findings(p, groups, operators)
+    findings += split_k_findings(p)
+    findings += ordering_findings(p, groups, operators)
     return findings
 
 
@@ -76,25 +91,18 @@ class Group:
     first: int
     """The rotated first processor number (`ProcCurrent` relative to the group)."""
     layout: pl.SlotLayout | None
-    reads: list[Region] = field(default_factory=list)
-    writes: list[Region] = field(default_factory=list)
 
 
 def task_groups(p: pl.PlanOp) -> Iterator[Group]:
     tasks = p.tasks()
-    operators = p.task_operators()
     index = 0
     for pg_index, pg in enumerate(p.processor_groups()):
         for rg in pg.resource_groups():
             for tg, first in pl.task_group_starts(rg):
                 task = tasks.get(tg.task)
-                group = Group(index, pg_index, pg, rg, tg, first,
-                              pl.slot_layout(rg, task) if task is not None else None)
-                for op in operators.get(tg.task, []):
-                    group.reads += [region(t) for t in op.inputs]
-                    group.writes += [region(t) for t in op.outputs]
+                yield Group(index, pg_index, pg, rg, tg, first,
+                            pl.slot_layout(rg, task) if task is not None else None)
                 index += 1
-                yield group
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,12 +129,20 @@ def runtime_blocks(processors: pl.Range, first: int, grid: int, blocks: int,
 def distribution_findings(p: pl.PlanOp, groups: list[Group], runtime: str
                           ) -> Iterator[Finding]:
     grid = p.processor_count
+    memo: dict[tuple, Any] = {}
     for g in groups:
         n_tasks, gran = len(g.tg.tasks), max(g.tg.gran, 1)
         if not n_tasks or not len(g.rg.processors):
             continue
         blocks = -(-n_tasks // gran)
-        result = cover(runtime_blocks(g.rg.processors, g.first, grid, blocks, runtime), blocks)
+        procs = g.rg.processors
+        if runtime == "planc" or (len(procs) == grid and procs.step == 1):
+            continue    # positions 0 .. n-1, each once: every block runs exactly once
+        key = (procs.begin, procs.end, procs.step, g.first, blocks)
+        result = memo.get(key)
+        if result is None:
+            result = memo[key] = cover(runtime_blocks(procs, g.first, grid, blocks, runtime),
+                                       blocks)
         if result.missing == 0 and result.repeated == 0:
             continue
         missed = min(n_tasks, result.missing * gran)
@@ -155,22 +171,23 @@ def distribution_findings(p: pl.PlanOp, groups: list[Group], runtime: str
 # ---------------------------------------------------------------------------------------------
 
 
-def coverage_findings(p: pl.PlanOp, groups: list[Group]) -> list[Finding]:
+def coverage_findings(p: pl.PlanOp, groups: list[Group],
+                      operators: dict[int, list[ark.ArkOp]] | None = None) -> list[Finding]:
     findings: list[Finding] = []
     ranges: dict[int, list[Progression]] = defaultdict(list)
     for g in groups:
         r = g.tg.tasks
         ranges[g.tg.task].append(Progression(r.begin, r.end, r.step))
-    operators = p.task_operators()
+    operators = operators if operators is not None else p.task_operators()
     tasks = p.tasks()
-    split = _split_tasks(operators)
     runs = _runs(operators)
+    split = _split_tasks(operators, runs)
     outputs = _model_outputs(p) if any(
         ops and t in tasks and t not in ranges for t, ops in operators.items()) else set()
     for task_id, ops in operators.items():
         if not ops or task_id not in tasks:
             continue
-        num_tasks = p.num_tasks(task_id)
+        num_tasks = int(ops[0].config_value().get("NumTasks", 0))   # `PlanOp.num_tasks`
         if task_id not in ranges:
             findings += _unscheduled(tasks[task_id], task_id, ops, ranges, runs, outputs)
             continue
@@ -188,7 +205,7 @@ def coverage_findings(p: pl.PlanOp, groups: list[Group]) -> list[Finding]:
             findings.append(_repeated(tasks[task_id], "ark-plan.task-coverage", ops,
                                       f"task {task_id} ({_labels(ops)}): "
                                       f"{describe(result, 'tasks')}"))
-    findings += _split_findings(p, ranges)
+    findings += _split_findings(runs, ranges)
     return findings
 
 
@@ -260,8 +277,8 @@ def _labels(ops: list[ark.ArkOp]) -> str:
 
 def _overlaps_any(op: ark.ArkOp) -> bool:
     """Does `op` write bytes it also reads (an in-place update)?"""
-    writes = [region(t) for t in op.outputs]
-    return any(w.overlaps(region(t)) for w in writes for t in op.inputs)
+    writes = [ByteRegion.of(t) for t in op.outputs]
+    return any(overlaps(w, ByteRegion.of(t)) for w in writes for t in op.inputs)
 
 
 def _runs(operators: dict[int, list[ark.ArkOp]]) -> dict[tuple, list[ark.ArkOp]]:
@@ -274,20 +291,22 @@ def _runs(operators: dict[int, list[ark.ArkOp]]) -> dict[tuple, list[ark.ArkOp]]
     return runs
 
 
-def _split_tasks(operators: dict[int, list[ark.ArkOp]]) -> set[int]:
+def _split_tasks(operators: dict[int, list[ark.ArkOp]],
+                 runs: dict[tuple, list[ark.ArkOp]]) -> set[int]:
     """TaskInfos all of whose operators other TaskInfos run too: a split operator, whose
     coverage `_split_findings` decides over all its parts."""
-    shared = {op.task_id for ops in _runs(operators).values()
+    shared = {op.task_id for ops in runs.values()
               if len({o.task_id for o in ops}) > 1 for op in ops}
     return {t for t, ops in operators.items() if ops and t in shared}
 
 
-def _split_findings(p: pl.PlanOp, ranges: dict[int, list[Progression]]) -> list[Finding]:
+def _split_findings(runs: dict[tuple, list[ark.ArkOp]], ranges: dict[int, list[Progression]]
+                    ) -> list[Finding]:
     """An operator that several TaskInfos run (ARK plans split one operator by task ranges,
     or recompute it inside fused tasks): unless one of them computes all its tiles, together
     they must."""
     findings = []
-    for ops in _runs(p.task_operators()).values():
+    for ops in runs.values():
         task_ids = sorted({op.task_id for op in ops})
         if len(task_ids) < 2:
             continue
@@ -314,6 +333,70 @@ def _split_findings(p: pl.PlanOp, ranges: dict[int, list[Progression]]) -> list[
     return findings
 
 
+# ---------------------------------------------------------------------------------------------
+# Split-K: the parts of a matmul summed into one output cover K exactly once
+# ---------------------------------------------------------------------------------------------
+
+
+def split_k_findings(p: pl.PlanOp) -> list[Finding]:
+    """`ark-plan.split-k-overlap` (error): matmuls whose results an add chain sums (a matmul
+    split along K, planc's `split-k` or ARK's tutorial split-K plan) read K slices of the same
+    operands that overlap: that K range is summed twice, and, the parts' lengths being fixed,
+    another is never summed. The output is wrong by the overlapping partial products. Decided
+    on the slices' index intervals (one per part), at the later part."""
+    findings: list[Finding] = []
+    parts: dict[int, list[ark.MatmulOp]] = {}
+    for op in p.graph.ops:
+        if isinstance(op, ark.MatmulOp):
+            parts[id(op)] = [op]
+        elif isinstance(op, ark.AddOp):
+            a, b = (_summed(v, parts) for v in op.operand_groups()[0][:2])
+            if a and b:
+                parts[id(op)] = a + b
+                findings += _k_overlaps(a, b)
+    return findings[:MAX_FINDINGS]
+
+
+def _summed(value, parts: dict[int, list]) -> list:
+    """The matmuls an add chain has summed into `value` (through views)."""
+    owner = value.owner
+    while isinstance(owner, ark.ViewOp) and owner.source is not None:
+        owner = owner.source.owner
+    return parts.get(id(owner), [])
+
+
+def _k_overlaps(left: list[ark.MatmulOp], right: list[ark.MatmulOp]) -> list[Finding]:
+    found = []
+    for m2 in right:
+        for m1 in left:
+            k1, k2 = _k_range(m1), _k_range(m2)
+            if k1 is None or k2 is None or k1[0] != k2[0]:
+                continue        # not slices of the same operands: not a split of one matmul
+            (lo1, hi1), (lo2, hi2) = k1[1], k2[1]
+            if lo1 < hi2 and lo2 < hi1:
+                found.append(at_op(m2, "ark-plan.split-k-overlap", ERROR,
+                                   f"'{m2.label.data}' sums K [{lo2}, {hi2}) and "
+                                   f"'{m1.label.data}' K [{lo1}, {hi1}) into one output: K "
+                                   f"[{max(lo1, lo2)}, {min(hi1, hi2)}) is summed twice"))
+    return found
+
+
+def _k_range(mm: ark.MatmulOp) -> tuple[tuple, tuple[int, int]] | None:
+    """(what identifies the operands' rows and columns but K, K's interval) of a matmul whose
+    operands are K slices of larger tensors; None when neither operand is sliced along K."""
+    a, b = (ByteRegion.of(v.type) for v in mm.operand_groups()[0][:2])
+    ka = 2 if mm.trans_input else 3
+    kb = 3 if mm.trans_other else 2
+    ia, ib = a._intervals[ka], b._intervals[kb]
+    if ia[1] - ia[0] == a.extents[ka] and ib[1] - ib[0] == b.extents[kb]:
+        return None
+    if ia != ib:
+        return None
+    rest = tuple(x for d, x in enumerate(a._intervals) if d != ka)
+    rest += tuple(x for d, x in enumerate(b._intervals) if d != kb)
+    return ((a.buffer, a.extents, b.buffer, b.extents, rest), ia)
+
+
 def _tile_count(op: ark.ArkOp) -> int:
     shape = pl._pad4(pl.output_shape(op))
     return math.prod(-(-s // u) for s, u in zip(shape, pl.unit_shape(op), strict=True))
@@ -325,103 +408,356 @@ def _view_key(t: ark.TensorType) -> tuple:
 
 
 # ---------------------------------------------------------------------------------------------
-# Byte regions
+# Ordering and value flow: one sweep over the accesses in the runtime's order
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Region:
-    """The bytes a tensor view touches: a box of elements in its strides' layout, and the
-    interval hull of its bytes in its buffer."""
+@dataclass(eq=False)
+class Access:
+    """One operator of a task group reading or writing one tensor value."""
 
-    buffer: int
-    strides: tuple[int, ...]
-    lo: tuple[int, ...]
-    hi: tuple[int, ...]
-    """Per dimension, the element interval [lo, hi) of the view (in `strides` coordinates)."""
-    element_bytes: int
-    start: int
-    end: int
+    group: Group
+    op: ark.ArkOp
+    value: Any
 
-    def overlaps(self, other: Region) -> bool:
-        if self.buffer != other.buffer or self.end <= other.start or other.end <= self.start:
+
+@dataclass(eq=False)
+class Entry:
+    """Bytes of a buffer as the sweep last left them: who wrote them (None: nobody yet, the
+    bytes the plan was given), who read them since, and the later writes that cover part of
+    them (`cut`: the entry is then only partly what its writer left)."""
+
+    region: ByteRegion
+    writer: Access | None
+    readers: list[tuple[Access, ByteRegion]] = field(default_factory=list)
+    cut: list[ByteRegion] = field(default_factory=list)
+    replaced: list[tuple[Access, ByteRegion, Access]] = field(default_factory=list)
+    """The earlier writes (writer, region) this entry's bytes went through, each with the
+    write that first went over it (this entry's, or one before it)."""
+
+
+ALIASES = (ark.DeviceSyncOp, ark.NoopOp)
+"""Operators whose result is their input (they order, they do not write data)."""
+
+MAX_FINDINGS = 50
+MAX_REPLACED = 16
+"""The most earlier writes an entry remembers having gone over (a bound on memory; beyond,
+an overwrite of a live value may go unreported, never reported wrongly)."""
+MAX_WALK = 512
+"""The most values `_Flow.ancestors` walks back from one value (an in-place chain longer than
+that is taken as allowed: not decided, no finding)."""
+
+
+class _Sweep:
+    """The accesses of every task group, in the order ARK's runtime runs them (processor
+    groups in plan order, their resource groups, each one's task groups in order: a linear
+    extension of the runtime's order once every conflict is ordered), against per-buffer
+    entries of what each byte region holds.
+
+    Each access is compared only with the last write of the bytes it touches and the reads
+    since that write: every earlier access of those bytes was ordered before that write when
+    it was made, and the runtime's order is transitive (a chain of grid barriers, or one
+    warp's sequence). So the number of comparisons is linear in the plan's accesses, not in
+    the pairs of task groups that touch a buffer.
+
+    Three rules come out of it:
+
+    * `ark-plan.unordered-access` (error): a conflicting pair nothing orders (a race on the
+      device: the reader sees either value, or two writes land in either order);
+    * `ark-plan.clobbered-value` (error): an operator reads bytes whose last write (in the
+      runtime's order) is not the producer the plan's model names for the value it reads,
+      through views and in-place updates: another result was placed over a live value
+      before its last read, so the reader computes on the wrong data. Reported at the
+      overwriting operator, naming the reader;
+    * `ark-plan.unwritten-read` (error): an operator reads a value whose producer runs but has
+      not written those bytes before the read (it runs later, or on other bytes): the reader
+      sees whatever the buffer held.
+    """
+
+    def __init__(self, p: pl.PlanOp, groups: list[Group], operators: dict[int, list]):
+        self.groups = groups
+        self.operators = operators
+        self.entries: dict[int, list[Entry]] = defaultdict(list)
+        self.order = _Order(p)
+        self.unordered: list[Finding] = []
+        self.flow: list[Finding] = []
+        self.seen_pairs: set[tuple[int, int]] = set()
+        self.seen_flow: set[tuple[int, int]] = set()
+        self.keys = _Keys()
+        self.scheduled = {op_key(op) for g in groups for op in operators.get(g.tg.task, [])
+                          if op.outputs}
+
+    def run(self) -> None:
+        accesses: dict[int, list] = {}     # per TaskInfo: (op, reads, writes), made once
+        for g in self.groups:
+            steps = accesses.get(g.tg.task)
+            if steps is None:
+                steps = accesses[g.tg.task] = [
+                    (op, *_reads_writes(op)) for op in self.operators.get(g.tg.task, [])]
+            for op, reads, writes in steps:
+                for value in reads:
+                    self.read(Access(g, op, value))
+                for value in writes:
+                    self.write(Access(g, op, value))
+
+    # -- the two kinds of access ---------------------------------------------------------------
+
+    def read(self, x: Access) -> None:
+        r = ByteRegion.of(x.value.type)
+        if r.empty:
+            return
+        entries = self.entries[r.buffer]
+        near = [e for e in entries if overlaps(e.region, r)]
+        produced = clobbered = False
+        for e in near:
+            w = e.writer
+            if w is not None:
+                if w.group.tg.task != x.group.tg.task and not self.ordered(w, x, "read after "
+                                                                           "write", r):
+                    pass
+                elif _visible(e, r):
+                    if self.keys.allowed(x.value, w.op):
+                        produced = True
+                    else:
+                        by = self.over_live(e, x, r)
+                        if by is not None:
+                            self.clobbered(by, x, r)
+                            clobbered = True
+            e.readers.append((x, r))
+        if not produced and not clobbered:     # (an overwrite is the mistake, not the read)
+            self.unwritten(x, r, near)
+        if not covered_by_union(r, [e.region for e in near]):
+            entries.append(Entry(r, None, [(x, r)]))
+
+    def over_live(self, e: Entry, x: Access, r: ByteRegion) -> Access | None:
+        """The write that went over bytes of `r` holding what `x` should read, on the way to
+        `e`, if one did. (A writer the model does not name for `x`'s value that wrote other
+        bytes of its view is a part of it the model's views do not record, e.g. slices
+        written into one buffer: no finding.)"""
+        return next((by for old, old_r, by in e.replaced
+                     if overlaps(old_r, r) and self.keys.allowed(x.value, old.op)), None)
+
+    def write(self, x: Access) -> None:
+        r = ByteRegion.of(x.value.type)
+        if r.empty:
+            return
+        entries = self.entries[r.buffer]
+        task = x.group.tg.task
+        kept = []
+        replaced = []
+        for e in entries:
+            if not overlaps(e.region, r):
+                kept.append(e)
+                continue
+            if e.writer is not None:
+                if e.writer.group.tg.task != task:
+                    self.ordered(e.writer, x, "write after write", r)
+                if len(replaced) < MAX_REPLACED:
+                    replaced.append((e.writer, e.region, x))
+            replaced += e.replaced[:MAX_REPLACED - len(replaced)]
+            for reader, where in e.readers:
+                if reader.group.tg.task != task and overlaps(where, r):
+                    self.ordered(reader, x, "write after read", r)
+            if not covers(r, e.region):
+                e.cut.append(r)
+                kept.append(e)
+        kept.append(Entry(r, x, replaced=replaced))
+        self.entries[r.buffer] = kept
+
+    # -- findings ----------------------------------------------------------------------------
+
+    def ordered(self, first: Access, second: Access, kind: str, where: ByteRegion) -> bool:
+        a, b = first.group, second.group
+        if self.order.before(a, b):
+            return True
+        if (a.index, b.index) not in self.seen_pairs and len(self.unordered) < MAX_FINDINGS:
+            self.seen_pairs.add((a.index, b.index))
+            lo, hi = where.hull
+            self.unordered.append(at_op(
+                b.tg, "ark-plan.unordered-access", ERROR,
+                f"{kind} on buffer {where.buffer} bytes [{lo}, {hi}): task {b.tg.task} "
+                f"(processor group {b.pg_index}) and task {a.tg.task} (processor group "
+                f"{a.pg_index}) touch the same bytes and nothing orders them "
+                f"({_why_unordered(a, b)})"))
+        return False
+
+    def clobbered(self, writer: Access, reader: Access, r: ByteRegion) -> None:
+        key = (id(writer.op), id(reader.op))
+        if key in self.seen_flow or len(self.flow) >= MAX_FINDINGS:
+            return
+        self.seen_flow.add(key)
+        lo, hi = r.hull
+        producer = self.keys.producer_label(reader.value)
+        self.flow.append(at_op(
+            writer.op, "ark-plan.clobbered-value", ERROR,
+            f"'{writer.op.label.data}' (task {writer.group.tg.task}) writes buffer "
+            f"{r.buffer} bytes [{lo}, {hi}) while they still hold {producer}, which "
+            f"'{reader.op.label.data}' (task {reader.group.tg.task}, processor group "
+            f"{reader.group.pg_index}) reads afterwards: it reads the wrong data"))
+
+    def unwritten(self, x: Access, r: ByteRegion, near: list[Entry]) -> None:
+        producer = self.keys.producer(x.value)
+        if producer is None or isinstance(producer, ALIASES) or \
+                op_key(producer) not in self.scheduled:
+            return      # a model input, or a producer no task group runs (missing-producer)
+        if not any(overlaps(ByteRegion.of(t), r) for t in producer.outputs):
+            return      # it reads other bytes than its producer writes (views of a buffer)
+        key = (id(producer), id(x.op))
+        if key in self.seen_flow or len(self.flow) >= MAX_FINDINGS:
+            return
+        self.seen_flow.add(key)
+        lo, hi = r.hull
+        self.flow.append(at_op(
+            x.op, "ark-plan.unwritten-read", ERROR,
+            f"'{x.op.label.data}' (task {x.group.tg.task}, processor group "
+            f"{x.group.pg_index}) reads buffer {r.buffer} bytes [{lo}, {hi}) before "
+            f"'{producer.label.data}' (its producer) wrote them: it reads whatever the buffer "
+            "held"))
+
+    def outputs(self, values: list) -> None:
+        """The model's final outputs: their bytes' last writer, at the end, is the producer
+        the model names (nothing overwrote them after)."""
+        for value in values:
+            r = ByteRegion.of(value.type)
+            for e in self.entries.get(r.buffer, ()):
+                w = e.writer
+                if w is None or not overlaps(e.region, r) or not _visible(e, r) or \
+                        self.keys.allowed(value, w.op):
+                    continue
+                x = Access(w.group, value.owner, value)
+                by = self.over_live(e, x, r)
+                if by is not None:
+                    self.clobbered(by, x, r)
+
+
+def _reads_writes(op: ark.ArkOp) -> tuple[tuple, tuple]:
+    """What an operator reads and writes (an alias writes nothing: its result is its input)."""
+    reads, writes = op.operand_groups()
+    return reads, (() if isinstance(op, ALIASES) else writes)
+
+
+def _visible(e: Entry, r: ByteRegion) -> bool:
+    """May `r` see bytes that `e`'s writer left (not all covered by later writes)?"""
+    return not e.cut or not (covered_by_union(r, e.cut) or covered_by_union(e.region, e.cut))
+
+
+def op_key(op: ark.ArkOp) -> tuple:
+    """An operator as the plan computes it: the copies a plan runs in several TaskInfos (a
+    split by task ranges, a recomputation in a fused task) are one. (Kept with the op: the
+    sweep asks for it at every access.)"""
+    key = op.__dict__.get("_planc_op_key")
+    if key is None:
+        writes = op.operand_groups()[1]
+        key = (op.ark_type, op.label.data, _view_key(writes[0].type) if writes else None)
+        op.__dict__["_planc_op_key"] = key
+    return key
+
+
+class _Keys:
+    """Which operators the plan's model says a value's bytes come from: its producer, and
+    through views, in-place updates and aliases, the producers of the values it updates."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, frozenset | None] = {}
+
+    @staticmethod
+    def producer(value) -> ark.ArkOp | None:
+        owner = value.owner
+        while isinstance(owner, ark.ViewOp) and owner.source is not None:
+            owner = owner.source.owner
+        return owner if isinstance(owner, ark.ArkOp) else None
+
+    def producer_label(self, value) -> str:
+        p = self.producer(value)
+        return "a model input" if p is None else f"what '{p.label.data}' produced"
+
+    def allowed(self, value, writer: ark.ArkOp) -> bool:
+        """Is `writer` one of the operators whose data `value` holds? Only its producer, when
+        that writes all of the value's bytes; else (an in-place update of part of a tensor, a
+        view wider than what its producer wrote) also the producers of what it updates. (A
+        plan's importer links an operator's output to the buffer's previous result whether
+        it updates it or only reuses its memory, so the link alone does not decide.)"""
+        direct = self.producer(value)
+        key = op_key(writer)
+        if direct is not None and (direct is writer or op_key(direct) == key):
+            return True
+        if direct is not None and not isinstance(direct, ALIASES):
+            r = ByteRegion.of(value.type)
+            if any(covers(ByteRegion.of(w.type), r) for w in direct.operand_groups()[1]):
+                return False
+        found = self.memo.get(id(value), self)
+        if found is self:
+            found = self.memo[id(value)] = self._walk(value)
+        return found is None or key in found
+
+    @staticmethod
+    def _walk(value) -> frozenset | None:
+        keys: set[tuple] = set()
+        stack, seen = [value], set()
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if len(seen) > MAX_WALK:
+                return None
+            owner = v.owner
+            if isinstance(owner, ark.ViewOp):
+                stack.extend(owner.operands)
+            elif isinstance(owner, ark.ArkOp):
+                keys.add(op_key(owner))
+                reads, writes = owner.operand_groups()
+                stack.extend(writes)
+                if isinstance(owner, ALIASES):
+                    stack.extend(reads)
+        return frozenset(keys)
+
+
+class _Order:
+    """The runtime's happens-before between task groups: in one processor group only the same
+    resource group's task groups task by task (`_same_slots`); across processor groups a
+    chain of grid barriers that carries the first one's processors' completion to every
+    processor of the second. A barrier over a range holding both groups' processors decides
+    it at once (`covering`); otherwise the barriers in between are followed (memoised)."""
+
+    def __init__(self, p: pl.PlanOp):
+        pgs = p.processor_groups()
+        self.syncs = pl.barriers(pgs)
+        self.memo: dict[tuple, bool] = {}
+        # For each processor group, the next one (inclusive) with a barrier over a range
+        # holding all processors: everything before it is ordered before everything after.
+        grid = set(range(p.processor_count))
+        nxt = [len(pgs)] * (len(pgs) + 1)
+        for k in range(len(pgs) - 1, -1, -1):
+            full = any(len(s) >= len(grid) and grid <= set(s) for s in self.syncs[k])
+            nxt[k] = k if full else nxt[k + 1]
+        self.next_full = nxt
+
+    def before(self, a: Group, b: Group) -> bool:
+        if a.pg_index == b.pg_index:
+            return a.rg is b.rg and _same_slots(a, b)
+        if a.pg_index > b.pg_index:
             return False
-        if self.strides == other.strides and self.element_bytes == other.element_bytes:
-            # Two boxes of one layout: they meet only if they meet in every dimension.
-            return all(a < d and c < b for a, b, c, d in
-                       zip(self.lo, self.hi, other.lo, other.hi, strict=True))
-        return True   # different layouts: the byte intervals decide (conservatively)
-
-    def describe(self) -> str:
-        return f"buffer {self.buffer} bytes [{self.start}, {self.end})"
-
-
-def region(t: ark.TensorType) -> Region:
-    strides = tuple(t.strides_list)
-    offsets, shape = list(t.offsets_list), list(t.shape_list)
-    lo = tuple(offsets)
-    hi = tuple(o + s for o, s in zip(offsets, shape, strict=True))
-    suffix = [math.prod(strides[i + 1:]) for i in range(len(strides))]
-    first = sum(o * m for o, m in zip(lo, suffix, strict=True))
-    last = sum((h - 1) * m for h, m in zip(hi, suffix, strict=True))
-    size = t.element_bytes
-    return Region(t.buffer_id, strides, lo, hi, size, first * size, (last + 1) * size)
+        if self.next_full[a.pg_index + 1] <= b.pg_index:
+            return True
+        key = (a.pg_index, id(a.rg), b.pg_index, id(b.rg))
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = ordered(a, b, self.syncs)
+        return found
 
 
-# ---------------------------------------------------------------------------------------------
-# Ordering of conflicting accesses
-# ---------------------------------------------------------------------------------------------
-
-
-def conflicts(groups: list[Group]) -> Iterator[tuple[Group, Group, str, Region]]:
-    """Pairs (earlier, later) of task groups whose accesses conflict, with the kind and the
-    later group's region concerned. Regions are indexed by buffer and sorted by start, so only
-    groups whose byte intervals meet are compared."""
-    accesses: dict[int, list[tuple[int, int, int, bool, Region]]] = defaultdict(list)
-    for g in groups:
-        for kind, regions in (("w", g.writes), ("r", g.reads)):
-            for r in regions:
-                accesses[r.buffer].append((r.start, r.end, g.index, kind == "w", r))
-    seen: set[tuple[int, int]] = set()
-    for entries in accesses.values():
-        entries.sort(key=lambda e: e[0])
-        active: list[tuple[int, int, int, bool, Region]] = []
-        for entry in entries:
-            start = entry[0]
-            active = [a for a in active if a[1] > start]
-            for other in active:
-                if other[2] == entry[2] or not (other[3] or entry[3]):
-                    continue
-                if groups[other[2]].tg.task == groups[entry[2]].tg.task:
-                    continue    # parts of one task split by task ranges: task coverage
-
-                if not other[4].overlaps(entry[4]):
-                    continue
-                a, b = sorted((other, entry), key=lambda e: e[2])
-                if (a[2], b[2]) in seen:
-                    continue
-                seen.add((a[2], b[2]))
-                kind = {(True, False): "read after write", (False, True): "write after read",
-                        (True, True): "write after write"}[(a[3], b[3])]
-                yield groups[a[2]], groups[b[2]], kind, b[4]
-            active.append(entry)
-
-
-def ordering_findings(p: pl.PlanOp, groups: list[Group]) -> list[Finding]:
-    pgs = p.processor_groups()
-    syncs = pl.barriers(pgs)
-    findings = []
-    for first, second, kind, where in conflicts(groups):
-        if ordered(first, second, syncs):
-            continue
-        findings.append(at_op(second.tg, "ark-plan.unordered-access", ERROR,
-                              f"{kind} on {where.describe()}: task {second.tg.task} "
-                              f"(processor group {second.pg_index}) and task {first.tg.task} "
-                              f"(processor group {first.pg_index}) touch the same bytes and "
-                              f"nothing orders them ({_why_unordered(first, second)})"))
-        if len(findings) >= 50:
-            break
-    return findings
+def ordering_findings(p: pl.PlanOp, groups: list[Group],
+                      operators: dict[int, list] | None = None) -> list[Finding]:
+    """`ark-plan.unordered-access`, `ark-plan.clobbered-value` and `ark-plan.unwritten-read`
+    (see `_Sweep`)."""
+    operators = operators if operators is not None else p.task_operators()
+    sweep = _Sweep(p, groups, operators)
+    sweep.run()
+    sweep.outputs([v for v in final_outputs(op for op in p.graph.ops
+                                            if isinstance(op, ark.ArkOp))
+                   if not isinstance(v.owner, ALIASES)])
+    return sweep.unordered + sweep.flow
 
 
 def _why_unordered(first: Group, second: Group) -> str:
