@@ -42,6 +42,8 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     BoolAttr,
+    BytesAttr,
+    DenseArrayBase,
     DictionaryAttr,
     IntegerAttr,
     StringAttr,
@@ -263,6 +265,11 @@ class WorkOp(JsonObjectOp):
             if getattr(self, field).value.data < 0:
                 raise VerifyAt(f"{field} must be >= 0, got {getattr(self, field).value.data}",
                                None, field)
+        self.check_members(self)
+
+    @staticmethod
+    def check_members(self: WorkOp | WorkListOp) -> None:
+        """The rules on len_k and tile_order, shared by `tt.work` and `tt.work_list`."""
         if self.len_k is not None and self.len_k.value.data < 0:
             raise VerifyAt(f"len_k must be >= 0, got {self.len_k.value.data}", None, "len_k")
         if self.len_k is not None and self.len_k.value.data > MAX_LEN_K:
@@ -272,6 +279,65 @@ class WorkOp(JsonObjectOp):
         if self.tile_order is not None and self.tile_order.data not in TILE_ORDERS:
             raise VerifyAt(f"tile_order must be one of {', '.join(TILE_ORDERS)}, got "
                            f"{_quoted(self.tile_order.data)}", None, "tile_order")
+
+
+@irdl_op_definition
+class WorkListOp(TTOp):
+    """A run of work items in one op: item n computes output tile (io[n], jo[n]), each with
+    the same `len_k` and `tile_order` (absent: the members are absent). It stands for exactly
+    the JSON objects `{"io", "jo", "len_k", "tile_order"}` that `tt.work` ops would, in that
+    key order. Planners write it: a kernel of a real model has hundreds of thousands of tiles,
+    and one op per tile made planning a Llama layer take minutes."""
+
+    name = "tt.work_list"
+    io = prop_def(DenseArrayBase[I64])
+    jo = prop_def(DenseArrayBase[I64])
+    len_k = opt_prop_def(IntegerAttr[I64])
+    tile_order = opt_prop_def(StringAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = ("`io` $io `jo` $jo (`len_k` $len_k^)? (`tile_order` $tile_order^)? "
+                       "attr-dict")
+
+    def __init__(self, io, jo, len_k: int | None = None, tile_order: str | None = None):
+        """`io`, `jo`: integer sequences (numpy arrays or lists) of the same length."""
+        super().__init__(properties={"io": _i64_array(io), "jo": _i64_array(jo),
+                                     **_optional_props(
+            len_k=None if len_k is None else _int(len_k),
+            tile_order=None if tile_order is None else StringAttr(tile_order))})
+
+    def tiles(self):
+        """The tiles as a `TileList` (numpy arrays over the op's own bytes)."""
+        import numpy as np
+
+        from dialects.tt_kernels import TileList
+
+        return TileList(np.frombuffer(self.io.data.data, "<i8"),
+                        np.frombuffer(self.jo.data.data, "<i8"))
+
+    def __len__(self) -> int:
+        return len(self.io)
+
+    @property
+    def len_k_value(self) -> int | None:
+        return _value(self.len_k)
+
+    def check(self) -> None:
+        if len(self.io) != len(self.jo):
+            raise VerifyException(f"io has {len(self.io)} tiles but jo has {len(self.jo)}")
+        tiles = self.tiles()
+        for field, values in (("io", tiles.io), ("jo", tiles.jo)):
+            if len(values) and int(values.min()) < 0:
+                raise VerifyAt(f"{field} must be >= 0, got {int(values.min())}", None, field)
+        WorkOp.check_members(self)
+
+
+def _i64_array(values) -> DenseArrayBase:
+    """An i64 dense array of `values`, packed in one call (no attribute per element)."""
+    import numpy as np
+
+    data = np.asarray(values, dtype="<i8").tobytes()
+    return DenseArrayBase(i64, BytesAttr(data))
 
 
 @irdl_op_definition
@@ -300,14 +366,44 @@ class CoreOp(TTOp):
         return None if match is None else (int(match.group(1)), int(match.group(2)))
 
     def items(self) -> list[WorkOp]:
+        """The `tt.work` ops (not the items of `tt.work_list`s: see `tiles`, `len_ks`)."""
         return [op for op in self.body.block.ops if isinstance(op, WorkOp)]
+
+    def runs(self) -> list[WorkOp | WorkListOp]:
+        """The ops holding the core's work items, in order."""
+        return [op for op in self.body.block.ops if isinstance(op, WorkOp | WorkListOp)]
+
+    def tiles(self) -> Sequence[tuple[int, int]]:
+        """Every work item's output tile, in order: a `TileList` when the core holds only
+        `tt.work_list`s, else a list of tuples."""
+        runs = self.runs()
+        if runs and all(isinstance(op, WorkListOp) for op in runs):
+            if len(runs) == 1:
+                return runs[0].tiles()
+            import numpy as np
+
+            from dialects.tt_kernels import TileList
+
+            parts = [op.tiles() for op in runs]
+            return TileList(np.concatenate([t.io for t in parts]),
+                            np.concatenate([t.jo for t in parts]))
+        return [t for op in runs for t in ([op.tile] if isinstance(op, WorkOp) else op.tiles())]
+
+    def len_ks(self) -> list[int | None]:
+        """Every work item's len_k (None where absent), in order."""
+        return [k for op in self.runs()
+                for k in ([op.len_k_value] if isinstance(op, WorkOp) else
+                          [op.len_k_value] * len(op))]
+
+    def item_count(self) -> int:
+        return sum(1 if isinstance(op, WorkOp) else len(op) for op in self.runs())
 
     def check(self) -> None:
         if self.coordinates is None:
             raise VerifyException(f"core key {_quoted(self.key.data)} is not of the form "
                                   '"(x,y)" with integers x and y')
         for op in self.body.block.ops:
-            if not isinstance(op, WorkOp):
+            if not isinstance(op, WorkOp | WorkListOp):
                 raise VerifyException(f"a core holds only tt.work items, not {op.name}")
 
 
@@ -509,8 +605,19 @@ class KernelOp(JsonObjectOp):
 
 def _idle_placeholder(core_op: CoreOp) -> bool:
     """TileLang-TT's partitioners give a core with no tiles the item {io:0, jo:0, len_k:0}."""
-    items = core_op.items()
-    return len(items) == 1 and items[0].tile == (0, 0) and items[0].len_k_value == 0
+    return (core_op.item_count() == 1 and tuple(core_op.tiles()[0]) == (0, 0)
+            and core_op.len_ks()[0] == 0)
+
+
+def _located_tiles(core_op: CoreOp) -> Iterator[tuple[tuple[int, int], Operation]]:
+    """Each work item's tile with the op an error about it points at (the item, or its
+    `tt.work_list`)."""
+    for op in core_op.runs():
+        if isinstance(op, WorkOp):
+            yield op.tile, op
+        else:
+            for tile in op.tiles():
+                yield tile, op
 
 
 def _len_k_mismatch(given: int | None, expected: int | None, what: str) -> str:
@@ -644,6 +751,39 @@ class PlanOp(JsonObjectOp):
     def _verify_tiles(self, partition: WorkPartitionOp) -> None:
         kernel = self.kernel
         bounds = kernel.grid_tiles if kernel is not None else None
+        if not self._tiles_partition_quickly(partition, bounds):
+            self._verify_tiles_one_by_one(partition, bounds, kernel)
+        self._verify_len_k(partition, kernel)
+
+    def _tiles_partition_quickly(self, partition: WorkPartitionOp,
+                                 bounds: tuple[int, int] | None) -> bool:
+        """True when the cores hold only `tt.work_list`s whose tiles are, together, every
+        output tile exactly once (numpy over the arrays): what the one-by-one rules below
+        accept then, without a Python step per tile. False decides nothing: the rules run and
+        say what is wrong."""
+        cores = partition.cores()
+        if bounds is None or not cores or any(r.is_replicated for r in self.core_ranges()):
+            return False
+        lists = [op for core_op in cores for op in core_op.body.block.ops]
+        if not all(isinstance(op, WorkListOp) for op in lists) or any(
+                c.item_count() == 1 and _idle_placeholder(c) for c in cores):
+            return False
+        import numpy as np
+
+        mt, nt = bounds
+        tiles = [op.tiles() for op in lists]
+        io = np.concatenate([t.io for t in tiles])
+        jo = np.concatenate([t.jo for t in tiles])
+        if len(io) != mt * nt or (len(io) and (io.max() >= mt or jo.max() >= nt)):
+            return False
+        # the arrays hold no negative value (each list's own rule), so io * nt + jo numbers
+        # the tiles 0 .. mt*nt-1 and as many distinct numbers as tiles means each once
+        seen = np.zeros(mt * nt, dtype=bool)
+        seen[io * nt + jo] = True
+        return bool(seen.all())
+
+    def _verify_tiles_one_by_one(self, partition: WorkPartitionOp,
+                                 bounds: tuple[int, int] | None, kernel) -> None:
         owner: dict[tuple[int, int], CoreOp] = {}
         for core_op in partition.cores():
             core = core_op.coordinates
@@ -654,8 +794,7 @@ class PlanOp(JsonObjectOp):
                      "cores; it is not counted as an assignment of tile (0,0), but a runtime "
                      "that executes it writes tile (0,0) after an empty K loop", core_op)
                 continue
-            for item in core_op.items():
-                tile = item.tile
+            for tile, item in _located_tiles(core_op):
                 if bounds is not None and not (tile[0] < bounds[0] and tile[1] < bounds[1]):
                     raise VerifyAt(f"tile ({tile[0]},{tile[1]}) is outside the "
                                    f"{bounds[0]}x{bounds[1]} output tiles of "
@@ -672,7 +811,6 @@ class PlanOp(JsonObjectOp):
                                    "is computed once unless both cores are in replicated "
                                    "core ranges", item)
         self._verify_coverage(partition, owner, bounds, kernel)
-        self._verify_len_k(partition, kernel)
 
     def _verify_coverage(self, partition: WorkPartitionOp, owner: dict, bounds, kernel) -> None:
         """Every output tile is some core's: decided on the sorted assigned tiles (their count
@@ -696,7 +834,7 @@ class PlanOp(JsonObjectOp):
 
     def _verify_len_k(self, partition: WorkPartitionOp, kernel: KernelOp | None) -> None:
         items = [item for core_op in partition.cores() if not _idle_placeholder(core_op)
-                 for item in core_op.items() if item.len_k is not None]
+                 for item in core_op.runs() if item.len_k is not None]
         if kernel is not None:
             expected = kernel.len_k_value
             for item in items:
@@ -753,7 +891,7 @@ class PlansOp(TTOp):
 
 TT = Dialect(
     "tt",
-    [PlansOp, PlanOp, CoreRangeOp, KernelOp, WorkPartitionOp, CoreOp, WorkOp, LayoutsOp,
-     LayoutOp],
+    [PlansOp, PlanOp, CoreRangeOp, KernelOp, WorkPartitionOp, CoreOp, WorkOp, WorkListOp,
+     LayoutsOp, LayoutOp],
     [],
 )

@@ -151,7 +151,7 @@ def describe(module: ModuleOp) -> str:
     parts = []
     for plan in plans:
         partition = plan.work_partition
-        counts = [len(c.items()) for c in partition.cores()] if partition else []
+        counts = [c.item_count() for c in partition.cores()] if partition else []
         grid = plan.grid or (0, 0)
         cores = f"{len(counts)} core{'s' if len(counts) != 1 else ''}"
         parts.append(f"{plan.label()} on {grid[0]}x{grid[1]} cores: {sum(counts)} tiles over "

@@ -1,0 +1,141 @@
+"""`tt.work_list`: the partitioner's arrays against the plain partitions, and the plan text,
+verdicts and cost model they give against the same plan written with one `tt.work` per tile."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from backends.tt_plan import document_json, emit_plans
+from devices.tt import device_named
+from dialects import tt
+from dialects.locations import verify_module
+from dialects.tt_kernels import TileList, kernel_buffers, kernel_geometry
+from frontends.model_builder import ModelBuilder
+from ground.diagnostics import PlancError
+from passes.tt_partition import (
+    STRATEGIES,
+    _block_extent,
+    _chunks,
+    banded,
+    block_height,
+    partition_arrays,
+    partition_tiles,
+    split_counts,
+)
+from targets.tt.schedule import kernel_cost
+from tests.tt.fixtures import lower, matmul_model
+
+CASES = ([(mt, nt, g) for mt in range(1, 8) for nt in range(1, 8)
+          for g in [(1, 1), (2, 2), (2, 3), (8, 8), (1, 5)]]
+         + [(random.Random(i).randint(1, 60), random.Random(i + 99).randint(1, 60),
+             (random.Random(i).randint(1, 9), random.Random(i + 7).randint(1, 9)))
+            for i in range(150)])
+
+
+def plain_block_height(tiles, counts) -> int:
+    """`tile_sequence`'s choice, listing every tile of every candidate height."""
+    return min(range(1, tiles[0] + 1),
+               key=lambda h: (_block_extent(_chunks(banded(tiles, h), counts)), h))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_arrays_are_the_plain_partition(strategy):
+    for mt, nt, grid in CASES:
+        plain = partition_tiles((mt, nt), grid, strategy)
+        arrays = partition_arrays((mt, nt), grid, strategy)
+        assert list(arrays) == list(plain), (mt, nt, grid)
+        for core, tiles in plain.items():
+            assert list(arrays[core]) == tiles, (mt, nt, grid, core)
+
+
+def test_block_height_from_first_and_last_tiles():
+    for mt, nt, grid in CASES + [(1100, 3, (3, 5)), (1030, 2, (8, 8))]:
+        counts = split_counts(mt * nt, grid[0] * grid[1])
+        assert block_height((mt, nt), counts) == plain_block_height((mt, nt), counts), \
+            (mt, nt, grid)
+
+
+def elementwise_model(shape):
+    b = ModelBuilder()
+    b.exp(b.tensor(shape, "FP32"))
+    return b.finish()
+
+
+def tile_by_tile(module: ModuleOp) -> ModuleOp:
+    """The same plans with every `tt.work_list` replaced by one `tt.work` per tile."""
+    copy = module.clone()
+    for op in list(copy.walk()):
+        if isinstance(op, tt.WorkListOp):
+            block = op.parent_block()
+            for io, jo in op.tiles():
+                block.insert_op_before(tt.WorkOp(io, jo, op.len_k_value,
+                                                 None if op.tile_order is None
+                                                 else op.tile_order.data), op)
+            op.detach()
+            op.erase()
+    return copy
+
+
+@pytest.mark.parametrize("model,grid,strategy", [
+    (lambda: matmul_model(160, 96, 224), "3x2", "block"),
+    (lambda: matmul_model(64, 64, 64), "2x2", "auto"),
+    (lambda: elementwise_model([3, 70, 100]), "4x3", "z_order"),
+    (lambda: elementwise_model([3, 70, 100]), "5x5", "column_major"),
+])
+def test_text_and_verdict_as_with_one_op_per_tile(model, grid, strategy):
+    planned = lower(model(), f"tt-tile,tt-partition{{grid={grid} strategy={strategy}}},tt-place")
+    assert any(isinstance(op, tt.WorkListOp) for op in planned.walk())
+    plain = tile_by_tile(planned)
+    verify_module(plain)
+    text = emit_plans(planned)
+    assert text == json.dumps(document_json(plain), indent=2, ensure_ascii=False)
+    assert json.loads(text) == document_json(planned)
+
+
+def test_cost_model_reads_arrays_as_tuples():
+    device = device_named("wormhole_b0")
+    planned = lower(matmul_model(320, 64, 192), "tt-tile,tt-partition{grid=3x3 strategy=block}")
+    plan = next(op for op in planned.walk() if isinstance(op, tt.PlanOp))
+    op = plan.kernel.operator
+    arrays = {c.coordinates: c.tiles() for c in plan.work_partition.cores()}
+    assert all(isinstance(tiles, TileList) for tiles in arrays.values())
+    tuples = {core: list(tiles) for core, tiles in arrays.items()}
+    geometry, buffers = kernel_geometry(op), kernel_buffers(op)
+    assert (kernel_cost(geometry, op, arrays, buffers, device)
+            == kernel_cost(geometry, op, tuples, buffers, device))
+
+
+def _lists(module: ModuleOp) -> list[tt.WorkListOp]:
+    return [op for op in module.walk() if isinstance(op, tt.WorkListOp)]
+
+
+def _replace(old: tt.WorkListOp, io, jo) -> None:
+    new = tt.WorkListOp(io, jo, old.len_k_value, old.tile_order.data)
+    old.parent_block().insert_op_before(new, old)
+    old.detach()
+    old.erase()
+
+
+@pytest.mark.parametrize("break_it,message", [
+    (lambda ls: _replace(ls[1], list(ls[0].tiles().io[:1]) + list(ls[1].tiles().io[1:]),
+                         list(ls[0].tiles().jo[:1]) + list(ls[1].tiles().jo[1:])),
+     "is assigned twice"),
+    (lambda ls: _replace(ls[0], ls[0].tiles().io[1:], ls[0].tiles().jo[1:]),
+     "is assigned to no core"),
+    (lambda ls: _replace(ls[0], [*ls[0].tiles().io, 99], [*ls[0].tiles().jo, 0]),
+     "is outside the"),
+])
+def test_a_broken_list_is_refused_as_tile_by_tile(break_it, message):
+    """The arrays' quick verdict only accepts; every error comes from the rules run item by
+    item, so the same break made to the one-op-per-tile plan says the same thing."""
+    planned = lower(elementwise_model([2, 64, 96]), "tt-tile,tt-partition{grid=2x2}")
+    break_it(_lists(planned))
+    with pytest.raises(PlancError, match=message) as listed:
+        verify_module(planned)
+    with pytest.raises(PlancError) as plain:
+        verify_module(tile_by_tile(planned))
+    assert str(listed.value) == str(plain.value)
