@@ -14,6 +14,7 @@ round-trip byte for byte).
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from argparse import Namespace
 from typing import Any
@@ -101,19 +102,28 @@ def kernel_json(op: tt.KernelOp) -> dict[str, Any]:
     return _finish(op, out)
 
 
-def _items_json(core: tt.CoreOp, lists: dict[str, tt.CoreOp] | None) -> Any:
+def _items_json(core: tt.CoreOp, lists: list[tt.CoreOp] | None) -> Any:
     """A core's work items as JSON; with `lists`, a core holding only `tt.work_list`s becomes
-    a placeholder string, recorded in `lists`, whose text `emit_plans` writes itself."""
+    a placeholder (see `emit_plans`), and the core is appended to `lists`."""
     runs = core.runs()
     if lists is not None and runs and all(isinstance(op, tt.WorkListOp) for op in runs):
-        token = f"\0planc-work-list-{secrets.token_hex(8)}-{len(lists)}"
-        lists[token] = core
-        return token
+        lists.append(core)
+        return _Placeholder(len(lists) - 1)
     return [item for op in runs
             for item in ([work_json(op)] if isinstance(op, tt.WorkOp) else work_list_json(op))]
 
 
-def plan_json(plan: tt.PlanOp, lists: dict[str, tt.CoreOp] | None = None) -> dict[str, Any]:
+class _Placeholder(str):
+    """Stands for the items of core `lists[index]` in the text `json.dumps` writes: the
+    string "\0planc-work-list-NONCE-index", with one random NONCE per emission."""
+
+    nonce = ""
+
+    def __new__(cls, index: int):
+        return super().__new__(cls, f"\0planc-work-list-{cls.nonce}-{index}")
+
+
+def plan_json(plan: tt.PlanOp, lists: list[tt.CoreOp] | None = None) -> dict[str, Any]:
     missing = [name for name, present in (("core_grid", plan.grid is not None),
                                            ("work_partition", plan.work_partition is not None),
                                            ("layouts", plan.layouts is not None)) if not present]
@@ -144,7 +154,7 @@ def plans_op(module: ModuleOp) -> tt.PlansOp:
     return found[0]
 
 
-def document_json(module: ModuleOp, lists: dict[str, tt.CoreOp] | None = None) -> Any:
+def document_json(module: ModuleOp, lists: list[tt.CoreOp] | None = None) -> Any:
     doc = plans_op(module)
     plans = [plan_json(p, lists) for p in doc.plans()]
     if doc.is_listed or len(plans) != 1:
@@ -155,25 +165,26 @@ def document_json(module: ModuleOp, lists: dict[str, tt.CoreOp] | None = None) -
 def emit_plans(module: ModuleOp) -> str:
     """`json.dumps(document_json(module), indent=2, ensure_ascii=False)`, with the items of
     each `tt.work_list` written from its arrays in place of a placeholder (the same text)."""
-    lists: dict[str, tt.CoreOp] = {}
+    _Placeholder.nonce = secrets.token_hex(8)
+    lists: list[tt.CoreOp] = []
     text = json.dumps(document_json(module, lists), indent=2, ensure_ascii=False)
     if not lists:
         return text
+    marker = re.compile(r'"\\u0000planc-work-list-' + _Placeholder.nonce + r'-(\d+)"')
+    found = list(marker.finditer(text))
+    if [int(m.group(1)) for m in found] != list(range(len(lists))):
+        # a placeholder's text also stood elsewhere (a user string): write it plainly
+        return json.dumps(document_json(module), indent=2, ensure_ascii=False)
     pieces, at = [], 0
-    for token, core in lists.items():
-        quoted = json.dumps(token)
-        found = text.find(quoted, at)
-        if found < 0 or text.find(quoted, found + 1) >= 0:
-            # a placeholder's text also stood elsewhere (a user string): write it plainly
-            return json.dumps(document_json(module), indent=2, ensure_ascii=False)
-        line = text.rfind("\n", 0, found) + 1
+    for match, core in zip(found, lists, strict=True):
+        line = text.rfind("\n", 0, match.start()) + 1
         indent = 0
         while text[line + indent] == " ":
             indent += 1
         items = [t for op in core.runs() for t in _work_list_text(op, indent + 2)]
-        pieces += [text[at:found], "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
-                   if items else "[]"]
-        at = found + len(quoted)
+        pieces += [text[at:match.start()], "[\n" + ",\n".join(items) + "\n" + " " * indent
+                   + "]" if items else "[]"]
+        at = match.end()
     pieces.append(text[at:])
     return "".join(pieces)
 

@@ -36,6 +36,8 @@ followed by export gives the document back.
 from __future__ import annotations
 
 import re
+import sys
+from array import array
 from collections.abc import Iterator, Sequence
 
 from xdsl.dialects.builtin import (
@@ -65,7 +67,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.json_value import bool_attr
-from dialects.utils import VerifyAt, warn
+from dialects.utils import VerifyAt, built, init_bare, warn
 
 SHARDS = ("DRAM", "L1")
 """Where a buffer lives: device DRAM or the cores' L1 SRAM."""
@@ -301,8 +303,8 @@ class WorkListOp(TTOp):
 
     def __init__(self, io, jo, len_k: int | None = None, tile_order: str | None = None):
         """`io`, `jo`: integer sequences (numpy arrays or lists) of the same length."""
-        super().__init__(properties={"io": _i64_array(io), "jo": _i64_array(jo),
-                                     **_optional_props(
+        init_bare(self, properties={"io": _i64_array(io), "jo": _i64_array(jo),
+                                    **_optional_props(
             len_k=None if len_k is None else _int(len_k),
             tile_order=None if tile_order is None else StringAttr(tile_order))})
 
@@ -325,19 +327,32 @@ class WorkListOp(TTOp):
     def check(self) -> None:
         if len(self.io) != len(self.jo):
             raise VerifyException(f"io has {len(self.io)} tiles but jo has {len(self.jo)}")
-        tiles = self.tiles()
-        for field, values in (("io", tiles.io), ("jo", tiles.jo)):
-            if len(values) and int(values.min()) < 0:
-                raise VerifyAt(f"{field} must be >= 0, got {int(values.min())}", None, field)
+        for field in ("io", "jo"):
+            values = _int64s(getattr(self, field))
+            if values and min(values) < 0:
+                raise VerifyAt(f"{field} must be >= 0, got {min(values)}", None, field)
         WorkOp.check_members(self)
+
+
+def _int64s(attr: DenseArrayBase) -> array:
+    """The values of an i64 dense array, unpacked at C speed (no numpy for a few tiles)."""
+    values = array("q", attr.data.data)
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
 
 
 def _i64_array(values) -> DenseArrayBase:
     """An i64 dense array of `values`, packed in one call (no attribute per element)."""
-    import numpy as np
+    if isinstance(values, list | tuple):
+        data = array("q", values).tobytes() if sys.byteorder == "little" else None
+    else:
+        data = None
+    if data is None:
+        import numpy as np
 
-    data = np.asarray(values, dtype="<i8").tobytes()
-    return DenseArrayBase(i64, BytesAttr(data))
+        data = np.asarray(values, dtype="<i8").tobytes()
+    return built(DenseArrayBase, i64, BytesAttr(data))
 
 
 @irdl_op_definition
@@ -353,7 +368,7 @@ class CoreOp(TTOp):
     assembly_format = "$key attr-dict-with-keyword $body"
 
     def __init__(self, key: str, items: Sequence[WorkOp] = ()):
-        super().__init__(properties={"key": StringAttr(key)}, regions=[Region(Block(items))])
+        init_bare(self, {"key": StringAttr(key)}, [Region(Block(items))])
 
     @staticmethod
     def key_of(core: tuple[int, int]) -> str:
@@ -371,7 +386,8 @@ class CoreOp(TTOp):
 
     def runs(self) -> list[WorkOp | WorkListOp]:
         """The ops holding the core's work items, in order."""
-        return [op for op in self.body.block.ops if isinstance(op, WorkOp | WorkListOp)]
+        return [op for op in self.body.block.ops if type(op) in _WORK_OPS
+                or isinstance(op, (WorkOp, WorkListOp))]
 
     def tiles(self) -> Sequence[tuple[int, int]]:
         """Every work item's output tile, in order: a `TileList` when the core holds only
@@ -417,7 +433,7 @@ class WorkPartitionOp(TTOp):
     assembly_format = "attr-dict-with-keyword $body"
 
     def __init__(self, cores: Sequence[CoreOp] = ()):
-        super().__init__(regions=[Region(Block(cores))])
+        init_bare(self, {}, [Region(Block(cores))])
 
     def cores(self) -> list[CoreOp]:
         return [op for op in self.body.block.ops if isinstance(op, CoreOp)]
@@ -603,10 +619,18 @@ class KernelOp(JsonObjectOp):
                            None, "len_k")
 
 
+_WORK_OPS = frozenset({WorkOp, WorkListOp})
+
+
 def _idle_placeholder(core_op: CoreOp) -> bool:
     """TileLang-TT's partitioners give a core with no tiles the item {io:0, jo:0, len_k:0}."""
-    return (core_op.item_count() == 1 and tuple(core_op.tiles()[0]) == (0, 0)
-            and core_op.len_ks()[0] == 0)
+    runs = [op for op in core_op.runs() if isinstance(op, WorkOp) or len(op)]
+    if len(runs) != 1 or runs[0].len_k_value != 0:
+        return False
+    op = runs[0]
+    if isinstance(op, WorkOp):
+        return op.tile == (0, 0)
+    return len(op) == 1 and _int64s(op.io)[0] == 0 and _int64s(op.jo)[0] == 0
 
 
 def _located_tiles(core_op: CoreOp) -> Iterator[tuple[tuple[int, int], Operation]]:
@@ -758,29 +782,43 @@ class PlanOp(JsonObjectOp):
     def _tiles_partition_quickly(self, partition: WorkPartitionOp,
                                  bounds: tuple[int, int] | None) -> bool:
         """True when the cores hold only `tt.work_list`s whose tiles are, together, every
-        output tile exactly once (numpy over the arrays): what the one-by-one rules below
-        accept then, without a Python step per tile. False decides nothing: the rules run and
-        say what is wrong."""
-        cores = partition.cores()
-        if bounds is None or not cores or any(r.is_replicated for r in self.core_ranges()):
+        output tile exactly once: what the one-by-one rules below accept then, without a
+        Python step per tile (numpy for large kernels). False decides nothing: the rules run
+        and say what is wrong."""
+        if bounds is None or any(r.is_replicated for r in self.core_ranges()):
             return False
-        lists = [op for core_op in cores for op in core_op.body.block.ops]
-        if not all(isinstance(op, WorkListOp) for op in lists) or any(
-                c.item_count() == 1 and _idle_placeholder(c) for c in cores):
+        lists = []
+        for core_op in partition.cores():
+            ops = list(core_op.body.block.ops)
+            if not ops or any(type(op) is not WorkListOp for op in ops):
+                return False
+            if len(ops) == 1 and len(ops[0]) == 1 and ops[0].len_k_value == 0:
+                return False                     # perhaps an idle placeholder
+            lists += ops
+        mt, nt = bounds
+        if not lists or sum(len(op) for op in lists) != mt * nt:
             return False
+        if mt * nt <= 4096:
+            # the arrays hold no negative value (each list's own rule): io < mt and jo < nt
+            # make io * nt + jo number the tiles 0 .. mt*nt-1, so as many distinct numbers as
+            # tiles means each tile once
+            seen = set()
+            for op in lists:
+                io, jo = _int64s(op.io), _int64s(op.jo)
+                if (io and max(io) >= mt) or (jo and max(jo) >= nt):
+                    return False
+                seen.update(i * nt + j for i, j in zip(io, jo, strict=True))
+            return len(seen) == mt * nt
         import numpy as np
 
-        mt, nt = bounds
         tiles = [op.tiles() for op in lists]
         io = np.concatenate([t.io for t in tiles])
         jo = np.concatenate([t.jo for t in tiles])
-        if len(io) != mt * nt or (len(io) and (io.max() >= mt or jo.max() >= nt)):
+        if io.max() >= mt or jo.max() >= nt:
             return False
-        # the arrays hold no negative value (each list's own rule), so io * nt + jo numbers
-        # the tiles 0 .. mt*nt-1 and as many distinct numbers as tiles means each once
-        seen = np.zeros(mt * nt, dtype=bool)
-        seen[io * nt + jo] = True
-        return bool(seen.all())
+        covered = np.zeros(mt * nt, dtype=bool)
+        covered[io * nt + jo] = True
+        return bool(covered.all())
 
     def _verify_tiles_one_by_one(self, partition: WorkPartitionOp,
                                  bounds: tuple[int, int] | None, kernel) -> None:

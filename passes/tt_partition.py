@@ -40,7 +40,7 @@ ITEM_ORDER = {"row_major": "row_major", "column_major": "column_major", "block":
               "z_order": "z_order"}
 """The `tile_order` a work item states: the order in which its core walks its tiles."""
 
-Partition = dict[Core, list[Tile]]
+Partition = dict[Core, Sequence[Tile]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,6 +215,24 @@ def partition_arrays(tiles: tuple[int, int], grid: tuple[int, int],
     return work
 
 
+SMALL_KERNEL_TILES = 4096
+"""Up to this many output tiles, plain lists are cheaper than numpy arrays (whose per-call
+cost dominates a kernel of a few tiles); both give the same partition."""
+
+
+def partition_work(tiles: tuple[int, int], grid: tuple[int, int], strategy: str) -> Partition:
+    """`partition_tiles` for small kernels, `partition_arrays` for the others."""
+    if tiles[0] * tiles[1] <= SMALL_KERNEL_TILES:
+        return partition_tiles(tiles, grid, strategy)
+    return partition_arrays(tiles, grid, strategy)
+
+
+def _work_list(items, len_k: int | None, order: str) -> tt.WorkListOp:
+    if isinstance(items, TileList):
+        return tt.WorkListOp(items.io, items.jo, len_k, order)
+    return tt.WorkListOp([t[0] for t in items], [t[1] for t in items], len_k, order)
+
+
 def active_ranges(used: int, grid: tuple[int, int],
                   strategy: str) -> list[tuple[Core, tuple[int, int]]]:
     """Disjoint (start, extent) rectangles covering the first `used` cores in core order."""
@@ -240,7 +258,7 @@ def choose_strategy(plan: tt.PlanOp, grid: tuple[int, int], device) -> str:
     buffers = kernel_buffers(kernel.operator)
 
     def seconds(strategy: str) -> float:
-        work = partition_arrays(geometry.grid_tiles, grid, strategy)
+        work = partition_work(geometry.grid_tiles, grid, strategy)
         return kernel_cost(geometry, kernel.operator, work, buffers, device).seconds
 
     return min(STRATEGIES, key=seconds)
@@ -254,10 +272,10 @@ def partition_plan(plan: tt.PlanOp, grid: tuple[int, int], strategy: str, device
         return
     if strategy == "auto":
         strategy = choose_strategy(plan, grid, device)
-    work = partition_arrays(kernel.grid_tiles, grid, strategy)
+    work = partition_work(kernel.grid_tiles, grid, strategy)
     len_k = kernel.len_k_value
     order = ITEM_ORDER[strategy]
-    cores = [tt.CoreOp(tt.CoreOp.key_of(core), [tt.WorkListOp(items.io, items.jo, len_k, order)])
+    cores = [tt.CoreOp(tt.CoreOp.key_of(core), [_work_list(items, len_k, order)])
              for core, items in work.items()]
     ranges = [tt.CoreRangeOp(start, extent)
               for start, extent in active_ranges(len(work), grid, strategy)]
