@@ -633,15 +633,21 @@ def _idle_placeholder(core_op: CoreOp) -> bool:
     return len(op) == 1 and _int64s(op.io)[0] == 0 and _int64s(op.jo)[0] == 0
 
 
-def _located_tiles(core_op: CoreOp) -> Iterator[tuple[tuple[int, int], Operation]]:
-    """Each work item's tile with the op an error about it points at (the item, or its
-    `tt.work_list`)."""
+def _located_tiles(core_op: CoreOp) -> Iterator[tuple[tuple[int, int], Operation, tuple]]:
+    """Each work item's tile with where an error about it points: the item's op, or its
+    `tt.work_list` and the item's index in it."""
     for op in core_op.runs():
         if isinstance(op, WorkOp):
-            yield op.tile, op
+            yield op.tile, op, ()
         else:
-            for tile in op.tiles():
-                yield tile, op
+            for index, tile in enumerate(op.tiles()):
+                yield tile, op, (index,)
+
+
+def _first(op: WorkOp | WorkListOp) -> tuple:
+    """The path steps from `op` to its first item: none for a `tt.work`, index 0 of a list
+    (whose items share their len_k and tile_order)."""
+    return () if isinstance(op, WorkOp) else (0,)
 
 
 def _len_k_mismatch(given: int | None, expected: int | None, what: str) -> str:
@@ -832,14 +838,14 @@ class PlanOp(JsonObjectOp):
                      "cores; it is not counted as an assignment of tile (0,0), but a runtime "
                      "that executes it writes tile (0,0) after an empty K loop", core_op)
                 continue
-            for tile, item in _located_tiles(core_op):
+            for tile, item, at in _located_tiles(core_op):
                 if bounds is not None and not (tile[0] < bounds[0] and tile[1] < bounds[1]):
                     raise VerifyAt(f"tile ({tile[0]},{tile[1]}) is outside the "
                                    f"{bounds[0]}x{bounds[1]} output tiles of "
-                                   f"{kernel.describe()}", item)
+                                   f"{kernel.describe()}", item, *at)
                 if tile in listed:
                     raise VerifyAt(f"tile ({tile[0]},{tile[1]}) is listed twice by core "
-                                   f"{core_op.key.data}", item)
+                                   f"{core_op.key.data}", item, *at)
                 listed.add(tile)
                 first = owner.setdefault(tile, core_op)
                 if first is not core_op and not (self._replicated(core)
@@ -847,7 +853,7 @@ class PlanOp(JsonObjectOp):
                     raise VerifyAt(f"tile ({tile[0]},{tile[1]}) is assigned twice: to core "
                                    f"{first.key.data} and to core {core_op.key.data}; a tile "
                                    "is computed once unless both cores are in replicated "
-                                   "core ranges", item)
+                                   "core ranges", item, *at)
         self._verify_coverage(partition, owner, bounds, kernel)
 
     def _verify_coverage(self, partition: WorkPartitionOp, owner: dict, bounds, kernel) -> None:
@@ -872,13 +878,15 @@ class PlanOp(JsonObjectOp):
 
     def _verify_len_k(self, partition: WorkPartitionOp, kernel: KernelOp | None) -> None:
         items = [item for core_op in partition.cores() if not _idle_placeholder(core_op)
-                 for item in core_op.runs() if item.len_k is not None]
+                 for item in core_op.runs()
+                 if item.len_k is not None and (isinstance(item, WorkOp) or len(item))]
         if kernel is not None:
             expected = kernel.len_k_value
             for item in items:
                 if item.len_k_value != expected:
                     raise VerifyAt(_len_k_mismatch(item.len_k_value, expected,
-                                                   kernel.describe()), item, "len_k")
+                                                   kernel.describe()), item, *_first(item),
+                                   "len_k")
             return
         if items:
             first = items[0].len_k_value
@@ -886,7 +894,7 @@ class PlanOp(JsonObjectOp):
                 if item.len_k_value != first:
                     raise VerifyAt(f"len_k is {item.len_k_value}, but other work items have "
                                    f"len_k {first}; a plan's kernel has one K extent", item,
-                                   "len_k")
+                                   *_first(item), "len_k")
 
     def _verify_layout_names(self, layouts: LayoutsOp, kernel: KernelOp) -> None:
         names = kernel.buffer_names()

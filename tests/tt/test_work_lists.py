@@ -139,3 +139,61 @@ def test_a_broken_list_is_refused_as_tile_by_tile(break_it, message):
     with pytest.raises(PlancError) as plain:
         verify_module(tile_by_tile(planned))
     assert str(listed.value) == str(plain.value)
+
+
+def _import_outcome(doc) -> str:
+    """The verdict on a plan document: its text written again, or the error with its path."""
+    from frontends.tt_plan import import_document
+    from ground.json_reader import parse_json
+
+    try:
+        module = import_document(parse_json(json.dumps(doc)))
+        verify_module(module)
+        return emit_plans(module)
+    except PlancError as e:
+        return f"{e.path}: {e}"
+
+
+def _mutants(doc: dict, rng: random.Random) -> list:
+    """The plan with one work item changed: tiles moved, repeated, dropped, retyped."""
+    out = []
+    cores = list(doc["work_partition"])
+    for _ in range(60):
+        mutant = json.loads(json.dumps(doc))
+        items = mutant["work_partition"][rng.choice(cores)]
+        index = rng.randrange(len(items))
+        action = rng.randrange(7)
+        if action == 0:
+            items[index]["io"] += rng.choice([1, 5, 100])
+        elif action == 1:
+            items.append(dict(items[index]))
+        elif action == 2:
+            del items[index]
+        elif action == 3:
+            items[index]["len_k"] = rng.choice([0, 1, 3, None, -1, "2", True])
+        elif action == 4:
+            items[index]["tile_order"] = rng.choice(["spiral", None, 1, "z_order"])
+        elif action == 5:
+            items[index] = {"jo": items[index]["jo"], "io": items[index]["io"]}
+        else:
+            items[index]["jo"] = rng.choice([-1, 2**63, 1.0, False, 7])
+        out.append(mutant)
+    return out
+
+
+def test_imported_items_read_as_lists_keep_their_verdicts(monkeypatch):
+    """The importer reads a core's usual items as one `tt.work_list`; every verdict and
+    message (JSON path included) is the one of reading them item by item."""
+    import frontends.tt_plan
+
+    planned = lower(elementwise_model([2, 96, 160]), "tt-tile,tt-partition{grid=3x2},tt-place")
+    doc = json.loads(emit_plans(planned))[0] if planned.ops.first.is_listed else \
+        json.loads(emit_plans(planned))
+    rng = random.Random(26)
+    cases = [doc, *_mutants(doc, rng)]
+    listed = [_import_outcome(d) for d in cases]
+    monkeypatch.setattr(frontends.tt_plan, "_plain_work_list", lambda value: None)
+    plain = [_import_outcome(d) for d in cases]
+    assert listed == plain
+    assert listed[0] == json.dumps(doc, indent=2)
+    assert sum(1 for outcome in listed if ": " in outcome and outcome.startswith("$")) > 10
