@@ -64,7 +64,7 @@ def work_list_json(op: tt.WorkListOp) -> list[dict[str, Any]]:
         tail["len_k"] = op.len_k_value
     if op.tile_order is not None:
         tail["tile_order"] = op.tile_order.data
-    return [{"io": io, "jo": jo, **tail} for io, jo in op.tiles()]
+    return [{"io": io, "jo": jo, **tail} for io, jo in op.pairs()]
 
 
 def _work_list_text(op: tt.WorkListOp, indent: int) -> list[str]:
@@ -79,8 +79,7 @@ def _work_list_text(op: tt.WorkListOp, indent: int) -> list[str]:
         order = json.dumps(op.tile_order.data, ensure_ascii=False).replace("%", "%%")
         parts.append(f'"tile_order": {order}')
     template = f"{item}{{\n" + ",\n".join(member + part for part in parts) + f"\n{item}}}"
-    tiles = op.tiles()
-    return [template % pair for pair in zip(tiles.io.tolist(), tiles.jo.tolist(), strict=True)]
+    return [template % pair for pair in op.pairs()]
 
 
 def layout_json(op: tt.LayoutOp) -> dict[str, Any]:

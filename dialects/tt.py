@@ -308,8 +308,16 @@ class WorkListOp(TTOp):
             len_k=None if len_k is None else _int(len_k),
             tile_order=None if tile_order is None else StringAttr(tile_order))})
 
+    def pairs(self) -> Iterator[tuple[int, int]]:
+        """The tiles (io, jo), unpacked without numpy."""
+        return zip(_int64s(self.io), _int64s(self.jo), strict=True)
+
     def tiles(self):
-        """The tiles as a `TileList` (numpy arrays over the op's own bytes)."""
+        """The tiles: a `TileList` (numpy arrays over the op's own bytes), or a list of
+        tuples for a few tiles while nothing has imported numpy (compiling a small model
+        imports no numpy: 0.07 s of start-up)."""
+        if len(self) <= SMALL_LIST and "numpy" not in sys.modules:
+            return list(self.pairs())   # the same tiles; only the reading differs
         import numpy as np
 
         from dialects.tt_kernels import TileList
@@ -332,6 +340,10 @@ class WorkListOp(TTOp):
             if values and min(values) < 0:
                 raise VerifyAt(f"{field} must be >= 0, got {min(values)}", None, field)
         WorkOp.check_members(self)
+
+
+SMALL_LIST = 4096
+"""Up to this many tiles a `tt.work_list` reads as plain tuples, not numpy arrays."""
 
 
 def _int64s(attr: DenseArrayBase) -> array:
@@ -401,6 +413,8 @@ class CoreOp(TTOp):
             from dialects.tt_kernels import TileList
 
             parts = [op.tiles() for op in runs]
+            if not all(isinstance(t, TileList) for t in parts):
+                return [tile for t in parts for tile in t]
             return TileList(np.concatenate([t.io for t in parts]),
                             np.concatenate([t.jo for t in parts]))
         return [t for op in runs for t in ([op.tile] if isinstance(op, WorkOp) else op.tiles())]
@@ -817,9 +831,8 @@ class PlanOp(JsonObjectOp):
             return len(seen) == mt * nt
         import numpy as np
 
-        tiles = [op.tiles() for op in lists]
-        io = np.concatenate([t.io for t in tiles])
-        jo = np.concatenate([t.jo for t in tiles])
+        io = np.concatenate([np.frombuffer(op.io.data.data, "<i8") for op in lists])
+        jo = np.concatenate([np.frombuffer(op.jo.data.data, "<i8") for op in lists])
         if io.max() >= mt or jo.max() >= nt:
             return False
         covered = np.zeros(mt * nt, dtype=bool)

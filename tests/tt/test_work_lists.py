@@ -98,7 +98,8 @@ def test_text_and_verdict_as_with_one_op_per_tile(model, grid, strategy):
 
 def test_cost_model_reads_arrays_as_tuples():
     device = device_named("wormhole_b0")
-    planned = lower(matmul_model(320, 64, 192), "tt-tile,tt-partition{grid=3x3 strategy=block}")
+    planned = lower(matmul_model(2560, 64, 1920),      # 4800 tiles: arrays, not tuples
+                    "tt-tile,tt-partition{grid=3x3 strategy=block}")
     plan = next(op for op in planned.walk() if isinstance(op, tt.PlanOp))
     op = plan.kernel.operator
     arrays = {c.coordinates: c.tiles() for c in plan.work_partition.cores()}
@@ -120,13 +121,20 @@ def _replace(old: tt.WorkListOp, io, jo) -> None:
     old.erase()
 
 
+def _io(op) -> list[int]:
+    return [t[0] for t in op.pairs()]
+
+
+def _jo(op) -> list[int]:
+    return [t[1] for t in op.pairs()]
+
+
 @pytest.mark.parametrize("break_it,message", [
-    (lambda ls: _replace(ls[1], list(ls[0].tiles().io[:1]) + list(ls[1].tiles().io[1:]),
-                         list(ls[0].tiles().jo[:1]) + list(ls[1].tiles().jo[1:])),
+    (lambda ls: _replace(ls[1], _io(ls[0])[:1] + _io(ls[1])[1:], _jo(ls[0])[:1] + _jo(ls[1])[1:]),
      "is assigned twice"),
-    (lambda ls: _replace(ls[0], ls[0].tiles().io[1:], ls[0].tiles().jo[1:]),
+    (lambda ls: _replace(ls[0], _io(ls[0])[1:], _jo(ls[0])[1:]),
      "is assigned to no core"),
-    (lambda ls: _replace(ls[0], [*ls[0].tiles().io, 99], [*ls[0].tiles().jo, 0]),
+    (lambda ls: _replace(ls[0], [*_io(ls[0]), 99], [*_jo(ls[0]), 0]),
      "is outside the"),
 ])
 def test_a_broken_list_is_refused_as_tile_by_tile(break_it, message):
