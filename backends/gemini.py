@@ -146,7 +146,10 @@ def pipeline(source_format: str, options: argparse.Namespace) -> str:
         return schedule_pipeline(options)
     if source_format == "ark-model":
         batch = getattr(options, "batch", None) or 1
-        return f"dnn-from-ark{{batch={batch}}}," + schedule_pipeline(options, rebatch=False)
+        from passes.gemini_partition import MAX_WORKLOADS
+
+        return (f"dnn-from-ark{{batch={batch} max_layers={MAX_WORKLOADS}}},"
+                + schedule_pipeline(options, rebatch=False))
     raise UnsupportedInput("gemini", "a Gemini schedule", source_format)
 
 

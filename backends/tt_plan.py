@@ -14,6 +14,8 @@ round-trip byte for byte).
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from argparse import Namespace
 from typing import Any
 
@@ -55,6 +57,31 @@ def work_json(op: tt.WorkOp) -> dict[str, Any]:
     return _finish(op, out)
 
 
+def work_list_json(op: tt.WorkListOp) -> list[dict[str, Any]]:
+    """The JSON objects a `tt.work_list` stands for (what `tt.work` ops would give)."""
+    tail: dict[str, Any] = {}
+    if op.len_k is not None:
+        tail["len_k"] = op.len_k_value
+    if op.tile_order is not None:
+        tail["tile_order"] = op.tile_order.data
+    return [{"io": io, "jo": jo, **tail} for io, jo in op.pairs()]
+
+
+def _work_list_text(op: tt.WorkListOp, indent: int) -> list[str]:
+    """The items of a `tt.work_list` as `json.dumps(indent=2)` writes them at nesting depth
+    `indent` (spaces), one text per item: a format string applied to each tile, since a
+    planned Llama layer lists two million of them."""
+    item, member = " " * indent, " " * (indent + 2)
+    parts = ['"io": %d', '"jo": %d']
+    if op.len_k is not None:
+        parts.append(f'"len_k": {op.len_k_value}')
+    if op.tile_order is not None:
+        order = json.dumps(op.tile_order.data, ensure_ascii=False).replace("%", "%%")
+        parts.append(f'"tile_order": {order}')
+    template = f"{item}{{\n" + ",\n".join(member + part for part in parts) + f"\n{item}}}"
+    return [template % pair for pair in op.pairs()]
+
+
 def layout_json(op: tt.LayoutOp) -> dict[str, Any]:
     out: dict[str, Any] = {"shard": op.shard_value}
     if op.interleave is not None:
@@ -74,7 +101,28 @@ def kernel_json(op: tt.KernelOp) -> dict[str, Any]:
     return _finish(op, out)
 
 
-def plan_json(plan: tt.PlanOp) -> dict[str, Any]:
+def _items_json(core: tt.CoreOp, lists: list[tt.CoreOp] | None) -> Any:
+    """A core's work items as JSON; with `lists`, a core holding only `tt.work_list`s becomes
+    a placeholder (see `emit_plans`), and the core is appended to `lists`."""
+    runs = core.runs()
+    if lists is not None and runs and all(isinstance(op, tt.WorkListOp) for op in runs):
+        lists.append(core)
+        return _Placeholder(len(lists) - 1)
+    return [item for op in runs
+            for item in ([work_json(op)] if isinstance(op, tt.WorkOp) else work_list_json(op))]
+
+
+class _Placeholder(str):
+    """Stands for the items of core `lists[index]` in the text `json.dumps` writes: the
+    string "\0planc-work-list-NONCE-index", with one random NONCE per emission."""
+
+    nonce = ""
+
+    def __new__(cls, index: int):
+        return super().__new__(cls, f"\0planc-work-list-{cls.nonce}-{index}")
+
+
+def plan_json(plan: tt.PlanOp, lists: list[tt.CoreOp] | None = None) -> dict[str, Any]:
     missing = [name for name, present in (("core_grid", plan.grid is not None),
                                            ("work_partition", plan.work_partition is not None),
                                            ("layouts", plan.layouts is not None)) if not present]
@@ -84,7 +132,7 @@ def plan_json(plan: tt.PlanOp) -> dict[str, Any]:
     out: dict[str, Any] = {
         "core_grid": list(plan.grid),
         "core_ranges": [core_range_json(r) for r in plan.core_ranges()],
-        "work_partition": {core.key.data: [work_json(item) for item in core.items()]
+        "work_partition": {core.key.data: _items_json(core, lists)
                            for core in plan.work_partition.cores()},
         "layouts": {layout.buffer_name: layout_json(layout)
                     for layout in plan.layouts.layouts()},
@@ -105,16 +153,39 @@ def plans_op(module: ModuleOp) -> tt.PlansOp:
     return found[0]
 
 
-def document_json(module: ModuleOp) -> Any:
+def document_json(module: ModuleOp, lists: list[tt.CoreOp] | None = None) -> Any:
     doc = plans_op(module)
-    plans = [plan_json(p) for p in doc.plans()]
+    plans = [plan_json(p, lists) for p in doc.plans()]
     if doc.is_listed or len(plans) != 1:
         return plans
     return plans[0]
 
 
 def emit_plans(module: ModuleOp) -> str:
-    return json.dumps(document_json(module), indent=2, ensure_ascii=False)
+    """`json.dumps(document_json(module), indent=2, ensure_ascii=False)`, with the items of
+    each `tt.work_list` written from its arrays in place of a placeholder (the same text)."""
+    _Placeholder.nonce = secrets.token_hex(8)
+    lists: list[tt.CoreOp] = []
+    text = json.dumps(document_json(module, lists), indent=2, ensure_ascii=False)
+    if not lists:
+        return text
+    marker = re.compile(r'"\\u0000planc-work-list-' + _Placeholder.nonce + r'-(\d+)"')
+    found = list(marker.finditer(text))
+    if [int(m.group(1)) for m in found] != list(range(len(lists))):
+        # a placeholder's text also stood elsewhere (a user string): write it plainly
+        return json.dumps(document_json(module), indent=2, ensure_ascii=False)
+    pieces, at = [], 0
+    for match, core in zip(found, lists, strict=True):
+        line = text.rfind("\n", 0, match.start()) + 1
+        indent = 0
+        while text[line + indent] == " ":
+            indent += 1
+        items = [t for op in core.runs() for t in _work_list_text(op, indent + 2)]
+        pieces += [text[at:match.start()], "[\n" + ",\n".join(items) + "\n" + " " * indent
+                   + "]" if items else "[]"]
+        at = match.end()
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 # ---------------------------------------------------------------------------------------------

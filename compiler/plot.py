@@ -307,7 +307,7 @@ def tt_pictures(module: ModuleOp, arch: str | None = None) -> list[Picture]:
             xy = core.coordinates
             if xy is None or not (0 <= xy[0] < grid[0] and 0 <= xy[1] < grid[1]):
                 continue
-            values[xy[1], xy[0]] = sum(max(item.len_k_value or 1, 1) for item in core.items())
+            values[xy[1], xy[0]] = sum(max(len_k or 1, 1) for len_k in core.len_ks())
         kind = "matmul"        # a kernel-less plan describes a GEMM
         if plan.kernel is not None:
             try:

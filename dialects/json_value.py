@@ -40,6 +40,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from dialects.utils import i64_attr
+
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
@@ -50,7 +52,7 @@ def to_attr(value: Any) -> Attribute:
         case bool():
             return IntegerAttr(int(value), i1)
         case int() if _I64_MIN <= value <= _I64_MAX:
-            return IntegerAttr(value, i64)
+            return i64_attr(value)      # shared: a plan's Configs repeat a few numbers
         case int():
             return IntAttr(value)
         case float():

@@ -58,6 +58,7 @@ from dialects.utils import (
     build_with_properties,
     format_on_first_use,
     i64_attr,
+    init_bare,
     op_list,
     parse_int,
     verified_so_far,
@@ -406,7 +407,7 @@ class ResourceGroupOp(_QuickVerify, IRDLOperation):
             "processor_range": processors, "warp_range": warps, "sram_range": sram}
         if extra is not None:
             properties["extra"] = extra
-        super().__init__(properties=properties, regions=[Region(Block(task_groups))])
+        init_bare(self, properties, [Region(Block(task_groups))])
 
     @property
     def processors(self) -> Range:
@@ -452,7 +453,7 @@ class ProcessorGroupOp(_QuickVerify, IRDLOperation):
         properties: dict[str, Attribute] = {"processor_range": processors}
         if extra is not None:
             properties["extra"] = extra
-        super().__init__(properties=properties, regions=[Region(Block(resource_groups))])
+        init_bare(self, properties, [Region(Block(resource_groups))])
 
     @property
     def processors(self) -> Range:

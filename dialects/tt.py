@@ -36,12 +36,16 @@ followed by export gives the document back.
 from __future__ import annotations
 
 import re
+import sys
+from array import array
 from collections.abc import Iterator, Sequence
 
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     BoolAttr,
+    BytesAttr,
+    DenseArrayBase,
     DictionaryAttr,
     IntegerAttr,
     StringAttr,
@@ -63,7 +67,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
 from dialects.json_value import bool_attr
-from dialects.utils import VerifyAt, warn
+from dialects.utils import VerifyAt, built, init_bare, warn
 
 SHARDS = ("DRAM", "L1")
 """Where a buffer lives: device DRAM or the cores' L1 SRAM."""
@@ -263,6 +267,11 @@ class WorkOp(JsonObjectOp):
             if getattr(self, field).value.data < 0:
                 raise VerifyAt(f"{field} must be >= 0, got {getattr(self, field).value.data}",
                                None, field)
+        self.check_members(self)
+
+    @staticmethod
+    def check_members(self: WorkOp | WorkListOp) -> None:
+        """The rules on len_k and tile_order, shared by `tt.work` and `tt.work_list`."""
         if self.len_k is not None and self.len_k.value.data < 0:
             raise VerifyAt(f"len_k must be >= 0, got {self.len_k.value.data}", None, "len_k")
         if self.len_k is not None and self.len_k.value.data > MAX_LEN_K:
@@ -272,6 +281,90 @@ class WorkOp(JsonObjectOp):
         if self.tile_order is not None and self.tile_order.data not in TILE_ORDERS:
             raise VerifyAt(f"tile_order must be one of {', '.join(TILE_ORDERS)}, got "
                            f"{_quoted(self.tile_order.data)}", None, "tile_order")
+
+
+@irdl_op_definition
+class WorkListOp(TTOp):
+    """A run of work items in one op: item n computes output tile (io[n], jo[n]), each with
+    the same `len_k` and `tile_order` (absent: the members are absent). It stands for exactly
+    the JSON objects `{"io", "jo", "len_k", "tile_order"}` that `tt.work` ops would, in that
+    key order. Planners write it: a kernel of a real model has hundreds of thousands of tiles,
+    and one op per tile made planning a Llama layer take minutes."""
+
+    name = "tt.work_list"
+    io = prop_def(DenseArrayBase[I64])
+    jo = prop_def(DenseArrayBase[I64])
+    len_k = opt_prop_def(IntegerAttr[I64])
+    tile_order = opt_prop_def(StringAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = ("`io` $io `jo` $jo (`len_k` $len_k^)? (`tile_order` $tile_order^)? "
+                       "attr-dict")
+
+    def __init__(self, io, jo, len_k: int | None = None, tile_order: str | None = None):
+        """`io`, `jo`: integer sequences (numpy arrays or lists) of the same length."""
+        init_bare(self, properties={"io": _i64_array(io), "jo": _i64_array(jo),
+                                    **_optional_props(
+            len_k=None if len_k is None else _int(len_k),
+            tile_order=None if tile_order is None else StringAttr(tile_order))})
+
+    def pairs(self) -> Iterator[tuple[int, int]]:
+        """The tiles (io, jo), unpacked without numpy."""
+        return zip(_int64s(self.io), _int64s(self.jo), strict=True)
+
+    def tiles(self):
+        """The tiles: a `TileList` (numpy arrays over the op's own bytes), or a list of
+        tuples for a few tiles while nothing has imported numpy (compiling a small model
+        imports no numpy: 0.07 s of start-up)."""
+        if len(self) <= SMALL_LIST and "numpy" not in sys.modules:
+            return list(self.pairs())   # the same tiles; only the reading differs
+        import numpy as np
+
+        from dialects.tt_kernels import TileList
+
+        return TileList(np.frombuffer(self.io.data.data, "<i8"),
+                        np.frombuffer(self.jo.data.data, "<i8"))
+
+    def __len__(self) -> int:
+        return len(self.io)
+
+    @property
+    def len_k_value(self) -> int | None:
+        return _value(self.len_k)
+
+    def check(self) -> None:
+        if len(self.io) != len(self.jo):
+            raise VerifyException(f"io has {len(self.io)} tiles but jo has {len(self.jo)}")
+        for field in ("io", "jo"):
+            values = _int64s(getattr(self, field))
+            if values and min(values) < 0:
+                raise VerifyAt(f"{field} must be >= 0, got {min(values)}", None, field)
+        WorkOp.check_members(self)
+
+
+SMALL_LIST = 4096
+"""Up to this many tiles a `tt.work_list` reads as plain tuples, not numpy arrays."""
+
+
+def _int64s(attr: DenseArrayBase) -> array:
+    """The values of an i64 dense array, unpacked at C speed (no numpy for a few tiles)."""
+    values = array("q", attr.data.data)
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
+def _i64_array(values) -> DenseArrayBase:
+    """An i64 dense array of `values`, packed in one call (no attribute per element)."""
+    if isinstance(values, list | tuple):
+        data = array("q", values).tobytes() if sys.byteorder == "little" else None
+    else:
+        data = None
+    if data is None:
+        import numpy as np
+
+        data = np.asarray(values, dtype="<i8").tobytes()
+    return built(DenseArrayBase, i64, BytesAttr(data))
 
 
 @irdl_op_definition
@@ -287,7 +380,7 @@ class CoreOp(TTOp):
     assembly_format = "$key attr-dict-with-keyword $body"
 
     def __init__(self, key: str, items: Sequence[WorkOp] = ()):
-        super().__init__(properties={"key": StringAttr(key)}, regions=[Region(Block(items))])
+        init_bare(self, {"key": StringAttr(key)}, [Region(Block(items))])
 
     @staticmethod
     def key_of(core: tuple[int, int]) -> str:
@@ -300,14 +393,47 @@ class CoreOp(TTOp):
         return None if match is None else (int(match.group(1)), int(match.group(2)))
 
     def items(self) -> list[WorkOp]:
+        """The `tt.work` ops (not the items of `tt.work_list`s: see `tiles`, `len_ks`)."""
         return [op for op in self.body.block.ops if isinstance(op, WorkOp)]
+
+    def runs(self) -> list[WorkOp | WorkListOp]:
+        """The ops holding the core's work items, in order."""
+        return [op for op in self.body.block.ops if type(op) in _WORK_OPS
+                or isinstance(op, (WorkOp, WorkListOp))]
+
+    def tiles(self) -> Sequence[tuple[int, int]]:
+        """Every work item's output tile, in order: a `TileList` when the core holds only
+        `tt.work_list`s, else a list of tuples."""
+        runs = self.runs()
+        if runs and all(isinstance(op, WorkListOp) for op in runs):
+            if len(runs) == 1:
+                return runs[0].tiles()
+            import numpy as np
+
+            from dialects.tt_kernels import TileList
+
+            parts = [op.tiles() for op in runs]
+            if not all(isinstance(t, TileList) for t in parts):
+                return [tile for t in parts for tile in t]
+            return TileList(np.concatenate([t.io for t in parts]),
+                            np.concatenate([t.jo for t in parts]))
+        return [t for op in runs for t in ([op.tile] if isinstance(op, WorkOp) else op.tiles())]
+
+    def len_ks(self) -> list[int | None]:
+        """Every work item's len_k (None where absent), in order."""
+        return [k for op in self.runs()
+                for k in ([op.len_k_value] if isinstance(op, WorkOp) else
+                          [op.len_k_value] * len(op))]
+
+    def item_count(self) -> int:
+        return sum(1 if isinstance(op, WorkOp) else len(op) for op in self.runs())
 
     def check(self) -> None:
         if self.coordinates is None:
             raise VerifyException(f"core key {_quoted(self.key.data)} is not of the form "
                                   '"(x,y)" with integers x and y')
         for op in self.body.block.ops:
-            if not isinstance(op, WorkOp):
+            if not isinstance(op, WorkOp | WorkListOp):
                 raise VerifyException(f"a core holds only tt.work items, not {op.name}")
 
 
@@ -321,7 +447,7 @@ class WorkPartitionOp(TTOp):
     assembly_format = "attr-dict-with-keyword $body"
 
     def __init__(self, cores: Sequence[CoreOp] = ()):
-        super().__init__(regions=[Region(Block(cores))])
+        init_bare(self, {}, [Region(Block(cores))])
 
     def cores(self) -> list[CoreOp]:
         return [op for op in self.body.block.ops if isinstance(op, CoreOp)]
@@ -507,10 +633,35 @@ class KernelOp(JsonObjectOp):
                            None, "len_k")
 
 
+_WORK_OPS = frozenset({WorkOp, WorkListOp})
+
+
 def _idle_placeholder(core_op: CoreOp) -> bool:
     """TileLang-TT's partitioners give a core with no tiles the item {io:0, jo:0, len_k:0}."""
-    items = core_op.items()
-    return len(items) == 1 and items[0].tile == (0, 0) and items[0].len_k_value == 0
+    runs = [op for op in core_op.runs() if isinstance(op, WorkOp) or len(op)]
+    if len(runs) != 1 or runs[0].len_k_value != 0:
+        return False
+    op = runs[0]
+    if isinstance(op, WorkOp):
+        return op.tile == (0, 0)
+    return len(op) == 1 and _int64s(op.io)[0] == 0 and _int64s(op.jo)[0] == 0
+
+
+def _located_tiles(core_op: CoreOp) -> Iterator[tuple[tuple[int, int], Operation, tuple]]:
+    """Each work item's tile with where an error about it points: the item's op, or its
+    `tt.work_list` and the item's index in it."""
+    for op in core_op.runs():
+        if isinstance(op, WorkOp):
+            yield op.tile, op, ()
+        else:
+            for index, tile in enumerate(op.tiles()):
+                yield tile, op, (index,)
+
+
+def _first(op: WorkOp | WorkListOp) -> tuple:
+    """The path steps from `op` to its first item: none for a `tt.work`, index 0 of a list
+    (whose items share their len_k and tile_order)."""
+    return () if isinstance(op, WorkOp) else (0,)
 
 
 def _len_k_mismatch(given: int | None, expected: int | None, what: str) -> str:
@@ -644,6 +795,52 @@ class PlanOp(JsonObjectOp):
     def _verify_tiles(self, partition: WorkPartitionOp) -> None:
         kernel = self.kernel
         bounds = kernel.grid_tiles if kernel is not None else None
+        if not self._tiles_partition_quickly(partition, bounds):
+            self._verify_tiles_one_by_one(partition, bounds, kernel)
+        self._verify_len_k(partition, kernel)
+
+    def _tiles_partition_quickly(self, partition: WorkPartitionOp,
+                                 bounds: tuple[int, int] | None) -> bool:
+        """True when the cores hold only `tt.work_list`s whose tiles are, together, every
+        output tile exactly once: what the one-by-one rules below accept then, without a
+        Python step per tile (numpy for large kernels). False decides nothing: the rules run
+        and say what is wrong."""
+        if bounds is None or any(r.is_replicated for r in self.core_ranges()):
+            return False
+        lists = []
+        for core_op in partition.cores():
+            ops = list(core_op.body.block.ops)
+            if not ops or any(type(op) is not WorkListOp for op in ops):
+                return False
+            if len(ops) == 1 and len(ops[0]) == 1 and ops[0].len_k_value == 0:
+                return False                     # perhaps an idle placeholder
+            lists += ops
+        mt, nt = bounds
+        if not lists or sum(len(op) for op in lists) != mt * nt:
+            return False
+        if mt * nt <= 4096:
+            # the arrays hold no negative value (each list's own rule): io < mt and jo < nt
+            # make io * nt + jo number the tiles 0 .. mt*nt-1, so as many distinct numbers as
+            # tiles means each tile once
+            seen = set()
+            for op in lists:
+                io, jo = _int64s(op.io), _int64s(op.jo)
+                if (io and max(io) >= mt) or (jo and max(jo) >= nt):
+                    return False
+                seen.update(i * nt + j for i, j in zip(io, jo, strict=True))
+            return len(seen) == mt * nt
+        import numpy as np
+
+        io = np.concatenate([np.frombuffer(op.io.data.data, "<i8") for op in lists])
+        jo = np.concatenate([np.frombuffer(op.jo.data.data, "<i8") for op in lists])
+        if io.max() >= mt or jo.max() >= nt:
+            return False
+        covered = np.zeros(mt * nt, dtype=bool)
+        covered[io * nt + jo] = True
+        return bool(covered.all())
+
+    def _verify_tiles_one_by_one(self, partition: WorkPartitionOp,
+                                 bounds: tuple[int, int] | None, kernel) -> None:
         owner: dict[tuple[int, int], CoreOp] = {}
         for core_op in partition.cores():
             core = core_op.coordinates
@@ -654,15 +851,14 @@ class PlanOp(JsonObjectOp):
                      "cores; it is not counted as an assignment of tile (0,0), but a runtime "
                      "that executes it writes tile (0,0) after an empty K loop", core_op)
                 continue
-            for item in core_op.items():
-                tile = item.tile
+            for tile, item, at in _located_tiles(core_op):
                 if bounds is not None and not (tile[0] < bounds[0] and tile[1] < bounds[1]):
                     raise VerifyAt(f"tile ({tile[0]},{tile[1]}) is outside the "
                                    f"{bounds[0]}x{bounds[1]} output tiles of "
-                                   f"{kernel.describe()}", item)
+                                   f"{kernel.describe()}", item, *at)
                 if tile in listed:
                     raise VerifyAt(f"tile ({tile[0]},{tile[1]}) is listed twice by core "
-                                   f"{core_op.key.data}", item)
+                                   f"{core_op.key.data}", item, *at)
                 listed.add(tile)
                 first = owner.setdefault(tile, core_op)
                 if first is not core_op and not (self._replicated(core)
@@ -670,9 +866,8 @@ class PlanOp(JsonObjectOp):
                     raise VerifyAt(f"tile ({tile[0]},{tile[1]}) is assigned twice: to core "
                                    f"{first.key.data} and to core {core_op.key.data}; a tile "
                                    "is computed once unless both cores are in replicated "
-                                   "core ranges", item)
+                                   "core ranges", item, *at)
         self._verify_coverage(partition, owner, bounds, kernel)
-        self._verify_len_k(partition, kernel)
 
     def _verify_coverage(self, partition: WorkPartitionOp, owner: dict, bounds, kernel) -> None:
         """Every output tile is some core's: decided on the sorted assigned tiles (their count
@@ -696,13 +891,15 @@ class PlanOp(JsonObjectOp):
 
     def _verify_len_k(self, partition: WorkPartitionOp, kernel: KernelOp | None) -> None:
         items = [item for core_op in partition.cores() if not _idle_placeholder(core_op)
-                 for item in core_op.items() if item.len_k is not None]
+                 for item in core_op.runs()
+                 if item.len_k is not None and (isinstance(item, WorkOp) or len(item))]
         if kernel is not None:
             expected = kernel.len_k_value
             for item in items:
                 if item.len_k_value != expected:
                     raise VerifyAt(_len_k_mismatch(item.len_k_value, expected,
-                                                   kernel.describe()), item, "len_k")
+                                                   kernel.describe()), item, *_first(item),
+                                   "len_k")
             return
         if items:
             first = items[0].len_k_value
@@ -710,7 +907,7 @@ class PlanOp(JsonObjectOp):
                 if item.len_k_value != first:
                     raise VerifyAt(f"len_k is {item.len_k_value}, but other work items have "
                                    f"len_k {first}; a plan's kernel has one K extent", item,
-                                   "len_k")
+                                   *_first(item), "len_k")
 
     def _verify_layout_names(self, layouts: LayoutsOp, kernel: KernelOp) -> None:
         names = kernel.buffer_names()
@@ -753,7 +950,7 @@ class PlansOp(TTOp):
 
 TT = Dialect(
     "tt",
-    [PlansOp, PlanOp, CoreRangeOp, KernelOp, WorkPartitionOp, CoreOp, WorkOp, LayoutsOp,
-     LayoutOp],
+    [PlansOp, PlanOp, CoreRangeOp, KernelOp, WorkPartitionOp, CoreOp, WorkOp, WorkListOp,
+     LayoutsOp, LayoutOp],
     [],
 )

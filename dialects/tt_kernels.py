@@ -175,3 +175,39 @@ def kernel_buffers(op: ark.ArkOp) -> dict[str, ark.TensorType]:
 
 def describe_op(op: ark.ArkOp) -> str:
     return f"{op.ark_type} '{op.label.data}'"
+
+
+class TileList(Sequence[tuple[int, int]]):
+    """A core's output tiles in work order, held as two integer arrays (tile rows `io`, tile
+    columns `jo`) instead of one tuple per tile: a planned kernel of a real model has up to
+    hundreds of thousands of tiles, which the partitioner, placement and the cost model read
+    as whole arrays (numpy) and only the plan's text lists one by one."""
+
+    __slots__ = ("io", "jo")
+
+    def __init__(self, io, jo):
+        self.io = io
+        """numpy int64 array of tile rows."""
+        self.jo = jo
+        """numpy int64 array of tile columns, as long as `io`."""
+
+    def __len__(self) -> int:
+        return len(self.io)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return TileList(self.io[index], self.jo[index])
+        return int(self.io[index]), int(self.jo[index])
+
+    def __iter__(self):
+        return zip(self.io.tolist(), self.jo.tolist(), strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return list(self) == [tuple(t) for t in other]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TileList({list(self)!r})"

@@ -41,7 +41,7 @@ def build_with_properties(op: IRDLOperation, properties: dict[str, Attribute | N
     if not _only_properties(type(op)):
         IRDLOperation.__init__(op, properties=properties)
         return
-    Operation.__init__(op, properties={k: v for k, v in properties.items() if v is not None})
+    init_bare(op, {k: v for k, v in properties.items() if v is not None})
 
 
 @functools.cache
@@ -99,12 +99,36 @@ def bare_op(cls: type[IRDLOperation], properties: dict[str, Attribute],
     return op
 
 
+def init_bare(op: IRDLOperation, properties: dict[str, Attribute],
+              regions: Sequence[Region] = ()) -> None:
+    """`IRDLOperation.__init__(op, properties=..., regions=...)` for an op class without
+    operands, results or successors, as `bare_op` builds one: used by the constructors of ops
+    an import makes by the hundred thousand (processor and resource groups of an ARK plan)."""
+    fields, default_properties, default_attributes = _prototype(type(op))
+    state = op.__dict__
+    state.update(fields)
+    if default_properties:
+        properties = {**properties, **{k: v for k, v in default_properties.items()
+                                       if k not in properties}}
+    state["properties"] = properties
+    state["attributes"] = dict(default_attributes)
+    for region in regions:
+        op.add_region(region)
+
+
 def i64_attr(value: int) -> IntegerAttr:
     """`IntegerAttr(value, i64)`; in the signed range (where that constructor changes
     nothing) without its normalization and generic checks (the range check still runs)."""
     if type(value) is int and -(1 << 63) <= value < (1 << 63):
-        return built(IntegerAttr, IntAttr(value), i64)
+        return _shared_i64(value)
     return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_i64(value: int) -> IntegerAttr:
+    """One attribute per recent value (attributes are immutable): an import of a million
+    task groups repeats a few ids and granularities."""
+    return built(IntegerAttr, IntAttr(value), i64)
 
 
 INT_RANGE = (-(1 << 63), 1 << 64)

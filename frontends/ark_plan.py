@@ -99,6 +99,9 @@ class _PlanImporter:
             op_node.value)
 
     def read_processor_group(self, node: JsonNode) -> plan.ProcessorGroupOp:
+        plain = _plain_processor_group(node.value, node.path)
+        if plain is not None:
+            return plain
         groups = [self.read_resource_group(rg) for rg in node["ResourceGroups"].elements()]
         return _located(plan.ProcessorGroupOp(
             read_range(node["ProcessorRange"]), groups,
@@ -113,6 +116,69 @@ class _PlanImporter:
             read_range(node["ProcessorRange"]), read_range(node["WarpRange"]),
             read_range(node["SramRange"]), task_groups,
             dict_attr(node.unknown_members(RESOURCE_GROUP_KEYS))), node)
+
+
+# A plan may hold a million processor groups. The usual group (exactly the known members,
+# ranges of two or three non-negative integers, 64-bit task ids and granularities) is read
+# here straight from the parsed JSON, without a checked node per member; anything else, every
+# error included, returns None and takes the checked reader above, for the same ops or the
+# same message. `tests/plan/test_plain_plan_import.py` compares the two op by op.
+
+_I64 = (-(1 << 63), 1 << 63)
+
+
+def _plain_range(value) -> plan.RangeAttr | None:
+    if type(value) is not list or not 2 <= len(value) <= 3:
+        return None
+    for v in value:
+        if type(v) is not int or not 0 <= v < _I64[1]:
+            return None
+    try:
+        return plan.range_attr(*value)
+    except (VerifyException, ValueError, OverflowError):
+        return None
+
+
+def _at(op, path: str):
+    op.location = json_location(path)
+    return op
+
+
+def _plain_task_groups(value, path: str) -> list[plan.TaskGroupOp] | None:
+    if type(value) is not list:
+        return None
+    groups = []
+    for j, tg in enumerate(value):
+        if type(tg) is not dict or tg.keys() != TASK_GROUP_KEYS:
+            return None
+        task, granularity = tg["TaskId"], tg["Granularity"]
+        tasks = _plain_range(tg["TaskRange"])
+        if (tasks is None or type(task) is not int or type(granularity) is not int
+                or not _I64[0] <= task < _I64[1] or not _I64[0] <= granularity < _I64[1]):
+            return None
+        groups.append(_at(plan.TaskGroupOp(task, tasks, granularity),
+                          f"{path}.TaskGroups[{j}]"))
+    return groups
+
+
+def _plain_processor_group(value, path: str) -> plan.ProcessorGroupOp | None:
+    """The processor group `value` at `path`, or None where the checked reader must decide."""
+    if type(value) is not dict or value.keys() != PROCESSOR_GROUP_KEYS:
+        return None
+    processors, listed = _plain_range(value["ProcessorRange"]), value["ResourceGroups"]
+    if processors is None or type(listed) is not list:
+        return None
+    groups = []
+    for i, rg in enumerate(listed):
+        if type(rg) is not dict or rg.keys() != RESOURCE_GROUP_KEYS:
+            return None
+        rg_path = f"{path}.ResourceGroups[{i}]"
+        ranges = [_plain_range(rg[key]) for key in ("ProcessorRange", "WarpRange", "SramRange")]
+        tasks = _plain_task_groups(rg["TaskGroups"], rg_path)
+        if None in ranges or tasks is None:
+            return None
+        groups.append(_at(plan.ResourceGroupOp(*ranges, tasks), rg_path))
+    return _at(plan.ProcessorGroupOp(processors, groups), path)
 
 
 def _without_config(op: dict) -> dict:

@@ -85,9 +85,48 @@ def read_work_item(node: JsonNode) -> tt.WorkOp:
 def read_work_partition(node: JsonNode) -> tt.WorkPartitionOp:
     cores = []
     for key, items in node.items():
-        core = tt.CoreOp(key, [read_work_item(item) for item in items.elements()])
-        cores.append(_located(core, items))
+        plain = _plain_work_list(items.value)
+        work = ([_located(plain, items)] if plain is not None else
+                [read_work_item(item) for item in items.elements()])
+        cores.append(_located(tt.CoreOp(key, work), items))
     return _located(tt.WorkPartitionOp(cores), node)
+
+
+_PLAIN_WORK_KEYS = frozenset({("io", "jo"), ("io", "jo", "len_k"), ("io", "jo", "tile_order"),
+                              ("io", "jo", "len_k", "tile_order")})
+_I64_END = 1 << 63
+
+
+def _plain_work_list(value) -> tt.WorkListOp | None:
+    """A core's items as one `tt.work_list` when they are what planc writes (and the list
+    stands for exactly): the same members in the canonical order, non-negative 64-bit tiles,
+    one valid len_k and tile_order; None otherwise (each item becomes a `tt.work`, read with
+    its checks). A planned Llama layer lists two million items. The verifier names an item of
+    a list by its index, so messages keep their JSON paths."""
+    if type(value) is not list or not value or type(value[0]) is not dict:
+        return None
+    first = value[0]
+    keys = tuple(first)
+    if keys not in _PLAIN_WORK_KEYS:
+        return None
+    len_k, order = first.get("len_k"), first.get("tile_order")
+    if "len_k" in first and (type(len_k) is not int or not 0 <= len_k <= tt.MAX_LEN_K):
+        return None
+    if "tile_order" in first and (type(order) is not str or order not in tt.TILE_ORDERS):
+        return None
+    io, jo = [], []
+    for item in value:
+        if type(item) is not dict or tuple(item) != keys:
+            return None
+        i, j = item["io"], item["jo"]
+        if (type(i) is not int or type(j) is not int or not 0 <= i < _I64_END
+                or not 0 <= j < _I64_END or item.get("len_k", len_k) != len_k
+                or type(item.get("len_k", 0)) is not int
+                or item.get("tile_order", order) != order):
+            return None
+        io.append(i)
+        jo.append(j)
+    return tt.WorkListOp(io, jo, len_k, order)
 
 
 def read_layout(name: str, node: JsonNode) -> tt.LayoutOp:
@@ -151,7 +190,7 @@ def describe(module: ModuleOp) -> str:
     parts = []
     for plan in plans:
         partition = plan.work_partition
-        counts = [len(c.items()) for c in partition.cores()] if partition else []
+        counts = [c.item_count() for c in partition.cores()] if partition else []
         grid = plan.grid or (0, 0)
         cores = f"{len(counts)} core{'s' if len(counts) != 1 else ''}"
         parts.append(f"{plan.label()} on {grid[0]}x{grid[1]} cores: {sum(counts)} tiles over "

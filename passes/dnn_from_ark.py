@@ -498,6 +498,20 @@ class Converter:
         self.add(op, layer, result_shape=out.shape_list)
 
 
+LAYER_KINDS = frozenset({"Matmul", "Transpose", *ELEMENTWISE, *UNARY, *REDUCE})
+"""ARK operator types each of which `convert_op` turns into at least one layer."""
+
+
+def _refuse_more_layers_than(operators: Sequence[ark.ArkOp], cap: int) -> None:
+    """Refuse, at its operator, the first computing operator beyond `cap`: counting operator
+    types, not converting them."""
+    computing = [o for o in operators if o.ark_type in LAYER_KINDS]
+    if len(computing) > cap:
+        raise PlancError(f"the network has at least {len(computing)} layers to schedule (one "
+                         f"per computing operator), each at least one workload: more than the "
+                         f"{cap} workloads planc schedules", path=source_path(computing[cap]))
+
+
 @dataclass(frozen=True)
 class DnnFromArkPass(ModulePass):
     """Replace the ark.model by the equivalent dnn.graph."""
@@ -506,6 +520,11 @@ class DnnFromArkPass(ModulePass):
 
     batch: int = 1
     """Samples the network runs at once (see the module docstring)."""
+    max_layers: int = 0
+    """With a positive value, a model of more computing operators than that (each becomes at
+    least one layer) is refused before any is converted: the Gemini target passes its workload
+    cap, which the scheduler would otherwise enforce only after converting every layer (20,000
+    operators took over 30 s to reach that refusal)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         models = [m for m in op.ops if isinstance(m, ark.ModelOp)]
@@ -523,6 +542,8 @@ class DnnFromArkPass(ModulePass):
         block = Block()
         converter = Converter(block, {}, set(), self.batch)
         operators = model.operators()
+        if self.max_layers > 0:
+            _refuse_more_layers_than(operators, self.max_layers)
         for operator in operators:
             converter.convert(operator)
         read = {v for o in operators for v in o.read_tensors}

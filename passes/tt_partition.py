@@ -31,7 +31,7 @@ from xdsl.passes import ModulePass
 from devices.tt import device_named, parse_grid
 from dialects import ark, tt
 from dialects.locations import source_path
-from dialects.tt_kernels import kernel_buffers, kernel_geometry
+from dialects.tt_kernels import TileList, kernel_buffers, kernel_geometry
 from ground.diagnostics import PlancError
 from targets.tt.schedule import Core, Tile, kernel_cost
 
@@ -40,7 +40,7 @@ ITEM_ORDER = {"row_major": "row_major", "column_major": "column_major", "block":
               "z_order": "z_order"}
 """The `tile_order` a work item states: the order in which its core walks its tiles."""
 
-Partition = dict[Core, list[Tile]]
+Partition = dict[Core, Sequence[Tile]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,6 +120,119 @@ def partition_tiles(tiles: tuple[int, int], grid: tuple[int, int],
     return dict(zip(core_order(grid, strategy), chunks, strict=False))
 
 
+# ---------------------------------------------------------------------------------------------
+# The same partitions as arrays (what the pass uses)
+# ---------------------------------------------------------------------------------------------
+#
+# A kernel of a real model has up to hundreds of thousands of output tiles (a Llama-2-7B layer
+# at sequence 2048: over two million in all), and the block strategy's band height was chosen
+# by listing every tile of every candidate height. Here the sequences are numpy arrays and the
+# band height is decided from each core's first and last position alone; `partition_tiles`
+# above stays the plain statement of the same partitions, which the tests compare with.
+
+
+def _sequence_arrays(tiles: tuple[int, int], strategy: str, counts: Sequence[int]):
+    """`tile_sequence` as two arrays (tile rows, tile columns)."""
+    import numpy as np
+
+    mt, nt = tiles
+    index = np.arange(mt * nt, dtype=np.int64)
+    if strategy == "row_major":
+        return index // nt, index % nt
+    if strategy == "column_major":
+        return index % mt, index // mt
+    if strategy == "z_order":
+        io, jo = index // nt, index % nt
+        code = np.zeros_like(index)
+        for bit in range(max(mt - 1, nt - 1, 1).bit_length()):
+            code |= ((jo >> bit) & 1) << (2 * bit) | ((io >> bit) & 1) << (2 * bit + 1)
+        order = np.argsort(code, kind="stable")
+        return io[order], jo[order]
+    if strategy == "block":
+        return _banded_arrays(tiles, block_height(tiles, counts), index)
+    raise PlancError(f"unknown partition strategy '{strategy}' (expected one of "
+                     f"{', '.join(STRATEGIES)})")
+
+
+def _band_position(position, height, tiles: tuple[int, int]):
+    """(band height, column, row within the band) of sequence positions of `banded`."""
+    import numpy as np
+
+    mt, nt = tiles
+    band = position // (height * nt)
+    band_height = np.minimum(height, mt - band * height)
+    offset = position - band * height * nt
+    return band, band_height, offset // band_height, offset % band_height
+
+
+def _banded_arrays(tiles: tuple[int, int], height: int, index):
+    band, band_height, column, row = _band_position(index, height, tiles)
+    return band * height + row, column
+
+
+def block_height(tiles: tuple[int, int], counts: Sequence[int]) -> int:
+    """The band height `tile_sequence` picks for "block": the least largest (tile rows +
+    tile columns) a core touches, the lowest height on ties. Each core's rows and columns
+    follow from the band, column and row of its first and last tile."""
+    import numpy as np
+
+    mt, nt = tiles
+    ends = np.cumsum(np.asarray(counts, dtype=np.int64))
+    first, last = ends - np.asarray(counts, dtype=np.int64), ends - 1
+    best, best_extent = 1, None
+    for low in range(1, mt + 1, 1024):            # bounded memory for tall kernels
+        h = np.arange(low, min(low + 1024, mt + 1), dtype=np.int64)[:, None]
+        bs, hs, cs, rs = _band_position(first[None, :], h, tiles)
+        be, he, ce, re = _band_position(last[None, :], h, tiles)
+        same = bs == be
+        rows_same = np.where(cs == ce, re - rs + 1,
+                             np.where(ce == cs + 1, np.minimum(hs, hs - rs + re + 1), hs))
+        rows_apart = (np.where(cs == nt - 1, hs - rs, hs) + (be - bs - 1) * h
+                      + np.where(ce == 0, re + 1, he))
+        cols_apart = np.where((be - bs >= 2) | (ce >= cs - 1), nt, nt - cs + ce + 1)
+        extent = np.where(same, rows_same + ce - cs + 1, rows_apart + cols_apart).max(axis=1)
+        at = int(np.argmin(extent))
+        if best_extent is None or extent[at] < best_extent:
+            best, best_extent = low + at, int(extent[at])
+    return best
+
+
+def partition_arrays(tiles: tuple[int, int], grid: tuple[int, int],
+                     strategy: str) -> dict[Core, TileList]:
+    """`partition_tiles`, each core's tiles as a `TileList`."""
+    import numpy as np
+
+    counts = split_counts(tiles[0] * tiles[1], grid[0] * grid[1])
+    io, jo = _sequence_arrays(tiles, strategy, counts)
+    work, start = {}, 0
+    for core, n in zip(core_order(grid, strategy), counts, strict=False):
+        cio, cjo = io[start:start + n], jo[start:start + n]
+        if strategy == "block":
+            order = np.argsort(cio * tiles[1] + cjo, kind="stable")
+            cio, cjo = cio[order], cjo[order]
+        work[core] = TileList(cio, cjo)
+        start += n
+    return work
+
+
+SMALL_KERNEL_TILES = 4096
+"""Up to this many output tiles, plain lists are cheaper than numpy arrays (whose per-call
+cost dominates a kernel of a few tiles); both give the same partition."""
+
+
+def partition_work(tiles: tuple[int, int], grid: tuple[int, int], strategy: str) -> Partition:
+    """`partition_tiles` for small kernels, `partition_arrays` for the others."""
+    if tiles[0] * tiles[1] <= SMALL_KERNEL_TILES:
+        return partition_tiles(tiles, grid, strategy)
+    return partition_arrays(tiles, grid, strategy)
+
+
+def _work_list(items, len_k: int | None, order: str) -> tt.WorkListOp:
+    if isinstance(items, TileList):
+        return tt.WorkListOp(items.io, items.jo, len_k, order)
+    return tt.WorkListOp([t[0] for t in items], [t[1] for t in items], len_k, order)
+
+
 def active_ranges(used: int, grid: tuple[int, int],
                   strategy: str) -> list[tuple[Core, tuple[int, int]]]:
     """Disjoint (start, extent) rectangles covering the first `used` cores in core order."""
@@ -145,7 +258,7 @@ def choose_strategy(plan: tt.PlanOp, grid: tuple[int, int], device) -> str:
     buffers = kernel_buffers(kernel.operator)
 
     def seconds(strategy: str) -> float:
-        work = partition_tiles(geometry.grid_tiles, grid, strategy)
+        work = partition_work(geometry.grid_tiles, grid, strategy)
         return kernel_cost(geometry, kernel.operator, work, buffers, device).seconds
 
     return min(STRATEGIES, key=seconds)
@@ -159,11 +272,10 @@ def partition_plan(plan: tt.PlanOp, grid: tuple[int, int], strategy: str, device
         return
     if strategy == "auto":
         strategy = choose_strategy(plan, grid, device)
-    work = partition_tiles(kernel.grid_tiles, grid, strategy)
+    work = partition_work(kernel.grid_tiles, grid, strategy)
     len_k = kernel.len_k_value
     order = ITEM_ORDER[strategy]
-    cores = [tt.CoreOp(tt.CoreOp.key_of(core), [tt.WorkOp(io, jo, len_k, order)
-                                                for io, jo in items])
+    cores = [tt.CoreOp(tt.CoreOp.key_of(core), [_work_list(items, len_k, order)])
              for core, items in work.items()]
     ranges = [tt.CoreRangeOp(start, extent)
               for start, extent in active_ranges(len(work), grid, strategy)]

@@ -81,8 +81,7 @@ def place_buffers(uses: Sequence[BufferUse], budgets: Sequence[int], banks: int)
 
 
 def _work_lists(plan: tt.PlanOp) -> dict:
-    return {core.coordinates: [item.tile for item in core.items()]
-            for core in plan.work_partition.cores()}
+    return {core.coordinates: core.tiles() for core in plan.work_partition.cores()}
 
 
 def _kernel_needs(plan: tt.PlanOp, device: TTDevice) -> tuple[int, dict[str, int]]:

@@ -205,8 +205,7 @@ def _check_supported(plan: tt.PlanOp, op: ark.ArkOp, geometry: KernelGeometry,
 
 
 def _work(plan: tt.PlanOp) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    work = {core.coordinates: [item.tile for item in core.items()]
-            for core in plan.work_partition.cores()}
+    work = {core.coordinates: list(core.tiles()) for core in plan.work_partition.cores()}
     for items in work.values():
         for io, jo in items:
             if max(io, jo) >= 1 << ITEM_BITS:
@@ -685,12 +684,12 @@ def program_body(k: KernelPlan, buffers: dict[int, HostBuffer]) -> Block:
 
 def implied_kernel(plan: tt.PlanOp) -> tt.KernelOp:
     """A BF16 GEMM C = A x B sized by the plan's tiles and len_k (TileLang-TT's plans)."""
-    tiles = [item.tile for core in plan.work_partition.cores() for item in core.items()]
+    tiles = [tile for core in plan.work_partition.cores() for tile in core.tiles()]
     if not tiles:
         raise _fail(plan, "the plan assigns no work")
     mt_, nt = max(t[0] for t in tiles) + 1, max(t[1] for t in tiles) + 1
     len_k = next((item.len_k_value for core in plan.work_partition.cores()
-                  for item in core.items() if item.len_k), 1)
+                  for item in core.runs() if item.len_k), 1)
     m, n, k = mt_ * 32, nt * 32, len_k * 32
     shapes = {"A": [m, k], "B": [k, n], "C": [m, n]}
     block = Block()

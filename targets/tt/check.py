@@ -79,8 +79,7 @@ def _cb_bytes(plan: tt.PlanOp, device: TTDevice) -> int:
     buffers = kernel_buffers(op)
     held = None
     if geometry.kind is KernelKind.MATMUL and plan.work_partition is not None:
-        work = {core.coordinates: [item.tile for item in core.items()]
-                for core in plan.work_partition.cores()}
+        work = {core.coordinates: core.tiles() for core in plan.work_partition.cores()}
         held = held_operand(work, geometry, buffers, device)
     return sum(cb.total_bytes for cb in circular_buffers(geometry, buffers, held))
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from devices.tt import TTDevice
 from dialects import ark
-from dialects.tt_kernels import TILE, KernelGeometry, KernelKind, TileView
+from dialects.tt_kernels import TILE, KernelGeometry, KernelKind, TileList, TileView
 
 Tile = tuple[int, int]
 Core = tuple[int, int]
@@ -65,12 +65,30 @@ def strip_index(geometry: KernelGeometry, buffers: Mapping[str, ark.TensorType],
     return lambda tile: tile[1]
 
 
+def strip_changes(geometry: KernelGeometry, buffers: Mapping[str, ark.TensorType],
+                  operand: str, items: Sequence[Tile]) -> int:
+    """How often a core walking `items` needs a new K strip of `operand` (the first counts):
+    `_changes` of `strip_index`, on whole arrays when the items are a `TileList`."""
+    if not isinstance(items, TileList):
+        strip = strip_index(geometry, buffers, operand)
+        return _changes([strip(tile) for tile in items])
+    if not len(items):
+        return 0
+    if operand == "A":
+        values = items.io
+    elif b_has_batches(buffers):
+        values = (items.io // geometry.output.row_tiles) * geometry.grid_tiles[1] + items.jo
+    else:
+        values = items.jo
+    return 1 + int((values[1:] != values[:-1]).sum())
+
+
 def held_operand(work: WorkLists, geometry: KernelGeometry,
                  buffers: Mapping[str, ark.TensorType], device: TTDevice) -> str | None:
     """"A" or "B": the matmul operand whose K strip cores keep across consecutive work items
     (the one fetched less often), or None when neither strip fits in a quarter of L1."""
     budget = device.l1_usable_bytes // HOLD_FRACTION
-    fetches = {name: sum(_changes([strip_index(geometry, buffers, name)(t) for t in items])
+    fetches = {name: sum(strip_changes(geometry, buffers, name, items)
                          for items in work.values()) for name in ("A", "B")}
     candidates = [name for name in ("A", "B")
                   if tile_bytes(buffers[name].data_type) * geometry.len_k <= budget]
@@ -142,8 +160,8 @@ def core_traffic(geometry: KernelGeometry, op: ark.ArkOp, items: Sequence[Tile],
         case KernelKind.MATMUL:
             reads = {"A": n * k, "B": n * k}
             if held is not None:
-                strip = strip_index(geometry, dict(zip(names, op.inputs, strict=True)), held)
-                reads[held] = k * _changes([strip(tile) for tile in items])
+                buffers = dict(zip(names, op.inputs, strict=True))
+                reads[held] = k * strip_changes(geometry, buffers, held, items)
             cycles = n * k
         case KernelKind.REDUCE:
             reads, cycles = {"A": n * k}, n * k

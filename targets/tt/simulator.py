@@ -231,7 +231,7 @@ def run_partition(compute: TileFunction, out: TileView, work: Sequence[Sequence[
 
 
 def work_lists(plan: tt.PlanOp) -> list[list[Tile]]:
-    return [[item.tile for item in core.items()] for core in plan.work_partition.cores()]
+    return [list(core.tiles()) for core in plan.work_partition.cores()]
 
 
 def output_shape(op: ark.ArkOp) -> list[int]:
@@ -409,7 +409,7 @@ def simulate_implied_gemm(plan: tt.PlanOp, seed: int = 0) -> dict[str, Any]:
         return {"ok": True, "tiles": 0, "kernel": "none (the plan assigns no work)"}
     mt, nt = (max(t[0] for t in tiles) + 1, max(t[1] for t in tiles) + 1)
     len_k = next((item.len_k_value for core in plan.work_partition.cores()
-                  for item in core.items() if item.len_k is not None), 1) or 1
+                  for item in core.runs() if item.len_k is not None), 1) or 1
     need = 4 * TILE * TILE * (mt * len_k + len_k * nt + mt * nt)
     if need > MAX_MEMORY_BYTES:
         raise PlancError(f"the GEMM the work items imply ({mt}x{nt} output tiles, {len_k} K "

@@ -122,6 +122,36 @@ def test_more_layers_than_workloads_are_refused_before_the_search(monkeypatch):
         schedule()
 
 
+def test_an_ark_model_of_more_operators_than_workloads_is_refused_before_converting(
+        monkeypatch):
+    """`-t gemini` on an ARK model counts its computing operators before converting any: the
+    refusal names the first operator beyond the cap, and no layer is built."""
+    import argparse
+
+    import passes.gemini_partition
+    from backends.gemini import pipeline
+    from compiler.pipeline import run_pipeline
+    from frontends.model_zoo import generated
+    from ground.diagnostics import PlancError
+    from passes.dnn_from_ark import LAYER_KINDS, Converter
+
+    options = argparse.Namespace(mesh="1x1", batch=None, buffer_size=None, dram_bw=None)
+    run_pipeline(generated(20), pipeline("ark-model", options))          # the control
+    monkeypatch.setattr(passes.gemini_partition, "MAX_WORKLOADS", 3)
+
+    def converted(*args):
+        raise AssertionError("an operator was converted before the refusal")
+
+    monkeypatch.setattr(Converter, "convert_op", converted)
+    with pytest.raises(PlancError, match=r"network has at least \d+ layers to schedule \(one "
+                                         r"per computing operator\), each at least one "
+                                         r"workload: more than the 3 workloads") as refused:
+        run_pipeline(generated(20), pipeline("ark-model", options))
+    model = generated(20)
+    computing = [o for o in next(iter(model.ops)).operators() if o.ark_type in LAYER_KINDS]
+    assert f"at least {len(computing)} layers" in str(refused.value)
+
+
 def test_a_layer_whose_weights_fit_no_cut_runs_as_one_group():
     """Several batch groups keep a layer's weights resident from the first group to the last,
     which no later cut can shrink; a layer whose weights alone exceed the budget streams them

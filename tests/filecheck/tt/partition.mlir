@@ -2,6 +2,7 @@
 // Core (0,1) is the second core of the x-major order (row_major, block, z_order) and the
 // third of the y-major order (column_major). auto keeps row_major: the cost model finds
 // no faster strategy for a square matmul whose cores keep their A strip.
+// Each core's items are one tt.work_list (one op per core, not per tile).
 // RUN: planc-opt %s --split-input-file -p 'tt-partition{grid=2x2 strategy=row_major}' | filecheck %s --check-prefix=ROW
 // RUN: planc-opt %s --split-input-file -p 'tt-partition{grid=2x2 strategy=column_major}' | filecheck %s --check-prefix=COL
 // RUN: planc-opt %s --split-input-file -p 'tt-partition{grid=2x2 strategy=block}' | filecheck %s --check-prefix=BLOCK
@@ -23,29 +24,17 @@ tt.plans {
 // ROW:        tt.plan grid 2 x 2
 // ROW-NEXT:     tt.core_range start [0, 0] extent [2, 2]
 // ROW:          tt.core "(0,1)" {
-// ROW-NEXT:       tt.work io 1 jo 0 len_k 4 tile_order "row_major"
-// ROW-NEXT:       tt.work io 1 jo 1 len_k 4 tile_order "row_major"
-// ROW-NEXT:       tt.work io 1 jo 2 len_k 4 tile_order "row_major"
-// ROW-NEXT:       tt.work io 1 jo 3 len_k 4 tile_order "row_major"
+// ROW-NEXT:       tt.work_list io [1, 1, 1, 1] jo [0, 1, 2, 3] len_k 4 tile_order "row_major"
 // ROW-NEXT:     }
 
 // COL:          tt.core "(0,1)" {
-// COL-NEXT:       tt.work io 0 jo 2 len_k 4 tile_order "column_major"
-// COL-NEXT:       tt.work io 1 jo 2 len_k 4 tile_order "column_major"
-// COL-NEXT:       tt.work io 2 jo 2 len_k 4 tile_order "column_major"
-// COL-NEXT:       tt.work io 3 jo 2 len_k 4 tile_order "column_major"
+// COL-NEXT:       tt.work_list io [0, 1, 2, 3] jo [2, 2, 2, 2] len_k 4 tile_order "column_major"
 
 // BLOCK:        tt.core "(0,1)" {
-// BLOCK-NEXT:     tt.work io 0 jo 2 len_k 4 tile_order "row_major"
-// BLOCK-NEXT:     tt.work io 0 jo 3 len_k 4 tile_order "row_major"
-// BLOCK-NEXT:     tt.work io 1 jo 2 len_k 4 tile_order "row_major"
-// BLOCK-NEXT:     tt.work io 1 jo 3 len_k 4 tile_order "row_major"
+// BLOCK-NEXT:     tt.work_list io [0, 0, 1, 1] jo [2, 3, 2, 3] len_k 4 tile_order "row_major"
 
 // Z:            tt.core "(1,1)" {
-// Z-NEXT:         tt.work io 2 jo 2 len_k 4 tile_order "z_order"
-// Z-NEXT:         tt.work io 2 jo 3 len_k 4 tile_order "z_order"
-// Z-NEXT:         tt.work io 3 jo 2 len_k 4 tile_order "z_order"
-// Z-NEXT:         tt.work io 3 jo 3 len_k 4 tile_order "z_order"
+// Z-NEXT:         tt.work_list io [2, 2, 3, 3] jo [2, 3, 2, 3] len_k 4 tile_order "z_order"
 
 // -----
 
@@ -66,7 +55,7 @@ tt.plans {
 // RANGES-NEXT:   tt.core_range start [0, 0] extent [1, 2]
 // RANGES-NEXT:   tt.core_range start [1, 0] extent [1, 1]
 // RANGES:        tt.core "(0,0)" {
-// RANGES-NEXT:     tt.work io 0 jo 0 tile_order "row_major"
+// RANGES-NEXT:     tt.work_list io [0] jo [0] tile_order "row_major"
 // RANGES:        tt.core "(1,0)" {
-// RANGES-NEXT:     tt.work io 0 jo 2 tile_order "row_major"
+// RANGES-NEXT:     tt.work_list io [0] jo [2] tile_order "row_major"
 // RANGES-NOT:    tt.core "(1,1)"

@@ -18,6 +18,10 @@ tt.plans listed {
         tt.work io 0 jo 1 {extra = {note = "late"}}
         tt.work io 0 jo 0
       }
+      tt.core "(0,1)" {
+        tt.work_list io [0, 0] jo [1, 0] tile_order "row_major"
+        tt.work_list io [] jo []
+      }
     }
     tt.layouts {
       tt.layout "A" shard "DRAM" interleave false stride [64, 1] tile_id_order "match_shard"
@@ -35,5 +39,8 @@ tt.plans listed {
 // CHECK:          tt.core "(1,1)" {
 // CHECK-NEXT:       tt.work io 0 jo 1 {extra = {note = "late"}}
 // CHECK-NEXT:       tt.work io 0 jo 0
+// CHECK:          tt.core "(0,1)" {
+// CHECK-NEXT:       tt.work_list io [0, 0] jo [1, 0] tile_order "row_major"
+// CHECK-NEXT:       tt.work_list io [] jo []
 // CHECK:          tt.layout "A" shard "DRAM" interleave false stride [64, 1] tile_id_order "match_shard"
 // CHECK-NEXT:     tt.layout "C" shard "L1"

@@ -75,3 +75,74 @@ tt.plans {
   }
 }
 // CHECK: grid_tiles is [1, 1], but the output [32, 64] of Exp 'exp' has 1x2 tiles of 32x32
+
+// -----
+
+// A tt.work_list (what tt-partition writes: one op per core) is held to the same rules as
+// the tt.work items it stands for; errors point at the list.
+tt.plans {
+  tt.plan grid 2 x 1 {
+    tt.core_range start [0, 0] extent [2, 1]
+    tt.kernel grid_tiles [1, 2] {
+      %a = ark.view : !ark.tensor<0, FP32, [32, 64], padded, buffer 0>
+      %c = ark.view : !ark.tensor<1, FP32, [32, 64], padded, buffer 1>
+      %r = ark.exp "exp" reads(%a : !ark.tensor<0, FP32, [32, 64], padded, buffer 0>) writes(%c : !ark.tensor<1, FP32, [32, 64], padded, buffer 1>) -> !ark.tensor<2, FP32, [32, 64], padded, buffer 1>
+    }
+    tt.work_partition {
+      tt.core "(0,0)" {
+        tt.work_list io [0] jo [0]
+      }
+      tt.core "(1,0)" {
+        tt.work_list io [0] jo [0]
+      }
+    }
+  }
+}
+// CHECK: tile (0,0) is assigned twice: to core (0,0) and to core (1,0); a tile is computed once unless both cores are in replicated core ranges
+
+// -----
+
+tt.plans {
+  tt.plan grid 1 x 1 {
+    tt.core_range start [0, 0] extent [1, 1]
+    tt.kernel grid_tiles [1, 2] {
+      %a = ark.view : !ark.tensor<0, FP32, [32, 64], padded, buffer 0>
+      %c = ark.view : !ark.tensor<1, FP32, [32, 64], padded, buffer 1>
+      %r = ark.exp "exp" reads(%a : !ark.tensor<0, FP32, [32, 64], padded, buffer 0>) writes(%c : !ark.tensor<1, FP32, [32, 64], padded, buffer 1>) -> !ark.tensor<2, FP32, [32, 64], padded, buffer 1>
+    }
+    tt.work_partition {
+      tt.core "(0,0)" {
+        tt.work_list io [0, 0] jo [1, 2]
+      }
+    }
+  }
+}
+// CHECK: tile (0,2) is outside the 1x2 output tiles of Exp 'exp'
+
+// -----
+
+tt.plans {
+  tt.plan grid 1 x 1 {
+    tt.core_range start [0, 0] extent [1, 1]
+    tt.work_partition {
+      tt.core "(0,0)" {
+        tt.work_list io [0, 1] jo [0]
+      }
+    }
+  }
+}
+// CHECK: io has 2 tiles but jo has 1
+
+// -----
+
+tt.plans {
+  tt.plan grid 1 x 1 {
+    tt.core_range start [0, 0] extent [1, 1]
+    tt.work_partition {
+      tt.core "(0,0)" {
+        tt.work_list io [0, -3] jo [0, 0]
+      }
+    }
+  }
+}
+// CHECK: io must be >= 0, got -3
