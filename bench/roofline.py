@@ -20,28 +20,17 @@ hardware whatever planner made it.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 from devices.hardware import GpuDevice
 from dialects import ark, plan
 
+# The FLOPs of an operator are counted once, by the planner's second opinion's rule.
+from targets.ark.static_roofline import op_flops
+
 
 def _bytes(value) -> int:
     return value.type.num_elements * value.type.element_bytes
-
-
-def op_flops(op: ark.ArkOp) -> tuple[float, float]:
-    """(matmul FLOPs, vector FLOPs) of the whole operator."""
-    if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
-        return 0.0, 0.0
-    if isinstance(op, ark.MatmulOp):
-        m, n, k = op.problem_mnk()
-        batch = math.prod(plan.output_shape(op)) // (m * n)
-        return 2.0 * batch * m * n * k, 0.0
-    if isinstance(op, ark.ReduceOp):
-        return 0.0, float(op.inputs[0].num_elements)
-    return 0.0, float(math.prod(plan.output_shape(op)))
 
 
 def tensors_of(op: ark.ArkOp) -> set:

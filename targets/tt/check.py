@@ -96,23 +96,31 @@ class L1Use:
         return self.circular_buffers + sum(b.bytes_per_core for b in self.buffers)
 
 
-def l1_use(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[L1Use]:
-    """Per kernel, in order: its circular buffers and the L1-resident buffers live there (from
-    the first to the last kernel naming them), in bytes of each core's L1."""
+def _live_buffers(kernels: list[tuple[int, tt.PlanOp]], banks: int,
+                  ) -> tuple[list[_L1Buffer], set[int]]:
+    """Every buffer the kernels name, from the first to the last kernel naming it, with its
+    largest share of `banks` banks in bytes; and the buffers some kernel places in L1."""
     uses: dict[int, _L1Buffer] = {}
     in_l1: set[int] = set()
     for position, (_, plan) in enumerate(kernels):
         placed = _in_l1(plan)
         for name, tensor in kernel_buffers(plan.kernel.operator).items():
             pages = TileView.of(tensor.shape_list).num_tiles
-            share = -(-pages // device.l1_banks) * tile_bytes(tensor.data_type)
+            share = -(-pages // banks) * tile_bytes(tensor.data_type)
             use = uses.setdefault(tensor.buffer_id,
                                   _L1Buffer(tensor.buffer_id, 0, position, position))
             use.last = position
             use.bytes_per_core = max(use.bytes_per_core, share)
             if name in placed:
                 in_l1.add(tensor.buffer_id)
-    residents = [use for use in uses.values() if use.buffer in in_l1]
+    return list(uses.values()), in_l1
+
+
+def l1_use(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[L1Use]:
+    """Per kernel, in order: its circular buffers and the L1-resident buffers live there (from
+    the first to the last kernel naming them), in bytes of each core's L1."""
+    uses, in_l1 = _live_buffers(kernels, device.l1_banks)
+    residents = [use for use in uses if use.buffer in in_l1]
     return [L1Use(_cb_bytes(plan, device),
                   [b for b in residents if b.first <= position <= b.last])
             for position, (_, plan) in enumerate(kernels)]
@@ -135,20 +143,8 @@ def capacity_findings(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) ->
 def dram_use(kernels: list[tuple[int, tt.PlanOp]], device: TTDevice) -> list[list[_L1Buffer]]:
     """Per kernel, in order: the DRAM-interleaved buffers live there (from the first to the
     last kernel naming them) with their bytes in each DRAM bank."""
-    uses: dict[int, _L1Buffer] = {}
-    in_l1: set[int] = set()
-    for position, (_, plan) in enumerate(kernels):
-        placed = _in_l1(plan)
-        for name, tensor in kernel_buffers(plan.kernel.operator).items():
-            pages = TileView.of(tensor.shape_list).num_tiles
-            share = -(-pages // device.dram_banks) * tile_bytes(tensor.data_type)
-            use = uses.setdefault(tensor.buffer_id,
-                                  _L1Buffer(tensor.buffer_id, 0, position, position))
-            use.last = position
-            use.bytes_per_core = max(use.bytes_per_core, share)
-            if name in placed:
-                in_l1.add(tensor.buffer_id)
-    residents = [use for use in uses.values() if use.buffer not in in_l1]
+    uses, in_l1 = _live_buffers(kernels, device.dram_banks)
+    residents = [use for use in uses if use.buffer not in in_l1]
     return [[b for b in residents if b.first <= position <= b.last]
             for position in range(len(kernels))]
 
