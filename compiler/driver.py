@@ -619,7 +619,8 @@ def plot_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"ok": True, "output": args.output, "pictures": len(drawn)}))
     else:
-        print(f"{args.output}: {len(drawn)} picture{'s' * (len(drawn) != 1)}")
+        # One image file; each picture is a panel of it.
+        print(f"{args.output}: 1 image of {len(drawn)} panel{'s' * (len(drawn) != 1)}")
     return 0
 
 

@@ -250,7 +250,10 @@ def mscclpp_pictures(module: ModuleOp, options: Any = None) -> list[Picture]:
     algorithm = next(op for op in module.ops if isinstance(op, ms.AlgorithmOp))
     hardware = hardware_named(getattr(options, "mscclpp_hw", None) or "h100")
     size_text = getattr(options, "message_size", None)
-    size = parse_size(size_text) if size_text else fitting_message(algorithm)
+    try:
+        size = parse_size(size_text) if size_text else fitting_message(algorithm)
+    except ValueError as e:
+        raise PlancError(f"--message-size: {e}") from None
     chunks = message_chunks(algorithm)
     if chunks == 0 or size % (chunks * algorithm.alignment):
         raise PlancError(f"no timeline for a {size}-byte message: the plan has {chunks} "

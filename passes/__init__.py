@@ -143,16 +143,21 @@ def _summary(cls: type[ModulePass]) -> str:
     return paragraph[:1].upper() + paragraph.split(". ")[0].rstrip(".")[1:]
 
 
+def _option_line(option: str, kind: str, default: str | None) -> str:
+    """`name: type = default`; an option without a value (xDSL lists its None as `none`,
+    which a pipeline would pass as the string "none") is `name: type (optional)`."""
+    if default is None or (default == "none" and kind.endswith("| None")):
+        return f"{option}: {kind.removesuffix(' | None')} (optional)"
+    return f"{option}: {kind} = {default or chr(34) * 2}"
+
+
 def pass_listing() -> str:
     """Every pass with its first docstring line and its options (`planc-opt --list-passes`
     and the end of `planc-opt --help`)."""
     lines = ["passes (-p 'name{option=value ...},...'):"]
     for name, _, _ in PASSES:
         lines.append(f"  {name:<26} {_summary(get_all_passes()[name]())}")
-        options = ", ".join(f"{option}: {kind} = {default or chr(34) * 2}"
-                            if default is not None
-                            else f"{option}: {kind}" for option, kind, default
-                            in pass_options(name))
+        options = ", ".join(_option_line(*option) for option in pass_options(name))
         if options:
             lines.append(f"  {'':<26}   {options}")
     return "\n".join(lines) + "\n"

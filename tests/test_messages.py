@@ -309,3 +309,45 @@ def test_a_commands_help_lists_its_own_options_only(command, planc, ffn_plan, tm
                                                    if command == "plot" else [])
     one_error(planc(*argv), f"--mesh is not an option of planc {command} (it is one of "
                             "--target gemini)")
+
+
+# A second fresh try as a new user (issue 27) found these still wrong.
+
+def test_pass_listing_shows_unset_options_as_optional_not_as_none():
+    """`--list-passes` showed `arch: str | None = none`, and `tt-partition{arch=none}` was then
+    refused: xDSL lists a None default as `none`, which a pipeline passes as a string."""
+    listing = pass_listing()
+    assert "= none" not in listing
+    assert "arch: str (optional)" in listing and "split-k: bool = true" in listing
+
+
+@pytest.fixture(scope="module")
+def allreduce(tmp_path_factory):
+    from compiler.driver import main
+
+    path = tmp_path_factory.mktemp("allreduce") / "allreduce.json"
+    assert main(["--collective", "allreduce", "--ranks", "2", "-t", "mscclpp", "-o", str(path),
+                 "-q"]) == 0
+    return path
+
+
+@pytest.mark.parametrize("command", ["simulate", "plot"])
+def test_a_message_of_zero_bytes_is_refused(planc, tmp_path, allreduce, command):
+    """`--message-size 0` was accepted: nothing to cut into chunks (the executor refuses it)."""
+    out = ["-o", str(tmp_path / "a.png")] if command == "plot" else []
+    one_error(planc(command, allreduce, "--message-size", "0", *out), "--message-size",
+              "above 0 bytes")
+    assert not (tmp_path / "a.png").exists()
+
+
+def test_a_negative_full_run_limit_is_refused(planc, ffn_plan):
+    one_error(planc("simulate", ffn_plan, "--full-run-limit", "-3"), "--full-run-limit",
+              "0 or more, got -3")
+
+
+def test_plot_says_it_wrote_one_image_of_panels(planc, tmp_path, allreduce):
+    """It said "N pictures" for one image file holding N panels."""
+    image = tmp_path / "a.png"
+    result = planc("plot", allreduce, "-o", image)
+    assert result.code == 0, result.err
+    assert result.out.startswith(f"{image}: 1 image of ") and " panel" in result.out

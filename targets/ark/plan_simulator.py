@@ -562,7 +562,7 @@ class PlanRunner:
 
         groups = p.processor_groups()
         for pg, syncs in progress(list(zip(groups, plan.barriers(groups), strict=True)),
-                                  "running tiles"):
+                                  "simulating processor groups"):
             for sync in syncs:
                 self.clocks.barrier(list(sync))
             for rg in pg.resource_groups():
@@ -1077,5 +1077,10 @@ def simulate_plan(module: ModuleOp | plan.PlanOp, options: Namespace | None = No
     arch = getattr(options, "arch", None)
     functional = not getattr(options, "cost_only", False)
     limit = getattr(options, "full_run_limit", None)
+    if limit is not None and limit < 0:
+        from ground.diagnostics import UsageError
+
+        raise UsageError(f"--full-run-limit: expected a number of task executions, 0 or more, "
+                         f"got {limit}")
     return simulate(single(module), seed=seed, arch=arch, functional=functional,
                     full_run_tasks=FULL_RUN_TASKS if limit is None else limit)

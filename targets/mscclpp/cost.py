@@ -108,6 +108,10 @@ def parse_size(text: str) -> int:
     if match is None:
         raise ValueError(f"expected a size such as 4096, 64K or 1MB, got '{text}'")
     number, unit, _ = match.groups()
+    if int(number) == 0:
+        # Nothing to cut into chunks: the executor's checkMessageSize refuses it, and the
+        # cost model would time an empty message as free.
+        raise ValueError(f"expected a size above 0 bytes, got '{text}'")
     return int(number) * 1024 ** ("kmgt".find(unit.lower()) + 1) if unit else int(number)
 
 
