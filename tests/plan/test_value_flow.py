@@ -24,7 +24,7 @@ from tests.conftest import EXAMPLES, write_json
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory) -> dict[str, dict]:
     """planc's A100 plans of a generated 40-operator MLP stack and of examples/ffn.json (whose
-    down projection planc splits along K into tasks 1 and 2, summed by task 3)."""
+    down projection planc splits along K into parts summed by a later task)."""
     from compiler.driver import main
 
     tmp = tmp_path_factory.mktemp("plans")
@@ -141,18 +141,43 @@ def consumer_before_producer(doc: dict, most: int = 6):
             return
 
 
+def k_parts(doc: dict) -> list[tuple[int, int]]:
+    """(TaskInfo index, K offset) of the FFN's split down projection: the one-Matmul tasks
+    that run concurrently as resource groups of one processor group, in K order."""
+    index = {task["Id"]: i for i, task in enumerate(doc["TaskInfos"])}
+    pg = next(pg for pg in doc["ProcessorGroups"] if len(pg["ResourceGroups"]) > 1)
+    parts = []
+    for rg in pg["ResourceGroups"]:
+        ti = index[rg["TaskGroups"][0]["TaskId"]]
+        ops = doc["TaskInfos"][ti]["Ops"]
+        if len(ops) == 1 and ops[0]["Type"] == "Matmul":
+            parts.append((ti, ops[0]["ReadTensors"][0]["Offsets"][-1]))
+    return sorted(parts, key=lambda part: part[1])
+
+
 def overlapping_split_k(doc: dict):
-    """The second K part of the FFN's split down projection reads K slices that overlap the
-    first part's (its K offset, 1408, moved down by 1, 2, 11 and 22 tiles of 64, or the first
-    part's moved up by one tile): `split-k-overlap` at the second part."""
-    for shift, task in ((-64, 2), (-128, 2), (-704, 2), (-1408, 2), (64, 1)):
+    """A K part of the FFN's split down projection reads K slices that overlap the part
+    before it (its K offset moved down by one and two tiles of 64, by half its distance to the
+    part before, or onto that part's start), or the part before reads into it (moved up by one
+    tile): `split-k-overlap` at the later part, whatever the number of parts the planner
+    chose."""
+    parts = k_parts(doc)
+    assert len(parts) >= 2, parts
+
+    def shifted(task: int, shift: int, later: int):
         changed = copy.deepcopy(doc)
         op = changed["TaskInfos"][task]["Ops"][0]
         for tensor in op["ReadTensors"]:
             tensor["Offsets"][-1] += shift
             tensor["Id"] += 1000          # a view of its own (the same Id must agree)
-        yield (f"K part of task {task} shifted by {shift}", changed,
-               ("ark-plan.split-k-overlap", "$.TaskInfos[2].Ops[0]"))
+        return (f"K part of task {task} shifted by {shift}", changed,
+                ("ark-plan.split-k-overlap", f"$.TaskInfos[{later}].Ops[0]"))
+
+    for (before, start), (later, offset) in zip(parts, parts[1:]):
+        gap = offset - start
+        for shift in sorted({64, 128, gap // 2 // 64 * 64 or 64, gap}):
+            yield shifted(later, -shift, later)
+        yield shifted(before, 64, later)
 
 
 def mistakes(plans: dict[str, dict]) -> list[tuple[str, dict, tuple[str, str]]]:
@@ -210,11 +235,11 @@ def _renumbered_tensors(doc: dict) -> dict:
 
 
 def _independent_groups_swapped(doc: dict) -> dict:
-    """The FFN's two K parts run concurrently as two resource groups of one processor group:
+    """The FFN's K parts run concurrently as resource groups of one processor group:
     their order in the group is cosmetic."""
     changed = copy.deepcopy(doc)
-    rgs = changed["ProcessorGroups"][1]["ResourceGroups"]
-    assert len(rgs) == 2
+    rgs = next(pg for pg in changed["ProcessorGroups"] if len(pg["ResourceGroups"]) > 1
+               )["ResourceGroups"]
     rgs.reverse()
     return changed
 
