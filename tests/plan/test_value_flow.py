@@ -8,6 +8,7 @@ way."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 
@@ -173,7 +174,7 @@ def overlapping_split_k(doc: dict):
         return (f"K part of task {task} shifted by {shift}", changed,
                 ("ark-plan.split-k-overlap", f"$.TaskInfos[{later}].Ops[0]"))
 
-    for (before, start), (later, offset) in zip(parts, parts[1:]):
+    for (before, start), (later, offset) in itertools.pairwise(parts):
         gap = offset - start
         for shift in sorted({64, 128, gap // 2 // 64 * 64 or 64, gap}):
             yield shifted(later, -shift, later)
