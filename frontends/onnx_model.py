@@ -295,9 +295,14 @@ def node_values(importer: Any) -> Iterator[None]:
     handler computes with them (arrays that do not concatenate or broadcast, an axis or a
     count out of range) are the node's error: named, in one line, instead of an exception of
     numpy's escaping from whichever handler met them first."""
+    from xdsl.utils.exceptions import VerifyException
+
     try:
         yield
-    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as e:
+    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError,
+            VerifyException) as e:
+        # VerifyException: the handler built an ARK operator its inputs' shapes do not allow
+        # (a Concat of parts whose other dims differ made a view past its buffer).
         raise importer.fail(f"its inputs and attributes do not fit together "
                             f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
     except AttributeError:

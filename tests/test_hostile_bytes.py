@@ -247,6 +247,22 @@ def test_numbers_numpy_refuses_name_the_node(planc, tmp_path):
               "'gather' (Gather): axis 3 is out of range for a rank-1 input")
 
 
+def test_a_concat_of_parts_that_differ_off_its_axis_names_the_node(planc, tmp_path):
+    """Found by the campaign on the CNN-to-ARK path (issue 24): parts whose other dims differ
+    built a view past the result's buffer, an internal VerifyException."""
+    g = helper.make_graph(
+        [helper.make_node("Concat", ["x", "z"], ["c"], axis=1, name="cat"),
+         helper.make_node("Relu", ["c"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = save(tmp_path, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    out = tmp_path / "plan.json"
+    one_error(planc(model, "-t", "ark", "-o", out), "$.graph.node[0]", "'cat' (Concat)",
+              "do not fit together")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("change", ["empty input", "constant input"])
 def test_a_layer_without_its_feature_map(planc, tmp_path, change):
     """Found by the fuzzer: a layer whose data input is left empty (None) or named after an

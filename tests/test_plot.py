@@ -38,7 +38,7 @@ def plans(tmp_path_factory, small_ffn):
 def test_pictures_are_real_images(planc, plans, tmp_path, target, count):
     image = tmp_path / f"{target}.png"
     result = planc("plot", plans[target], "-o", image)
-    assert result.code == 0 and result.out.endswith(f"{count} pictures\n"), result.err
+    assert result.code == 0 and result.out.endswith(f"1 image of {count} panels\n"), result.err
     pixels = matplotlib.image.imread(image)
     assert pixels.shape[0] > 300 and pixels.shape[1] > 600
     # Not blank: a good share of the pixels are neither white nor transparent.
