@@ -8,6 +8,7 @@ error points into the user's file just like an import error does.
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Collection
 from typing import Any
 
@@ -173,6 +174,11 @@ def parse_ir(context: Any, data: bytes | str, name: str, *, implicit_module: boo
     except RecursionError:
         raise PlancError(f"{name}: nested too deep for planc's parser (regions, attributes "
                          "or types inside one another a few hundred levels deep)") from None
+    except struct.error:
+        # A dense array whose literal does not fit its element type (the declarative format
+        # of ops such as tt.work_list packs it with struct, unchecked).
+        raise PlancError(f"{_position(text, parser.pos, name)}: an integer too large for its "
+                         "array's element type") from None
     except NotImplementedError as e:
         # xDSL packs dense arrays of i1 to i64 and f16 to f64 only.
         raise PlancError(f"{_position(text, parser.pos, name)}: an array of an element type "
