@@ -581,11 +581,17 @@ class _Sweep:
                 f"({_why_unordered(a, b)})"))
         return False
 
-    def clobbered(self, writer: Access, reader: Access, r: ByteRegion) -> None:
-        key = (id(writer.op), id(reader.op))
+    def _first_flow(self, key: tuple[int, int]) -> bool:
+        """Whether a value-flow finding for this (writer or producer, reader) pair is new and
+        there is room for it (each pair is reported once, at most MAX_FINDINGS in all)."""
         if key in self.seen_flow or len(self.flow) >= MAX_FINDINGS:
-            return
+            return False
         self.seen_flow.add(key)
+        return True
+
+    def clobbered(self, writer: Access, reader: Access, r: ByteRegion) -> None:
+        if not self._first_flow((id(writer.op), id(reader.op))):
+            return
         lo, hi = r.hull
         producer = self.keys.producer_label(reader.value)
         self.flow.append(at_op(
@@ -602,10 +608,8 @@ class _Sweep:
             return      # a model input, or a producer no task group runs (missing-producer)
         if not any(overlaps(ByteRegion.of(t), r) for t in producer.outputs):
             return      # it reads other bytes than its producer writes (views of a buffer)
-        key = (id(producer), id(x.op))
-        if key in self.seen_flow or len(self.flow) >= MAX_FINDINGS:
+        if not self._first_flow((id(producer), id(x.op))):
             return
-        self.seen_flow.add(key)
         lo, hi = r.hull
         self.flow.append(at_op(
             x.op, "ark-plan.unwritten-read", ERROR,
