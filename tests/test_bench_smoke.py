@@ -21,7 +21,8 @@ SMALLEST: dict[str, list[str]] = {
     "check_simulate.py": ["--smoke"],
     "compile_speed.py": ["--ops", "100"],
     "cpu_ffn.py": ["--iterations", "1", "--rounds", "1", "--model", "{small_ffn}"],
-    "fuzz.py": ["--mutants", "5", "--fork"],
+    # One format: tests/test_fuzz.py runs its fuzzing on every format (this checks the script).
+    "fuzz.py": ["--mutants", "3", "--fork", "--formats", "model"],
     "gemini_schedule.py": ["--smoke"],
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
     "onnx_gemini.py": ["--smoke"],

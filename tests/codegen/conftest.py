@@ -37,8 +37,8 @@ class _Programs(dict):
             flags = ("-O0", f"-DPLANC_EMULATE_WARPS={EMULATED_WARP_THREADS}")
         else:
             raise KeyError(kind)
-        programs.run_checked([programs.CXX, *programs.CPU_FLAGS, *flags, "plan.cpp", "-o", kind],
-                             cwd=self.directory)
+        programs.run_checked(programs.cpu_command((*programs.CPU_FLAGS, *flags), "plan.cpp",
+                                                  "-o", kind), cwd=self.directory)
         self[kind] = self.directory / kind
         return self[kind]
 

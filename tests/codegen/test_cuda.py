@@ -1,7 +1,10 @@
-"""`--target cuda`: the emitted sources compile for sm_80 and sm_90, and match the model on a GPU.
+"""`--target cuda`: the emitted sources compile for their plan's architecture (sm_80 for A100
+plans, sm_90 for H100 plans), and match the model on a GPU.
 
-The kernels are compiled (not linked) for both architectures with nvcc, warnings as errors;
-one case is also linked with its host program. Running needs a GPU: that test compares every
+The kernels are compiled (not linked) with nvcc, warnings as errors, for the architecture the
+emitted build files name (each plan's own: the runtime has no architecture-specific code, and a
+plan's tiles and shared memory are sized for its device); one case is also linked with its host
+program, for both architectures. Running needs a GPU: that test compares every
 output with the numpy model interpreter, and is skipped with the reason where no device is.
 (The GPU forms of the kernels also run on the CPU, under warp emulation, in test_cpu.py.)
 """
@@ -14,12 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from backends.ark_plan import model_pipeline
+from compiler.pipeline import run_pipeline
+from frontends.ark_model import import_document as import_model
 from frontends.ark_plan import import_document
 from ground.json_reader import load_json_file
 from targets.ark.model_interpreter import run_model
 from tests.codegen import plans, programs
 from tests.codegen.cases import CASES
-from tests.conftest import corpus_root
+from tests.conftest import EXAMPLES, corpus_root
 
 pytestmark = [pytest.mark.skipif(programs.NVCC is None, reason="nvcc is not installed"),
               # One xdist worker runs them all: the nvcc builds are a session fixture, which
@@ -36,6 +42,8 @@ COMPILED_CORPUS = ["tutorial_plan_cuda80.json", "tutorial_default_plan_rocm942.j
 """Split-K with in-place reuse on 108 processors, and a 304 x 4 ROCm plan (its 128x256 matmul
 tiles on 4 warps)."""
 LINKED = "fused_chain"
+H100 = "ffn-h100"
+"""planc's own H100 plan of the FFN example (CUDA_90: its tiles and SRAM sized for sm_90)."""
 
 
 def gpu_present() -> bool:
@@ -51,24 +59,33 @@ def case_module(name: str):
     return plans.import_plan_doc(case.plan(case.model()))
 
 
+def h100_plan():
+    module = import_model(load_json_file(EXAMPLES / "ffn.json"))
+    run_pipeline(module, model_pipeline("h100"))
+    return module
+
+
 @pytest.fixture(scope="session")
 def cuda_builds(tmp_path_factory) -> dict[str, Path | AssertionError]:
     """Each case's directory after nvcc, or the error nvcc reported."""
     root = tmp_path_factory.mktemp("cuda")
-    jobs = {name: (case_module(name), False) for name in COMPILED_CASES}
-    jobs[LINKED] = (case_module(LINKED), True)
+    sm80, both = ("80",), programs.CUDA_ARCHS
+    jobs = {name: (case_module(name), False, sm80) for name in COMPILED_CASES}
+    jobs[LINKED] = (case_module(LINKED), True, both)
+    jobs[H100] = (h100_plan(), False, ("90",))
     folder = corpus_root() / "ark"
     for name in COMPILED_CORPUS:
         if (folder / name).is_file():
-            jobs[name] = (import_document(load_json_file(folder / name)), False)
+            # Both are compiled as A100 code: the ROCm plan too (its 304 x 4 layout).
+            jobs[name] = (import_document(load_json_file(folder / name)), False, sm80)
 
     def build(item) -> tuple[str, Path | AssertionError]:
-        name, (module, link) = item
+        name, (module, link, archs) = item
         directory = programs.emit(module, "cuda", root / name.removesuffix(".json"))
         try:
             # The linked program (what a GPU would run) at -O3; the kernels only compiled, at
             # -O0 (see compile_cuda).
-            programs.compile_cuda(directory, link=link, optimize=link)
+            programs.compile_cuda(directory, archs, link=link, optimize=link)
         except AssertionError as e:
             return name, e
         return name, directory
@@ -84,8 +101,14 @@ def built(cuda_builds, name: str) -> Path:
 
 
 @pytest.mark.parametrize("case", COMPILED_CASES)
-def test_kernel_compiles_for_sm80_and_sm90(cuda_builds, case):
+def test_kernel_compiles_for_its_architecture(cuda_builds, case):
     assert (built(cuda_builds, case) / "kernel.o").stat().st_size > 0
+
+
+def test_an_h100_plan_compiles_for_sm90(cuda_builds):
+    directory = built(cuda_builds, H100)
+    assert "CMAKE_CUDA_ARCHITECTURES 90" in (directory / "CMakeLists.txt").read_text()
+    assert (directory / "kernel.o").stat().st_size > 0
 
 
 @pytest.mark.parametrize("name", COMPILED_CORPUS)
