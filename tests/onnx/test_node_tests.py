@@ -104,30 +104,33 @@ def importers(model) -> list[tuple[str, ...]]:
     return [()]
 
 
-def _lowered(name: str) -> bool:
-    """Does planc import this case (else its test only skips)? Errors other than planc's
-    own refusal count as lowered, so that the test runs and shows them."""
-    case = CASES[name]
-    model = bound_model(case, case.data_sets[0][0] if case.data_sets else [])[0]
-    for wants in importers(model):
-        try:
-            import_model(model, f"{name}.onnx", wants)
-        except PlancError:
-            continue
-        except Exception:
-            return True
-        return True
-    return False
+# One worker runs them all (xdist's loadgroup): each case is reproduced once per process and
+# its verdict kept, so the count below costs nothing beyond the cases' own tests, and ONNX's
+# cases are loaded (or generated) in one worker only.
+pytestmark = pytest.mark.xdist_group("onnx-node-tests")
 
 
 def pytest_generate_tests(metafunc) -> None:
-    """Cases planc does not lower are marked slow: in `-m "not slow"` the ~1,300 of them would
-    only skip (2 ms of pytest each); CI lists each with the importer's message."""
+    """Every case is a test (the ~1,000 planc does not lower skip with the importer's message;
+    deciding that at collection cost every worker an import of all 1,884 cases)."""
     _load_cases(metafunc.config)
     if "name" in metafunc.fixturenames:
-        metafunc.parametrize("name", [
-            pytest.param(name, marks=[] if _lowered(name) else [pytest.mark.slow])
-            for name in sorted(CASES)])
+        metafunc.parametrize("name", sorted(CASES))
+
+
+VERDICTS: dict[str, BaseException | None] = {}
+"""Each case's outcome in this process: None where planc reproduces it, else the PlancError
+that refused it or the exception that the case's test reports."""
+
+
+def verdict(name: str) -> BaseException | None:
+    if name not in VERDICTS:
+        try:
+            reproduce(CASES[name])
+            VERDICTS[name] = None
+        except Exception as e:   # noqa: BLE001 -- kept for the case's test to raise
+            VERDICTS[name] = e
+    return VERDICTS[name]
 
 
 def _array(value):
@@ -190,10 +193,11 @@ bf16 differs by an ulp, 0.008 near 1)."""
 
 
 def test_node_case(name):
-    try:
-        reproduce(CASES[name])
-    except PlancError as e:
-        pytest.skip(f"not lowered: {e.message}")
+    found = verdict(name)
+    if isinstance(found, PlancError):
+        pytest.skip(f"not lowered: {found.message}")
+    if found is not None:
+        raise found
 
 
 REPRODUCED_AT_LEAST = 800
@@ -203,15 +207,6 @@ REPRODUCED_AT_LEAST = 800
 def test_at_least_800_node_tests_are_reproduced_exactly():
     """Every case, imported and run: how many planc reproduces (values and shapes). A wrong
     value or an internal error fails the case's own test above; here it does not count."""
-    reproduced, refused = [], []
-    for name in sorted(CASES):
-        try:
-            reproduce(CASES[name])
-        except PlancError:
-            refused.append(name)
-            continue
-        except Exception:   # noqa: BLE001 -- counted as not reproduced; test_node_case fails
-            continue
-        reproduced.append(name)
+    reproduced = [name for name in sorted(CASES) if verdict(name) is None]
     print(f"\nONNX node tests reproduced by planc: {len(reproduced)} of {len(CASES)}")
     assert len(reproduced) >= REPRODUCED_AT_LEAST
