@@ -306,7 +306,14 @@ def _program(p: CppPrinter, op: mt.ProgramOp) -> None:
     p.line("Program program = CreateProgram();")
     p.depth -= 1
     saved = set(p.taken)
-    p.block(op.body.block)
+    tables = _runtime_arg_tables(op.body.block)
+    p.depth += 1
+    for inner in op.body.block.ops:
+        if not isinstance(inner, mt.RuntimeArgsOp) or inner not in tables:
+            p.op(inner)
+        elif tables[inner]:
+            _runtime_args_table(p, tables[inner])
+    p.depth -= 1
     p.taken = saved  # names declared in the program's scope can be reused by the next one
     p.depth += 1
     p.line("distributed::MeshWorkload workload;")
@@ -364,6 +371,68 @@ def _runtime_args(p: CppPrinter, op: mt.RuntimeArgsOp) -> None:
     chunks = [values[i:i + 10] for i in range(0, len(values), 10)]
     for n, chunk in enumerate(chunks):
         p.line("    " + ", ".join(chunk) + ("});" if n == len(chunks) - 1 else ","))
+
+
+TABLE_CORES = 8
+"""A kernel's runtime args on this many cores or more are printed as a table and a loop, not as
+one SetRuntimeArgs call per core: an 8x8 grid's three kernels made 1,152 calls in the FFN's
+host program, 15 CPU s of g++ -O1 (the table compiles in a fraction of that)."""
+
+
+def _runtime_arg_tables(block: Block) -> dict[mt.RuntimeArgsOp, list[mt.RuntimeArgsOp]]:
+    """The runtime args to print as tables: each kernel's calls with the same buffers (in core
+    order), under the first of them; the others under an empty list. Where SetRuntimeArgs
+    stands among a program's calls does not matter: the program takes them all before it is
+    enqueued."""
+    groups: dict[tuple, list[mt.RuntimeArgsOp]] = {}
+    for op in block.ops:
+        if isinstance(op, mt.RuntimeArgsOp):
+            groups.setdefault((op.kernel, tuple(op.buffers)), []).append(op)
+    tables: dict[mt.RuntimeArgsOp, list[mt.RuntimeArgsOp]] = {}
+    for members in groups.values():
+        if len(members) >= TABLE_CORES:
+            tables[members[0]] = members
+            tables.update((member, []) for member in members[1:])
+    return tables
+
+
+def _runtime_args_table(p: CppPrinter, ops: list[mt.RuntimeArgsOp]) -> None:
+    """One kernel's runtime args on many cores: a table of (x, y, count) per core and the
+    cores' values one after another, set in a loop (the same calls, in the same order)."""
+    kernel = p.expr(ops[0].kernel)
+    fixed = [f"static_cast<uint32_t>({p.expr(b)}->address())" for b in ops[0].buffers]
+    values = [op.value_list for op in ops]
+    p.line(f"{{  // {kernel}'s runtime args on {len(ops)} cores: x, y, count of values")
+    p.depth += 1
+    p.line(f"static const uint32_t runtime_cores[{len(ops)}][3] = {{")
+    rows = [f"{{{op.core_x.value.data}, {op.core_y.value.data}, {len(v)}}}"
+            for op, v in zip(ops, values, strict=True)]
+    _wrapped(p, rows, 8)
+    flat = [f"{v}u" for row in values for v in row]
+    if flat:
+        p.line("static const uint32_t runtime_values[] = {")
+        _wrapped(p, flat, 12)
+        p.line("const uint32_t* next = runtime_values;")
+    p.line("for (const auto& core : runtime_cores) {")
+    p.depth += 1
+    p.line(f"std::vector<uint32_t> args{{{', '.join(fixed)}}};")
+    if flat:
+        p.line("args.insert(args.end(), next, next + core[2]);")
+        p.line("next += core[2];")
+    p.line(f"SetRuntimeArgs(program, {kernel}, CoreCoord(core[0], core[1]), args);")
+    p.depth -= 1
+    p.line("}")
+    p.depth -= 1
+    p.line("}")
+
+
+def _wrapped(p: CppPrinter, items: list[str], per_line: int) -> None:
+    """`items` as the lines of a braced initializer, `per_line` to a line, closed by `};`."""
+    p.depth += 1
+    for start in range(0, len(items), per_line):
+        last = start + per_line >= len(items)
+        p.line(", ".join(items[start:start + per_line]) + ("};" if last else ","))
+    p.depth -= 1
 
 
 def _finish(p: CppPrinter, op: mt.FinishOp) -> None:

@@ -54,10 +54,23 @@ def test_host_and_kernels_share_one_cb_table(planc, tmp_path):
         for role in ("reader", "compute", "writer"):
             kernel = (kernel_dir / f"{role}.cpp").read_text()
             fixed = [int(i) for i in re.findall(r"get_arg_val<uint32_t>\((\d+)\)", kernel)]
-            counts = [len(args.split(",")) for args in re.findall(
-                rf"SetRuntimeArgs\(program, {role}, CoreCoord\(\d+, \d+\), \{{(.*?)\}}\);",
-                program, re.S)]
+            counts = runtime_arg_counts(program, role)
             assert counts and max(fixed) < min(counts)
+
+
+def runtime_arg_counts(program: str, role: str) -> list[int]:
+    """How many runtime args the host sets for `role` on each core: one SetRuntimeArgs call per
+    core, or a table of (x, y, count) rows after the kernel's fixed buffer addresses."""
+    counts = [len(args.split(",")) for args in re.findall(
+        rf"SetRuntimeArgs\(program, {role}, CoreCoord\(\d+, \d+\), \{{(.*?)\}}\);",
+        program, re.S)]
+    for table in re.findall(rf"// {role}'s runtime args on \d+ cores.*?SetRuntimeArgs", program,
+                            re.S):
+        fixed = re.search(r"std::vector<uint32_t> args\{(.*?)\};", table).group(1)
+        base = len(fixed.split(",")) if fixed.strip() else 0
+        rows = re.search(r"runtime_cores\[\d+\]\[3\] = \{(.*?)\};", table, re.S).group(1)
+        counts += [base + int(n) for n in re.findall(r"\{\d+, \d+, (\d+)\}", rows)]
+    return counts
 
 
 def test_api_pitfalls_are_avoided(planc, tmp_path):
