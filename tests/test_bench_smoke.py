@@ -23,6 +23,7 @@ SMALLEST: dict[str, list[str]] = {
     "cpu_ffn.py": ["--iterations", "1", "--rounds", "1", "--model", "{small_ffn}"],
     "fuzz.py": ["--mutants", "5", "--fork"],
     "gemini_schedule.py": ["--smoke"],
+    "llama_layer.py": ["--smoke"],
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
     "onnx_gemini.py": ["--smoke"],
     "onnx_models.py": ["--smoke"],
