@@ -1,7 +1,7 @@
 """Cost per operator of each target at 1k, 10k and 100k operators: does it grow linearly?
 
     python bench/scale.py [--ops 1000,10000,100000] [--targets ark,tt,gemini,plan-import]
-                          [--baseline TREE]
+                          [--baseline TREE] [--timeout SECONDS]
 
 Generated models (`frontends.model_zoo.generated`: stacks of pre-norm MLP blocks, 10 operators
 each, [64, 256] activations) are written to ARK model files and compiled by a subprocess
@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,13 +44,35 @@ from frontends.model_zoo import generated  # noqa: E402
 TARGETS = ("ark", "tt", "gemini", "plan-import")
 
 
+TIMED_OUT = -999
+"""The exit status `cpu_seconds` reports for a command stopped at `--timeout`."""
+TIMEOUT = [None]
+"""Wall seconds a command may run (`--timeout`; None: no limit)."""
+
+
 def cpu_seconds(argv: list[str], tree: Path) -> tuple[float, int]:
-    """(user + system CPU s, exit status) of one subprocess run with `tree`'s code."""
+    """(user + system CPU s, exit status) of one subprocess run with `tree`'s code; a command
+    still running after `--timeout` wall seconds is stopped (status `TIMED_OUT`)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.Popen(argv, env=env, cwd=tree, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    return usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+    started, stopped = time.monotonic(), False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if TIMEOUT[0] is not None and not stopped and time.monotonic() - started > TIMEOUT[0]:
+            proc.kill()
+            stopped = True
+        time.sleep(0.2)
+    return usage.ru_utime + usage.ru_stime, TIMED_OUT if stopped else \
+        os.waitstatus_to_exitcode(status)
+
+
+def _status(status: int) -> str:
+    if status == TIMED_OUT:
+        return f"stopped after {TIMEOUT[0]:g} s wall"
+    return "refused" if status == 1 else f"exit {status}"
 
 
 def planc(tree: Path, *args: str) -> tuple[float, int]:
@@ -93,7 +116,10 @@ def main() -> None:
     parser.add_argument("--targets", default=",".join(TARGETS))
     parser.add_argument("--baseline", type=Path, metavar="TREE",
                         help="another checkout whose code runs the same commands")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="stop a command after this many wall seconds (printed as such)")
     args = parser.parse_args()
+    TIMEOUT[0] = args.timeout
     sizes = [int(s) for s in args.ops.split(",")]
     targets = args.targets.split(",")
     trees = {"planc": ROOT} | ({"before": args.baseline.resolve()} if args.baseline else {})
@@ -113,7 +139,7 @@ def main() -> None:
                     results[(name, target, n)] = run_target(tree, target, model, plan, out)
                     seconds, status = results[(name, target, n)]
                     print(f"# {target:12} {n:>7} ops  {name:7} {seconds:8.2f} CPU s"
-                          f"{'' if status == 0 else f'  (exit {status})'}", flush=True)
+                          f"{'' if status == 0 else f'  ({_status(status)})'}", flush=True)
     print()
     head = f"| target | operators | {' | '.join(f'{t} CPU s | {t} us/op' for t in trees)} |"
     head += " json.load CPU s | json.load us/op |"
@@ -126,7 +152,7 @@ def main() -> None:
             cells = []
             for name in trees:
                 seconds, status = results[(name, target, n)]
-                note = "" if status == 0 else " (refused)" if status == 1 else f" (exit {status})"
+                note = "" if status == 0 else f" ({_status(status)})"
                 cells += [f"{seconds:.2f}{note}", f"{seconds / n * 1e6:.0f}"]
             row = f"| {target} | {n:,} | {' | '.join(cells)} | {baseline[(target, n)]:.2f} | "
             row += f"{baseline[(target, n)] / n * 1e6:.1f} |"
@@ -137,7 +163,8 @@ def main() -> None:
     print()
     for target in targets:
         for name in trees:
-            points = [(n, results[(name, target, n)][0]) for n in sizes]
+            points = [(n, results[(name, target, n)][0]) for n in sizes
+                      if results[(name, target, n)][1] == 0]   # finished, not refused
             if len(points) < 2:
                 continue
             (n0, s0), (n1, s1) = points[0], points[-1]

@@ -24,6 +24,7 @@ SMALLEST: dict[str, list[str]] = {
     # One format: tests/test_fuzz.py runs its fuzzing on every format (this checks the script).
     "fuzz.py": ["--mutants", "3", "--fork", "--formats", "model"],
     "gemini_schedule.py": ["--smoke"],
+    "llama_layer.py": ["--smoke"],
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
     "onnx_gemini.py": ["--smoke"],
     "onnx_models.py": ["--smoke"],

@@ -165,3 +165,21 @@ def test_communication_is_reported_not_simulated():
     m.send(m.tensor([4], "FP32"), remote_rank=1)
     with pytest.raises(PlancError, match="communication operators are not simulated"):
         run_model(m.finish())
+
+
+def test_a_tensor_read_again_after_an_in_place_write_has_its_new_values():
+    """The run converts a tensor's stored elements once and reuses them for later reads only
+    while nothing writes its buffer: a read after an in-place update sees the update (numpy
+    on the same inputs says what each result must be)."""
+    m = ModelBuilder()
+    x = m.tensor([4, 8], "FP32")
+    y = m.exp(x)
+    before = m.relu(y)                          # reads y: its values are now converted
+    after_add = m.scalar_add(y, 1.0, output=y)  # y += 1 in place
+    after = m.copy(y)
+    run = run_model(m.finish())
+    xs = run.inputs[x.type.tensor_id]
+    np.testing.assert_allclose(run.tensors[before.type.tensor_id], np.exp(xs), rtol=1e-6)
+    np.testing.assert_allclose(run.tensors[after_add.type.tensor_id], np.exp(xs) + 1,
+                               rtol=1e-6)
+    np.testing.assert_allclose(run.tensors[after.type.tensor_id], np.exp(xs) + 1, rtol=1e-6)

@@ -562,3 +562,79 @@ def test_quick_acceptance_never_accepts_what_the_schema_refuses(seeds):
             quick += 1
         schema += verdict
     assert quick > schema // 2, (quick, schema)
+
+
+def _work(d: Any) -> list:
+    return next(iter(d["work_partition"].values()))
+
+
+TT_QUICK_EDITS = [
+    lambda d: _work(d)[0].update(io=True),
+    lambda d: _work(d)[0].update(io=2 ** 63),
+    lambda d: _work(d)[0].update(io=-1),  # fine: the schema's io is any int64
+    lambda d: _work(d)[0].update(io=1.0),
+    lambda d: _work(d)[0].pop("jo"),
+    lambda d: _work(d)[-1].pop("jo"),
+    lambda d: _work(d)[-1].update(jo="1"),
+    lambda d: _work(d)[-1].update(len_k=True),
+    lambda d: _work(d)[-1].update(len_k=None),  # fine
+    lambda d: _work(d)[-1].update(len_k=2 ** 63),
+    lambda d: _work(d)[-1].update(len_k=-2 ** 63 - 1),
+    lambda d: _work(d)[-1].update(tile_order=3),
+    lambda d: _work(d)[-1].update(tile_order=None),  # fine
+    lambda d: _work(d)[-1].update(other=[1]),  # fine: unknown members are kept
+    lambda d: _work(d).append([1, 2]),
+    lambda d: _work(d).append({"io": 1}),
+    lambda d: _work(d).append({"io": 1, "jo": 2, "x": 3, "y": 4}),
+    lambda d: _work(d).clear(),  # fine
+    # a member the first item lacks, so that no column holds it
+    lambda d: _work(d).__setitem__(slice(None), [{"io": 0, "jo": 0}, {"io": 0, "jo": 1,
+                                                                       "len_k": "x"}]),
+    lambda d: _work(d).__setitem__(slice(None), [{"io": 0, "jo": 0}, {"io": 0, "jo": 1,
+                                                                       "len_k": 2}]),  # fine
+    lambda d: d["work_partition"].update(x={"io": 1, "jo": 1}),
+    lambda d: d.update(core_grid=[1]),
+    lambda d: d.update(core_grid=[1, True]),
+    lambda d: d["core_ranges"][0].update(start=[1, 2, 3]),
+    lambda d: d["core_ranges"][0].update(replicated=1),
+    lambda d: d["core_ranges"][0].pop("extent"),
+    lambda d: d.update(core_ranges={}),
+    lambda d: next(iter(d["layouts"].values())).update(shard=1),
+    lambda d: next(iter(d["layouts"].values())).update(stride=[1]),
+    lambda d: next(iter(d["layouts"].values())).update(interleave="yes"),
+    lambda d: next(iter(d["layouts"].values())).update(tile_id_order=None),
+    lambda d: d.update(layouts=[]),
+    lambda d: d.update(schema_version=1.5),
+    lambda d: d.update(backend_version=3),
+    lambda d: d.pop("layouts"),
+    lambda d: d["kernel"].pop("grid_tiles"),
+    lambda d: d["kernel"].update(len_k=True),
+    lambda d: d["kernel"].update(len_k=None),  # fine
+    lambda d: d["kernel"]["operator"].update(IsVirtual=0),
+    lambda d: d["kernel"].pop("operator"),
+]
+
+
+def test_quick_acceptance_of_tt_plans_never_accepts_what_the_schema_refuses(seeds):
+    """`quick.tt_plans` (the work items checked a member at a time over whole arrays) accepts
+    nothing the compiled validator refuses: on a planned tt plan, an array of plans, an empty
+    array, hand-made edits of every member and generated mutants; and it accepts the plan and
+    most well-formed mutants (not vacuous)."""
+    from frontends.schemas.quick import ACCEPTS
+
+    accepts = ACCEPTS["tt"]
+    doc = seeds["tt"]
+    assert "kernel" in doc and accepts(doc) and accepts([doc, doc]) and not accepts([])
+    edited = []
+    for edit in TT_QUICK_EDITS:
+        mutant = copy.deepcopy(doc)
+        edit(mutant)
+        edited += [mutant, [doc, mutant]]
+    quick = schema = 0
+    for mutant in [*edited, *(m for _, _, m in mutants(doc, random.Random("quick-tt"), 300))]:
+        verdict = compiled_accepts("tt", mutant)
+        if accepts(mutant):
+            assert verdict, mutant
+            quick += 1
+        schema += verdict
+    assert quick > schema // 2, (quick, schema)

@@ -15,6 +15,7 @@ on mutants of real documents that it never accepts what the schema refuses.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -149,5 +150,91 @@ def ark_model(doc: Any) -> bool:
         and type(nodes) is list and all(map(_node, nodes))
 
 
-ACCEPTS: dict[str, Callable[[Any], bool]] = {"ark-model": ark_model}
+_DICTS = frozenset({dict})
+_INT_OR_NULL = frozenset({int, type(None)})
+_STR_OR_NULL = frozenset({str, type(None)})
+_WORK_MEMBERS = {"io": None, "jo": None, "len_k": _INT_OR_NULL, "tile_order": _STR_OR_NULL}
+"""`workItem`'s members: io and jo are required int64s (None: `_int64s`); the others' types."""
+
+
+def _pair(value: Any) -> bool:
+    return type(value) is list and len(value) == 2 and _int64s(value)
+
+
+def _work_items(items: Any) -> bool:
+    """An array of `workItem`s, checked a member at a time over the whole array (a planned
+    Llama layer lists two million): every item an object with the first item's members, all
+    of them known ones, io and jo among them. Anything else (an unknown member, items of
+    different members) is left to the validator."""
+    if type(items) is not list:
+        return False
+    if not items:
+        return True
+    first = items[0]
+    if not _DICTS.issuperset(map(type, items)) or not first.keys() <= _WORK_MEMBERS.keys() \
+            or "io" not in first or "jo" not in first \
+            or set(map(len, items)) != {len(first)}:
+        return False
+    for key in first:  # same size and each of the first's members: the same members
+        try:
+            column = list(map(itemgetter(key), items))
+        except KeyError:
+            return False
+        types = _WORK_MEMBERS[key]
+        if types is None:
+            if not _int64s(column):
+                return False
+        elif not types.issuperset(map(type, column)):
+            return False
+        elif types is _INT_OR_NULL:
+            ints = [v for v in column if v is not None]
+            if ints and (min(ints) < INT64[0] or max(ints) > INT64[1]):
+                return False
+    return True
+
+
+def _core_range(value: Any) -> bool:
+    return type(value) is dict and _pair(value.get("start")) and _pair(value.get("extent")) \
+        and ("replicated" not in value or type(value["replicated"]) is bool)
+
+
+def _layout(value: Any) -> bool:
+    if type(value) is not dict or type(value.get("shard")) is not str:
+        return False
+    get = value.get
+    return ("interleave" not in value or type(get("interleave")) is bool) \
+        and ("stride" not in value or _pair(get("stride"))) \
+        and ("tile_id_order" not in value or type(get("tile_id_order")) is str)
+
+
+def _kernel(value: Any) -> bool:
+    if type(value) is not dict or not _pair(value.get("grid_tiles")):
+        return False
+    len_k = value.get("len_k")
+    return (len_k is None or _int64(len_k)) and _operator(value.get("operator"))
+
+
+def _plan(plan: Any) -> bool:
+    if type(plan) is not dict:
+        return False
+    get = plan.get
+    ranges, partition, layouts = get("core_ranges"), get("work_partition"), get("layouts")
+    if not _pair(get("core_grid")) or type(ranges) is not list \
+            or not all(map(_core_range, ranges)) or type(partition) is not dict \
+            or not all(map(_work_items, partition.values())) or type(layouts) is not dict \
+            or not all(map(_layout, layouts.values())):
+        return False
+    return ("schema_version" not in plan or _int64(get("schema_version"))) \
+        and ("backend_version" not in plan or type(get("backend_version")) is str) \
+        and ("kernel" not in plan or _kernel(get("kernel")))
+
+
+def tt_plans(doc: Any) -> bool:
+    """Certainly meets `tt.schema.json`: a plan, or a non-empty array of plans."""
+    if type(doc) is list:
+        return bool(doc) and all(map(_plan, doc))
+    return _plan(doc)
+
+
+ACCEPTS: dict[str, Callable[[Any], bool]] = {"ark-model": ark_model, "tt": tt_plans}
 """Quick acceptance per schema name (schemas without one always take the validator)."""

@@ -236,7 +236,9 @@ def _random_input(tensor: ark.TensorType, rng: np.random.Generator,
                   index_bound: int | None, scale: float) -> np.ndarray:
     shape = tensor.shape_list
     if tensor.data_type in dtypes.FLOATS:
-        return (scale * rng.uniform(-1.0, 1.0, size=shape)).astype(np.float32)
+        drawn = rng.uniform(-1.0, 1.0, size=shape)
+        drawn *= scale      # in place: the same products, one float64 array fewer
+        return drawn.astype(np.float32)
     if index_bound is not None:
         return rng.integers(0, index_bound, size=shape)
     unsigned = tensor.data_type.startswith("U") or tensor.data_type == "BYTE"
@@ -298,14 +300,32 @@ def run_model(
             run.inputs[tensor_id] = run.tensors[tensor_id] = memory.read(tensor)
             run.types[tensor_id] = tensor
 
+    whole: set[ark.TensorType] = set()
+    """Tensors whose every byte is known to hold a value (bytes are never emptied again)."""
+    fresh: dict[int, dict[ark.TensorType, np.ndarray]] = {}
+    """Per buffer, computed values of its tensors as they are in memory now (dropped when
+    the buffer is written): each tensor is converted from its element type once, not again
+    for every operator that reads it (on a Llama layer those conversions were most of the
+    run)."""
+
+    def current(tensor: ark.TensorType) -> np.ndarray:
+        values = fresh.get(tensor.buffer_id, {}).get(tensor)
+        if values is None:
+            values = memory.read(tensor)
+            fresh.setdefault(tensor.buffer_id, {})[tensor] = values
+        return values
+
     def read(value: SSAValue) -> np.ndarray:
         tensor = value.type
+        if tensor in whole:
+            return current(tensor)
         mask = byte_view(held[tensor.buffer_id], tensor)
         if not mask.all():
             data = given.get(tensor.tensor_id)
             if data is None:
                 data = _random_input(tensor, rng, bounds.get(value), scales.get(value, 1.0))
             unheld = ~mask.all(axis=-1)
+            fresh.pop(tensor.buffer_id, None)
             _fill_unheld(memory, tensor, data, unheld)
             _fill_unheld(initial, tensor, data, unheld)
             mask[...] = True
@@ -313,20 +333,24 @@ def run_model(
             # this read are the initial ones too, which those operators then overwrite); the
             # operator reads its current value.
             run.inputs[tensor.tensor_id] = initial.read(tensor)
-            run.tensors[tensor.tensor_id] = memory.read(tensor)
+            run.tensors[tensor.tensor_id] = current(tensor)
             run.types[tensor.tensor_id] = tensor
-        return memory.read(tensor)
+        whole.add(tensor)
+        return current(tensor)
 
     for op in model.operators():
         args = [read(v) for v in op.read_tensors]
         result = evaluate(op, args)
         if result is not None:
             for out in op.outputs[:1]:
+                fresh.pop(out.buffer_id, None)
                 memory.write(out, result)
         for tensor in op.outputs:
             byte_view(held[tensor.buffer_id], tensor)[...] = True
         for value in op.result_tensors:
-            run.tensors[value.type.tensor_id] = memory.read(value.type).copy()
+            # A fresh array (the conversion makes one), shared with later reads of it only
+            # while its buffer is not written: nobody changes these arrays in place.
+            run.tensors[value.type.tensor_id] = current(value.type)
             run.types[value.type.tensor_id] = value.type
     run.outputs = [v.type.tensor_id for v in final_outputs(model.operators())]
     run.memory = memory
@@ -341,7 +365,10 @@ def _fill_unheld(memory: Memory, tensor: ark.TensorType, data: np.ndarray,
     if list(values.shape) != shape:
         values = np.broadcast_to(values.reshape(_squeeze_to(values.shape, len(shape))), shape)
     view = memory.view(tensor)
-    view[unheld] = dtypes.to_storage(values, tensor.data_type)[unheld]
+    if unheld.all():    # a fresh input: all of it (a masked copy costs seconds at real sizes)
+        view[...] = dtypes.to_storage(values, tensor.data_type)
+    else:
+        view[unheld] = dtypes.to_storage(values, tensor.data_type)[unheld]
 
 
 # ---------------------------------------------------------------------------------------------

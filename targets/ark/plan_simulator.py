@@ -989,23 +989,33 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
     scratch = Memory(buffer_sizes([r.type for op in p.graph.ops for r in op.results
                                     if isinstance(r.type, ark.TensorType)]))
 
+    seen: dict[SSAValue, np.ndarray] = {}
+    """The views' values that the TaskInfo being sampled reads (each tile of it reads the
+    same ones: made once per TaskInfo, not once per tile)."""
+
     def model_value(value: SSAValue) -> np.ndarray:
         """The model's value of a plan tensor: its own, or for a view (a reshape or slice of
         the plan's) its source's values seen through the view's layout."""
         values = reference.tensors.get(value.type.tensor_id)
         if values is not None:
             return values
+        if value in seen:
+            return seen[value]
         owner = value.owner
         if isinstance(owner, ark.ViewOp) and owner.source is not None:
             scratch.write(owner.source.type, model_value(owner.source))
-            return scratch.read(value.type)
-        return reference.memory.read(value.type)     # an input, still where it was
+            values = scratch.read(value.type)
+        else:
+            values = reference.memory.read(value.type)     # an input, still where it was
+        seen[value] = values
+        return values
 
     def read(value: SSAValue, region, rows=None):
         values = model_value(value)
         return values if rows is not None else values[region]
 
     for task_id, ops in progress(list(p.task_operators().items()), "sampling tiles"):
+        seen.clear()
         count = p.num_tasks(task_id)
         total += count
         picks = sorted({0, count - 1, *rng.integers(0, max(count, 1), SAMPLED_TILES - 2)}

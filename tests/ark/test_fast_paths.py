@@ -260,3 +260,35 @@ def checked_cold(doc: dict) -> ark.TensorType | None:
     finally:
         ark_model._BUFFERS.clear()
         ark_model._BUFFERS.update(warm)
+
+
+def test_shared_dictionaries_keep_types_and_order_apart():
+    """`dict_attr` shares one attribute between equal members only: 1, 1.0, true and "1"
+    (equal or alike in Python) and the same members in another order each get their own,
+    and each converts as `to_attr` converts it."""
+    from xdsl.dialects.builtin import DictionaryAttr
+
+    from dialects.json_value import dict_attr, to_attr
+
+    cases = [{"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}, {"a": [1]}, {"a": [True]},
+             {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": -0.0}, {"a": 0.0}, {"a": None}]
+    attrs = [dict_attr(c) for c in cases]
+    for members, attr in zip(cases, attrs, strict=True):
+        assert attr == DictionaryAttr({k: to_attr(v) for k, v in members.items()})
+        assert list(attr.data) == list(members)
+        assert dict_attr(dict(members)) is attr        # shared when equal
+    assert len({id(a) for a in attrs}) == len(cases)
+
+
+def test_shared_i64_attributes_are_xdsls():
+    """`i64_attr` builds its attributes bare: equal to, hashed as and printed like xDSL's
+    own, and they pass xDSL's verification."""
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    from dialects.utils import i64_attr
+
+    for value in (0, 1, -1, 123456789, 2 ** 63 - 1, -2 ** 63):
+        attr, reference = i64_attr(value), IntegerAttr(value, i64)
+        attr.verify()
+        assert attr == reference and hash(attr) == hash(reference)
+        assert str(attr) == str(reference)

@@ -205,3 +205,67 @@ def test_imported_items_read_as_lists_keep_their_verdicts(monkeypatch):
     assert listed == plain
     assert listed[0] == json.dumps(doc, indent=2)
     assert sum(1 for outcome in listed if ": " in outcome and outcome.startswith("$")) > 10
+
+
+def _plain_items_one_by_one(value):
+    """The reference of `_plain_work_list`'s test, item by item: (io, jo, len_k, tile_order)
+    of a list of planc's usual items, None for anything else."""
+    if type(value) is not list or not value or type(value[0]) is not dict:
+        return None
+    keys = tuple(value[0])
+    if keys not in {("io", "jo"), ("io", "jo", "len_k"), ("io", "jo", "tile_order"),
+                    ("io", "jo", "len_k", "tile_order")}:
+        return None
+    len_k, order = value[0].get("len_k"), value[0].get("tile_order")
+    if "len_k" in keys and (type(len_k) is not int or not 0 <= len_k <= tt.MAX_LEN_K):
+        return None
+    if "tile_order" in keys and order not in tt.TILE_ORDERS:
+        return None
+    for item in value:
+        if type(item) is not dict or tuple(item) != keys:
+            return None
+        for key in ("io", "jo"):
+            if type(item[key]) is not int or not 0 <= item[key] < 2 ** 63:
+                return None
+        for key, shared in (("len_k", len_k), ("tile_order", order)):
+            if key in item and (type(item[key]) is not type(shared) or item[key] != shared):
+                return None
+    return ([item["io"] for item in value], [item["jo"] for item in value], len_k, order)
+
+
+def test_plain_lists_are_found_as_item_by_item():
+    """The importer's test for planc's usual items runs a member at a time over the whole list;
+    it takes exactly the lists an item-by-item test takes, type confusions included (True for
+    1, 1.0 for 1, a member out of order, an object among the items)."""
+    from frontends.tt_plan import _plain_work_list
+
+    base = [{"io": i // 3, "jo": i % 3, "len_k": 1, "tile_order": "row_major"}
+            for i in range(9)]
+    rng = random.Random("plain")
+    edits = [("io", True), ("io", 1.0), ("io", -1), ("io", 2 ** 63), ("jo", False),
+             ("jo", "1"), ("len_k", True), ("len_k", 1.0), ("len_k", 2), ("len_k", None),
+             ("tile_order", "z_order"), ("tile_order", None), ("tile_order", 1)]
+    cases = [base, [dict(base[0], io=2 ** 63 - 1)], [base[0], [1, 2]], [base[0], 7]]
+    for drop in ("len_k", "tile_order", None):
+        shaped = [{k: v for k, v in item.items() if k != drop} for item in base]
+        cases.append(shaped)
+        for key, value in edits:
+            for index in (0, rng.randrange(1, 9), 8):
+                mutant = json.loads(json.dumps(shaped))
+                if key in mutant[index]:
+                    mutant[index][key] = value
+                cases.append(mutant)
+        reordered = json.loads(json.dumps(shaped))
+        reordered[4] = {"jo": reordered[4]["jo"], **reordered[4]}
+        cases.append(reordered)
+    found = 0
+    for case in cases:
+        op = _plain_work_list(case)
+        expected = _plain_items_one_by_one(case)
+        pairs = [] if op is None else list(op.pairs())
+        got = None if op is None else ([i for i, _ in pairs], [j for _, j in pairs],
+                                       op.len_k_value,
+                                       None if op.tile_order is None else op.tile_order.data)
+        assert got == expected, case
+        found += got is not None
+    assert 0 < found < len(cases)
