@@ -105,12 +105,49 @@ def pipeline(source_format: str, options: Namespace) -> str:
     raise UnsupportedInput("ark", "an ARK plan", source_format)
 
 
-def validate(module: ModuleOp, source_format: str, options: Namespace) -> list[str]:
+def snapshot(module: ModuleOp, source_format: str, options: Namespace) -> Any:
+    """What the pipeline starts from, for `validate` to prove the plan against: the canonical
+    expressions of the input model(s) (`targets.ark.equivalence`), or None for a plan in."""
+    from dialects.ark import ModelOp
+    from targets.ark.equivalence import snapshot as take
+
+    if source_format != "ark-model":
+        return None
+    return take([op for op in module.ops if isinstance(op, ModelOp)])
+
+
+def prove(module: ModuleOp, before: Any) -> list[str]:
+    """The differences between what the IR's model, schedule or plan computes and the input
+    `before` (a `snapshot`): the proof `validate` runs on the product, and the pipeline's
+    pass-by-pass search for the pass that broke it runs after each pass."""
+    from dialects.ark import ModelOp
+    from dialects.plan import PlanOp
+    from dialects.sched import ScheduleOp
+    from targets.ark.equivalence import compare
+
+    if before is None:
+        return []
+    roots = [op for op in module.ops if isinstance(op, (ModelOp, ScheduleOp, PlanOp))]
+    return compare(before, roots)
+
+
+def stages(spec: str) -> list[str] | None:
+    """The passes `spec` runs one by one, where it is planc's planner run as one pass (to
+    name the pass at fault when validation fails); None otherwise."""
+    import re
+
+    found = re.fullmatch(r"ark-plan\{device=([\w.-]+)\}", spec)
+    return PLANC_PASSES.format(device=found[1]).split(",") if found else None
+
+
+def validate(module: ModuleOp, source_format: str, options: Namespace,
+             before: Any = None) -> list[str]:
     """Translation validation of a plan planned from a model: the error findings of `planc
     check`'s whole-plan rules (`targets.ark.plan_check`: task distribution and coverage,
-    split-K, ordering and value flow against the model the plan carries), decided
-    symbolically. A plan re-emitted as read (`ark-plan` in) is the user's, not a lowering's:
-    `planc check` judges it."""
+    split-K, ordering and value flow against the model the plan carries), and the model the
+    plan carries against the input model (`before`, a `snapshot`: `targets.ark.equivalence`),
+    both decided symbolically. A plan re-emitted as read (`ark-plan` in) is the user's, not a
+    lowering's: `planc check` judges it."""
     from dialects.findings import ERROR
     from dialects.plan import PlanOp
     from targets.ark.plan_check import check
@@ -118,8 +155,9 @@ def validate(module: ModuleOp, source_format: str, options: Namespace) -> list[s
     plans = [op for op in module.ops if isinstance(op, PlanOp)]
     if source_format != "ark-model" or len(plans) != 1:
         return []   # no plan made: `emit` says what the pipeline ended with
-    return [f"{f.rule} at {f.path or '$'}: {f.message}"
-            for f in check(plans[0], options) if f.severity == ERROR]
+    problems = [f"{f.rule} at {f.path or '$'}: {f.message}"
+                for f in check(plans[0], options) if f.severity == ERROR]
+    return problems + [f"against the input model: {p}" for p in prove(module, before)]
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

@@ -207,20 +207,67 @@ class TranslationValidationError(Exception):
     internal error, exit 2); nothing is written."""
 
 
+def validating(backend: Any, spec: str) -> bool:
+    """Does this lowering get translation validation (a backend with `validate`, a pipeline
+    to prove, and not `PLANC_VALIDATE=0`, which is for measuring its cost)?"""
+    return (getattr(backend, "validate", None) is not None and bool(spec)
+            and os.environ.get("PLANC_VALIDATE") != "0")
+
+
+def validation_snapshot(backend: Any, module: ModuleOp, source: str, options: Any,
+                        spec: str) -> Any:
+    """What the backend keeps of the input before the pipeline rewrites it in place (its
+    `snapshot(module, source, options)`, e.g. the input model's canonical expressions), for
+    `validate_lowering` to prove the product against; None when not validating."""
+    take = getattr(backend, "snapshot", None)
+    if take is None or not validating(backend, spec):
+        return None
+    return take(module, source, options)
+
+
 def validate_lowering(backend: Any, module: ModuleOp, source: str, options: Any, spec: str,
-                      passes: list[tuple[str, float]]) -> None:
-    """Run the target's `validate(module, source, options)` on what the pipeline made (before
-    anything is emitted or written), unless `PLANC_VALIDATE=0` (for measuring its cost)."""
-    validate = getattr(backend, "validate", None)
-    if validate is None or not spec or os.environ.get("PLANC_VALIDATE") == "0":
+                      passes: list[tuple[str, float]], before: Any = None,
+                      load: Callable[[Any], tuple[str, ModuleOp]] | None = None) -> None:
+    """Run the target's `validate(module, source, options[, before])` on what the pipeline
+    made (before anything is emitted or written); `before` is the backend's snapshot of the
+    input. On failure, a backend that runs its passes as one (`stages(spec)`) and can prove
+    intermediate IR (`prove(module, before)`) is asked which pass broke it: the input is
+    loaded again (`load`) and proved after each pass."""
+    if not validating(backend, spec):
         return
-    problems = validate(module, source, options)
+    validate = backend.validate
+    problems = (validate(module, source, options) if before is None
+                else validate(module, source, options, before))
     if problems:
         name = passes[-1][0] if passes else spec
+        culprit = _failing_stage(backend, load, options, spec, before) if load else None
+        where = f"'{culprit}' (in '{name}')" if culprit not in (None, name) else f"'{name}'"
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise TranslationValidationError(
-            f"translation validation: the product of pass '{name}' does not compute its "
+            f"translation validation: the product of pass {where} does not compute its "
             f"input: {problems[0]}{more}")
+
+
+def _failing_stage(backend: Any, load: Callable[[Any], tuple[str, ModuleOp]], options: Any,
+                   spec: str, before: Any) -> str | None:
+    """The first of the backend's `stages(spec)` after which `prove` fails on a fresh load of
+    the input, or None (no stages, or every stage proves: the fault is in what `validate`
+    checks beyond the input's expressions)."""
+    stages = getattr(backend, "stages", None)
+    prove = getattr(backend, "prove", None)
+    steps = stages(spec) if stages is not None and before is not None else None
+    if not steps or prove is None:
+        return None
+    _, module = load(options)
+    for step in steps:
+        name = step.split("{", 1)[0]
+        try:
+            run_pipeline(module, step, verify_each=True)
+        except Exception:  # noqa: BLE001 -- a pass that fails alone is the one at fault
+            return name
+        if prove(module, before):
+            return name
+    return None
 
 
 MAX_RETRIES = 4
@@ -253,10 +300,11 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
             from backends import cannot_make
 
             raise cannot_make(e) from None
+        before = validation_snapshot(backend, module, source, options, spec)
         steps["pipeline"] = perf_counter()
         try:
             passes = run_pipeline(module, spec, **run)
-            validate_lowering(backend, module, source, options, spec, passes)
+            validate_lowering(backend, module, source, options, spec, passes, before, load)
             steps["emit"] = perf_counter()
             return passes, backend.emit(module, options)
         except PlancError as e:

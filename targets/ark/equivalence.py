@@ -1,0 +1,442 @@
+"""Translation validation against the input: the model a lowering carries computes what the
+model that came in computes, decided symbolically.
+
+`plan_check` proves that a plan's runtime order realises the value flow of the model the plan
+carries; this module proves that carried model equal to the input model, so that a pass that
+rewrote the graph wrongly (operands swapped, a split-K part dropped, an operator wired to the
+wrong producer, an activation changed) cannot reach a file. Together they are a proof of the
+plan against its input.
+
+Both graphs are turned into canonical expressions in one hash-consing table (`Canon`), in
+time linear in their operators (no element, tile or task is enumerated):
+
+* a buffer's content is a *state*: `("fresh", buffer)` before anything writes it, or
+  `("w", previous state, layout, value)` after an operator writes `value` through a tensor
+  of that layout. A view (`ark.view`, or a virtual operator of the input model, which
+  `ark-compress` turns into one) has the state of its source: it only reinterprets bytes.
+  States are kept canonical: a write whose bytes cover an earlier one's replaces it
+  (`Write(Write(S, L, x), L, y)` is `Write(S, L, y)`, which is how split-K's in-place sums
+  read), and writes of disjoint bytes, which commute, stand in one order (a plan may run the
+  heads of an attention block in another order than the model lists them).
+* what an operator reads through a tensor of layout L from state S is a *value*: the value
+  written through exactly L when nothing overlapping was written since; `("in", S, L)` when
+  no write touches L's bytes; otherwise `("read", L, the writes that touch L's bytes, newest
+  first, base)`, where writes of disjoint bytes are left out (they cannot be seen) and the
+  base is the state below them, or none when they cover L's bytes together (a slice of a
+  written tensor, a concatenation, a reshape of a result: whatever the buffer held before,
+  memory reuse may change it, and it is never seen). A read looks at most `MAX_WALK` writes
+  back.
+* an operator's result i is `("op", type, arguments, i, (dtype, shape), values read)`:
+  everything that changes the value (the type, its arguments, the result's element type and
+  shape), nothing that does not (name, node, TaskInfo, Config, tensor and buffer ids: memory
+  reuse moves tensors between buffers and never changes a layout).
+
+Layouts are compared as (data type, shape, strides, offsets), never by buffer; a state's
+buffer id matters only where the program reads bytes nothing wrote (the user's inputs, whose
+buffers memory planning keeps).
+
+The one rewrite of planc's planners that changes the expressions is normalised: split-K
+(`sched-partition`) replaces `matmul(A, B)` by matmuls of K slices of A and B summed by a chain
+of adds. An `add` of two matmuls of the same transposes and result, whose operands are
+adjacent K slices of the same two values, aligned alike (the part's A slice and B slice start
+at the same K), is the matmul of the joined slices; when the parts cover the whole K, the
+joined slices are the operands themselves and the expression is the input's. A K range summed
+twice, a part left out or parts misaligned stay an add of matmuls, and differ.
+
+What the user gets is compared: each final output (`model_outputs.final_outputs`), keyed by
+its buffer and layout, must be the same expression, and the communication operators (what
+other ranks see) the same multiset. A difference is reported at the first place the two
+expressions part, naming the operators on both sides.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.ir import Operation, SSAValue
+
+from dialects import ark
+from dialects.utils import op_list
+from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
+from targets.ark.model_outputs import final_outputs
+from targets.ark.tensor_layouts import layout_of
+
+MAX_WALK = 64
+"""The most writes a read walks back over, and a write sinks below, to find or order the
+writes of its bytes (a long concatenation into one buffer); beyond it the state stays as it
+stands, the same on both sides when their writes come in the same order."""
+
+MAX_FINDINGS = 5
+"""Differences reported (each output that differs is one)."""
+
+MAX_DESCRIBE = 3
+"""Depth of an expression a message shows."""
+
+
+class Canon:
+    """The hash-consing table both sides share: equal keys get equal ids, so two expressions
+    are equal exactly when their ids are. Keys are tuples of ids, strings and layouts' ids."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.keys: list[tuple] = []
+        self.layout_ids: dict[tuple, int] = {}
+        self.layouts: list[tuple] = []
+        """(data type, shape, strides, offsets) per layout id."""
+        self._regions: dict[int, ByteRegion] = {}
+        self._by_layout: dict[int, tuple[Any, int]] = {}
+
+    def node(self, key: tuple) -> int:
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def layout_id(self, tensor: ark.TensorType) -> int:
+        """The id of `tensor`'s layout (its data type, shape, strides and offsets)."""
+        layout = tensor.__dict__.get("_planc_pass_layout") or layout_of(tensor)
+        found = self._by_layout.get(id(layout))
+        if found is not None and found[0] is layout:
+            return found[1]
+        lid = self.intern_layout((layout.data_type, layout.shape, layout.strides,
+                                  layout.offsets))
+        self._by_layout[id(layout)] = (layout, lid)     # (kept alive: ids stay unique)
+        return lid
+
+    def intern_layout(self, key: tuple) -> int:
+        found = self.layout_ids.get(key)
+        if found is None:
+            found = self.layout_ids[key] = len(self.layouts)
+            self.layouts.append(key)
+        return found
+
+    def region(self, lid: int) -> ByteRegion:
+        """The bytes of a layout, on a buffer of its own (a state is one buffer's)."""
+        found = self._regions.get(lid)
+        if found is None:
+            dtype, shape, strides, offsets = self.layouts[lid]
+            found = self._regions[lid] = ByteRegion.make(
+                0, ark.DATA_TYPE_BYTES[dtype], strides, offsets, shape)
+        return found
+
+
+@dataclass
+class Evaluation:
+    """One side's expressions: final outputs by (buffer, layout id) with their tensor ids,
+    communication operators, and the operator that made each value (for messages)."""
+
+    outputs: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    """(buffer, layout id) -> (value node, tensor id)."""
+    effects: Counter = field(default_factory=Counter)
+    made_by: dict[int, str] = field(default_factory=dict)
+
+
+class _Evaluator:
+    """Turns one graph (a model, schedule or plan block) into canonical expressions."""
+
+    def __init__(self, canon: Canon):
+        self.canon = canon
+        self.states: dict[SSAValue, int] = {}
+        self.matmuls: dict[int, tuple] = {}
+        """Matmul value -> (arguments, result key, transposes, (state, layout) of A, of B):
+        what joining split-K parts needs."""
+        self.made_by: dict[int, str] = {}
+        self.effects: list[int] = []
+
+    # -- states ------------------------------------------------------------------------------
+
+    def fresh(self, tensor: ark.TensorType) -> int:
+        return self.canon.node(("fresh", tensor.buffer.id.data))
+
+    def state(self, value: SSAValue) -> int:
+        found = self.states.get(value)
+        if found is None:   # defined outside the graph, or later: its own unknown content
+            found = self.states[value] = self.canon.node(("fresh", "value", id(value)))
+        return found
+
+    def write(self, previous: int, lid: int, value: int) -> int:
+        """The state after writing `value` through layout `lid` over `previous`, canonical:
+        writes it covers are dropped, and it sinks below disjoint writes of later-interned
+        layouts (writes of disjoint bytes commute: a plan may run the heads of an attention
+        block in another order than the model lists them), at most `MAX_WALK` deep."""
+        canon = self.canon
+        keys, region_of = canon.keys, canon.region
+        region = region_of(lid)
+        above: list[tuple[int, int]] = []
+        for _ in range(MAX_WALK):
+            key = keys[previous]
+            if key[0] != "w":
+                break
+            there = key[2]
+            if there == lid or covers(region, region_of(there)):
+                previous = key[1]
+            elif there > lid and not overlaps(region, region_of(there)):
+                above.append((there, key[3]))
+                previous = key[1]
+            else:
+                break
+        state = canon.node(("w", previous, lid, value))
+        for there, written in reversed(above):
+            state = canon.node(("w", state, there, written))
+        return state
+
+    def read(self, state: int, lid: int) -> int:
+        """The value read through layout `lid` from `state` (see the module docstring)."""
+        canon = self.canon
+        keys, region_of = canon.keys, canon.region
+        region = region_of(lid)
+        writes: list[tuple[int, int]] = []
+        base: int | None = state
+        for _ in range(MAX_WALK):
+            key = keys[base]
+            if key[0] != "w":
+                break
+            there = key[2]
+            if there == lid and not writes:
+                return key[3]
+            written = region_of(there)
+            if overlaps(written, region):
+                writes.append((there, key[3]))
+                if covers(written, region):
+                    base = None     # what lies below is never seen
+                    break
+            base = key[1]
+        if not writes:
+            return canon.node(("in", base, lid))
+        if base is not None and covered_by_union(region, [region_of(w) for w, _ in writes]):
+            base = None
+        return canon.node(("read", lid, tuple(writes), base))
+
+    # -- operators ---------------------------------------------------------------------------
+
+    def run(self, ops: Iterable[Operation]) -> None:
+        states = self.states
+        view_op, ark_op = ark.ViewOp, ark.ArkOp
+        for op in ops:
+            if type(op) is view_op:
+                source = op.operands[0] if op.source is not None else None
+                states[op.result] = (self.state(source) if source is not None
+                                     else self.fresh(op.result.type))
+            elif isinstance(op, ark_op):
+                self.operator(op)
+
+    def operator(self, op: ark.ArkOp) -> None:
+        states = self.states
+        reads, writes = op.operand_groups()
+        results = op.result_tensors
+        if op.is_virtual:
+            # As `ark-compress` (ARK's Model::compress()): a view of its first read.
+            for value in results:
+                states[value] = (self.state(reads[0]) if reads
+                                 else self.fresh(value.type))
+            return
+        canon = self.canon
+        lid = canon.layout_id
+        values = tuple(self.read(self.state(v), lid(v.type)) for v in reads)
+        cls = type(op)
+        args = (tuple(op.arg_attrs().items())
+                if cls.ARGS or op.extra_args is not None else ())
+        aliases = cls.RESULT_ALIASES
+        for i, value in enumerate(results):
+            out = canon.layouts[lid(value.type)][:2]
+            node = None
+            if cls is ark.AddOp and len(values) == 2:
+                node = self.joined_split_k(values, out, reads)
+            if node is None:
+                node = canon.node(("op", cls.TYPE, args, i, out, values))
+                if cls is ark.MatmulOp and len(reads) == 2 and i == 0:
+                    self.matmuls[node] = (args, out, (op.trans_input, op.trans_other),
+                                          (self.state(reads[0]), lid(reads[0].type)),
+                                          (self.state(reads[1]), lid(reads[1].type)))
+            self.made_by.setdefault(node, f"{cls.TYPE} '{op.label.data}'")
+            if aliases == "write" and i < len(writes):
+                target = writes[i]
+                states[value] = self.write(self.state(target), lid(target.type), node)
+            elif aliases == "read" and i < len(reads):
+                states[value] = self.state(reads[i])
+            else:
+                states[value] = canon.node(("fresh", "made", node))
+        if isinstance(op, ark.CommOp):
+            self.effects.append(canon.node(("op", cls.TYPE, args, -1, (), values)))
+
+    # -- split-K -----------------------------------------------------------------------------
+
+    def joined_split_k(self, values: tuple[int, ...], out: tuple, reads: Sequence[SSAValue]
+                       ) -> int | None:
+        """The matmul that an add of two split-K parts computes, or None (see module)."""
+        first, second = (self.matmuls.get(v) for v in values)
+        if first is None or second is None or first[:3] != second[:3] or first[1] != out:
+            return None
+        layouts = self.canon.layouts
+        if any(layouts[self.canon.layout_id(v.type)][1] != out[1] for v in reads):
+            return None     # (a broadcasting add is not a sum of parts)
+        joined = _join(self.canon, first, second) or _join(self.canon, second, first)
+        if joined is None:
+            return None
+        (sa, la), (sb, lb) = joined
+        node = self.canon.node(("op", ark.MatmulOp.TYPE, first[0], 0, out,
+                                (self.read(sa, la), self.read(sb, lb))))
+        self.matmuls.setdefault(node, (*first[:3], (sa, la), (sb, lb)))
+        return node
+
+
+def _join(canon: Canon, low: tuple, high: tuple) -> tuple | None:
+    """The operands of the matmul over `low`'s K slice then `high`'s, when they are adjacent
+    K slices of the same values with the same alignment of A's K to B's; else None."""
+    _, _, (ta, tb), (sa1, la1), (sb1, lb1) = low
+    *_, (sa2, la2), (sb2, lb2) = high
+    if sa1 != sa2 or sb1 != sb2:
+        return None
+    a1, a2, b1, b2 = (canon.layouts[lid] for lid in (la1, la2, lb1, lb2))
+    if len(a1[1]) < 2 or len(b1[1]) < 2:
+        return None
+    ka = len(a1[1]) - (2 if ta else 1)
+    kb = len(b1[1]) - (1 if tb else 2)
+    if a1[3][ka] - b1[3][kb] != a2[3][ka] - b2[3][kb]:
+        return None     # the parts pair A's K with B's K differently
+    joined_a, joined_b = _adjacent(a1, a2, ka), _adjacent(b1, b2, kb)
+    if joined_a is None or joined_b is None:
+        return None
+    return (sa1, canon.intern_layout(joined_a)), (sb1, canon.intern_layout(joined_b))
+
+
+def _adjacent(low: tuple, high: tuple, axis: int) -> tuple | None:
+    """The layout of `low` then `high` along `axis`, when they are adjacent there and equal
+    elsewhere; else None."""
+    dtype, shape1, strides, offsets1 = low
+    dtype2, shape2, strides2, offsets2 = high
+    if dtype != dtype2 or strides != strides2 or len(shape1) != len(shape2):
+        return None
+    for d in range(len(shape1)):
+        if d != axis and (shape1[d] != shape2[d] or offsets1[d] != offsets2[d]):
+            return None
+    if offsets1[axis] + shape1[axis] != offsets2[axis]:
+        return None
+    shape = list(shape1)
+    shape[axis] += shape2[axis]
+    return (dtype, tuple(shape), strides, offsets1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The two sides
+# ---------------------------------------------------------------------------------------------
+
+
+def graph_ops(root: Operation) -> list[Operation]:
+    """The ops of a model, schedule or plan (each holds its operators in one block)."""
+    return op_list(root.graph)
+
+
+def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:
+    """The canonical expressions of a graph's final outputs and communication."""
+    evaluator = _Evaluator(canon)
+    evaluator.run(ops)
+    found = Evaluation(effects=Counter(evaluator.effects), made_by=evaluator.made_by)
+    operators = [op for op in ops if isinstance(op, ark.ArkOp) and not op.is_virtual]
+    for value in final_outputs(operators):
+        tensor = value.type
+        lid = canon.layout_id(tensor)
+        node = evaluator.read(evaluator.state(value), lid)
+        found.outputs[(tensor.buffer.id.data, lid)] = (node, tensor.tensor_id)
+    return found
+
+
+@dataclass
+class Snapshot:
+    """What the pass pipeline started from: the input's expressions, per model in module
+    order, in the table the product's will join."""
+
+    canon: Canon
+    models: list[Evaluation]
+
+
+def snapshot(roots: Sequence[Operation]) -> Snapshot:
+    canon = Canon()
+    return Snapshot(canon, [evaluate(graph_ops(root), canon) for root in roots])
+
+
+def compare(before: Snapshot, roots: Sequence[Operation]) -> list[str]:
+    """The differences between the snapshot's models and `roots` (the product, one per
+    model), as messages; [] when every output and communication is the same expression."""
+    if len(roots) != len(before.models):
+        return [f"the input had {len(before.models)} model(s), the product has {len(roots)}"]
+    problems: list[str] = []
+    for model, root in zip(before.models, roots, strict=True):
+        product = evaluate(graph_ops(root), before.canon)
+        problems += _differences(before.canon, model, product)
+    return problems
+
+
+def _differences(canon: Canon, model: Evaluation, product: Evaluation) -> list[str]:
+    problems = []
+    for key, (node, tensor_id) in model.outputs.items():
+        dtype, shape = canon.layouts[key[1]][:2]
+        where = f"output tensor {tensor_id} ({dtype} {list(shape)} on buffer {key[0]})"
+        made = product.outputs.get(key)
+        if made is None:
+            problems.append(f"{where}: the product computes no such output")
+        elif made[0] != node:
+            problems.append(f"{where}: {_first_difference(canon, node, made[0], model, product)}")
+        if len(problems) >= MAX_FINDINGS:
+            return problems
+    if model.effects != product.effects:
+        lost = list((model.effects - product.effects).elements())
+        extra = list((product.effects - model.effects).elements())
+        parts = ([f"the input's {_describe(canon, n, model, 1)} is missing" for n in lost[:1]]
+                 + [f"{_describe(canon, n, product, 1)} is not the input's" for n in extra[:1]])
+        problems.append(f"communication differs: {'; '.join(parts)}")
+    return problems
+
+
+def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
+                      product: Evaluation) -> str:
+    """Where two expressions part: descend while both are the same operator applied to
+    different values."""
+    keys = canon.keys
+    while True:
+        a, b = keys[left], keys[right]
+        if a[0] != "op" or b[0] != "op" or a[:5] != b[:5] or len(a[5]) != len(b[5]):
+            break
+        differing = [(x, y) for x, y in zip(a[5], b[5], strict=True) if x != y]
+        if len(differing) != 1:
+            break
+        left, right = differing[0]
+    return (f"the input computes {_describe(canon, left, model, MAX_DESCRIBE)}, the product "
+            f"{_describe(canon, right, product, MAX_DESCRIBE)}")
+
+
+def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
+    key = canon.keys[node]
+    kind = key[0]
+    if kind == "op":
+        name = side.made_by.get(node, key[1])
+        args = "".join(f" {k}={_arg(v)}" for k, v in key[2])
+        inner = ", ".join(_describe(canon, v, side, depth - 1) for v in key[5]) \
+            if depth > 1 else "..."
+        return f"{name}{args} ({inner})" if key[5] else f"{name}{args}"
+    if kind == "in":
+        state = canon.keys[key[1]] if key[1] is not None else ("",)
+        of = (f"input buffer {state[1]}" if state[0] == "fresh" and type(state[1]) is int
+              else "bytes nothing wrote")
+        return f"{of} {_layout(canon, key[2])}"
+    if kind == "read":
+        parts = ", ".join(_describe(canon, v, side, depth - 1) if depth > 1 else "..."
+                          for _, v in key[2])
+        return f"{_layout(canon, key[1])} of the writes of ({parts})"
+    return kind
+
+
+def _layout(canon: Canon, lid: int) -> str:
+    dtype, shape, _, offsets = canon.layouts[lid]
+    return f"{dtype} [{', '.join(map(str, shape))}] at {list(offsets)}"
+
+
+def _arg(value: Any) -> str:
+    try:
+        return str(ark.arg_value(value))
+    except Exception:  # noqa: BLE001 -- an extra argument of any form: as xDSL prints it
+        return str(value)
