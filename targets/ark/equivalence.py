@@ -56,7 +56,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from dialects import ark
 from dialects.utils import op_list
@@ -136,11 +136,15 @@ class Evaluation:
 
 
 class _Evaluator:
-    """Turns one graph (a model, schedule or plan block) into canonical expressions."""
+    """Runs one graph (a model, schedule or plan block) symbolically, in its order, over
+    buffers: what each operator reads is the current state of its tensors' buffers, as the
+    interpreter and the runtime have it (a model may read a tensor's bytes after an in-place
+    update through another of its values)."""
 
     def __init__(self, canon: Canon):
         self.canon = canon
-        self.states: dict[SSAValue, int] = {}
+        self.buffers: dict[int, int] = {}
+        """Buffer id -> its current state."""
         self.matmuls: dict[int, tuple] = {}
         """Matmul value -> (arguments, result key, transposes, (state, layout) of A, of B):
         what joining split-K parts needs."""
@@ -149,13 +153,10 @@ class _Evaluator:
 
     # -- states ------------------------------------------------------------------------------
 
-    def fresh(self, tensor: ark.TensorType) -> int:
-        return self.canon.node(("fresh", tensor.buffer.id.data))
-
-    def state(self, value: SSAValue) -> int:
-        found = self.states.get(value)
-        if found is None:   # defined outside the graph, or later: its own unknown content
-            found = self.states[value] = self.canon.node(("fresh", "value", id(value)))
+    def state(self, buffer: int) -> int:
+        found = self.buffers.get(buffer)
+        if found is None:
+            found = self.buffers[buffer] = self.canon.node(("fresh", buffer))
         return found
 
     def write(self, previous: int, lid: int, value: int) -> int:
@@ -214,94 +215,86 @@ class _Evaluator:
     # -- operators ---------------------------------------------------------------------------
 
     def run(self, ops: Iterable[Operation]) -> None:
-        states = self.states
-        view_op, ark_op = ark.ViewOp, ark.ArkOp
+        arkop = ark.ArkOp
         for op in ops:
-            if type(op) is view_op:
-                source = op.operands[0] if op.source is not None else None
-                states[op.result] = (self.state(source) if source is not None
-                                     else self.fresh(op.result.type))
-            elif isinstance(op, ark_op):
+            if isinstance(op, arkop) and not op.is_virtual:
                 self.operator(op)
 
     def operator(self, op: ark.ArkOp) -> None:
-        states = self.states
-        reads, writes = op.operand_groups()
-        results = op.result_tensors
-        if op.is_virtual:
-            # As `ark-compress` (ARK's Model::compress()): a view of its first read.
-            for value in results:
-                states[value] = (self.state(reads[0]) if reads
-                                 else self.fresh(value.type))
-            return
-        canon = self.canon
+        canon, buffers = self.canon, self.buffers
         lid = canon.layout_id
-        values = tuple(self.read(self.state(v), lid(v.type)) for v in reads)
+        reads, writes = op.operand_groups()
+        operands = [(self.state(v.type.buffer.id.data), lid(v.type)) for v in reads]
+        values = tuple(self.read(state, layout) for state, layout in operands)
         cls = type(op)
         args = (tuple(op.arg_attrs().items())
                 if cls.ARGS or op.extra_args is not None else ())
-        aliases = cls.RESULT_ALIASES
-        for i, value in enumerate(results):
+        written = cls.RESULT_ALIASES == "write"
+        for i, value in enumerate(op.result_tensors):
             out = canon.layouts[lid(value.type)][:2]
             node = None
             if cls is ark.AddOp and len(values) == 2:
-                node = self.joined_split_k(values, out, reads)
+                node = self.joined_split_k(values, out, operands)
             if node is None:
                 node = canon.node(("op", cls.TYPE, args, i, out, values))
-                if cls is ark.MatmulOp and len(reads) == 2 and i == 0:
+                if cls is ark.MatmulOp and len(operands) == 2 and i == 0:
                     self.matmuls[node] = (args, out, (op.trans_input, op.trans_other),
-                                          (self.state(reads[0]), lid(reads[0].type)),
-                                          (self.state(reads[1]), lid(reads[1].type)))
+                                          *operands)
             self.made_by.setdefault(node, f"{cls.TYPE} '{op.label.data}'")
-            if aliases == "write" and i < len(writes):
-                target = writes[i]
-                states[value] = self.write(self.state(target), lid(target.type), node)
-            elif aliases == "read" and i < len(reads):
-                states[value] = self.state(reads[i])
-            else:
-                states[value] = canon.node(("fresh", "made", node))
+            if written and i < len(writes):
+                tensor = writes[i].type
+                buffer = tensor.buffer.id.data
+                buffers[buffer] = self.write(self.state(buffer), lid(tensor), node)
         if isinstance(op, ark.CommOp):
             self.effects.append(canon.node(("op", cls.TYPE, args, -1, (), values)))
 
     # -- split-K -----------------------------------------------------------------------------
 
-    def joined_split_k(self, values: tuple[int, ...], out: tuple, reads: Sequence[SSAValue]
-                       ) -> int | None:
+    def joined_split_k(self, values: tuple[int, ...], out: tuple,
+                       operands: Sequence[tuple[int, int]]) -> int | None:
         """The matmul that an add of two split-K parts computes, or None (see module)."""
         first, second = (self.matmuls.get(v) for v in values)
         if first is None or second is None or first[:3] != second[:3] or first[1] != out:
             return None
         layouts = self.canon.layouts
-        if any(layouts[self.canon.layout_id(v.type)][1] != out[1] for v in reads):
+        if any(layouts[layout][1] != out[1] for _, layout in operands):
             return None     # (a broadcasting add is not a sum of parts)
-        joined = _join(self.canon, first, second) or _join(self.canon, second, first)
+        joined = self._join(first, second) or self._join(second, first)
         if joined is None:
             return None
-        (sa, la), (sb, lb) = joined
         node = self.canon.node(("op", ark.MatmulOp.TYPE, first[0], 0, out,
-                                (self.read(sa, la), self.read(sb, lb))))
-        self.matmuls.setdefault(node, (*first[:3], (sa, la), (sb, lb)))
+                                tuple(value for value, _ in joined)))
+        self.matmuls.setdefault(node, (*first[:3], *(operand for _, operand in joined)))
         return node
 
-
-def _join(canon: Canon, low: tuple, high: tuple) -> tuple | None:
-    """The operands of the matmul over `low`'s K slice then `high`'s, when they are adjacent
-    K slices of the same values with the same alignment of A's K to B's; else None."""
-    _, _, (ta, tb), (sa1, la1), (sb1, lb1) = low
-    *_, (sa2, la2), (sb2, lb2) = high
-    if sa1 != sa2 or sb1 != sb2:
-        return None
-    a1, a2, b1, b2 = (canon.layouts[lid] for lid in (la1, la2, lb1, lb2))
-    if len(a1[1]) < 2 or len(b1[1]) < 2:
-        return None
-    ka = len(a1[1]) - (2 if ta else 1)
-    kb = len(b1[1]) - (1 if tb else 2)
-    if a1[3][ka] - b1[3][kb] != a2[3][ka] - b2[3][kb]:
-        return None     # the parts pair A's K with B's K differently
-    joined_a, joined_b = _adjacent(a1, a2, ka), _adjacent(b1, b2, kb)
-    if joined_a is None or joined_b is None:
-        return None
-    return (sa1, canon.intern_layout(joined_a)), (sb1, canon.intern_layout(joined_b))
+    def _join(self, low: tuple, high: tuple) -> list[tuple[int, tuple[int, int]]] | None:
+        """The operands of the matmul over `low`'s K slice then `high`'s (each: the value
+        read, and (state, layout)), when they are adjacent K slices of the same bytes with
+        the same alignment of A's K to B's; else None. The parts may read their slices from
+        different states of the buffers (other tensors placed beside them in between): the
+        joined slice must read the same from both."""
+        canon = self.canon
+        ta, tb = low[2]
+        (sa1, la1), (sb1, lb1) = low[3:]
+        (sa2, la2), (sb2, lb2) = high[3:]
+        a1, a2, b1, b2 = (canon.layouts[lid] for lid in (la1, la2, lb1, lb2))
+        if len(a1[1]) < 2 or len(b1[1]) < 2:
+            return None
+        ka = len(a1[1]) - (2 if ta else 1)
+        kb = len(b1[1]) - (1 if tb else 2)
+        if a1[3][ka] - b1[3][kb] != a2[3][ka] - b2[3][kb]:
+            return None     # the parts pair A's K with B's K differently
+        found = []
+        for (s1, l1), s2, l2, axis in (((sa1, a1), sa2, a2, ka), ((sb1, b1), sb2, b2, kb)):
+            joined = _adjacent(l1, l2, axis)
+            if joined is None:
+                return None
+            layout = canon.intern_layout(joined)
+            value = self.read(s1, layout)
+            if s2 != s1 and self.read(s2, layout) != value:
+                return None
+            found.append((value, (s1, layout)))
+        return found
 
 
 def _adjacent(low: tuple, high: tuple, axis: int) -> tuple | None:
@@ -327,8 +320,33 @@ def _adjacent(low: tuple, high: tuple, axis: int) -> tuple | None:
 
 
 def graph_ops(root: Operation) -> list[Operation]:
-    """The ops of a model, schedule or plan (each holds its operators in one block)."""
-    return op_list(root.graph)
+    """The operators of a model, schedule or plan, in the order they run: a model's (or a
+    schedule's before it has phases) in block order; a plan's by the first task group of
+    their TaskInfo (processor groups in order, their resource groups, their task groups:
+    what runs concurrently is independent, `plan_check` proves), a partitioned schedule's by
+    its phases' launches, in block order within a TaskInfo or kernel. Operators of a TaskInfo
+    no task group runs do not run."""
+    from dialects import plan, sched
+
+    ops = op_list(root.graph)
+    tasks: list[int] = []
+    if isinstance(root, plan.PlanOp):
+        tasks = [tg.task for pg in root.processor_groups() for rg in pg.resource_groups()
+                 for tg in rg.task_groups()]
+    elif isinstance(root, sched.ScheduleOp):
+        tasks = [launch.kernel_id for phase in root.phases() for launch in phase.launches()]
+        if not tasks:
+            return ops
+    else:
+        return ops
+    position: dict[int, int] = {}
+    for task in tasks:
+        position.setdefault(task, len(position))
+    arkop = ark.ArkOp
+    ranked = [(position[op.task_id], i, op) for i, op in enumerate(ops)
+              if isinstance(op, arkop) and op.task_id in position]
+    ranked.sort(key=lambda entry: entry[:2])
+    return [op for _, _, op in ranked]
 
 
 def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:
@@ -340,7 +358,7 @@ def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:
     for value in final_outputs(operators):
         tensor = value.type
         lid = canon.layout_id(tensor)
-        node = evaluator.read(evaluator.state(value), lid)
+        node = evaluator.read(evaluator.state(tensor.buffer.id.data), lid)
         found.outputs[(tensor.buffer.id.data, lid)] = (node, tensor.tensor_id)
     return found
 
