@@ -43,14 +43,16 @@ at the same K), is the matmul of the joined slices; when the parts cover the who
 joined slices are the operands themselves and the expression is the input's. A K range summed
 twice, a part left out or parts misaligned stay an add of matmuls, and differ.
 
-What the user gets is compared: each final output (`model_outputs.final_outputs`), keyed by
-its buffer and layout, must be the same expression, and the communication operators (what
-other ranks see) the same multiset. A difference is reported at the first place the two
-expressions part, naming the operators on both sides.
+What the user gets is compared: each final output (a result nothing uses whose bytes still
+hold it at the end, as `model_outputs.final_outputs` has it), keyed by its buffer and layout,
+must be the same expression, and the communication operators (what other ranks see) the same
+multiset. A difference is reported at the first place the two expressions part, naming the
+operators on both sides.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -61,7 +63,6 @@ from xdsl.ir import Operation
 from dialects import ark
 from dialects.utils import op_list
 from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
-from targets.ark.model_outputs import final_outputs
 from targets.ark.tensor_layouts import layout_of
 
 MAX_WALK = 64
@@ -76,6 +77,10 @@ MAX_DESCRIBE = 3
 """Depth of an expression a message shows."""
 
 
+_CACHE = "_planc_equivalence"
+"""Where a tensor type keeps its (buffer attribute, table, `Canon.tensor`)."""
+
+
 class Canon:
     """The hash-consing table both sides share: equal keys get equal ids, so two expressions
     are equal exactly when their ids are. Keys are tuples of ids, strings and layouts' ids."""
@@ -88,6 +93,7 @@ class Canon:
         """(data type, shape, strides, offsets) per layout id."""
         self._regions: dict[int, ByteRegion] = {}
         self._by_layout: dict[int, tuple[Any, int]] = {}
+        self._arguments: dict[tuple, tuple[tuple, tuple]] = {}
 
     def node(self, key: tuple) -> int:
         found = self.ids.get(key)
@@ -106,6 +112,30 @@ class Canon:
                                   layout.offsets))
         self._by_layout[id(layout)] = (layout, lid)     # (kept alive: ids stay unique)
         return lid
+
+    def arguments(self, op: ark.ArkOp, properties: dict, names: tuple[str, ...]) -> tuple:
+        """The arguments of `op` as a key (`arg_attrs`, by value), interned by the identity
+        of its argument attributes `names` (operators of a model share them when equal)."""
+        held = tuple(properties.get(name) for name in names)
+        ids = tuple(map(id, held))
+        found = self._arguments.get(ids)
+        if found is not None and found[0] == held:
+            return found[1]
+        key = tuple((k, _arg(v)) for k, v in op.arg_attrs().items())
+        self._arguments[ids] = (held, key)     # (kept alive: ids stay unique)
+        return key
+
+    def tensor(self, tensor: ark.TensorType) -> tuple[int, int, tuple]:
+        """(buffer id, layout id, (data type, shape)) of a tensor, kept with the tensor type
+        (as its other caches) while its buffer is the one it was computed for."""
+        fields = tensor.__dict__
+        found = fields.get(_CACHE)
+        if found is not None and found[0] is fields["buffer"] and found[1] is self:
+            return found[2]
+        lid = self.layout_id(tensor)
+        info = (tensor.buffer.id.data, lid, self.layouts[lid][:2])
+        fields[_CACHE] = (fields["buffer"], self, info)
+        return info
 
     def intern_layout(self, key: tuple) -> int:
         found = self.layout_ids.get(key)
@@ -132,7 +162,21 @@ class Evaluation:
     outputs: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     """(buffer, layout id) -> (value node, tensor id)."""
     effects: Counter = field(default_factory=Counter)
-    made_by: dict[int, str] = field(default_factory=dict)
+    made_by: dict[int, Any] = field(default_factory=dict)
+    """Value -> the first operator that computed it."""
+
+
+_KINDS: dict[type, tuple[str, tuple[str, ...], bool, str | None]] = {}
+"""Per operator class: (type name, the properties of its typed arguments, result i is
+written through write tensor i, what `operator` treats specially)."""
+
+
+def _kind(cls: type[ark.ArkOp]) -> tuple[str, tuple[str, ...], bool, str | None]:
+    special = ("add" if cls is ark.AddOp else "matmul" if cls is ark.MatmulOp
+               else "comm" if issubclass(cls, ark.CommOp) else None)
+    names = tuple(spec.prop for spec in cls.ARGS)
+    return (cls.TYPE, (*names, "extra_args") if names else (), cls.RESULT_ALIASES == "write",
+            special)
 
 
 class _Evaluator:
@@ -148,8 +192,10 @@ class _Evaluator:
         self.matmuls: dict[int, tuple] = {}
         """Matmul value -> (arguments, result key, transposes, (state, layout) of A, of B):
         what joining split-K parts needs."""
-        self.made_by: dict[int, str] = {}
+        self.made_by: dict[int, Any] = {}
         self.effects: list[int] = []
+        self.unused: list[tuple[Any, int]] = []
+        """Results nothing uses, with their values: the candidates for final outputs."""
 
     # -- states ------------------------------------------------------------------------------
 
@@ -215,45 +261,75 @@ class _Evaluator:
     # -- operators ---------------------------------------------------------------------------
 
     def run(self, ops: Iterable[Operation]) -> None:
+        """Run the operators (other ops are skipped: views only name bytes)."""
         arkop = ark.ArkOp
+        operator = self.operator
         for op in ops:
-            if isinstance(op, arkop) and not op.is_virtual:
-                self.operator(op)
+            cls = type(op)
+            if (cls is not ark.ViewOp and isinstance(op, arkop)
+                    and not ((cls.IS_VIRTUAL or "virtual" in op.properties) and op.is_virtual)):
+                operator(op)
 
     def operator(self, op: ark.ArkOp) -> None:
-        canon, buffers = self.canon, self.buffers
-        lid = canon.layout_id
+        # (The hot loop of the proof: one pass over every operator of both models.)
+        canon, buffers, matmuls = self.canon, self.buffers, self.matmuls
+        node_of, keys, tensor = canon.node, canon.keys, canon.tensor
         reads, writes = op.operand_groups()
-        operands = [(self.state(v.type.buffer.id.data), lid(v.type)) for v in reads]
-        values = tuple(self.read(state, layout) for state, layout in operands)
+        operands = []
+        values = []
+        for v in reads:
+            t = v._type     # noqa: SLF001 -- `SSAValue.type` is this field, read as a property
+            cached = t.__dict__.get(_CACHE)
+            buffer, lid, _ = (cached[2] if cached is not None and cached[1] is canon
+                              and cached[0] is t.__dict__["buffer"] else tensor(t))
+            state = buffers.get(buffer)
+            if state is None:
+                state = self.state(buffer)
+            operands.append((state, lid))
+            key = keys[state]     # (the commonest read: the whole tensor last written)
+            values.append(key[3] if key[0] == "w" and key[2] == lid else self.read(state, lid))
+        values = tuple(values)
         cls = type(op)
-        args = (tuple(op.arg_attrs().items())
-                if cls.ARGS or op.extra_args is not None else ())
-        written = cls.RESULT_ALIASES == "write"
-        for i, value in enumerate(op.result_tensors):
-            out = canon.layouts[lid(value.type)][:2]
+        kind = _KINDS.get(cls)
+        if kind is None:
+            kind = _KINDS[cls] = _kind(cls)
+        type_name, names, written, special = kind
+        properties = op.properties
+        args = (canon.arguments(op, properties, names)
+                if names or "extra_args" in properties else ())
+        for i, value in enumerate(op.results):
+            out = tensor(value._type)[2]   # noqa: SLF001
             node = None
-            if cls is ark.AddOp and len(values) == 2:
+            if (special == "add" and len(values) == 2 and values[0] in matmuls
+                    and values[1] in matmuls):
                 node = self.joined_split_k(values, out, operands)
             if node is None:
-                node = canon.node(("op", cls.TYPE, args, i, out, values))
-                if cls is ark.MatmulOp and len(operands) == 2 and i == 0:
-                    self.matmuls[node] = (args, out, (op.trans_input, op.trans_other),
-                                          *operands)
-            self.made_by.setdefault(node, f"{cls.TYPE} '{op.label.data}'")
+                node = node_of(("op", type_name, args, i, out, values))
+                if special == "matmul" and len(operands) == 2 and i == 0:
+                    matmuls[node] = (args, out, (op.trans_input, op.trans_other), *operands)
+            if node not in self.made_by:
+                self.made_by[node] = op
+            if value.first_use is None:
+                self.unused.append((value, node))
             if written and i < len(writes):
-                tensor = writes[i].type
-                buffer = tensor.buffer.id.data
-                buffers[buffer] = self.write(self.state(buffer), lid(tensor), node)
-        if isinstance(op, ark.CommOp):
-            self.effects.append(canon.node(("op", cls.TYPE, args, -1, (), values)))
+                buffer, lid, _ = tensor(writes[i]._type)   # noqa: SLF001
+                previous = buffers.get(buffer)
+                if previous is None:
+                    previous = self.state(buffer)
+                top = keys[previous]
+                buffers[buffer] = (node_of(("w", top[1], lid, node))
+                                   if top[0] == "w" and top[2] == lid
+                                   else node_of(("w", previous, lid, node)) if top[0] != "w"
+                                   else self.write(previous, lid, node))
+        if special == "comm":
+            self.effects.append(node_of(("op", type_name, args, -1, (), values)))
 
     # -- split-K -----------------------------------------------------------------------------
 
     def joined_split_k(self, values: tuple[int, ...], out: tuple,
                        operands: Sequence[tuple[int, int]]) -> int | None:
         """The matmul that an add of two split-K parts computes, or None (see module)."""
-        first, second = (self.matmuls.get(v) for v in values)
+        first, second = self.matmuls.get(values[0]), self.matmuls.get(values[1])
         if first is None or second is None or first[:3] != second[:3] or first[1] != out:
             return None
         layouts = self.canon.layouts
@@ -343,23 +419,29 @@ def graph_ops(root: Operation) -> list[Operation]:
     for task in tasks:
         position.setdefault(task, len(position))
     arkop = ark.ArkOp
-    ranked = [(position[op.task_id], i, op) for i, op in enumerate(ops)
-              if isinstance(op, arkop) and op.task_id in position]
+    ranked = []
+    for i, op in enumerate(ops):
+        task = op.properties.get("task")
+        if task is not None and isinstance(op, arkop):
+            at = position.get(task.value.data)
+            if at is not None:
+                ranked.append((at, i, op))
     ranked.sort(key=lambda entry: entry[:2])
     return [op for _, _, op in ranked]
 
 
 def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:
-    """The canonical expressions of a graph's final outputs and communication."""
+    """The canonical expressions of a graph's final outputs and communication. The final
+    outputs are `model_outputs.final_outputs` decided on the buffers' final states: the
+    results nothing uses whose value their buffer still holds at the end."""
     evaluator = _Evaluator(canon)
     evaluator.run(ops)
     found = Evaluation(effects=Counter(evaluator.effects), made_by=evaluator.made_by)
-    operators = [op for op in ops if isinstance(op, ark.ArkOp) and not op.is_virtual]
-    for value in final_outputs(operators):
-        tensor = value.type
-        lid = canon.layout_id(tensor)
-        node = evaluator.read(evaluator.state(tensor.buffer.id.data), lid)
-        found.outputs[(tensor.buffer.id.data, lid)] = (node, tensor.tensor_id)
+    tensor = canon.tensor
+    for value, node in evaluator.unused:
+        buffer, lid, _ = tensor(value.type)
+        if evaluator.read(evaluator.state(buffer), lid) == node:
+            found.outputs[(buffer, lid)] = (node, value.type.tensor_id)
     return found
 
 
@@ -370,11 +452,16 @@ class Snapshot:
 
     canon: Canon
     models: list[Evaluation]
+    seconds: float = 0.0
+    """CPU seconds the snapshot took (for `planc -v` and the benchmarks)."""
 
 
 def snapshot(roots: Sequence[Operation]) -> Snapshot:
+    start = time.process_time()
     canon = Canon()
-    return Snapshot(canon, [evaluate(graph_ops(root), canon) for root in roots])
+    taken = Snapshot(canon, [evaluate(graph_ops(root), canon) for root in roots])
+    taken.seconds = time.process_time() - start
+    return taken
 
 
 def compare(before: Snapshot, roots: Sequence[Operation]) -> list[str]:
@@ -431,8 +518,9 @@ def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
     key = canon.keys[node]
     kind = key[0]
     if kind == "op":
-        name = side.made_by.get(node, key[1])
-        args = "".join(f" {k}={_arg(v)}" for k, v in key[2])
+        op = side.made_by.get(node)
+        name = f"{key[1]} '{op.label.data}'" if op is not None else key[1]
+        args = "".join(f" {k}={v}" for k, v in key[2])
         inner = ", ".join(_describe(canon, v, side, depth - 1) for v in key[5]) \
             if depth > 1 else "..."
         return f"{name}{args} ({inner})" if key[5] else f"{name}{args}"
