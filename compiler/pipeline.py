@@ -243,22 +243,34 @@ def validate_lowering(backend: Any, module: ModuleOp, source: str, options: Any,
     if problems:
         name = passes[-1][0] if passes else spec
         culprit = _failing_stage(backend, load, options, spec, before) if load else None
-        where = f"'{culprit}' (in '{name}')" if culprit not in (None, name) else f"'{name}'"
+        where = (f"'{name}'" if culprit in (None, name) else f"'{culprit}'" if len(passes) > 1
+                 else f"'{culprit}' (in '{name}')")     # (a pass that runs several as one)
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise TranslationValidationError(
             f"translation validation: the product of pass {where} does not compute its "
             f"input: {problems[0]}{more}")
 
 
+def _passes_of(spec: str) -> list[str]:
+    """The passes of a pipeline spec (commas outside the braces of options)."""
+    passes, depth, start = [], 0, 0
+    for i, c in enumerate(spec):
+        depth += (c == "{") - (c == "}")
+        if c == "," and depth == 0:
+            passes.append(spec[start:i])
+            start = i + 1
+    return [*passes, spec[start:]]
+
+
 def _failing_stage(backend: Any, load: Callable[[Any], tuple[str, ModuleOp]], options: Any,
                    spec: str, before: Any) -> str | None:
-    """The first of the backend's `stages(spec)` after which `prove` fails on a fresh load of
-    the input, or None (no stages, or every stage proves: the fault is in what `validate`
-    checks beyond the input's expressions)."""
+    """The first of the backend's `stages(spec)` (or of the passes of `spec`) after which
+    `prove` fails on a fresh load of the input, or None (a single pass, or every stage
+    proves: the fault is in what `validate` checks beyond the input's expressions)."""
     stages = getattr(backend, "stages", None)
     prove = getattr(backend, "prove", None)
-    steps = stages(spec) if stages is not None and before is not None else None
-    if not steps or prove is None:
+    steps = (stages(spec) if stages is not None else None) or _passes_of(spec)
+    if len(steps) < 2 or prove is None or before is None:
         return None
     _, module = load(options)
     for step in steps:

@@ -271,17 +271,19 @@ class _Evaluator:
                 operator(op)
 
     def operator(self, op: ark.ArkOp) -> None:
-        # (The hot loop of the proof: one pass over every operator of both models.)
+        # (The hot loop of the proof: one pass over every operator of both models. The
+        # table's and the tensors' caches are read inline: calls are most of its cost.)
         canon, buffers, matmuls = self.canon, self.buffers, self.matmuls
-        node_of, keys, tensor = canon.node, canon.keys, canon.tensor
+        ids, keys, tensor = canon.ids, canon.keys, canon.tensor
         reads, writes = op.operand_groups()
         operands = []
         values = []
         for v in reads:
             t = v._type     # noqa: SLF001 -- `SSAValue.type` is this field, read as a property
-            cached = t.__dict__.get(_CACHE)
+            fields = t.__dict__
+            cached = fields.get(_CACHE)
             buffer, lid, _ = (cached[2] if cached is not None and cached[1] is canon
-                              and cached[0] is t.__dict__["buffer"] else tensor(t))
+                              and cached[0] is fields["buffer"] else tensor(t))
             state = buffers.get(buffer)
             if state is None:
                 state = self.state(buffer)
@@ -297,32 +299,47 @@ class _Evaluator:
         properties = op.properties
         args = (canon.arguments(op, properties, names)
                 if names or "extra_args" in properties else ())
+        made_by = self.made_by
         for i, value in enumerate(op.results):
-            out = tensor(value._type)[2]   # noqa: SLF001
+            t = value._type     # noqa: SLF001
+            fields = t.__dict__
+            cached = fields.get(_CACHE)
+            out = (cached[2] if cached is not None and cached[1] is canon
+                   and cached[0] is fields["buffer"] else tensor(t))[2]
             node = None
             if (special == "add" and len(values) == 2 and values[0] in matmuls
                     and values[1] in matmuls):
                 node = self.joined_split_k(values, out, operands)
             if node is None:
-                node = node_of(("op", type_name, args, i, out, values))
+                key = ("op", type_name, args, i, out, values)
+                node = ids.get(key)
+                if node is None:
+                    node = canon.node(key)
+                    made_by[node] = op
                 if special == "matmul" and len(operands) == 2 and i == 0:
                     matmuls[node] = (args, out, (op.trans_input, op.trans_other), *operands)
-            if node not in self.made_by:
-                self.made_by[node] = op
+            elif node not in made_by:
+                made_by[node] = op
             if value.first_use is None:
                 self.unused.append((value, node))
             if written and i < len(writes):
-                buffer, lid, _ = tensor(writes[i]._type)   # noqa: SLF001
+                t = writes[i]._type     # noqa: SLF001
+                fields = t.__dict__
+                cached = fields.get(_CACHE)
+                buffer, lid, _ = (cached[2] if cached is not None and cached[1] is canon
+                                  and cached[0] is fields["buffer"] else tensor(t))
                 previous = buffers.get(buffer)
                 if previous is None:
                     previous = self.state(buffer)
                 top = keys[previous]
-                buffers[buffer] = (node_of(("w", top[1], lid, node))
-                                   if top[0] == "w" and top[2] == lid
-                                   else node_of(("w", previous, lid, node)) if top[0] != "w"
-                                   else self.write(previous, lid, node))
+                if top[0] != "w" or top[2] == lid:
+                    key = ("w", top[1] if top[0] == "w" else previous, lid, node)
+                    state = ids.get(key)
+                    buffers[buffer] = state if state is not None else canon.node(key)
+                else:
+                    buffers[buffer] = self.write(previous, lid, node)
         if special == "comm":
-            self.effects.append(node_of(("op", type_name, args, -1, (), values)))
+            self.effects.append(canon.node(("op", type_name, args, -1, (), values)))
 
     # -- split-K -----------------------------------------------------------------------------
 
@@ -400,10 +417,14 @@ def graph_ops(root: Operation) -> list[Operation]:
     schedule's before it has phases) in block order; a plan's by the first task group of
     their TaskInfo (processor groups in order, their resource groups, their task groups:
     what runs concurrently is independent, `plan_check` proves), a partitioned schedule's by
-    its phases' launches, in block order within a TaskInfo or kernel. Operators of a TaskInfo
-    no task group runs do not run."""
+    its phases' launches, in block order within a TaskInfo or kernel; a Tenstorrent plans
+    document's (`tt.plans`: a copy of each operator in its kernel, on views of the model's
+    buffers) in kernel order, the order they run. Operators of a TaskInfo no task group runs
+    do not run."""
     from dialects import plan, sched
 
+    if not hasattr(root, "graph"):  # a Tenstorrent plans document: its kernels' operators
+        return [op for op in root.walk() if isinstance(op, ark.ArkOp)]
     ops = op_list(root.graph)
     tasks: list[int] = []
     if isinstance(root, plan.PlanOp):
@@ -478,6 +499,8 @@ def compare(before: Snapshot, roots: Sequence[Operation]) -> list[str]:
 
 def _differences(canon: Canon, model: Evaluation, product: Evaluation) -> list[str]:
     problems = []
+    # (The product's values the input computed too were first made by the input's operators.)
+    both = Evaluation(made_by={**model.made_by, **product.made_by})
     for key, (node, tensor_id) in model.outputs.items():
         dtype, shape = canon.layouts[key[1]][:2]
         where = f"output tensor {tensor_id} ({dtype} {list(shape)} on buffer {key[0]})"
@@ -485,7 +508,7 @@ def _differences(canon: Canon, model: Evaluation, product: Evaluation) -> list[s
         if made is None:
             problems.append(f"{where}: the product computes no such output")
         elif made[0] != node:
-            problems.append(f"{where}: {_first_difference(canon, node, made[0], model, product)}")
+            problems.append(f"{where}: {_first_difference(canon, node, made[0], model, both)}")
         if len(problems) >= MAX_FINDINGS:
             return problems
     if model.effects != product.effects:
