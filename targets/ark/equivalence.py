@@ -65,7 +65,7 @@ from dialects.utils import op_list
 from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
 from targets.ark.tensor_layouts import layout_of
 
-MAX_WALK = 64
+MAX_WALK = 256
 """The most writes a read walks back over, and a write sinks below, to find or order the
 writes of its bytes (a long concatenation into one buffer); beyond it the state stays as it
 stands, the same on both sides when their writes come in the same order."""
@@ -254,8 +254,10 @@ class _Evaluator:
             base = key[1]
         if not writes:
             return canon.node(("in", base, lid))
-        if base is not None and covered_by_union(region, [region_of(w) for w, _ in writes]):
-            base = None
+        if base is not None:
+            regions = [region_of(w) for w, _ in writes]
+            if covered_by_union(region, regions) or _hulls_cover(region, regions):
+                base = None
         return canon.node(("read", lid, tuple(writes), base))
 
     # -- operators ---------------------------------------------------------------------------
@@ -388,6 +390,22 @@ class _Evaluator:
                 return None
             found.append((value, (s1, layout)))
         return found
+
+
+def _hulls_cover(region: ByteRegion, writes: Sequence[ByteRegion]) -> bool:
+    """Do dense writes hold every byte of `region` (its hull, whatever its shape)? What
+    `covered_by_union` cannot decide for writes and a read of different grids (slices of a
+    tensor read through a reshape)."""
+    if not all(w.dense for w in writes):
+        return False
+    lo, hi = region.hull
+    for start, end in sorted(w.hull for w in writes):
+        if start > lo:
+            return False
+        lo = max(lo, end)
+        if lo >= hi:
+            return True
+    return lo >= hi
 
 
 def _adjacent(low: tuple, high: tuple, axis: int) -> tuple | None:
