@@ -232,9 +232,10 @@ def validate_lowering(backend: Any, module: ModuleOp, source: str, options: Any,
                       load: Callable[[Any], tuple[str, ModuleOp]] | None = None) -> None:
     """Run the target's `validate(module, source, options[, before])` on what the pipeline
     made (before anything is emitted or written); `before` is the backend's snapshot of the
-    input. On failure, a backend that runs its passes as one (`stages(spec)`) and can prove
-    intermediate IR (`prove(module, before)`) is asked which pass broke it: the input is
-    loaded again (`load`) and proved after each pass."""
+    input. On failure, when the backend can prove intermediate IR (`prove(module, before)`)
+    and the pipeline has several passes (its own, or those `stages(spec)` expands a pass that
+    runs several as one into, e.g. `ark-plan`), the input is loaded again (`load`) and
+    proved after each pass: the first whose product differs is named."""
     if not validating(backend, spec):
         return
     validate = backend.validate
