@@ -7,7 +7,9 @@ printer, or in the file's own order where the import recorded an unusual one.
 
 from __future__ import annotations
 
+import logging
 from argparse import Namespace
+from time import process_time
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -25,6 +27,7 @@ from ground.diagnostics import (
 )
 
 DEFAULT_DEVICE = "a100"
+LOG = logging.getLogger("planc.validation")
 
 
 def single_plan(module: ModuleOp) -> plan.PlanOp:
@@ -105,12 +108,49 @@ def pipeline(source_format: str, options: Namespace) -> str:
     raise UnsupportedInput("ark", "an ARK plan", source_format)
 
 
-def validate(module: ModuleOp, source_format: str, options: Namespace) -> list[str]:
+def snapshot(module: ModuleOp, source_format: str, options: Namespace) -> Any:
+    """What the pipeline starts from, for `validate` to prove the plan against: the canonical
+    expressions of the input model(s) (`targets.ark.equivalence`), or None for a plan in."""
+    from dialects.ark import ModelOp
+    from targets.ark.equivalence import snapshot as take
+
+    if source_format != "ark-model":
+        return None
+    return take([op for op in module.ops if isinstance(op, ModelOp)])
+
+
+def prove(module: ModuleOp, before: Any) -> list[str]:
+    """The differences between what the IR's model, schedule or plan computes and the input
+    `before` (a `snapshot`): the proof `validate` runs on the product, and the pipeline's
+    pass-by-pass search for the pass that broke it runs after each pass."""
+    from dialects.ark import ModelOp
+    from dialects.plan import PlanOp
+    from dialects.sched import ScheduleOp
+    from targets.ark.equivalence import compare
+
+    if before is None:
+        return []
+    roots = [op for op in module.ops if isinstance(op, (ModelOp, ScheduleOp, PlanOp))]
+    return compare(before, roots)
+
+
+def stages(spec: str) -> list[str] | None:
+    """The passes `spec` runs one by one, where it is planc's planner run as one pass (to
+    name the pass at fault when validation fails); None otherwise."""
+    import re
+
+    found = re.fullmatch(r"ark-plan\{device=([\w.-]+)\}", spec)
+    return PLANC_PASSES.format(device=found[1]).split(",") if found else None
+
+
+def validate(module: ModuleOp, source_format: str, options: Namespace,
+             before: Any = None) -> list[str]:
     """Translation validation of a plan planned from a model: the error findings of `planc
     check`'s whole-plan rules (`targets.ark.plan_check`: task distribution and coverage,
-    split-K, ordering and value flow against the model the plan carries), decided
-    symbolically. A plan re-emitted as read (`ark-plan` in) is the user's, not a lowering's:
-    `planc check` judges it."""
+    split-K, ordering and value flow against the model the plan carries), and the model the
+    plan carries against the input model (`before`, a `snapshot`: `targets.ark.equivalence`),
+    both decided symbolically. A plan re-emitted as read (`ark-plan` in) is the user's, not a
+    lowering's: `planc check` judges it."""
     from dialects.findings import ERROR
     from dialects.plan import PlanOp
     from targets.ark.plan_check import check
@@ -118,8 +158,15 @@ def validate(module: ModuleOp, source_format: str, options: Namespace) -> list[s
     plans = [op for op in module.ops if isinstance(op, PlanOp)]
     if source_format != "ark-model" or len(plans) != 1:
         return []   # no plan made: `emit` says what the pipeline ended with
-    return [f"{f.rule} at {f.path or '$'}: {f.message}"
-            for f in check(plans[0], options) if f.severity == ERROR]
+    problems = [f"{f.rule} at {f.path or '$'}: {f.message}"
+                for f in check(plans[0], options) if f.severity == ERROR]
+    start = process_time()
+    against_input = prove(module, before)
+    if before is not None:
+        LOG.info("proof against the input model: %.3f CPU s (snapshot %.3f s, comparison "
+                 "%.3f s)", before.seconds + process_time() - start, before.seconds,
+                 process_time() - start)
+    return problems + [f"against the input model: {p}" for p in against_input]
 
 
 def emit(module: ModuleOp, options: Namespace) -> str:

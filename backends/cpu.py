@@ -24,6 +24,7 @@ from backends.plan_cxx import (
     program_readme,
     range_args,
     runtime_files,
+    validate_program,
 )
 from dialects import ark, plan
 
@@ -126,6 +127,12 @@ class CpuPrinter(PlanPrinter):
 
 def pipeline(source_format: str, options: Namespace) -> str:
     return plan_pipeline("cpu", source_format, options)
+
+
+validate = validate_program
+"""Translation validation (`plan_cxx.validate_program`) and what it needs of the `ark`
+target: the input's snapshot, the proof of intermediate IR, the planner's passes one by one."""
+snapshot, prove, stages = ark_plan.snapshot, ark_plan.prove, ark_plan.stages
 
 
 def emit(module: ModuleOp, options: Namespace) -> dict[str, str]:

@@ -36,6 +36,7 @@ from backends.plan_cxx import (
     program_readme,
     range_args,
     runtime_files,
+    validate_program,
 )
 from dialects import plan
 from ground.diagnostics import PlancError, UsageError
@@ -258,6 +259,12 @@ add_executable(plan host.cu kernel.cu)
 
 def pipeline(source_format: str, options: Namespace) -> str:
     return plan_pipeline("cuda", source_format, options)
+
+
+validate = validate_program
+"""Translation validation (`plan_cxx.validate_program`) and what it needs of the `ark`
+target: the input's snapshot, the proof of intermediate IR, the planner's passes one by one."""
+snapshot, prove, stages = ark_plan.snapshot, ark_plan.prove, ark_plan.stages
 
 
 def emit(module: ModuleOp, options: Namespace) -> dict[str, str]:

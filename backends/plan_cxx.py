@@ -77,6 +77,17 @@ def plan_pipeline(target: str, source_format: str, options) -> str:
                       source_format)
 
 
+def validate_program(module, source_format: str, options, before=None) -> list[str]:
+    """Translation validation of a program planned from a model: the plan it runs against the
+    input model (`ark_plan.prove`; the plan's runtime rules are `planc check`'s, under the
+    distribution these programs run, `--ark-runtime planc`)."""
+    from backends import ark_plan
+
+    if source_format != "ark-model":
+        return []
+    return [f"against the input model: {p}" for p in ark_plan.prove(module, before)]
+
+
 def runtime_files(*extra: str) -> dict[str, str]:
     """The runtime headers a program includes, by their path in the output directory."""
     folder = resources.files("backends.runtime")

@@ -212,5 +212,31 @@ def pipeline(source_format: str, options: Namespace) -> str:
     raise UnsupportedInput("tt", "a Tenstorrent plan", source_format)
 
 
+def snapshot(module: ModuleOp, source_format: str, options: Namespace) -> Any:
+    """The input model's expressions, for `validate` (`backends.ark_plan.snapshot`)."""
+    from backends import ark_plan
+
+    return ark_plan.snapshot(module, source_format, options)
+
+
+def validate(module: ModuleOp, source_format: str, options: Namespace,
+             before: Any = None) -> list[str]:
+    """Translation validation of plans lowered from a model: the operators the kernels
+    carry, run in kernel order over the model's buffers, compute the input model's outputs
+    (`targets.ark.equivalence`). A plan read in is the user's: `planc check` judges it."""
+    return [f"against the input model: {p}" for p in prove(module, before)]
+
+
+def prove(module: ModuleOp, before: Any) -> list[str]:
+    """The differences between the input (`before`) and the model, or the plans the
+    pipeline has made so far (after each pass, to name the one at fault)."""
+    from dialects.ark import ModelOp
+    from targets.ark.equivalence import compare
+
+    if before is None:
+        return []
+    return compare(before, [op for op in module.ops if isinstance(op, (ModelOp, tt.PlansOp))])
+
+
 def emit(module: ModuleOp, options: Namespace) -> str:
     return emit_plans(module)

@@ -207,20 +207,82 @@ class TranslationValidationError(Exception):
     internal error, exit 2); nothing is written."""
 
 
+def validating(backend: Any, spec: str) -> bool:
+    """Does this lowering get translation validation (a backend with `validate`, a pipeline
+    to prove, and not `PLANC_VALIDATE=0`, which is for measuring its cost)?"""
+    return (getattr(backend, "validate", None) is not None and bool(spec)
+            and os.environ.get("PLANC_VALIDATE") != "0")
+
+
+def validation_snapshot(backend: Any, module: ModuleOp, source: str, options: Any,
+                        spec: str) -> Any:
+    """What the backend keeps of the input before the pipeline rewrites it in place (its
+    `snapshot(module, source, options)`, e.g. the input model's canonical expressions), for
+    `validate_lowering` to prove the product against; None when not validating, or with
+    `PLANC_VALIDATE_INPUT=0` (for measuring the proof against the input by itself)."""
+    take = getattr(backend, "snapshot", None)
+    if take is None or not validating(backend, spec) or os.environ.get(
+            "PLANC_VALIDATE_INPUT") == "0":     # (the proof against the input alone off)
+        return None
+    return take(module, source, options)
+
+
 def validate_lowering(backend: Any, module: ModuleOp, source: str, options: Any, spec: str,
-                      passes: list[tuple[str, float]]) -> None:
-    """Run the target's `validate(module, source, options)` on what the pipeline made (before
-    anything is emitted or written), unless `PLANC_VALIDATE=0` (for measuring its cost)."""
-    validate = getattr(backend, "validate", None)
-    if validate is None or not spec or os.environ.get("PLANC_VALIDATE") == "0":
+                      passes: list[tuple[str, float]], before: Any = None,
+                      load: Callable[[Any], tuple[str, ModuleOp]] | None = None) -> None:
+    """Run the target's `validate(module, source, options[, before])` on what the pipeline
+    made (before anything is emitted or written); `before` is the backend's snapshot of the
+    input. On failure, when the backend can prove intermediate IR (`prove(module, before)`)
+    and the pipeline has several passes (its own, or those `stages(spec)` expands a pass that
+    runs several as one into, e.g. `ark-plan`), the input is loaded again (`load`) and
+    proved after each pass: the first whose product differs is named."""
+    if not validating(backend, spec):
         return
-    problems = validate(module, source, options)
+    validate = backend.validate
+    problems = (validate(module, source, options) if before is None
+                else validate(module, source, options, before))
     if problems:
         name = passes[-1][0] if passes else spec
+        culprit = _failing_stage(backend, load, options, spec, before) if load else None
+        where = (f"'{name}'" if culprit in (None, name) else f"'{culprit}'" if len(passes) > 1
+                 else f"'{culprit}' (in '{name}')")     # (a pass that runs several as one)
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise TranslationValidationError(
-            f"translation validation: the product of pass '{name}' does not compute its "
+            f"translation validation: the product of pass {where} does not compute its "
             f"input: {problems[0]}{more}")
+
+
+def _passes_of(spec: str) -> list[str]:
+    """The passes of a pipeline spec (commas outside the braces of options)."""
+    passes, depth, start = [], 0, 0
+    for i, c in enumerate(spec):
+        depth += (c == "{") - (c == "}")
+        if c == "," and depth == 0:
+            passes.append(spec[start:i])
+            start = i + 1
+    return [*passes, spec[start:]]
+
+
+def _failing_stage(backend: Any, load: Callable[[Any], tuple[str, ModuleOp]], options: Any,
+                   spec: str, before: Any) -> str | None:
+    """The first of the backend's `stages(spec)` (or of the passes of `spec`) after which
+    `prove` fails on a fresh load of the input, or None (a single pass, or every stage
+    proves: the fault is in what `validate` checks beyond the input's expressions)."""
+    stages = getattr(backend, "stages", None)
+    prove = getattr(backend, "prove", None)
+    steps = (stages(spec) if stages is not None else None) or _passes_of(spec)
+    if len(steps) < 2 or prove is None or before is None:
+        return None
+    _, module = load(options)
+    for step in steps:
+        name = step.split("{", 1)[0]
+        try:
+            run_pipeline(module, step, verify_each=True)
+        except Exception:  # noqa: BLE001 -- a pass that fails alone is the one at fault
+            return name
+        if prove(module, before):
+            return name
+    return None
 
 
 MAX_RETRIES = 4
@@ -253,10 +315,11 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
             from backends import cannot_make
 
             raise cannot_make(e) from None
+        before = validation_snapshot(backend, module, source, options, spec)
         steps["pipeline"] = perf_counter()
         try:
             passes = run_pipeline(module, spec, **run)
-            validate_lowering(backend, module, source, options, spec, passes)
+            validate_lowering(backend, module, source, options, spec, passes, before, load)
             steps["emit"] = perf_counter()
             return passes, backend.emit(module, options)
         except PlancError as e:

@@ -283,9 +283,12 @@ def move_buffers(schedule: sched.ScheduleOp, regions: list[Region]) -> None:
 
 
 _TENSOR_FIELDS = tuple(name for name, _ in ark.TensorType.get_irdl_definition().parameters)
-_KEEPS = frozenset({*_TENSOR_FIELDS, "_planc_pass_layout", "_planc_layout"})
+_KEEPS = frozenset({*_TENSOR_FIELDS, "_planc_pass_layout", "_planc_layout",
+                    "_planc_equivalence"})
 """What a moved tensor takes from the tensor it copies: its parameters, its `Layout` and the
-dialect's shared layout tuple (`ark._layout_of`), neither of which depends on the buffer."""
+dialect's shared layout tuple (`ark._layout_of`), neither of which depends on the buffer, and
+the facts translation validation keeps (`targets.ark.equivalence`, which names the buffer it
+holds for: a moved tensor's no longer matches, and is computed again)."""
 
 
 def _on_buffer(tensor: ark.TensorType, buffer: ark.BufferAttr) -> ark.TensorType:

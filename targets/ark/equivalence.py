@@ -1,0 +1,589 @@
+"""Translation validation against the input: the model a lowering carries computes what the
+model that came in computes, decided symbolically.
+
+`plan_check` proves that a plan's runtime order realises the value flow of the model the plan
+carries; this module proves that carried model equal to the input model, so that a pass that
+rewrote the graph wrongly (operands swapped, a split-K part dropped, an operator wired to the
+wrong producer, an activation changed) cannot reach a file. Together they are a proof of the
+plan against its input.
+
+Both graphs are turned into canonical expressions in one hash-consing table (`Canon`), in
+time linear in their operators (no element, tile or task is enumerated):
+
+* a buffer's content is a *state*: `("fresh", buffer)` before anything writes it, or
+  `("w", previous state, layout, value)` after an operator writes `value` through a tensor
+  of that layout. A view (`ark.view`, or a virtual operator of the input model, which
+  `ark-compress` turns into one) has the state of its source: it only reinterprets bytes.
+  States are kept canonical: a write whose bytes cover an earlier one's replaces it
+  (`Write(Write(S, L, x), L, y)` is `Write(S, L, y)`, which is how split-K's in-place sums
+  read), and writes of disjoint bytes, which commute, stand in one order (a plan may run the
+  heads of an attention block in another order than the model lists them).
+* what an operator reads through a tensor of layout L from state S is a *value*: the value
+  written through exactly L when nothing overlapping was written since; `("in", S, L)` when
+  no write touches L's bytes; otherwise `("read", L, the writes that touch L's bytes, newest
+  first, base)`, where writes of disjoint bytes are left out (they cannot be seen) and the
+  base is the state below them, or none when they cover L's bytes together (a slice of a
+  written tensor, a concatenation, a reshape of a result: whatever the buffer held before,
+  memory reuse may change it, and it is never seen). A read looks at most `MAX_WALK` writes
+  back.
+* an operator's result i is `("op", type, arguments, i, (dtype, shape), values read)`:
+  everything that changes the value (the type, its arguments, the result's element type and
+  shape), nothing that does not (name, node, TaskInfo, Config, tensor and buffer ids: memory
+  reuse moves tensors between buffers and never changes a layout).
+
+Layouts are compared as (data type, shape, strides, offsets), never by buffer; a state's
+buffer id matters only where the program reads bytes nothing wrote (the user's inputs, whose
+buffers memory planning keeps).
+
+The one rewrite of planc's planners that changes the expressions is normalised: split-K
+(`sched-partition`) replaces `matmul(A, B)` by matmuls of K slices of A and B summed by a chain
+of adds. An `add` of two matmuls of the same transposes and result, whose operands are
+adjacent K slices of the same two values, aligned alike (the part's A slice and B slice start
+at the same K), is the matmul of the joined slices; when the parts cover the whole K, the
+joined slices are the operands themselves and the expression is the input's. A K range summed
+twice, a part left out or parts misaligned stay an add of matmuls, and differ.
+
+What the user gets is compared: each final output (a result nothing uses whose bytes still
+hold it at the end, as `model_outputs.final_outputs` has it), keyed by its buffer and layout,
+must be the same expression, and the communication operators (what other ranks see) the same
+multiset. A difference is reported at the first place the two expressions part, naming the
+operators on both sides.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.ir import Operation
+
+from dialects import ark
+from dialects.utils import op_list
+from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
+from targets.ark.tensor_layouts import layout_of
+
+MAX_WALK = 256
+"""The most writes a read walks back over, and a write sinks below, to find or order the
+writes of its bytes (a long concatenation into one buffer); beyond it the state stays as it
+stands, the same on both sides when their writes come in the same order."""
+
+MAX_FINDINGS = 5
+"""Differences reported (each output that differs is one)."""
+
+MAX_DESCRIBE = 3
+"""Depth of an expression a message shows."""
+
+
+_CACHE = "_planc_equivalence"
+"""Where a tensor type keeps its (buffer attribute, table, `Canon.tensor`)."""
+
+
+class Canon:
+    """The hash-consing table both sides share: equal keys get equal ids, so two expressions
+    are equal exactly when their ids are. Keys are tuples of ids, strings and layouts' ids."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.keys: list[tuple] = []
+        self.layout_ids: dict[tuple, int] = {}
+        self.layouts: list[tuple] = []
+        """(data type, shape, strides, offsets) per layout id."""
+        self._regions: dict[int, ByteRegion] = {}
+        self._by_layout: dict[int, tuple[Any, int]] = {}
+        self._arguments: dict[tuple, tuple[tuple, tuple]] = {}
+
+    def node(self, key: tuple) -> int:
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def layout_id(self, tensor: ark.TensorType) -> int:
+        """The id of `tensor`'s layout (its data type, shape, strides and offsets)."""
+        layout = tensor.__dict__.get("_planc_pass_layout") or layout_of(tensor)
+        found = self._by_layout.get(id(layout))
+        if found is not None and found[0] is layout:
+            return found[1]
+        lid = self.intern_layout((layout.data_type, layout.shape, layout.strides,
+                                  layout.offsets))
+        self._by_layout[id(layout)] = (layout, lid)     # (kept alive: ids stay unique)
+        return lid
+
+    def arguments(self, op: ark.ArkOp, properties: dict, names: tuple[str, ...]) -> tuple:
+        """The arguments of `op` as a key (`arg_attrs`, by value), interned by the identity
+        of its argument attributes `names` (operators of a model share them when equal)."""
+        held = tuple(properties.get(name) for name in names)
+        ids = tuple(map(id, held))
+        found = self._arguments.get(ids)
+        if found is not None and found[0] == held:
+            return found[1]
+        key = tuple((k, _arg(v)) for k, v in op.arg_attrs().items())
+        self._arguments[ids] = (held, key)     # (kept alive: ids stay unique)
+        return key
+
+    def tensor(self, tensor: ark.TensorType) -> tuple[int, int, tuple]:
+        """(buffer id, layout id, (data type, shape)) of a tensor, kept with the tensor type
+        (as its other caches) while its buffer is the one it was computed for."""
+        fields = tensor.__dict__
+        found = fields.get(_CACHE)
+        if found is not None and found[0] is fields["buffer"] and found[1] is self:
+            return found[2]
+        lid = self.layout_id(tensor)
+        info = (tensor.buffer.id.data, lid, self.layouts[lid][:2])
+        fields[_CACHE] = (fields["buffer"], self, info)
+        return info
+
+    def intern_layout(self, key: tuple) -> int:
+        found = self.layout_ids.get(key)
+        if found is None:
+            found = self.layout_ids[key] = len(self.layouts)
+            self.layouts.append(key)
+        return found
+
+    def region(self, lid: int) -> ByteRegion:
+        """The bytes of a layout, on a buffer of its own (a state is one buffer's)."""
+        found = self._regions.get(lid)
+        if found is None:
+            dtype, shape, strides, offsets = self.layouts[lid]
+            found = self._regions[lid] = ByteRegion.make(
+                0, ark.DATA_TYPE_BYTES[dtype], strides, offsets, shape)
+        return found
+
+
+@dataclass
+class Evaluation:
+    """One side's expressions: final outputs by (buffer, layout id) with their tensor ids,
+    communication operators, and the operator that made each value (for messages)."""
+
+    outputs: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    """(buffer, layout id) -> (value node, tensor id)."""
+    effects: Counter = field(default_factory=Counter)
+    made_by: dict[int, Any] = field(default_factory=dict)
+    """Value -> the first operator that computed it."""
+
+
+_KINDS: dict[type, tuple[str, tuple[str, ...], bool, str | None]] = {}
+"""Per operator class: (type name, the properties of its typed arguments, result i is
+written through write tensor i, what `operator` treats specially)."""
+
+
+def _kind(cls: type[ark.ArkOp]) -> tuple[str, tuple[str, ...], bool, str | None]:
+    special = ("add" if cls is ark.AddOp else "matmul" if cls is ark.MatmulOp
+               else "comm" if issubclass(cls, ark.CommOp) else None)
+    names = tuple(spec.prop for spec in cls.ARGS)
+    return (cls.TYPE, (*names, "extra_args") if names else (), cls.RESULT_ALIASES == "write",
+            special)
+
+
+class _Evaluator:
+    """Runs one graph (a model, schedule or plan block) symbolically, in its order, over
+    buffers: what each operator reads is the current state of its tensors' buffers, as the
+    interpreter and the runtime have it (a model may read a tensor's bytes after an in-place
+    update through another of its values)."""
+
+    def __init__(self, canon: Canon):
+        self.canon = canon
+        self.buffers: dict[int, int] = {}
+        """Buffer id -> its current state."""
+        self.matmuls: dict[int, tuple] = {}
+        """Matmul value -> (arguments, result key, transposes, (state, layout) of A, of B):
+        what joining split-K parts needs."""
+        self.made_by: dict[int, Any] = {}
+        self.effects: list[int] = []
+        self.unused: list[tuple[Any, int]] = []
+        """Results nothing uses, with their values: the candidates for final outputs."""
+
+    # -- states ------------------------------------------------------------------------------
+
+    def state(self, buffer: int) -> int:
+        found = self.buffers.get(buffer)
+        if found is None:
+            found = self.buffers[buffer] = self.canon.node(("fresh", buffer))
+        return found
+
+    def write(self, previous: int, lid: int, value: int) -> int:
+        """The state after writing `value` through layout `lid` over `previous`, canonical:
+        writes it covers are dropped, and it sinks below disjoint writes of later-interned
+        layouts (writes of disjoint bytes commute: a plan may run the heads of an attention
+        block in another order than the model lists them), at most `MAX_WALK` deep."""
+        canon = self.canon
+        keys, region_of = canon.keys, canon.region
+        region = region_of(lid)
+        above: list[tuple[int, int]] = []
+        for _ in range(MAX_WALK):
+            key = keys[previous]
+            if key[0] != "w":
+                break
+            there = key[2]
+            if there == lid or covers(region, region_of(there)):
+                previous = key[1]
+            elif there > lid and not overlaps(region, region_of(there)):
+                above.append((there, key[3]))
+                previous = key[1]
+            else:
+                break
+        state = canon.node(("w", previous, lid, value))
+        for there, written in reversed(above):
+            state = canon.node(("w", state, there, written))
+        return state
+
+    def read(self, state: int, lid: int) -> int:
+        """The value read through layout `lid` from `state` (see the module docstring)."""
+        canon = self.canon
+        keys, region_of = canon.keys, canon.region
+        region = region_of(lid)
+        writes: list[tuple[int, int]] = []
+        base: int | None = state
+        for _ in range(MAX_WALK):
+            key = keys[base]
+            if key[0] != "w":
+                break
+            there = key[2]
+            if there == lid and not writes:
+                return key[3]
+            written = region_of(there)
+            if overlaps(written, region):
+                writes.append((there, key[3]))
+                if covers(written, region):
+                    base = None     # what lies below is never seen
+                    break
+            base = key[1]
+        if not writes:
+            return canon.node(("in", base, lid))
+        if base is not None:
+            regions = [region_of(w) for w, _ in writes]
+            if covered_by_union(region, regions) or _hulls_cover(region, regions):
+                base = None
+        return canon.node(("read", lid, tuple(writes), base))
+
+    # -- operators ---------------------------------------------------------------------------
+
+    def run(self, ops: Iterable[Operation]) -> None:
+        """Run the operators (other ops are skipped: views only name bytes)."""
+        arkop = ark.ArkOp
+        operator = self.operator
+        for op in ops:
+            cls = type(op)
+            if (cls is not ark.ViewOp and isinstance(op, arkop)
+                    and not ((cls.IS_VIRTUAL or "virtual" in op.properties) and op.is_virtual)):
+                operator(op)
+
+    def operator(self, op: ark.ArkOp) -> None:
+        # (The hot loop of the proof: one pass over every operator of both models. The
+        # table's and the tensors' caches are read inline: calls are most of its cost.)
+        canon, buffers, matmuls = self.canon, self.buffers, self.matmuls
+        ids, keys, tensor = canon.ids, canon.keys, canon.tensor
+        reads, writes = op.operand_groups()
+        operands = []
+        values = []
+        for v in reads:
+            t = v._type     # noqa: SLF001 -- `SSAValue.type` is this field, read as a property
+            fields = t.__dict__
+            cached = fields.get(_CACHE)
+            buffer, lid, _ = (cached[2] if cached is not None and cached[1] is canon
+                              and cached[0] is fields["buffer"] else tensor(t))
+            state = buffers.get(buffer)
+            if state is None:
+                state = self.state(buffer)
+            operands.append((state, lid))
+            key = keys[state]     # (the commonest read: the whole tensor last written)
+            values.append(key[3] if key[0] == "w" and key[2] == lid else self.read(state, lid))
+        values = tuple(values)
+        cls = type(op)
+        kind = _KINDS.get(cls)
+        if kind is None:
+            kind = _KINDS[cls] = _kind(cls)
+        type_name, names, written, special = kind
+        properties = op.properties
+        args = (canon.arguments(op, properties, names)
+                if names or "extra_args" in properties else ())
+        made_by = self.made_by
+        for i, value in enumerate(op.results):
+            t = value._type     # noqa: SLF001
+            fields = t.__dict__
+            cached = fields.get(_CACHE)
+            out = (cached[2] if cached is not None and cached[1] is canon
+                   and cached[0] is fields["buffer"] else tensor(t))[2]
+            node = None
+            if (special == "add" and len(values) == 2 and values[0] in matmuls
+                    and values[1] in matmuls):
+                node = self.joined_split_k(values, out, operands)
+            if node is None:
+                key = ("op", type_name, args, i, out, values)
+                node = ids.get(key)
+                if node is None:
+                    node = canon.node(key)
+                    made_by[node] = op
+                if special == "matmul" and len(operands) == 2 and i == 0:
+                    matmuls[node] = (args, out, (op.trans_input, op.trans_other), *operands)
+            elif node not in made_by:
+                made_by[node] = op
+            if value.first_use is None:
+                self.unused.append((value, node))
+            if written and i < len(writes):
+                t = writes[i]._type     # noqa: SLF001
+                fields = t.__dict__
+                cached = fields.get(_CACHE)
+                buffer, lid, _ = (cached[2] if cached is not None and cached[1] is canon
+                                  and cached[0] is fields["buffer"] else tensor(t))
+                previous = buffers.get(buffer)
+                if previous is None:
+                    previous = self.state(buffer)
+                top = keys[previous]
+                if top[0] != "w" or top[2] == lid:
+                    key = ("w", top[1] if top[0] == "w" else previous, lid, node)
+                    state = ids.get(key)
+                    buffers[buffer] = state if state is not None else canon.node(key)
+                else:
+                    buffers[buffer] = self.write(previous, lid, node)
+        if special == "comm":
+            self.effects.append(canon.node(("op", type_name, args, -1, (), values)))
+
+    # -- split-K -----------------------------------------------------------------------------
+
+    def joined_split_k(self, values: tuple[int, ...], out: tuple,
+                       operands: Sequence[tuple[int, int]]) -> int | None:
+        """The matmul that an add of two split-K parts computes, or None (see module)."""
+        first, second = self.matmuls.get(values[0]), self.matmuls.get(values[1])
+        if first is None or second is None or first[:3] != second[:3] or first[1] != out:
+            return None
+        layouts = self.canon.layouts
+        if any(layouts[layout][1] != out[1] for _, layout in operands):
+            return None     # (a broadcasting add is not a sum of parts)
+        joined = self._join(first, second) or self._join(second, first)
+        if joined is None:
+            return None
+        node = self.canon.node(("op", ark.MatmulOp.TYPE, first[0], 0, out,
+                                tuple(value for value, _ in joined)))
+        self.matmuls.setdefault(node, (*first[:3], *(operand for _, operand in joined)))
+        return node
+
+    def _join(self, low: tuple, high: tuple) -> list[tuple[int, tuple[int, int]]] | None:
+        """The operands of the matmul over `low`'s K slice then `high`'s (each: the value
+        read, and (state, layout)), when they are adjacent K slices of the same bytes with
+        the same alignment of A's K to B's; else None. The parts may read their slices from
+        different states of the buffers (other tensors placed beside them in between): the
+        joined slice must read the same from both."""
+        canon = self.canon
+        ta, tb = low[2]
+        (sa1, la1), (sb1, lb1) = low[3:]
+        (sa2, la2), (sb2, lb2) = high[3:]
+        a1, a2, b1, b2 = (canon.layouts[lid] for lid in (la1, la2, lb1, lb2))
+        if len(a1[1]) < 2 or len(b1[1]) < 2:
+            return None
+        ka = len(a1[1]) - (2 if ta else 1)
+        kb = len(b1[1]) - (1 if tb else 2)
+        if a1[3][ka] - b1[3][kb] != a2[3][ka] - b2[3][kb]:
+            return None     # the parts pair A's K with B's K differently
+        found = []
+        for (s1, l1), s2, l2, axis in (((sa1, a1), sa2, a2, ka), ((sb1, b1), sb2, b2, kb)):
+            joined = _adjacent(l1, l2, axis)
+            if joined is None:
+                return None
+            layout = canon.intern_layout(joined)
+            value = self.read(s1, layout)
+            if s2 != s1 and self.read(s2, layout) != value:
+                return None
+            found.append((value, (s1, layout)))
+        return found
+
+
+def _hulls_cover(region: ByteRegion, writes: Sequence[ByteRegion]) -> bool:
+    """Do dense writes hold every byte of `region` (its hull, whatever its shape)? What
+    `covered_by_union` cannot decide for writes and a read of different grids (slices of a
+    tensor read through a reshape)."""
+    if not all(w.dense for w in writes):
+        return False
+    lo, hi = region.hull
+    for start, end in sorted(w.hull for w in writes):
+        if start > lo:
+            return False
+        lo = max(lo, end)
+        if lo >= hi:
+            return True
+    return lo >= hi
+
+
+def _adjacent(low: tuple, high: tuple, axis: int) -> tuple | None:
+    """The layout of `low` then `high` along `axis`, when they are adjacent there and equal
+    elsewhere; else None."""
+    dtype, shape1, strides, offsets1 = low
+    dtype2, shape2, strides2, offsets2 = high
+    if dtype != dtype2 or strides != strides2 or len(shape1) != len(shape2):
+        return None
+    for d in range(len(shape1)):
+        if d != axis and (shape1[d] != shape2[d] or offsets1[d] != offsets2[d]):
+            return None
+    if offsets1[axis] + shape1[axis] != offsets2[axis]:
+        return None
+    shape = list(shape1)
+    shape[axis] += shape2[axis]
+    return (dtype, tuple(shape), strides, offsets1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The two sides
+# ---------------------------------------------------------------------------------------------
+
+
+def graph_ops(root: Operation) -> list[Operation]:
+    """The operators of a model, schedule or plan, in the order they run: a model's (or a
+    schedule's before it has phases) in block order; a plan's by the first task group of
+    their TaskInfo (processor groups in order, their resource groups, their task groups:
+    what runs concurrently is independent, `plan_check` proves), a partitioned schedule's by
+    its phases' launches, in block order within a TaskInfo or kernel; a Tenstorrent plans
+    document's (`tt.plans`: a copy of each operator in its kernel, on views of the model's
+    buffers) in kernel order, the order they run. Operators of a TaskInfo no task group runs
+    do not run."""
+    from dialects import plan, sched
+
+    if not hasattr(root, "graph"):  # a Tenstorrent plans document: its kernels' operators
+        return [op for op in root.walk() if isinstance(op, ark.ArkOp)]
+    ops = op_list(root.graph)
+    tasks: list[int] = []
+    if isinstance(root, plan.PlanOp):
+        tasks = [tg.task for pg in root.processor_groups() for rg in pg.resource_groups()
+                 for tg in rg.task_groups()]
+    elif isinstance(root, sched.ScheduleOp):
+        tasks = [launch.kernel_id for phase in root.phases() for launch in phase.launches()]
+        if not tasks:
+            return ops
+    else:
+        return ops
+    position: dict[int, int] = {}
+    for task in tasks:
+        position.setdefault(task, len(position))
+    arkop = ark.ArkOp
+    ranked = []
+    for i, op in enumerate(ops):
+        task = op.properties.get("task")
+        if task is not None and isinstance(op, arkop):
+            at = position.get(task.value.data)
+            if at is not None:
+                ranked.append((at, i, op))
+    ranked.sort(key=lambda entry: entry[:2])
+    return [op for _, _, op in ranked]
+
+
+def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:
+    """The canonical expressions of a graph's final outputs and communication. The final
+    outputs are `model_outputs.final_outputs` decided on the buffers' final states: the
+    results nothing uses whose value their buffer still holds at the end."""
+    evaluator = _Evaluator(canon)
+    evaluator.run(ops)
+    found = Evaluation(effects=Counter(evaluator.effects), made_by=evaluator.made_by)
+    tensor = canon.tensor
+    for value, node in evaluator.unused:
+        buffer, lid, _ = tensor(value.type)
+        if evaluator.read(evaluator.state(buffer), lid) == node:
+            found.outputs[(buffer, lid)] = (node, value.type.tensor_id)
+    return found
+
+
+@dataclass
+class Snapshot:
+    """What the pass pipeline started from: the input's expressions, per model in module
+    order, in the table the product's will join."""
+
+    canon: Canon
+    models: list[Evaluation]
+    seconds: float = 0.0
+    """CPU seconds the snapshot took (for `planc -v` and the benchmarks)."""
+
+
+def snapshot(roots: Sequence[Operation]) -> Snapshot:
+    start = time.process_time()
+    canon = Canon()
+    taken = Snapshot(canon, [evaluate(graph_ops(root), canon) for root in roots])
+    taken.seconds = time.process_time() - start
+    return taken
+
+
+def compare(before: Snapshot, roots: Sequence[Operation]) -> list[str]:
+    """The differences between the snapshot's models and `roots` (the product, one per
+    model), as messages; [] when every output and communication is the same expression."""
+    if len(roots) != len(before.models):
+        return [f"the input had {len(before.models)} model(s), the product has {len(roots)}"]
+    problems: list[str] = []
+    for model, root in zip(before.models, roots, strict=True):
+        product = evaluate(graph_ops(root), before.canon)
+        problems += _differences(before.canon, model, product)
+    return problems
+
+
+def _differences(canon: Canon, model: Evaluation, product: Evaluation) -> list[str]:
+    problems = []
+    # (The product's values the input computed too were first made by the input's operators.)
+    both = Evaluation(made_by={**model.made_by, **product.made_by})
+    for key, (node, tensor_id) in model.outputs.items():
+        dtype, shape = canon.layouts[key[1]][:2]
+        where = f"output tensor {tensor_id} ({dtype} {list(shape)} on buffer {key[0]})"
+        made = product.outputs.get(key)
+        if made is None:
+            problems.append(f"{where}: the product computes no such output")
+        elif made[0] != node:
+            problems.append(f"{where}: {_first_difference(canon, node, made[0], model, both)}")
+        if len(problems) >= MAX_FINDINGS:
+            return problems
+    if model.effects != product.effects:
+        lost = list((model.effects - product.effects).elements())
+        extra = list((product.effects - model.effects).elements())
+        parts = ([f"the input's {_describe(canon, n, model, 1)} is missing" for n in lost[:1]]
+                 + [f"{_describe(canon, n, product, 1)} is not the input's" for n in extra[:1]])
+        problems.append(f"communication differs: {'; '.join(parts)}")
+    return problems
+
+
+def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
+                      product: Evaluation) -> str:
+    """Where two expressions part: descend while both are the same operator applied to
+    different values."""
+    keys = canon.keys
+    while True:
+        a, b = keys[left], keys[right]
+        if a[0] != "op" or b[0] != "op" or a[:5] != b[:5] or len(a[5]) != len(b[5]):
+            break
+        differing = [(x, y) for x, y in zip(a[5], b[5], strict=True) if x != y]
+        if len(differing) != 1:
+            break
+        left, right = differing[0]
+    return (f"the input computes {_describe(canon, left, model, MAX_DESCRIBE)}, the product "
+            f"{_describe(canon, right, product, MAX_DESCRIBE)}")
+
+
+def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
+    key = canon.keys[node]
+    kind = key[0]
+    if kind == "op":
+        op = side.made_by.get(node)
+        name = f"{key[1]} '{op.label.data}'" if op is not None else key[1]
+        args = "".join(f" {k}={v}" for k, v in key[2])
+        inner = ", ".join(_describe(canon, v, side, depth - 1) for v in key[5]) \
+            if depth > 1 else "..."
+        return f"{name}{args} ({inner})" if key[5] else f"{name}{args}"
+    if kind == "in":
+        state = canon.keys[key[1]] if key[1] is not None else ("",)
+        of = (f"input buffer {state[1]}" if state[0] == "fresh" and type(state[1]) is int
+              else "bytes nothing wrote")
+        return f"{of} {_layout(canon, key[2])}"
+    if kind == "read":
+        parts = ", ".join(_describe(canon, v, side, depth - 1) if depth > 1 else "..."
+                          for _, v in key[2])
+        return f"{_layout(canon, key[1])} of the writes of ({parts})"
+    return kind
+
+
+def _layout(canon: Canon, lid: int) -> str:
+    dtype, shape, _, offsets = canon.layouts[lid]
+    return f"{dtype} [{', '.join(map(str, shape))}] at {list(offsets)}"
+
+
+def _arg(value: Any) -> str:
+    try:
+        return str(ark.arg_value(value))
+    except Exception:  # noqa: BLE001 -- an extra argument of any form: as xDSL prints it
+        return str(value)
