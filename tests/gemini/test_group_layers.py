@@ -3,6 +3,7 @@ every segment (the search before it grew segments layer by layer), on generated 
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -30,7 +31,8 @@ def random_facts(rng: random.Random, n: int) -> list[LayerFacts]:
         facts.append(LayerFacts(
             i, None, sizes[1] or 1, weights if rng.random() < 0.5 else 0, weights,
             [(p, sizes[2 + k] or 8) for k, p in enumerate(sorted(producers))], [],
-            rng.random() < 0.1, rng.uniform(0, 5e5)))
+            rng.random() < 0.1, rng.uniform(0, 5e5),
+            {g: rng.uniform(0, 2e6) for g in (2, 3, 4, 6, 8, 16) if rng.random() < 0.3}))
     for f in facts:
         for producer, _ in f.inputs:
             if producer >= 0:
@@ -166,3 +168,55 @@ def test_a_layer_whose_weights_fit_no_cut_runs_as_one_group():
     for facts in ([heavy], [maps]):
         assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 1))[1] == \
             evaluate_segment(facts, 0, 1, 4, 1, hw)
+
+
+def test_batch_groups_pay_for_their_weight_streaming():
+    """A segment of several batch groups streams its weights from L2 in every group, each
+    tile reading the group's input again (`LayerFacts.by_groups`, from `grouped_cycles`).
+    Costed as one whole-batch pass, ResNet-50's first stages ran in four one-sample groups,
+    1.05x slower than whole-batch workloads; a segment now costs its group count's compute,
+    in the search (`SegmentGrowth`) as in `evaluate_segment`."""
+    hw = GeminiHardware(buffer_bytes=1 << 20)
+    # Maps that fit L2 only half the batch at a time; the first layer is cheap whole but
+    # costly in groups.
+    first = LayerFacts(0, None, 300_000, 0, 50_000, [(-1, 300_000)], [1], False, 1e5,
+                       {2: 3e5, 4: 5e5})
+    second = LayerFacts(1, None, 300_000, 0, 50_000, [(0, 300_000)], [], True, 1e5)
+    facts = [first, second]
+    together = evaluate_segment(facts, 0, 2, 4, 1, hw)
+    assert together.sub_batch == 2
+    assert together.cycles == first.by_groups[2] + second.cycles
+    assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 2))[2] == together
+    assert evaluate_segment([second], 0, 1, 4, 1, hw).cycles == second.cycles
+
+
+def test_grouped_cycles_are_the_workload_times_of_each_group():
+    """`grouped_cycles` of a layer is what gemini-cycles makes of it run in g batch groups:
+    g workloads of batch/g samples, weights streamed from L2 tile by tile, each tile reading
+    the group's whole input (the small network's strided 1x1 convolution at batch 4)."""
+    from compiler.pipeline import run_pipeline
+    from dialects import dnn
+    from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
+    from passes.gemini_group_layers import grouped_cycles, quick_cycles
+    from targets.gemini import model
+    from tests.gemini.fixtures import small_network
+
+    module = import_document(parse_json(json.dumps(small_network())))
+    run_pipeline(module, "dnn-rebatch{batch=4}")
+    layer = next(x for x in dnn.find_graph(module).layers if x.name_ == "conv3")
+    hw = GeminiHardware()
+    in_bytes = sum(model.fmap_bytes(model.whole(dnn.fmap(v).nchw), dnn.fmap(v).bits)
+                   for v in layer.activations)
+    found = grouped_cycles(layer, in_bytes, hw)
+    assert set(found) == {2, 4}
+    k = layer.out_type.nchw[1]
+    tile_k = model.stream_tile_channels(layer, k, hw)
+    n, _, h, w = layer.out_type.nchw
+    for groups, cycles in found.items():
+        tiles = [model.pe_cycles(layer, ([0, c, 0, 0], [n // groups - 1,
+                                                        min(c + tile_k, k) - 1, h - 1, w - 1]),
+                                 in_bytes // groups, 0) for c in range(0, k, tile_k)]
+        units = model.wl0_stream_units(layer, tile_k, hw)
+        assert cycles == groups * model.stream_time(tiles, units)
+        assert cycles > quick_cycles(layer, in_bytes, 0)
