@@ -130,7 +130,9 @@ def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
            hw: model.GeminiHardware, inputs: tuple | None = None) -> tuple[int, ...]:
     """Cut further (more parts than cores, run one after another) until the largest part
     leaves room in L2 for its neighbours: output channels first for PE layers (weights split
-    too), then rows, columns and samples."""
+    too), then rows, columns and samples; samples first for vector layers, whose windows
+    read a halo of input rows twice when cut by rows (ResNet-34's first max-pool at batch 4)
+    but each row once when cut by samples."""
     limit = WORKING_SET_SHARE * hw.buffer_bytes * hw.l2_fill
     _, k, h, w = layer.out_type.nchw
     split = list(split)
@@ -138,7 +140,7 @@ def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
         inputs = model.input_facts(layer)
     while working_set(layer, tuple(split), group, hw, inputs) > limit and model.is_local(layer):
         sizes = [group // split[0], k // split[1], h // split[2], w // split[3]]
-        order = ([1, 2, 3, 0] if layer.LAYER_TYPE == "pe" else [2, 3, 1, 0])
+        order = ([1, 2, 3, 0] if layer.LAYER_TYPE == "pe" else [0, 2, 3, 1])
         dims = [d for d in order if sizes[d] >= (2 * hw.pe_k_lanes if d == 1 and
                                                   layer.LAYER_TYPE == "pe" else 2)]
         if not dims:

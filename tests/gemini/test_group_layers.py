@@ -220,3 +220,34 @@ def test_grouped_cycles_are_the_workload_times_of_each_group():
         units = model.wl0_stream_units(layer, tile_k, hw)
         assert cycles == groups * model.stream_time(tiles, units)
         assert cycles > quick_cycles(layer, in_bytes, 0)
+
+
+def test_a_vector_layer_too_large_for_l2_is_cut_by_samples_first():
+    """gemini-partition's `refine` cuts a part that does not fit its share of L2. A window
+    (the small network's 3x3 max-pool) cut by rows reads a halo of input rows twice; cut by
+    samples it reads each input row once. ResNet-34's first max-pool at batch 4 was cut by
+    rows (912 cycles more than whole); a part of several samples is now cut by samples."""
+    from compiler.pipeline import run_pipeline
+    from dialects import dnn
+    from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
+    from passes.gemini_partition import refine, working_set
+    from tests.gemini.fixtures import small_network
+
+    module = import_document(parse_json(json.dumps(small_network())))
+    run_pipeline(module, "dnn-rebatch{batch=4}")
+    pool = next(x for x in dnn.find_graph(module).layers if x.name_ == "pool")
+    whole = working_set(pool, (1, 1, 1, 1), 4, GeminiHardware())
+    # A buffer whose part limit (40% of 90%) holds about two samples' worth.
+    hw = GeminiHardware(buffer_bytes=int(whole / 0.36 * 0.6))
+    split = refine(pool, (1, 1, 1, 1), 4, hw)
+    assert split == (2, 1, 1, 1)
+    assert working_set(pool, split, 4, hw) * 2 == whole
+    # Cut by rows instead, the two halves' input rows overlap (the window's halo).
+    from targets.gemini import model
+    top, _ = model.input_box(pool, 0, ([0, 0, 0, 0], [3, 15, 3, 7]))
+    bottom, _ = model.input_box(pool, 0, ([0, 0, 4, 0], [3, 15, 7, 7]))
+    assert bottom[0][2] <= top[1][2]
+    # A one-sample part is cut by rows as before.
+    assert refine(pool, (1, 1, 1, 1), 1, GeminiHardware(buffer_bytes=int(
+        working_set(pool, (1, 1, 1, 1), 1, hw) / 0.36 * 0.6)))[2] == 2
