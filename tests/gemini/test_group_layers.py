@@ -248,6 +248,12 @@ def test_a_vector_layer_too_large_for_l2_is_cut_by_samples_first():
     top, _ = model.input_box(pool, 0, ([0, 0, 0, 0], [3, 15, 3, 7]))
     bottom, _ = model.input_box(pool, 0, ([0, 0, 4, 0], [3, 15, 7, 7]))
     assert bottom[0][2] <= top[1][2]
+    # So is a convolution whose weights go straight to WL0: cut by output channels, each part
+    # would read the whole input again.
+    conv = next(x for x in dnn.find_graph(module).layers if x.name_ == "conv1")
+    conv_hw = GeminiHardware(buffer_bytes=int(working_set(conv, (1, 1, 1, 1), 4, hw)
+                                              / 0.36 * 0.6))
+    assert refine(conv, (1, 1, 1, 1), 4, conv_hw) == (2, 1, 1, 1)
     # A one-sample part is cut by rows as before.
     assert refine(pool, (1, 1, 1, 1), 1, GeminiHardware(buffer_bytes=int(
         working_set(pool, (1, 1, 1, 1), 1, hw) / 0.36 * 0.6)))[2] == 2
