@@ -22,10 +22,15 @@ schedule run B times one after another: compute, latency and DRAM bytes are B ti
 figures, peak L2 is the batch-1 peak (the runs reuse the same buffer). Latency B x assumes no
 overlap between consecutive runs (the next run's first loads could start during the previous
 run's tail), which favours planc by at most one run's start-up (the first input load, about
-1-2% of a run). Gemini's own batch-4 and batch-16 IRs (not in the corpus) list 4.13M and
-16.05M cycles of compute for ResNet-34 (0.67x and 0.66x of B x batch 1) and peaks of 5.25 and
-6.76 MB; those figures use Gemini's vector-processor quirk (a multi-sample workload's `time`
-is one sample's), so they are context, not a baseline.
+1-2% of a run).
+
+Gemini's own batch-B IRs (upstream, not in the corpus; `GEMINI_OWN`) are set beside it three
+ways: raw (their summed `time`); normalised, with each vector-processor workload counted over
+all its tiles (Gemini's batch-4 IR times a 4-sample vp workload as one sample: its four tiles,
+one per sample, each list a `single_tile_time_pred` equal to the workload's `time`); and under
+one model, planc's cycle model on Gemini's batch-1 workloads each widened to all B samples
+(`retimed_at_batch`), which is the form of Gemini's batch-4 ResNet-34 IR: one workload per
+layer over all samples, the same intra-core tiles.
 
 `--budgets` also schedules each case with other L2 budgets (shares of the buffer, planc's
 `--l2-budget`) to show the latency / peak-L2 trade-off; `--meshes` schedules the first network
@@ -63,10 +68,22 @@ from targets.gemini import model  # noqa: E402
 from targets.gemini.simulator import Metrics, schedule_metrics  # noqa: E402
 
 BANDWIDTH = 16.0
-UPSTREAM = {"resnet34": {4: 4_130_000, 16: 16_050_000}}
-"""Summed workload time of Gemini's own batch-4 and batch-16 ResNet-34 IRs (upstream
-Gemini-Compiler-IR, not in the corpus; rounded as the reference notes give them): context,
-since those IRs time a multi-sample vp workload as one sample."""
+GEMINI_OWN = {
+    ("resnet34", 4): {"time": 4_127_203, "vp_one_sample": 238_255, "zebu_end": 4_280_215},
+    ("resnet34", 16): {"time": 16_050_950},
+    ("resnet50", 4): {"time": 5_197_331},
+}
+"""Gemini's own batch-B IRs, `scheduler_output/int8_resnet{34,50}.sim_quantized_b{B}_c1_bw16_
+stschedule.json` in jingweicai/Gemini-Compiler-IR @ 782b6780 (not in the corpus): summed
+workload `time`. ResNet-34 batch 4: 69 workloads, one per layer over all four samples; its vp
+workloads each list four tiles (one per sample) whose `single_tile_time_pred` equals the
+workload's `time` and the batch-1 IR's time of the same layer (read on 10 of its 32 vp
+workloads: 0, 2, 3, 6, 7, 10, 13, 14, 66, 67), so their summed `time` is the batch-1 IR's vp sum
+(`vp_one_sample`) and their tiles sum to 4x that. `zebu_end`: the end of the last instruction
+of the upstream ZeBu trace of that schedule (`zebu_trace_output/..._b4_c1_bw16_sim.txt`), whose
+vp workloads run four instructions each (e.g. workload 0: 4 x 12,568 cycles). The other two
+are raw sums only: their vp workloads were not read (ResNet-50's batch-4 IR has 94 workloads
+for 73 layers)."""
 BUFFER = model.GeminiHardware.buffer_bytes
 
 
@@ -130,6 +147,60 @@ def predicted_times(ir_path: Path, layers_path: Path):
     return sched, errors
 
 
+def _widened(box, batch: int):
+    """`box` with its samples widened from one to `batch` (Gemini's batch-1 workloads hold
+    sample 0)."""
+    lower, upper = list(box[0]), list(box[1])
+    upper[0] = lower[0] + (upper[0] - lower[0] + 1) * batch - 1
+    return lower, upper
+
+
+def retimed_at_batch(ir_path: Path, layers_path: Path, batch: int) -> dict[str, int]:
+    """planc's cycle model on Gemini's batch-1 workloads widened to `batch` samples (inputs
+    and outputs `batch` times larger, the same weights and intra-core tiles): summed `time`
+    by layer type. That is how Gemini's own batch-4 ResNet-34 IR is built (see GEMINI_OWN)."""
+    sched = next(iter(import_ir(load_json_file(ir_path)).ops))
+    graph = next(iter(import_layers(load_json_file(layers_path)).ops))
+    layers = {layer.name_: layer for layer in graph.layers}
+    sums = {"pe": 0, "vp": 0}
+    for wl in sched.workloads():
+        layer, kind = layers[wl.layer], wl.value("layer_type")
+        in_bytes = batch * sum(f.value("size") for f in wl.ifmaps)
+        if kind == "vp":
+            cycles = model.vp_cycles(layer, batch * wl.ifmaps[0].value("size"),
+                                     batch * wl.value("ofmap_size"))
+        elif streamed := [t for t in wl.wl0 if t.value("source") == "CORE"]:
+            cycles = model.stream_time([model.pe_cycles(layer, _widened(
+                (t.ints_of("ofmap_lower"), t.ints_of("ofmap_upper")), batch), in_bytes, 0)
+                for t in wl.tiles], streamed[0].value("size"))
+        else:
+            cycles = model.pe_cycles(layer, _widened(wl.box, batch), in_bytes,
+                                     wl.weight.value("size"))
+        sums[kind] += int(cycles)
+    return sums
+
+
+def against_own(network: str, batch: int, kinds: dict, same: dict) -> dict | None:
+    """planc's summed time against Gemini's own batch-`batch` IR: raw, normalised (vp
+    workloads over all their tiles) where known, and both under planc's cycle model."""
+    own = GEMINI_OWN.get((network, batch))
+    if own is None:
+        return None
+    ours = kinds["pe"] + kinds["vp"]
+    row = {"gemini_time": own["time"], "raw": ours / own["time"],
+           "same_model_gemini": same["pe"] + same["vp"],
+           "same_model": ours / (same["pe"] + same["vp"]),
+           "same_model_pe": kinds["pe"] / same["pe"]}
+    if "vp_one_sample" in own:
+        pe = own["time"] - own["vp_one_sample"]
+        normalised = pe + batch * own["vp_one_sample"]
+        row.update(normalised_gemini=normalised, normalised=ours / normalised,
+                   pe=kinds["pe"] / pe, vp=kinds["vp"] / (batch * own["vp_one_sample"]))
+    if "zebu_end" in own:
+        row["zebu_end"] = own["zebu_end"]
+    return row
+
+
 def cycle_model_agreement(gemini: Metrics, retimed: Metrics, errors: dict) -> dict:
     return {"total_ratio": retimed.compute_cycles / gemini.compute_cycles,
             **{f"median_error_{k}": statistics.median(v) for k, v in errors.items() if v},
@@ -188,7 +259,9 @@ def compare(pairs, batches: list[int], budgets: list[float]) -> dict:
                                    **versus(ours, gemini, retimed, batch),
                                    "pe": kinds["pe"] / (batch * gemini_kinds["pe"]),
                                    "vp": kinds["vp"] / (batch * gemini_kinds["vp"]),
-                                   "kind_cycles": kinds})
+                                   "kind_cycles": kinds,
+                                   "own": against_own(network, batch, kinds, retimed_at_batch(
+                                       ir_path, layers_path, batch))})
             for share in budgets:
                 sched, _, _ = schedule(layers_path, "1x1", batch, int(share * BUFFER))
                 ours = schedule_metrics(sched, BANDWIDTH)
@@ -249,15 +322,23 @@ def print_report(report: dict) -> None:
               f"{row['pe']:>6.3f} {row['vp']:>6.3f} "
               f"{row['latency']:>8.3f} {row['latency_same_model']:>6.3f} "
               f"{row['peak_l2']:>8.3f} {row['dram_bytes']:>6.3f} {row['compile_s']:>9}")
+    print("\nplanc's summed workload time against Gemini's own batch-B IR (upstream, not in "
+          "the corpus): raw; normalised (Gemini's vp workloads over all their tiles); under "
+          "one model (planc's cycle model on Gemini's batch-1 workloads widened to B samples)")
     for row in report["rows"]:
-        if row["network"] in UPSTREAM and row["batch"] in UPSTREAM[row["network"]]:
-            k = row["kind_cycles"]
-            theirs = UPSTREAM[row["network"]][row["batch"]]
-            print(f"{row['network']} batch {row['batch']}: planc {row['compute_cycles']} cycles "
-                  f"({row['compute_cycles'] / theirs:.3f}x Gemini's own batch-{row['batch']} IR, "
-                  f"{theirs} cycles, upstream, not in the corpus); with vp workloads timed "
-                  f"as one sample as that IR does: "
-                  f"{(k['pe'] + k['vp_one_sample']) / theirs:.3f}x")
+        own = row["own"]
+        if own is None:
+            continue
+        line = (f"{row['network']} batch {row['batch']}: planc {row['compute_cycles']} / "
+                f"{own['gemini_time']} = {own['raw']:.3f} raw")
+        if "normalised" in own:
+            line += (f"; normalised {own['normalised_gemini']}: {own['normalised']:.3f} "
+                     f"(pe {own['pe']:.3f}, vp {own['vp']:.3f})")
+        line += (f"; one model {own['same_model_gemini']}: {own['same_model']:.4f} "
+                 f"(pe {own['same_model_pe']:.4f})")
+        if "zebu_end" in own:
+            line += f"; Gemini's ZeBu run of it ends at {own['zebu_end']}"
+        print(line)
     if report["budgets"]:
         print("\nL2 budget (share of the 8 MB buffer) against latency and peak L2 ratios")
         print(f"{'network':>9} {'batch':>5} {'budget':>6} {'latency':>8} {'peak L2':>8}")

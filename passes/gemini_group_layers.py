@@ -6,16 +6,19 @@ dynamic program over segment end points in topological order: each candidate seg
 evaluated with the best batch cut that fits the planned L2 budget (`--l2-budget`, by default
 55% of the buffer; `evaluate_segment`, shared with gemini-batch-cut), costing max(compute
 cycles, DRAM cycles) for the whole batch; the cheapest sequence of feasible segments wins
-(fewer segments on ties). A segment that runs in several
-batch groups keeps its weights resident in L2 across the groups, so its weights count against
-the buffer; a single-group segment streams them layer by layer.
+(fewer segments on ties). Compute counts what batch groups pay again: a segment of several
+groups keeps its weights in L2 and streams them into WL0 tile by tile in every group, each
+tile reading the group's input again (`grouped_cycles`; ResNet-50 at batch 4 ran its first
+two stages in four one-sample groups at 1.05x the time of whole-batch workloads). A segment
+that runs in several batch groups keeps its weights resident in L2 across the groups, so its
+weights count against the buffer; a single-group segment streams them layer by layer.
 
 Records `gemini.segment` on every layer (views take their source's segment).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -66,6 +69,13 @@ class LayerFacts:
     """Is the output a network output?"""
     cycles: float
     """Compute cycles for all samples on one core."""
+    by_groups: dict[int, float] = field(default_factory=dict)
+    """Compute cycles of all samples run in that many batch groups (more than one), where
+    they differ from `cycles`: see `grouped_cycles`."""
+
+    def group_cycles(self, groups: int) -> float:
+        """Compute cycles of all samples run in `groups` batch groups."""
+        return self.by_groups.get(groups, self.cycles)
 
 
 def layer_facts(layers: list[dnn.LayerOp], hw: GeminiHardware) -> list[LayerFacts]:
@@ -88,7 +98,8 @@ def layer_facts(layers: list[dnn.LayerOp], hw: GeminiHardware) -> list[LayerFact
             layer, geometry[0], hw) else 0
         facts.append(LayerFacts(i, layer, out_bytes, l2_weights, weight_bytes, inputs,
                                 sorted(users), is_network_output(layer),
-                                quick_cycles(layer, in_bytes, out_bytes)))
+                                quick_cycles(layer, in_bytes, out_bytes),
+                                grouped_cycles(layer, in_bytes, hw)))
     return facts
 
 
@@ -99,6 +110,33 @@ def quick_cycles(layer: dnn.LayerOp, in_bytes: int, out_bytes: int) -> float:
     if layer.LAYER_TYPE == "vp":
         return model.vp_cycles(layer, in_bytes, out_bytes)
     return model.dt_cycles(in_bytes)
+
+
+def grouped_cycles(layer: dnn.LayerOp, in_bytes: int, hw: GeminiHardware) -> dict[int, float]:
+    """{groups: cycles} of a PE layer with weights run in each batch group count g > 1 that
+    divides the batch. Several groups keep the weights resident in L2, so every group streams
+    them into WL0 tile by tile (`weight_in_l2`), and each tile of output channels reads the
+    group's whole input again: g times the time of one group's workload as gemini-cycles
+    times it. A strided 1x1 convolution of ResNet-50 so costs 2.8x its whole-batch time in
+    four one-sample groups, which `quick_cycles` does not see."""
+    geometry = model.weight_geometry(layer) if layer.LAYER_TYPE == "pe" else None
+    if not geometry:
+        return {}
+    batch, k = layer.out_type.nchw[0], geometry[0]
+    tile_k = model.stream_tile_channels(layer, k, hw)
+    slices = model.stream_slices(layer, tile_k, hw)
+    units = -(-model.wl0_stream_units(layer, tile_k, hw) // slices)
+    found = {}
+    for groups in (g for g in range(2, batch + 1) if batch % g == 0):
+        samples = batch // groups
+        lower, upper = [0, 0, 0, 0], [samples - 1, *(d - 1 for d in layer.out_type.nchw[1:])]
+        tiles = []
+        for start in range(0, k, tile_k):
+            lower[1], upper[1] = start, min(start + tile_k, k) - 1
+            cycles = model.pe_cycles(layer, (lower, upper), in_bytes // groups, 0) / slices
+            tiles.extend([cycles] * slices)
+        found[groups] = groups * model.stream_time(tiles, units)
+    return found
 
 
 MAX_FMAP_BYTES = 4 << 30
@@ -153,10 +191,12 @@ def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, 
 
     for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
         if (bytes_ := peak(sub_batch)) <= hw.planned_l2_bytes:
-            return SegmentPlan(sub_batch, bytes_, _cycles(facts, start, end, cores, hw))
+            return SegmentPlan(sub_batch, bytes_,
+                               _cycles(facts, start, end, cores, batch // sub_batch, hw))
     if end - start == 1:
         sub_batch = unfit_sub_batch(all_weights, batch, hw)
-        return SegmentPlan(sub_batch, peak(sub_batch), _cycles(facts, start, end, cores, hw))
+        return SegmentPlan(sub_batch, peak(sub_batch),
+                           _cycles(facts, start, end, cores, batch // sub_batch, hw))
     return None
 
 
@@ -192,10 +232,10 @@ def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
     return peak
 
 
-def _cycles(facts: list[LayerFacts], start: int, end: int, cores: int,
+def _cycles(facts: list[LayerFacts], start: int, end: int, cores: int, groups: int,
             hw: GeminiHardware) -> float:
     segment = facts[start:end]
-    compute = sum(f.cycles for f in segment) / cores
+    compute = sum(f.group_cycles(groups) for f in segment) / cores
     dram = sum(f.weight_bytes for f in segment)
     dram += sum(size for f in segment for producer, size in f.inputs
                 if not start <= producer < end)
@@ -241,7 +281,10 @@ class SegmentGrowth:
         last: dict[int, int] = {}           # layer -> position of its last reader so far
         most_live = 0
         most_streaming = 0.0
-        all_weights = compute = dram_bytes = 0
+        all_weights = dram_bytes = 0
+        # Compute cycles for each candidate sub-batch (its groups pay their weight loads).
+        groups = [self.batch // sub_batch for sub_batch in self.sub_batches]
+        compute = [0.0] * len(groups)
         for end in range(start + 1, limit + 1):
             e = end - 1
             fact = facts[e]
@@ -266,7 +309,8 @@ class SegmentGrowth:
                 most_streaming = max(most_streaming,
                                      live[q] * streaming_share + streamed[q])
             all_weights += fact.weight_bytes
-            compute += fact.cycles
+            for j, count in enumerate(groups):
+                compute[j] += fact.group_cycles(count)
             dram_bytes += fact.weight_bytes + loaded
             if fact.leaves or fact.users:
                 dram_bytes += fact.out_bytes
@@ -274,25 +318,29 @@ class SegmentGrowth:
                 if producer >= start and not facts[producer].leaves:
                     dram_bytes -= facts[producer].out_bytes
             plan = self._fit(end - start, all_weights, most_live, most_streaming,
-                             max(compute / cores, dram_bytes / self.hw.dram_bytes_per_cycle))
+                             [max(c / cores, dram_bytes / self.hw.dram_bytes_per_cycle)
+                              for c in compute])
             if plan is None:
                 return
             yield end, plan
 
     def _fit(self, length: int, all_weights: int, most_live: int, most_streaming: float,
-             cycles: float) -> SegmentPlan | None:
+             cycles: list[float]) -> SegmentPlan | None:
+        """The plan of the largest sub-batch that fits (`cycles`: per sub-batch, in the
+        order of `self.sub_batches`)."""
         def peak(sub_batch: int) -> float:
             if sub_batch == self.batch:       # one group: weights streamed
                 return 0 + max(0.0, most_streaming)
             return all_weights + max(0.0, most_live * (sub_batch / self.batch / self.cores))
 
-        for sub_batch in self.sub_batches:
+        for j, sub_batch in enumerate(self.sub_batches):
             if (bytes_ := peak(sub_batch)) <= self.hw.planned_l2_bytes:
-                return SegmentPlan(sub_batch, bytes_, cycles)
+                return SegmentPlan(sub_batch, bytes_, cycles[j])
         if length > 1:
             return None
         sub_batch = unfit_sub_batch(all_weights, self.batch, self.hw)
-        return SegmentPlan(sub_batch, peak(sub_batch), cycles)
+        return SegmentPlan(sub_batch, peak(sub_batch),
+                           cycles[self.sub_batches.index(sub_batch)])
 
 
 def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,

@@ -129,8 +129,10 @@ def working_set(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
 def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
            hw: model.GeminiHardware, inputs: tuple | None = None) -> tuple[int, ...]:
     """Cut further (more parts than cores, run one after another) until the largest part
-    leaves room in L2 for its neighbours: output channels first for PE layers (weights split
-    too), then rows, columns and samples."""
+    leaves room in L2 for its neighbours, in `_refine_order`: samples first where the part
+    holds several (ResNet-34's first max-pool at batch 4 was cut by rows, reading a halo
+    twice; ResNet-50's strided 1x1 convolutions by output channels, each part reading the
+    whole input), output channels first for a PE layer that streams its weights."""
     limit = WORKING_SET_SHARE * hw.buffer_bytes * hw.l2_fill
     _, k, h, w = layer.out_type.nchw
     split = list(split)
@@ -138,13 +140,26 @@ def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
         inputs = model.input_facts(layer)
     while working_set(layer, tuple(split), group, hw, inputs) > limit and model.is_local(layer):
         sizes = [group // split[0], k // split[1], h // split[2], w // split[3]]
-        order = ([1, 2, 3, 0] if layer.LAYER_TYPE == "pe" else [2, 3, 1, 0])
+        order = _refine_order(layer, k, hw)
         dims = [d for d in order if sizes[d] >= (2 * hw.pe_k_lanes if d == 1 and
                                                   layer.LAYER_TYPE == "pe" else 2)]
         if not dims:
             break
         split[dims[0]] *= 2
     return tuple(split)
+
+
+def _refine_order(layer: dnn.LayerOp, k: int, hw: model.GeminiHardware) -> list[int]:
+    """The dims `refine` halves, first to last (0 samples, 1 channels, 2 rows, 3 columns).
+    Samples first: every other cut reads input twice (a window's halo rows for a row cut,
+    the whole input again for each part of output channels). A PE layer that streams its
+    weights through L2 is cut by output channels first instead, which also splits the
+    weights (a sample cut would stream them whole for every part)."""
+    if layer.LAYER_TYPE != "pe":
+        return [0, 2, 3, 1]
+    if model.weight_geometry(layer) and model.streams_weights(layer, k, hw):
+        return [1, 2, 3, 0]
+    return [0, 1, 2, 3]
 
 
 WORKING_SET_SHARE = 0.4

@@ -3,6 +3,7 @@ every segment (the search before it grew segments layer by layer), on generated 
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -30,7 +31,8 @@ def random_facts(rng: random.Random, n: int) -> list[LayerFacts]:
         facts.append(LayerFacts(
             i, None, sizes[1] or 1, weights if rng.random() < 0.5 else 0, weights,
             [(p, sizes[2 + k] or 8) for k, p in enumerate(sorted(producers))], [],
-            rng.random() < 0.1, rng.uniform(0, 5e5)))
+            rng.random() < 0.1, rng.uniform(0, 5e5),
+            {g: rng.uniform(0, 2e6) for g in (2, 3, 4, 6, 8, 16) if rng.random() < 0.3}))
     for f in facts:
         for producer, _ in f.inputs:
             if producer >= 0:
@@ -166,3 +168,92 @@ def test_a_layer_whose_weights_fit_no_cut_runs_as_one_group():
     for facts in ([heavy], [maps]):
         assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 1))[1] == \
             evaluate_segment(facts, 0, 1, 4, 1, hw)
+
+
+def test_batch_groups_pay_for_their_weight_streaming():
+    """A segment of several batch groups streams its weights from L2 in every group, each
+    tile reading the group's input again (`LayerFacts.by_groups`, from `grouped_cycles`).
+    Costed as one whole-batch pass, ResNet-50's first stages ran in four one-sample groups,
+    1.05x slower than whole-batch workloads; a segment now costs its group count's compute,
+    in the search (`SegmentGrowth`) as in `evaluate_segment`."""
+    hw = GeminiHardware(buffer_bytes=1 << 20)
+    # Maps that fit L2 only half the batch at a time; the first layer is cheap whole but
+    # costly in groups.
+    first = LayerFacts(0, None, 300_000, 0, 50_000, [(-1, 300_000)], [1], False, 1e5,
+                       {2: 3e5, 4: 5e5})
+    second = LayerFacts(1, None, 300_000, 0, 50_000, [(0, 300_000)], [], True, 1e5)
+    facts = [first, second]
+    together = evaluate_segment(facts, 0, 2, 4, 1, hw)
+    assert together.sub_batch == 2
+    assert together.cycles == first.by_groups[2] + second.cycles
+    assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 2))[2] == together
+    assert evaluate_segment([second], 0, 1, 4, 1, hw).cycles == second.cycles
+
+
+def test_grouped_cycles_are_the_workload_times_of_each_group():
+    """`grouped_cycles` of a layer is what gemini-cycles makes of it run in g batch groups:
+    g workloads of batch/g samples, weights streamed from L2 tile by tile, each tile reading
+    the group's whole input (the small network's strided 1x1 convolution at batch 4)."""
+    from compiler.pipeline import run_pipeline
+    from dialects import dnn
+    from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
+    from passes.gemini_group_layers import grouped_cycles, quick_cycles
+    from targets.gemini import model
+    from tests.gemini.fixtures import small_network
+
+    module = import_document(parse_json(json.dumps(small_network())))
+    run_pipeline(module, "dnn-rebatch{batch=4}")
+    layer = next(x for x in dnn.find_graph(module).layers if x.name_ == "conv3")
+    hw = GeminiHardware()
+    in_bytes = sum(model.fmap_bytes(model.whole(dnn.fmap(v).nchw), dnn.fmap(v).bits)
+                   for v in layer.activations)
+    found = grouped_cycles(layer, in_bytes, hw)
+    assert set(found) == {2, 4}
+    k = layer.out_type.nchw[1]
+    tile_k = model.stream_tile_channels(layer, k, hw)
+    n, _, h, w = layer.out_type.nchw
+    for groups, cycles in found.items():
+        tiles = [model.pe_cycles(layer, ([0, c, 0, 0], [n // groups - 1,
+                                                        min(c + tile_k, k) - 1, h - 1, w - 1]),
+                                 in_bytes // groups, 0) for c in range(0, k, tile_k)]
+        units = model.wl0_stream_units(layer, tile_k, hw)
+        assert cycles == groups * model.stream_time(tiles, units)
+        assert cycles > quick_cycles(layer, in_bytes, 0)
+
+
+def test_a_vector_layer_too_large_for_l2_is_cut_by_samples_first():
+    """gemini-partition's `refine` cuts a part that does not fit its share of L2. A window
+    (the small network's 3x3 max-pool) cut by rows reads a halo of input rows twice; cut by
+    samples it reads each input row once. ResNet-34's first max-pool at batch 4 was cut by
+    rows (912 cycles more than whole); a part of several samples is now cut by samples."""
+    from compiler.pipeline import run_pipeline
+    from dialects import dnn
+    from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
+    from passes.gemini_partition import refine, working_set
+    from tests.gemini.fixtures import small_network
+
+    module = import_document(parse_json(json.dumps(small_network())))
+    run_pipeline(module, "dnn-rebatch{batch=4}")
+    pool = next(x for x in dnn.find_graph(module).layers if x.name_ == "pool")
+    whole = working_set(pool, (1, 1, 1, 1), 4, GeminiHardware())
+    # A buffer whose part limit (40% of 90%) holds about two samples' worth.
+    hw = GeminiHardware(buffer_bytes=int(whole / 0.36 * 0.6))
+    split = refine(pool, (1, 1, 1, 1), 4, hw)
+    assert split == (2, 1, 1, 1)
+    assert working_set(pool, split, 4, hw) * 2 == whole
+    # Cut by rows instead, the two halves' input rows overlap (the window's halo).
+    from targets.gemini import model
+    top, _ = model.input_box(pool, 0, ([0, 0, 0, 0], [3, 15, 3, 7]))
+    bottom, _ = model.input_box(pool, 0, ([0, 0, 4, 0], [3, 15, 7, 7]))
+    assert bottom[0][2] <= top[1][2]
+    # So is a convolution whose weights go straight to WL0: cut by output channels, each part
+    # would read the whole input again.
+    conv = next(x for x in dnn.find_graph(module).layers if x.name_ == "conv1")
+    conv_hw = GeminiHardware(buffer_bytes=int(working_set(conv, (1, 1, 1, 1), 4, hw)
+                                              / 0.36 * 0.6))
+    assert refine(conv, (1, 1, 1, 1), 4, conv_hw) == (2, 1, 1, 1)
+    # A one-sample part is cut by rows as before.
+    assert refine(pool, (1, 1, 1, 1), 1, GeminiHardware(buffer_bytes=int(
+        working_set(pool, (1, 1, 1, 1), 1, hw) / 0.36 * 0.6)))[2] == 2
