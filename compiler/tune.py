@@ -198,6 +198,10 @@ def summary(results: list[StudyResult], objective: str) -> str:
         if r.baselines_only:
             lines.append("  no candidate of the space was scored, only ARK's default planner "
                          "(planner=ark-default, a baseline): the study failed")
+        if r.best is None and r.unverified:
+            lines.append("  --verify 0: no candidate was checked or simulated, and no plan "
+                         "written (the scores are in the study's store)")
+            continue
         if r.best is None:
             lines.append("  no candidate passed planc check --strict and planc simulate")
             continue

@@ -351,11 +351,14 @@ class StudyResult:
     baselines_only: bool = False
     """No candidate of the space's own decisions was scored, only baselines (ARK's default
     planner): the study failed, whatever is best (see `Space.baseline`)."""
+    unverified: bool = False
+    """`--verify 0`: the user asked for scores only; nothing was compiled again or written."""
 
     @property
     def succeeded(self) -> bool:
-        """A verified best, and a candidate of the space itself scored: what exit 0 says."""
-        return self.best is not None and not self.baselines_only
+        """A verified best (or none asked for), and a candidate of the space itself scored:
+        what exit 0 says."""
+        return (self.best is not None or self.unverified) and not self.baselines_only
 
 
 def ranked(rows: Iterable[dict[str, Any]], objective: str) -> list[dict[str, Any]]:
@@ -519,8 +522,11 @@ def verify(result: StudyResult, space: Space, store: Store, objective: str, out:
            how_many: int, name: str) -> None:
     """Compile the best candidates again; the first that passes `planc check --strict` and
     `planc simulate` is the study's best, written to `out / name`. Only candidates
-    `no_worse` than planc's untuned plan are considered (the untuned plan itself always is)."""
+    `no_worse` than planc's untuned plan are considered (the untuned plan itself always is).
+    `how_many` 0 verifies and writes nothing (`result.unverified`)."""
     from compiler import api
+
+    result.unverified = how_many <= 0
     from compiler.output import write_product
 
     for row in [r for r in ranked(result.rows, objective)
