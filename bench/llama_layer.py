@@ -46,10 +46,10 @@ def main() -> None:
     parser.add_argument("--skip-simulate", action="store_true",
                         help="leave out the functional simulate (about a minute each)")
     parser.add_argument("--smoke", action="store_true",
-                        help="a layer of Llama's shape at 1/8 of its width, sequence 128")
+                        help="a layer of Llama's shape at 1/16 of its width, sequence 64")
     args = parser.parse_args()
-    shape = dict(hidden=512, heads=4, intermediate=1024) if args.smoke else {}
-    seq = 128 if args.smoke else args.seq
+    shape = dict(hidden=256, heads=2, intermediate=512) if args.smoke else {}
+    seq = 64 if args.smoke else args.seq
     trees = {"planc": ROOT} | ({"before": args.baseline.resolve()} if args.baseline else {})
     with tempfile.TemporaryDirectory() as tmp:
         s = Path(tmp)
@@ -72,7 +72,7 @@ def main() -> None:
         ]
         if not args.skip_simulate:
             commands.append(("simulate of the a100 ARK plan", ["simulate", str(ark), "--json"]))
-        print(f"# Llama-2-7B decoder layer{' (1/8 width)' if shape else ''}, sequence {seq}: "
+        print(f"# Llama-2-7B decoder layer{' (1/16 width)' if shape else ''}, sequence {seq}: "
               "CPU s per command\n")
         head = "| command | " + " | ".join(trees) + (" | ratio | same output |"
                                                      if args.baseline else " |")
