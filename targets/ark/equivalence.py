@@ -366,8 +366,10 @@ class _Evaluator:
         """The operands of the matmul over `low`'s K slice then `high`'s (each: the value
         read, and (state, layout)), when they are adjacent K slices of the same bytes with
         the same alignment of A's K to B's; else None. The parts may read their slices from
-        different states of the buffers (other tensors placed beside them in between): the
-        joined slice must read the same from both."""
+        different states of the buffers (other tensors placed beside them in between, or over
+        the low part's slice once it was read, or the high part's slice written after the low
+        part ran): the joined slice is read from one part's state where the other part's slice
+        reads there what that part read."""
         canon = self.canon
         ta, tb = low[2]
         (sa1, la1), (sb1, lb1) = low[3:]
@@ -380,15 +382,21 @@ class _Evaluator:
         if a1[3][ka] - b1[3][kb] != a2[3][ka] - b2[3][kb]:
             return None     # the parts pair A's K with B's K differently
         found = []
-        for (s1, l1), s2, l2, axis in (((sa1, a1), sa2, a2, ka), ((sb1, b1), sb2, b2, kb)):
+        for s1, l1, lid1, s2, l2, lid2, axis in ((sa1, a1, la1, sa2, a2, la2, ka),
+                                                 (sb1, b1, lb1, sb2, b2, lb2, kb)):
             joined = _adjacent(l1, l2, axis)
             if joined is None:
                 return None
+            state = s1
+            if s2 != s1 and self.read(s1, lid2) != self.read(s2, lid2):
+                # The high slice was written after the low part read its own (a concat's
+                # second half): read both from the high part's state, if the low slice is
+                # the same there.
+                if self.read(s2, lid1) != self.read(s1, lid1):
+                    return None     # each slice changed between the parts' reads
+                state = s2
             layout = canon.intern_layout(joined)
-            value = self.read(s1, layout)
-            if s2 != s1 and self.read(s2, layout) != value:
-                return None
-            found.append((value, (s1, layout)))
+            found.append((self.read(state, layout), (state, layout)))
         return found
 
 

@@ -193,6 +193,24 @@ def test_a_model_from_onnx_is_accepted(planc, tmp_path):
     assert result.code == 0, result.err
 
 
+@pytest.mark.parametrize("arch", ["a100", "mi300x"])
+def test_split_k_over_a_concat_written_between_its_parts_is_accepted(planc, tmp_path, arch):
+    """ONNX's light SqueezeNet: a 1x1 convolution over a concatenation, cut in K parts that
+    each run once their own rows of the concatenation are written (the first part before
+    the second half is). The parts' slices are read from different states of the buffer:
+    the proof joined them only when each read the same in the first part's state, and
+    refused this plan (exit 2); the carried model computes the input's outputs (numpy)."""
+    onnx = pytest.importorskip("onnx", reason="the ONNX frontend's optional dependency")
+    from pathlib import Path
+
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    model = light / "light_squeezenet.onnx"
+    if not model.is_file():
+        pytest.skip(f"onnx's light networks are not installed ({model})")
+    result = planc(model, "-t", "ark", "--arch", arch, "-o", tmp_path / "sq.plan.json")
+    assert result.code == 0, result.err
+
+
 def _concat(order, parts: int = 80, row_split: bool = True):
     """`parts` slices of one [parts*2, 16] tensor, slice i written with input's times i, in
     `order` (row blocks; or columns, each written 1 + parts/16 times, the last write
