@@ -263,6 +263,7 @@ class WorkOp(JsonObjectOp):
         return _value(self.len_k)
 
     def check(self) -> None:
+        _check_kinds(self, io=IntegerAttr, jo=IntegerAttr)
         for field in ("io", "jo"):
             if getattr(self, field).value.data < 0:
                 raise VerifyAt(f"{field} must be >= 0, got {getattr(self, field).value.data}",
@@ -272,6 +273,7 @@ class WorkOp(JsonObjectOp):
     @staticmethod
     def check_members(self: WorkOp | WorkListOp) -> None:
         """The rules on len_k and tile_order, shared by `tt.work` and `tt.work_list`."""
+        _check_kinds(self, len_k=IntegerAttr, tile_order=StringAttr)
         if self.len_k is not None and self.len_k.value.data < 0:
             raise VerifyAt(f"len_k must be >= 0, got {self.len_k.value.data}", None, "len_k")
         if self.len_k is not None and self.len_k.value.data > MAX_LEN_K:
@@ -333,6 +335,7 @@ class WorkListOp(TTOp):
         return _value(self.len_k)
 
     def check(self) -> None:
+        _check_kinds(self, io=DenseArrayBase, jo=DenseArrayBase)
         if len(self.io) != len(self.jo):
             raise VerifyException(f"io has {len(self.io)} tiles but jo has {len(self.jo)}")
         for field in ("io", "jo"):
@@ -340,6 +343,20 @@ class WorkListOp(TTOp):
             if values and min(values) < 0:
                 raise VerifyAt(f"{field} must be >= 0, got {min(values)}", None, field)
         WorkOp.check_members(self)
+
+
+_KIND_NAMES = {IntegerAttr: "an integer", StringAttr: "a string",
+               DenseArrayBase: "an array of integers"}
+
+
+def _check_kinds(op: Operation, **kinds: type) -> None:
+    """Each present property of `op` named in `kinds` is of its kind. The rules run before
+    xDSL's own constraint check of nested ops (see `_verify_first`), and the MLIR parser takes
+    any attribute where a property stands (`tile_order ui64`)."""
+    for name, kind in kinds.items():
+        value = op.properties.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise VerifyAt(f"{name} must be {_KIND_NAMES[kind]}, got {value}", None, name)
 
 
 SMALL_LIST = 4096

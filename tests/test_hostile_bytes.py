@@ -338,6 +338,25 @@ def test_g_integers_outside_i64_and_i128_arrays(planc, capsys, tmp_path, documen
     one_error(opt(capsys, mutant), words, prog="planc-opt")
 
 
+@pytest.mark.parametrize("old, new, words", [
+    ('tile_order "row_major"', "tile_order ui64", "tile_order must be a string, got ui64"),
+    ('tile_order "row_major"', "tile_order f32", "tile_order must be a string, got f32"),
+    ("len_k 8 ", 'len_k "x" ', "Expected integer literal"),  # (typed by the parser)
+])
+def test_a_tt_work_property_of_another_kind(planc, capsys, tmp_path, documents, old, new,
+                                            words):
+    """Found by the campaign on the merged code: the MLIR parser takes a type where
+    tt.work_list's `tile_order` stands, and the TT rules (run before xDSL's constraint check
+    of nested ops) read `.data` from it: an internal AttributeError in check, planc-opt and
+    `-t mlir`. Now one line naming the property."""
+    text = documents["tt.mlir"].read_text()
+    assert old in text
+    mutant = tmp_path / "m.mlir"
+    mutant.write_text(text.replace(old, new, 1))
+    one_error(planc("check", mutant), words)
+    one_error(opt(capsys, mutant), words, prog="planc-opt")
+
+
 @pytest.mark.parametrize("fmt, container", [
     ("gemini.mlir", "gemini.dram attributes"), ("model.mlir", "ark.model"),
     ("mscclpp.mlir", "mscclpp.threadblock 0"), ("tt.mlir", "tt.plan"),
