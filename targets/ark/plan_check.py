@@ -570,8 +570,7 @@ class _Sweep:
         a, b = first.group, second.group
         if self.order.before(a, b):
             return True
-        if (a.index, b.index) not in self.seen_pairs and len(self.unordered) < MAX_FINDINGS:
-            self.seen_pairs.add((a.index, b.index))
+        if _first(self.seen_pairs, self.unordered, (a.index, b.index)):
             lo, hi = where.hull
             self.unordered.append(at_op(
                 b.tg, "ark-plan.unordered-access", ERROR,
@@ -581,16 +580,8 @@ class _Sweep:
                 f"({_why_unordered(a, b)})"))
         return False
 
-    def _first_flow(self, key: tuple[int, int]) -> bool:
-        """Whether a value-flow finding for this (writer or producer, reader) pair is new and
-        there is room for it (each pair is reported once, at most MAX_FINDINGS in all)."""
-        if key in self.seen_flow or len(self.flow) >= MAX_FINDINGS:
-            return False
-        self.seen_flow.add(key)
-        return True
-
     def clobbered(self, writer: Access, reader: Access, r: ByteRegion) -> None:
-        if not self._first_flow((id(writer.op), id(reader.op))):
+        if not _first(self.seen_flow, self.flow, (id(writer.op), id(reader.op))):
             return
         lo, hi = r.hull
         producer = self.keys.producer_label(reader.value)
@@ -608,7 +599,7 @@ class _Sweep:
             return      # a model input, or a producer no task group runs (missing-producer)
         if not any(overlaps(ByteRegion.of(t), r) for t in producer.outputs):
             return      # it reads other bytes than its producer writes (views of a buffer)
-        if not self._first_flow((id(producer), id(x.op))):
+        if not _first(self.seen_flow, self.flow, (id(producer), id(x.op))):
             return
         lo, hi = r.hull
         self.flow.append(at_op(
@@ -798,3 +789,13 @@ def _same_slots(first: Group, second: Group) -> bool:
     a, b = first, second
     return (a.tg.tasks == b.tg.tasks and a.first == b.first and a.tg.gran == b.tg.gran
             and a.layout == b.layout)
+
+
+def _first(seen: set[tuple[int, int]], found: list[Finding], key: tuple[int, int]) -> bool:
+    """Whether a finding for this pair (of task groups, or of writer or producer and reader)
+    is new and `found` has room for it: each pair is reported once, at most MAX_FINDINGS in
+    all; marks the pair seen."""
+    if key in seen or len(found) >= MAX_FINDINGS:
+        return False
+    seen.add(key)
+    return True
