@@ -41,15 +41,19 @@ def tiny_device(tmp_path_factory):
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory, tiny_device):
     """planc's own TT plans of a few chains for the tiny chip (tt-place decided L1 and DRAM)."""
+    return planned_tt(tmp_path_factory.mktemp("tt-plans"), "chain", _chain, SIZES, tiny_device)
+
+
+def planned_tt(folder, name: str, build, sizes, arch: str) -> list[dict]:
+    """planc's TT plans (`--arch arch`) of `build(n, k)` for each size, as JSON documents."""
     from compiler.driver import main
 
-    folder = tmp_path_factory.mktemp("tt-plans")
     made = []
-    for n, k in SIZES:
-        model = folder / f"chain_{n}_{k}.json"
-        model.write_text(emit_model(_chain(n, k).finish()))
-        plan = folder / f"chain_{n}_{k}.tt.json"
-        assert main([str(model), "-t", "tt", "--arch", tiny_device, "-o", str(plan)]) == 0
+    for n, k in sizes:
+        model = folder / f"{name}_{n}_{k}.json"
+        model.write_text(emit_model(build(n, k).finish()))
+        plan = folder / f"{name}_{n}_{k}.tt.json"
+        assert main([str(model), "-t", "tt", "--arch", arch, "-o", str(plan)]) == 0
         made.append(json.loads(plan.read_text()))
     return made
 

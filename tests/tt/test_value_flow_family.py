@@ -12,9 +12,8 @@ import json
 
 import pytest
 
-from backends.ark_model import emit_model
 from frontends.model_builder import ModelBuilder
-from tests.tt.test_check_rules import TINY
+from tests.tt.test_check_rules import TINY, planned_tt
 
 SMALL_DRAM = {**TINY, "name": "tiny_dram_tt", "dram_bytes": 1 << 16}
 """The same chip with 64 KiB of DRAM over its two banks (32 KiB a bank)."""
@@ -48,17 +47,8 @@ def devices(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory, devices):
-    from compiler.driver import main
-
-    folder = tmp_path_factory.mktemp("tt-diamonds")
-    made = []
-    for n, k in SIZES:
-        model = folder / f"diamond_{n}_{k}.json"
-        model.write_text(emit_model(_diamond(n, k).finish()))
-        plan = folder / f"diamond_{n}_{k}.tt.json"
-        assert main([str(model), "-t", "tt", "--arch", "tiny_tt", "-o", str(plan)]) == 0
-        made.append(json.loads(plan.read_text()))
-    return made
+    return planned_tt(tmp_path_factory.mktemp("tt-diamonds"), "diamond", _diamond, SIZES,
+                      "tiny_tt")
 
 
 def _rules(planc, tmp_path, doc, arch="tiny_tt") -> tuple[int, set[tuple[str, str]]]:
