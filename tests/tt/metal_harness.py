@@ -10,6 +10,7 @@ returns the tensors it writes back.
 from __future__ import annotations
 
 import atexit
+import functools
 import shutil
 import subprocess
 import tempfile
@@ -63,17 +64,13 @@ def _compile_objects(sources: list[Path], cwd: Path, *flags: str | Path) -> list
     return [obj for obj, _ in jobs]
 
 
-_RUNTIME_OBJECT: list[Path] = []
-"""The mock SDK's sim_runtime.cpp compiled once per process (3.4 CPU s each time): it does not
-depend on the program."""
-
-
+@functools.cache
 def _runtime_object() -> Path:
-    if not _RUNTIME_OBJECT:
-        directory = Path(tempfile.mkdtemp(prefix="planc-tt-sim-"))
-        atexit.register(shutil.rmtree, directory, True)
-        _RUNTIME_OBJECT.extend(_compile_objects([MOCK_SDK / "sim_runtime.cpp"], directory))
-    return _RUNTIME_OBJECT[0]
+    """The mock SDK's sim_runtime.cpp compiled once per process (3.4 CPU s each time): it does
+    not depend on the program."""
+    directory = Path(tempfile.mkdtemp(prefix="planc-tt-sim-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return _compile_objects([MOCK_SDK / "sim_runtime.cpp"], directory)[0]
 
 
 def build_emulator(outdir: Path) -> Path:
