@@ -102,20 +102,20 @@ def built(cuda_builds, name: str) -> Path:
 
 @pytest.mark.parametrize("case", COMPILED_CASES)
 def test_kernel_compiles_for_its_architecture(cuda_builds, case):
-    assert (built(cuda_builds, case) / "kernel.o").stat().st_size > 0
+    assert (built(cuda_builds, case) / "kernel_sm80.cubin").stat().st_size > 0
 
 
 def test_an_h100_plan_compiles_for_sm90(cuda_builds):
     directory = built(cuda_builds, H100)
     assert "CMAKE_CUDA_ARCHITECTURES 90" in (directory / "CMakeLists.txt").read_text()
-    assert (directory / "kernel.o").stat().st_size > 0
+    assert (directory / "kernel_sm90.cubin").stat().st_size > 0
 
 
 @pytest.mark.parametrize("name", COMPILED_CORPUS)
 def test_corpus_plan_kernel_compiles(cuda_builds, name):
     if name not in cuda_builds:
         pytest.skip(f"upstream corpus file {name} not found under {corpus_root()}")
-    assert (built(cuda_builds, name) / "kernel.o").stat().st_size > 0
+    assert (built(cuda_builds, name) / "kernel_sm80.cubin").stat().st_size > 0
 
 
 def test_host_program_links(cuda_builds):
