@@ -44,6 +44,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 
 @dataclass(frozen=True)
@@ -347,9 +348,8 @@ class ToolServer:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_child(server: ToolServer, request: Request) -> None:
+def run_child(server: ToolServer, request: Request) -> NoReturn:
     """Become the program of `request` and end as it would; never returns."""
-    status = 2
     try:
         for fd in (0, 1, 2):
             if fd in request.open_fds:
@@ -364,8 +364,6 @@ def run_child(server: ToolServer, request: Request) -> None:
             os.environb[key] = value
         sys.argv = [request.real, *map(os.fsdecode, request.args)]
         standard_streams(server)
-        status = run_script(server.script)
-        status = finalize(status)
     except BaseException:                         # a bug of the server's: say so, exit 2
         try:
             import traceback
@@ -374,6 +372,13 @@ def run_child(server: ToolServer, request: Request) -> None:
             sys.stderr.flush()
         finally:
             os._exit(2)
+    run_as_main(server.script)
+
+
+def run_as_main(script: Script) -> NoReturn:
+    """Run the script as the program `python3 SCRIPT` would (with this process' sys.argv and
+    standard streams), and end this process as the program would end."""
+    status = finalize(run_script(script))
     if status < 0:                                 # an uncaught KeyboardInterrupt
         signal.signal(-status, signal.SIG_DFL)
         os.kill(os.getpid(), -status)
@@ -446,7 +451,7 @@ def finalize(status: int) -> int:
         try:
             stream.flush()
         except Exception as error:  # noqa: BLE001 -- reported as Python reports it
-            status = 120
+            status = 120 if status >= 0 else status  # (an interrupted program still ends so)
             if stream is sys.stdout and sys.stderr is not None:
                 try:
                     sys.stderr.write(f"Exception ignored in: {stream!r}\n"

@@ -41,18 +41,18 @@ def resolve(name: str, here: str) -> str | None:
 def request(socket_path: str, real: str) -> int | None:
     """Run the command in the server: the raw wait status of its child, or None when no server
     took the request (nothing ran)."""
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        sock.connect(socket_path)
-    except OSError:
-        return None
     open_fds = []
-    for fd in (0, 1, 2):
+    for fd in (0, 1, 2):                   # before the socket takes a closed one's number
         try:
             os.fstat(fd)
             open_fds.append(fd)
         except OSError:                    # closed (`planc ... >&-`): the child's stays closed
             pass
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(socket_path)
+    except OSError:
+        return None
     payload = marshal.dumps((PROTOCOL, os.fsencode(real), [os.fsencode(a) for a in sys.argv[1:]],
                              os.getcwdb(), list(os.environb.items()), open_fds))
     fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in open_fds)
@@ -83,7 +83,10 @@ def exit_as(status: int) -> None:
     """End this process as the child ended: its exit code, or its signal."""
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
-        _signal.signal(-code, _signal.SIG_DFL)
+        try:
+            _signal.signal(-code, _signal.SIG_DFL)
+        except OSError:                    # SIGKILL, SIGSTOP: no handler to reset
+            pass
         os.kill(os.getpid(), -code)
         code = 128 - code                  # a signal that does not end a process by default
     os._exit(code)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,32 +32,19 @@ def _lit_param(path: Path):
     return pytest.param(path, marks=[pytest.mark.slow] if name not in FAST_LIT else [], id=name)
 
 
-@pytest.fixture(scope="session")
-def forkserver_env() -> Iterator[dict[str, str]]:
-    """PLANC_FORKSERVER for the lit runs of this pytest worker: one fork server (per tool)
-    that imported planc, planc-opt and filecheck once, instead of a Python start-up and the
-    imports in each of the ~300 processes of the RUN lines (tests/forkserver.py). Empty where
-    the platform cannot run it: the tools then run as programs."""
-    if not forkserver.supported():
-        yield {}
-        return
-    # A short folder: a unix socket's path has at most ~100 bytes.
-    with tempfile.TemporaryDirectory(prefix="planc-fs-") as folder, \
-            forkserver.Servers(folder, log=os.path.join(folder, "log")):
-        yield {"PLANC_FORKSERVER": folder}
-
-
 @pytest.mark.parametrize("path", [_lit_param(p) for p in LIT_FILES])
-def test_lit_file(path: Path, tmp_path: Path, forkserver_env: dict[str, str]) -> None:
+def test_lit_file(path: Path, tmp_path: Path, forkserver_folder: str | None) -> None:
     pytest.importorskip("lit", reason="lit is part of the test extra: pip install -e '.[test]'")
     # Its own exec root (see lit.cfg.py): lit files run in parallel would otherwise share
-    # Output/ and the timing file lit rewrites after every run.
-    env = {**os.environ, **forkserver_env, "PLANC_LIT_EXEC_ROOT": str(tmp_path)}
+    # Output/ and the timing file lit rewrites after every run. The fork server (conftest.py)
+    # runs lit and the tools of its RUN lines where there is one.
+    env = {**os.environ, "PLANC_LIT_EXEC_ROOT": str(tmp_path)}
     args = ["-q", "-v", str(path)]
-    # lit too runs in the fork server where there is one (~0.3 CPU s of start-up per file).
-    result = forkserver_env and forkserver.call(forkserver_env["PLANC_FORKSERVER"], "lit", args,
-                                                cwd=ROOT, env=env)
-    if not result:
+    result = None
+    if forkserver_folder:
+        env["PLANC_FORKSERVER"] = forkserver_folder
+        result = forkserver.call(forkserver_folder, "lit", args, cwd=ROOT, env=env)
+    if result is None:
         result = subprocess.run([sys.executable, "-c", "import lit.main; lit.main.main()", *args],
                                 cwd=ROOT, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
