@@ -10,9 +10,9 @@ server. tests/test_lit.py starts one per pytest worker, and runs lit itself thro
 (`call`): lit's start-up (the interpreter's, and its imports) was half of what a lit file cost
 once the tools ran in the server.
 
-Each tool has a server process of its own (so that `filecheck` never shares planc's imports):
-it imports what the tool's console script imports, and every planc module that does not bring
-in numpy & co. (`preload`), then forks a child per request. The child takes the client's
+Each tool has a server process of its own (planc and planc-opt share one), so that `filecheck`
+never shares planc's imports: it imports what the tool's console script imports, and every
+planc module that does not bring in numpy & co. (`preload`), then forks a child per request. The child takes the client's
 standard descriptors, working folder, environment and arguments, runs the tool's console
 script as `__main__` and ends as the interpreter would (SystemExit, a traceback and exit 1,
 atexit, flushing the standard streams); the server replies with its wait status. The server
@@ -59,11 +59,14 @@ class Tool:
     commands import their modules when they need them."""
     in_lit: bool = True
     """Run by lit (a client in FOLDER/bin, lit's reduced environment), not by pytest."""
+    server: str = ""
+    """The server process that runs it, when one runs several tools (its own name if empty):
+    planc's and planc-opt's import the same modules."""
 
 
 TOOLS = {
-    "planc": Tool(("compiler.driver",), planc=True),
-    "planc-opt": Tool(("compiler.opt",), planc=True),
+    "planc": Tool(("compiler.driver",), planc=True, server="planc"),
+    "planc-opt": Tool(("compiler.opt",), planc=True, server="planc"),
     "filecheck": Tool(("filecheck.main",)),
     # lit itself, for tests/test_lit.py (`call`): one lit per lit file; what `lit.run` imports
     # once it runs its tests too.
@@ -217,12 +220,11 @@ def read_request(conn: socket.socket) -> Request:
 
 @dataclass
 class ToolServer:
-    """The server of one tool: accepts requests on `listener`, forks a child for each, and
-    replies with the child's wait status; ends when `control` (its stdin) closes."""
+    """The server of some tools: accepts requests on each tool's listener, forks a child for
+    each, and replies with the child's wait status; ends when `control` (its stdin) closes."""
 
-    tool: str
-    script: Script
-    listener: socket.socket
+    scripts: dict[str, Script]
+    listeners: dict[str, socket.socket]
     control: int = 0
     log: int | None = None
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
@@ -236,12 +238,13 @@ class ToolServer:
         self.unbuffered = bool(sys.__stdout__ and sys.__stdout__.write_through)
 
     def serve(self) -> None:
-        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        for tool, listener in self.listeners.items():
+            self.selector.register(listener, selectors.EVENT_READ, ("accept", tool))
         self.selector.register(self.control, selectors.EVENT_READ, "control")
         while True:
             for key, _ in self.selector.select():
-                if key.data == "accept":
-                    self.accept()
+                if key.data[0] == "accept":
+                    self.accept(key.data[1])
                 elif key.data == "control":
                     if not os.read(self.control, 4096):
                         return
@@ -250,35 +253,35 @@ class ToolServer:
                 else:                              # the client went away: end its command
                     self.abandon(key.data[1])
 
-    def accept(self) -> None:
+    def accept(self, tool: str) -> None:
         try:
-            conn, _ = self.listener.accept()
+            conn, _ = self.listeners[tool].accept()
         except OSError:
             return
         conn.settimeout(30)
         try:
             request = read_request(conn)
         except (OSError, ValueError) as error:
-            self.note(f"bad request: {error}")
+            self.note(f"{tool}: bad request: {error}")
             conn.close()
             return
         try:
-            refusal = self.refusal(request)
+            refusal = self.refusal(self.scripts[tool], request)
             if refusal:
-                self.note(f"refused {request.args}: {refusal}")
+                self.note(f"{tool}: refused {request.args}: {refusal}")
                 conn.sendall(b"R")
                 conn.close()
                 return
-            self.start(request, conn)
+            self.start(tool, request, conn)
         finally:
             for fd in request.fds:
                 os.close(fd)
 
-    def refusal(self, request: Request) -> str | None:
+    def refusal(self, script: Script, request: Request) -> str | None:
         """Why a forked child would not run the request as the program would; None if it
         would."""
-        if os.path.realpath(request.real) != os.path.realpath(self.script.path):
-            return f"PATH names {request.real}, not {self.script.path}"
+        if os.path.realpath(request.real) != os.path.realpath(script.path):
+            return f"PATH names {request.real}, not {script.path}"
         theirs = interpreter_settings(request.environ)
         if theirs != self.settings:
             differ = sorted(k.decode(errors="replace") for k in theirs.keys() ^ self.settings.keys()
@@ -286,18 +289,18 @@ class ToolServer:
             return f"interpreter settings differ: {', '.join(differ)}"
         return None
 
-    def start(self, request: Request, conn: socket.socket) -> None:
+    def start(self, tool: str, request: Request, conn: socket.socket) -> None:
         for stream in (sys.stdout, sys.stderr):    # nothing of the server's for the child
             stream.flush()
         pid = os.fork()
         if pid == 0:
             self.close_in_child(conn)
-            run_child(self, request)              # never returns
+            run_child(self, self.scripts[tool], request)   # never returns
         pidfd = os.pidfd_open(pid)
         self.running[pidfd] = (pid, conn)
         self.selector.register(pidfd, selectors.EVENT_READ, ("child", pidfd))
         self.selector.register(conn, selectors.EVENT_READ, ("client", pidfd))
-        self.note(f"{pid}: {self.tool} {[os.fsdecode(a) for a in request.args]}")
+        self.note(f"{tool}: {pid}: {tool} {[os.fsdecode(a) for a in request.args]}")
 
     def reap(self, pidfd: int) -> None:
         pid, conn = self.running.pop(pidfd)
@@ -330,7 +333,8 @@ class ToolServer:
         descriptors would let their finalizers close a descriptor of the command's later)."""
         conn.close()
         self.selector.close()
-        self.listener.close()
+        for listener in self.listeners.values():
+            listener.close()
         for pidfd, (_, other) in self.running.items():
             os.close(pidfd)
             other.close()
@@ -340,7 +344,7 @@ class ToolServer:
 
     def note(self, line: str) -> None:
         if self.log is not None:
-            os.write(self.log, f"{self.tool}: {line}\n".encode(errors="replace"))
+            os.write(self.log, f"{line}\n".encode(errors="replace"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +352,7 @@ class ToolServer:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_child(server: ToolServer, request: Request) -> NoReturn:
+def run_child(server: ToolServer, script: Script, request: Request) -> NoReturn:
     """Become the program of `request` and end as it would; never returns."""
     try:
         for fd in (0, 1, 2):
@@ -372,7 +376,7 @@ def run_child(server: ToolServer, request: Request) -> NoReturn:
             sys.stderr.flush()
         finally:
             os._exit(2)
-    run_as_main(server.script)
+    run_as_main(script)
 
 
 def run_as_main(script: Script) -> NoReturn:
@@ -462,33 +466,44 @@ def finalize(status: int) -> int:
     return status
 
 
-def serve_tool(folder: str, tool: str, log: str | None) -> int:
-    """Run the server of `tool` on FOLDER/TOOL.sock until stdin closes."""
-    if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
-        print(f"not serving {tool}: needs Linux (os.pidfd_open, socket.send_fds)", file=sys.stderr)
+def serve(folder: str, name: str, log: str | None) -> int:
+    """Run the server `name` (of the tools whose `Tool.server` it is) on FOLDER/TOOL.sock until
+    stdin closes."""
+    scripts: dict[str, Script] = {}
+    for tool in (tool for tool in TOOLS if (TOOLS[tool].server or tool) == name):
+        script = find_script(tool) if supported() else "needs Linux"
+        if scripts and not isinstance(script, str):
+            beside = next(iter(scripts.values())).path
+            if os.path.dirname(script.path) != os.path.dirname(beside):
+                script = f"{script.path} is not beside {beside}"
+        if isinstance(script, str):
+            print(f"not serving {tool}: {script}", file=sys.stderr)
+        else:
+            scripts[tool] = script
+    if not scripts:
         return 3
-    script = find_script(tool)
-    if isinstance(script, str):
-        print(f"not serving {tool}: {script}", file=sys.stderr)
-        return 3
-    sys.path[0] = os.path.dirname(script.path)    # as for the script run as a program
-    preload(TOOLS[tool])
+    sys.path[0] = os.path.dirname(next(iter(scripts.values())).path)  # as for the program
+    for tool in scripts:
+        preload(TOOLS[tool])
     gc.collect()
     gc.freeze()                # the children's collections skip (and copy) none of the imports
-    path = os.path.join(folder, f"{tool}.sock")
-    if os.path.exists(path):
-        os.unlink(path)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(64)
+    listeners = {}
+    for tool in scripts:
+        path = os.path.join(folder, f"{tool}.sock")
+        if os.path.exists(path):
+            os.unlink(path)
+        listeners[tool] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listeners[tool].bind(path)
+        listeners[tool].listen(64)
     log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT) if log else None
-    server = ToolServer(tool, script, listener, log=log_fd)
+    server = ToolServer(scripts, listeners, log=log_fd)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     try:
         server.serve()
     finally:
-        os.unlink(path)
+        for tool in listeners:
+            os.unlink(os.path.join(folder, f"{tool}.sock"))
     return 0
 
 
@@ -509,21 +524,21 @@ def install_clients(folder: str) -> None:
 
 
 def serve_all(folder: str, log: str | None) -> int:
-    """Install the clients, start a server per tool, say "ready" once they are, and stop them
-    when stdin closes (or on SIGTERM)."""
+    """Install the clients, start the servers, say "ready" once they are, and stop them when
+    stdin closes (or on SIGTERM)."""
     install_clients(folder)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    command = [sys.executable, __file__, folder, *(["--log", log] if log else []), "--tool"]
+    command = [sys.executable, __file__, folder, *(["--log", log] if log else []), "--server"]
     under_lit = server_environment(os.environ)
+    names = {tool.server or name: tool.in_lit for name, tool in TOOLS.items()}
     servers = {name: subprocess.Popen([*command, name], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE,
-                                      env=under_lit if tool.in_lit else None)
-               for name, tool in TOOLS.items()}
+                                      stdout=subprocess.PIPE, env=under_lit if in_lit else None)
+               for name, in_lit in names.items()}
     try:
-        for tool, server in servers.items():
+        for name, server in servers.items():
             if server.stdout.readline() != b"ready\n":
                 server.wait()
-                print(f"forkserver: {tool} runs without its server", file=sys.stderr)
+                print(f"forkserver: the tools of {name} run without a server", file=sys.stderr)
         sys.stdout.write("ready\n")
         sys.stdout.flush()
         while sys.stdin.buffer.read(4096):
@@ -617,8 +632,8 @@ def supported() -> bool:
 def main(argv: list[str]) -> int:
     folder, rest = argv[0], argv[1:]
     log = rest[rest.index("--log") + 1] if "--log" in rest else None
-    if "--tool" in rest:
-        return serve_tool(folder, rest[rest.index("--tool") + 1], log)
+    if "--server" in rest:
+        return serve(folder, rest[rest.index("--server") + 1], log)
     return serve_all(folder, log)
 
 
