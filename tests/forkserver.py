@@ -19,8 +19,9 @@ atexit, flushing the standard streams); the server replies with its wait status.
 itself never runs a command, so each starts from the same freshly imported state.
 
 What a forked child cannot reproduce, the server refuses (the client then runs the program
-itself): another program than the one its PATH names, and an environment whose interpreter
-settings differ (`interpreter_settings`: PYTHON*, LANG, LC_ALL, LC_CTYPE).
+itself): another program than the one its PATH names, an environment whose interpreter
+settings differ (`interpreter_settings`: PYTHON*, LANG, LC_ALL, LC_CTYPE), and a client
+whose inherited process state differs (`inherited`: lit's `ulimit` and `umask`, say).
 """
 
 from __future__ import annotations
@@ -108,8 +109,28 @@ def server_environment(environ: Mapping[str, str],
     return {k: v for k, v in environ.items() if os.fsencode(k) not in settings or k in passed}
 
 
+def inherited(pid: int) -> dict[str, object]:
+    """What a program inherits from the process that starts it besides its environment,
+    descriptors and working folder: resource limits, umask, niceness, CPU affinity."""
+    import resource
+
+    state: dict[str, object] = {name: resource.prlimit(pid, getattr(resource, name))
+                                for name in dir(resource) if name.startswith("RLIMIT_")}
+    with open(f"/proc/{pid}/status") as f:
+        state["umask"] = next((line.split()[1] for line in f if line.startswith("Umask:")), None)
+    state["niceness"] = os.getpriority(os.PRIO_PROCESS, pid)
+    state["affinity"] = os.sched_getaffinity(pid)
+    return state
+
+
+def peer_pid(conn: socket.socket) -> int:
+    """The process id of the client at the other end of `conn`."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[:4], sys.byteorder, signed=True)
+
+
 # ---------------------------------------------------------------------------------------------
-# The server of one tool
+# The server of some tools
 # ---------------------------------------------------------------------------------------------
 
 
@@ -184,6 +205,7 @@ class _Blocker:
 
 @dataclass
 class Request:
+    pid: int
     real: str
     args: list[bytes]
     cwd: bytes
@@ -211,7 +233,8 @@ def read_request(conn: socket.socket) -> Request:
         protocol, real, args, cwd, environ, open_fds = marshal.loads(payload)
         if protocol != PROTOCOL or len(open_fds) != len(fds):
             raise ValueError(f"protocol {protocol} with {len(fds)} descriptors for {open_fds}")
-        return Request(os.fsdecode(real), args, cwd, dict(environ), open_fds, fds)
+        return Request(peer_pid(conn), os.fsdecode(real), args, cwd, dict(environ), open_fds,
+                       fds)
     except BaseException:
         for fd in fds:
             os.close(fd)
@@ -233,6 +256,7 @@ class ToolServer:
 
     def __post_init__(self) -> None:
         self.settings = interpreter_settings(os.environb)
+        self.inherited = inherited(os.getpid())
         self.streams = [(s.encoding, s.errors) if s else ("utf-8", "strict")
                         for s in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
         self.unbuffered = bool(sys.__stdout__ and sys.__stdout__.write_through)
@@ -287,6 +311,13 @@ class ToolServer:
             differ = sorted(k.decode(errors="replace") for k in theirs.keys() ^ self.settings.keys()
                             | {k for k in theirs if theirs[k] != self.settings.get(k)})
             return f"interpreter settings differ: {', '.join(differ)}"
+        try:
+            theirs = inherited(request.pid)
+        except OSError as error:
+            return f"cannot read the client's process state: {error}"
+        differ = sorted(k for k in theirs if theirs[k] != self.inherited.get(k))
+        if differ:
+            return f"inherited process state differs: {', '.join(differ)}"
         return None
 
     def start(self, tool: str, request: Request, conn: socket.socket) -> None:

@@ -137,6 +137,22 @@ def test_environments_it_cannot_reproduce_run_the_program(forkserver_folder: str
 
 
 @pytest.mark.slow
+def test_inherited_limits_it_cannot_reproduce_run_the_program(forkserver_folder: str | None
+                                                              ) -> None:
+    """lit's `ulimit` and `umask` change what the program inherits: the server refuses such a
+    client, which runs the program itself."""
+    folder = forkserver_folder or pytest.skip("no fork server")
+    env = lit_environment(PLANC_FORKSERVER=folder)
+    for setting, differs in (("ulimit -S -f 0", "RLIMIT_FSIZE"), ("umask 077", "umask")):
+        runs = [subprocess.run(["sh", "-c", f'{setting}; exec "$0" check "$1"', str(program),
+                                str(EXAMPLES / "ffn.json")], capture_output=True, env=env)
+                for program in (BIN / "planc", Path(folder) / "bin" / "planc")]
+        assert (runs[0].returncode, runs[0].stdout, runs[0].stderr) \
+            == (runs[1].returncode, runs[1].stdout, runs[1].stderr)
+        assert f"inherited process state differs: {differs}" in log(folder)
+
+
+@pytest.mark.slow
 def test_concurrent_requests(forkserver_folder: str | None) -> None:
     """Commands in flight at once keep their own descriptors: each reader sees the end of its
     input when its own writer is done, not when the last command is."""
