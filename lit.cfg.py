@@ -23,6 +23,12 @@ for tool in ("planc", "planc-opt", "filecheck"):
     found = shutil.which(tool)
     if found:
         tool_dirs.append(os.path.dirname(found))
+# PLANC_FORKSERVER=FOLDER (tests/forkserver.py, which tests/test_lit.py starts): FOLDER/bin holds
+# clients that run planc, planc-opt and filecheck in a server that imported them once.
+forkserver = os.environ.get("PLANC_FORKSERVER")
+if forkserver:
+    tool_dirs.insert(0, os.path.join(forkserver, "bin"))
+    config.environment["PLANC_FORKSERVER"] = forkserver
 config.environment["PATH"] = os.pathsep.join(
     [*dict.fromkeys(tool_dirs), config.environment.get("PATH", os.environ.get("PATH", ""))])
 for passthrough in ("HOME", "PYENV_VERSION", "PYENV_ROOT", "PYTHONPATH"):

@@ -6,6 +6,8 @@ import itertools
 import json
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,3 +166,21 @@ def opt(capsys):
         captured = capsys.readouterr()
         return code, captured.out, captured.err
     return call
+
+
+@pytest.fixture(scope="session")
+def forkserver_folder() -> Iterator[str | None]:
+    """The folder of this pytest worker's fork server (tests/forkserver.py): lit, planc,
+    planc-opt and filecheck imported once, instead of a Python start-up and the imports in each
+    of the lit suite's ~350 processes. None where the platform cannot run it, or with
+    PLANC_TEST_FORKSERVER=0 (to compare, or to rule the server out): the programs then run as
+    they are."""
+    from tests import forkserver
+
+    if not forkserver.supported() or os.environ.get("PLANC_TEST_FORKSERVER") == "0":
+        yield None
+        return
+    # A short folder: the path of a unix socket has at most ~100 bytes.
+    with tempfile.TemporaryDirectory(prefix="planc-fs-") as folder, \
+            forkserver.Servers(folder, log=os.path.join(folder, "log")):
+        yield folder

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "filecheck"
 EXCLUDED = {"Inputs", "Output", "examples", "docs", "bench", "build"}  # as lit excludes
@@ -19,10 +21,12 @@ LIT_FILES = sorted(p for p in SUITE.rglob("*") if p.suffix in (".mlir", ".test")
 
 FAST_LIT = {"ark/export.test", "tt/tile.test", "codegen/cpu.test", "gemini/verify.test",
             "mscclpp/verify.mlir"}
-"""The lit files `pytest -m "not slow"` runs: one cheap file for each target's dialects (0.5-0.9
-CPU s each, most of it the start-up of lit and of the `planc`/`planc-opt` processes they run).
-Every other file (0.6-2.1 CPU s each, 52 CPU s in all) is marked slow: CI runs them all, and
-`python3 -m pytest tests/test_lit.py` or `lit tests/filecheck` runs them locally."""
+"""The lit files `pytest -m "not slow"` runs: one cheap file for each target's dialects. Every
+other file is marked slow: CI runs them all, and `python3 -m pytest tests/test_lit.py` or
+`lit tests/filecheck` runs them locally. Without the fork server (conftest.py) most of a file's
+cost was the start-up of lit and of the ~6 processes of its RUN lines (0.2 CPU s for Python and
+the site-packages' .pth files, 0.1-0.3 s of imports each): all 53 files took 151 CPU s, 57 with
+it."""
 
 
 def _lit_param(path: Path):
@@ -31,14 +35,20 @@ def _lit_param(path: Path):
 
 
 @pytest.mark.parametrize("path", [_lit_param(p) for p in LIT_FILES])
-def test_lit_file(path: Path, tmp_path: Path) -> None:
+def test_lit_file(path: Path, tmp_path: Path, forkserver_folder: str | None) -> None:
     pytest.importorskip("lit", reason="lit is part of the test extra: pip install -e '.[test]'")
     # Its own exec root (see lit.cfg.py): lit files run in parallel would otherwise share
-    # Output/ and the timing file lit rewrites after every run.
-    result = subprocess.run(
-        [sys.executable, "-c", "import lit.main; lit.main.main()", "-q", "-v", str(path)],
-        cwd=ROOT, capture_output=True, text=True,
-        env={**os.environ, "PLANC_LIT_EXEC_ROOT": str(tmp_path)})
+    # Output/ and the timing file lit rewrites after every run. The fork server (conftest.py)
+    # runs lit and the tools of its RUN lines where there is one.
+    env = {**os.environ, "PLANC_LIT_EXEC_ROOT": str(tmp_path)}
+    args = ["-q", "-v", str(path)]
+    result = None
+    if forkserver_folder:
+        env["PLANC_FORKSERVER"] = forkserver_folder
+        result = forkserver.call(forkserver_folder, "lit", args, cwd=ROOT, env=env)
+    if result is None:
+        result = subprocess.run([sys.executable, "-c", "import lit.main; lit.main.main()", *args],
+                                cwd=ROOT, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
