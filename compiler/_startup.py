@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import marshal
-import os
 import sys
 from types import CodeType
+
+from ground import code_cache
 
 
 def quiet_deprecated() -> None:
@@ -98,21 +98,13 @@ FORCE_WRITE = False
 def _code_file() -> str | None:
     """The cache file, per interpreter version and optimization level, beside the package's
     bytecode; None where bytecode goes elsewhere (`sys.pycache_prefix`)."""
-    if sys.pycache_prefix:
-        return None
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__",
-                        f"dataclass-code.{sys.implementation.cache_tag}-{sys.hexversion:x}"
-                        f"-O{sys.flags.optimize}.marshal")
+    return code_cache.cache_path(__file__, "dataclass-code")
 
 
 def _read_codes(path: str) -> dict[str, CodeType]:
     """The file's texts and code objects; none if it is missing, unreadable or not such a
     table."""
-    try:
-        with open(path, "rb") as f:
-            codes = marshal.loads(f.read())  # (`marshal.load` reads a file in small pieces)
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
+    codes = code_cache.read(path)
     if type(codes) is not dict or not all(type(k) is str and type(v) is CodeType
                                           for k, v in codes.items()):
         return {}
@@ -131,17 +123,7 @@ def save_dataclass_code() -> None:
     codes = state.codes
     if len(codes) > _MAX_CODES:
         codes = {text: codes[text] for text in state.used}
-    tmp = f"{state.path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(state.path), exist_ok=True)
-        with open(tmp, "wb") as f:
-            marshal.dump(codes, f)
-        os.replace(tmp, state.path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    code_cache.write(state.path, codes, force=True)
 
 
 def shared_dataclass_code(path: str | None | bool = True) -> None:

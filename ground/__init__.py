@@ -3,7 +3,8 @@
 * `diagnostics`  the user-error family (`PlancError`, `UsageError`) and JSON-path helpers;
 * `json_reader`  JSON documents read with the path of every value (`JsonNode`);
 * `dtypes`       element types: names, sizes, numpy types;
-* `progress`     progress lines and `-v` steps on standard error.
+* `progress`     progress lines and `-v` steps on standard error;
+* `code_cache`   files of compiled code beside a package's bytecode.
 
 It imports nothing else of planc (tests/test_layers.py).
 """

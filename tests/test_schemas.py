@@ -641,3 +641,45 @@ def _quick_agrees(schema_name: str, documents: list) -> None:
             quick += 1
         schema += verdict
     assert quick > schema // 2, (quick, schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# The validators' code cache
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_cached_validator_is_loaded_not_generated_and_judges_alike(tmp_path, monkeypatch):
+    """The second command loads the validator the first one wrote (nothing generated), and it
+    refuses and accepts what the freshly generated one does; a file from other schemas or
+    another fastjsonschema (its stamp differs) is ignored and replaced."""
+    from ground import code_cache
+
+    files: dict[str, Path] = {}
+    monkeypatch.setattr(code_cache, "FORCE", True)
+    monkeypatch.setattr(code_cache, "cache_path",
+                        lambda _, stem: str(files.setdefault(stem, tmp_path / stem)))
+    fresh = S.compiled.__wrapped__("ark-model")
+    path = files["schema-ark-model"]
+    assert path.is_file()
+    generated = []
+    real = S._generate
+    monkeypatch.setattr(S, "_generate", lambda name: generated.append(name) or real(name))
+    loaded = S.compiled.__wrapped__("ark-model")
+    assert generated == []
+    good = json.loads((EXAMPLES / "ffn.json").read_text())
+    bad = copy.deepcopy(good)
+    bad["Rank"] = "zero"
+    for document in (good, bad):
+        verdicts = []
+        for validator in (fresh, loaded):
+            try:
+                validator(document)
+                verdicts.append(None)
+            except Exception as e:  # noqa: BLE001 -- the verdict is the exception's text
+                verdicts.append(str(e))
+        assert verdicts[0] == verdicts[1], verdicts
+    assert verdicts[0] is not None               # the mutant is refused by both
+    code_cache.write(str(path), ("another digest", *real("tt")))
+    S.compiled.__wrapped__("ark-model")
+    assert generated == ["ark-model"]              # the stale file was not used ...
+    assert code_cache.read(str(path))[0] != "another digest"     # ... and was replaced

@@ -24,8 +24,10 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from importlib import resources
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
+from ground import code_cache
 from ground.diagnostics import PlancError, did_you_mean, extend_path, one_of
 
 if TYPE_CHECKING:
@@ -74,14 +76,70 @@ def text(name: str) -> str:
 def compiled(name: str) -> Callable[[Any], Any]:
     """Schema `name` compiled to Python by `fastjsonschema` (made once, on first use): it
     checks a 10,000-operator model in about a second, where the interpreting validator of
-    `jsonschema` takes a minute. It stops at the first violation."""
+    `jsonschema` takes a minute. It stops at the first violation.
+
+    Generating and compiling that Python costs 0.03-0.2 CPU s a schema (MSCCL++'s the most),
+    a third of a small command's run, so the code object is kept in a cache file beside this
+    package's bytecode (`ground.code_cache`, one file a schema), stamped with fastjsonschema's
+    version and the text of every shipped schema: a later command only loads it."""
     import fastjsonschema
 
-    # fastjsonschema rewrites the `$ref`s of what it is given: give it copies.
-    return fastjsonschema.compile(
-        copy.deepcopy(inlined(name)),
-        handlers={"https": lambda uri: copy.deepcopy(inlined(_shipped(uri)))},
-        use_default=False, use_formats=False)
+    path = code_cache.cache_path(__file__, f"schema-{name}")
+    digest = _digest(fastjsonschema.VERSION)
+    cached = _cached(code_cache.read(path), digest)
+    if cached is None:
+        cached = _generate(name)
+        if cached is not None:
+            code_cache.write(path, (digest, *cached))
+    if cached is None:      # a fastjsonschema whose internals differ: its public compile
+        return fastjsonschema.compile(
+            copy.deepcopy(inlined(name)), handlers=_HANDLERS, use_default=False,
+            use_formats=False)
+    code, function = cached
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    return namespace[function]
+
+
+_HANDLERS = {"https": lambda uri: copy.deepcopy(inlined(_shipped(uri)))}
+"""fastjsonschema resolves `$ref`s to the other shipped schemas with these (it rewrites the
+`$ref`s of what it is given: give it copies)."""
+
+
+def _generate(name: str) -> tuple[Any, str] | None:
+    """The validator's code object and its function's name, as `fastjsonschema.compile`
+    makes them (its `_factory`, then the global state's code and the functions' code run in
+    one namespace); None if this fastjsonschema has no such internals."""
+    try:
+        from fastjsonschema import _factory
+
+        resolver, generator = _factory(copy.deepcopy(inlined(name)), _HANDLERS, {}, False,
+                                       False, True, True)
+        text = f"{generator.global_state_code}\n{generator.func_code}"
+        return compile(text, f"<schema {name}>", "exec"), resolver.get_scope_name()
+    except (ImportError, TypeError, AttributeError):
+        return None
+
+
+@functools.cache
+def _digest(version: str) -> str:
+    """What the generated code depends on: fastjsonschema's version and every shipped
+    schema's text."""
+    import hashlib
+
+    digest = hashlib.sha256(version.encode())
+    for other in sorted(SCHEMAS):
+        digest.update(text(other).encode())
+    return digest.hexdigest()
+
+
+def _cached(entry: Any, digest: str) -> tuple[CodeType, str] | None:
+    """A cache file's (code object, function name), if it was made from these schemas by
+    this fastjsonschema (`digest`)."""
+    if type(entry) is tuple and len(entry) == 3 and entry[0] == digest \
+            and type(entry[1]) is CodeType and type(entry[2]) is str:
+        return entry[1], entry[2]
+    return None
 
 
 _ANNOTATIONS = frozenset({"$ref", "description", "title"})
