@@ -66,8 +66,9 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
+from dialects.fast_verify import verify_generic, verify_op
 from dialects.json_value import bool_attr
-from dialects.utils import VerifyAt, built, init_bare, warn
+from dialects.utils import VerifyAt, built, i64_attr, init_bare, verified_so_far, warn
 
 SHARDS = ("DRAM", "L1")
 """Where a buffer lives: device DRAM or the cores' L1 SRAM."""
@@ -84,7 +85,7 @@ MAX_LEN_K = (2**63 - 1) // 32
 
 
 def _int(value: int) -> IntegerAttr:
-    return IntegerAttr(value, i64)
+    return i64_attr(value)   # shared per value, without xDSL's generic checks
 
 
 def _value(attr: IntegerAttr | None) -> int | None:
@@ -137,17 +138,44 @@ def _nested(op: Operation) -> Iterator[Operation]:
                 yield child
 
 
-def _verify_first(op: Operation) -> None:
+def _verify_first(op: Operation) -> list[Operation]:
     """Verify the ops nested in `op`, innermost first, before `op` checks rules spanning them,
-    so that the first error a user sees is the most local one, at its own JSON path."""
-    for child in _nested(op):
+    so that the first error a user sees is the most local one, at its own JSON path. Returns
+    those ops (for `_verified_in_full`)."""
+    nested = list(_nested(op))
+    for child in nested:
         try:
-            # IRDL constraints are verified once, by verify_module's walk; here only rules.
-            child.check() if isinstance(child, TTOp) else child.verify_()
+            # IRDL constraints of `tt` ops are verified once, after `op`'s own rules (see
+            # `_verified_in_full`); here only rules. Other ops (a kernel's ARK operator and
+            # views) are verified in full, as the module walk does (`verify_quickly` first).
+            if isinstance(child, TTOp):
+                child.check()
+            else:
+                quick = getattr(type(child), "verify_quickly", None)
+                if quick is None or not quick(child):
+                    verify_op(child)
         except VerifyAt as e:
             raise VerifyAt(str(e), e.op or child, *e.steps) from None
         except VerifyException as e:
             raise VerifyAt(str(e), child) from None
+    return nested
+
+
+def _verified_in_full(nested: list[Operation]) -> None:
+    """Within a module walk (`verifying_once`), remember the ops `_verify_first` verified
+    whose IRDL constraints hold too, so that the walk does not check each one a second time
+    (their rules ran twice: a third of compiling a model to `tt`). An op whose constraints
+    fail is left to the walk, which reports it as before."""
+    done = verified_so_far()
+    if done is None:
+        return
+    for child in nested:
+        if isinstance(child, TTOp):
+            try:
+                verify_generic(child)
+            except VerifyException:
+                continue
+        done.add(id(child))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,6 +337,14 @@ class WorkListOp(TTOp):
                                     **_optional_props(
             len_k=None if len_k is None else _int(len_k),
             tile_order=None if tile_order is None else StringAttr(tile_order))})
+
+    @staticmethod
+    def with_properties(properties: dict[str, Attribute]) -> WorkListOp:
+        """A `tt.work_list` of the properties of another one (attributes are immutable, so
+        the ops may share them: the partitioner lays out equal kernels alike)."""
+        op = WorkListOp.__new__(WorkListOp)
+        init_bare(op, dict(properties))
+        return op
 
     def pairs(self) -> Iterator[tuple[int, int]]:
         """The tiles (io, jo), unpacked without numpy."""
@@ -769,7 +805,7 @@ class PlanOp(JsonObjectOp):
         if self.schema_version is not None and self.schema_version.value.data < 1:
             raise VerifyAt(f"schema_version must be >= 1, got "
                            f"{self.schema_version.value.data}", None, "schema_version")
-        _verify_first(self)
+        nested = _verify_first(self)
         for op in self.body.block.ops:
             if not isinstance(op, CoreRangeOp | KernelOp | WorkPartitionOp | LayoutsOp):
                 raise VerifyException(f"a plan does not hold {op.name}")
@@ -782,6 +818,7 @@ class PlanOp(JsonObjectOp):
             self._verify_tiles(partition)
         if self.layouts is not None and self.kernel is not None:
             self._verify_layout_names(self.layouts, self.kernel)
+        _verified_in_full(nested)
 
     def _verify_ranges_disjoint(self) -> None:
         ranges = self.core_ranges()
