@@ -26,6 +26,8 @@ from xdsl.irdl.constraints import (
     AnyAttr,
     AnyOf,
     BaseAttr,
+    EqAttrConstraint,
+    ParamAttrConstraint,
     RangeLengthConstraint,
     RangeOf,
     VerificationContext,
@@ -37,6 +39,7 @@ from xdsl.irdl.operations import (
     OptionalDef,
     OptPropertyDef,
     RegionDef,
+    SingleBlockRegionDef,
     VariadicDef,
     VarIRConstruct,
     get_attr_size_option,
@@ -170,6 +173,10 @@ class _Checks:
     classes: dict[str, frozenset[type]] = field(default_factory=dict)
     """By name: the classes an `AnyOf` of plain classes accepts, as xDSL's `AnyOf.verify`
     looks them up (the exact class of the value); a value of another class goes to xDSL."""
+    params: dict[str, tuple] = field(default_factory=dict)
+    """By name: (class X, per parameter a class or an attribute) for a constraint "an X whose
+    parameters are of these classes, or equal these attributes" (`ParamAttrConstraint` of
+    `BaseAttr`s and `EqAttrConstraint`s: `IntegerAttr[I64]`, `DenseArrayBase[I64]`)."""
 
     @staticmethod
     def of(defs: dict) -> _Checks:
@@ -180,11 +187,13 @@ class _Checks:
              for name, d in defs.items()},
             {name: d.constr for name, d in defs.items()},
             {name: classes for name, d in defs.items()
-             if (classes := _any_of_classes(d.constr)) is not None})
+             if (classes := _any_of_classes(d.constr)) is not None},
+            {name: _TESTS.setdefault(test, test) for name, d in defs.items()
+             if (test := _parameter_test(d.constr)) is not None})
 
     def needs_context(self) -> bool:
         """Whether some constraint is checked by xDSL (with a `VerificationContext`)."""
-        return any(base is None and name not in self.classes
+        return any(base is None and name not in self.classes and name not in self.params
                    for name, base in self.bases.items())
 
     def met_by(self, values: dict, context: VerificationContext) -> bool:
@@ -207,9 +216,58 @@ class _Checks:
             elif name in self.classes:
                 if type(value) not in self.classes[name]:
                     return False   # xDSL decides (and words the failure)
+            elif name in self.params:
+                if not _meets_parameters(value, self.params[name]):
+                    return False   # xDSL decides (and words the failure)
             else:
                 self.constraints[name].verify(value, context)
         return True
+
+
+def _parameter_test(constraint) -> tuple | None:
+    """(X, per parameter its class or its attribute) when `constraint` is an X whose every
+    parameter has a plain class (`BaseAttr`) or is one attribute (`EqAttrConstraint`); else
+    None."""
+    if type(constraint) is not ParamAttrConstraint:
+        return None
+    wanted = []
+    for param in constraint.param_constrs:
+        if type(param) is BaseAttr:
+            wanted.append((True, param.attr))
+        elif type(param) is EqAttrConstraint:
+            wanted.append((False, param.attr))
+        else:
+            return None
+    return constraint.base_attr, tuple(wanted)
+
+
+_TESTS: dict[tuple, tuple] = {}
+"""One object per distinct `_parameter_test` (`IntegerAttr[I64]` of every op class is one),
+which the attributes that met it remember (`_meets_parameters`)."""
+
+
+def _meets_parameters(value, test: tuple) -> bool:
+    """What `ParamAttrConstraint.verify` accepts (see `_parameter_test`); False when unsure.
+    An attribute remembers the last test it met: attributes are immutable, and planc shares
+    one per value where it builds many (`dialects.utils.i64_attr`, a partition's lists)."""
+    state = getattr(value, "__dict__", None)
+    if state is not None and state.get("_planc_meets") is test:
+        return True
+    base, wanted = test
+    if not isinstance(value, base):
+        return False
+    parameters = value.parameters
+    if len(parameters) != len(wanted):
+        return False
+    for param, (is_class, want) in zip(parameters, wanted, strict=True):
+        if is_class:
+            if type(param) is not want and not isinstance(param, want):
+                return False
+        elif param is not want and param != want:
+            return False
+    if state is not None:
+        state["_planc_meets"] = test
+    return True
 
 
 def _any_of_classes(constraint) -> frozenset[type] | None:
@@ -244,6 +302,9 @@ class _Plan:
     None."""
     region_count: int = field(init=False)
     """How many regions such an op has (one per definition)."""
+    single_blocks: tuple[bool, ...] | None = field(init=False)
+    """Per region definition, whether it is single-block, when each is one region taking any
+    entry arguments and nothing sizes them (`_plain_regions`); else None (xDSL checks)."""
 
     def __post_init__(self) -> None:
         op_def = self.op_def
@@ -257,6 +318,8 @@ class _Plan:
         checks = self.property_checks
         self.classes = None
         self.region_count = len(op_def.regions)
+        self.single_blocks = tuple(type(d) is SingleBlockRegionDef for _, d in op_def.regions) \
+            if _plain_regions(op_def, single_block=True) else None
         if not (op_def.operands or op_def.results or op_def.successors
                 or op_def.attributes or checks.required) and _plain_regions(op_def) \
                 and all(base is not None or name in checks.classes
@@ -290,7 +353,10 @@ class _Plan:
                     and self.results.ok(op, op.results, context)):
                 return False
             if op.regions or self.has_regions:
-                irdl_op_verify_regions(op, op_def, context)
+                if self.single_blocks is None:
+                    irdl_op_verify_regions(op, op_def, context)
+                elif not _regions_ok(op.regions, self.single_blocks):
+                    return False
             if op._successors or self.has_successors:  # noqa: SLF001 (`successors`, a tuple)
                 verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
             properties = op.properties
@@ -303,14 +369,28 @@ class _Plan:
         return True
 
 
-def _plain_regions(op_def: OpDef) -> bool:
-    """Whether each region `op_def` declares is one region (neither optional, variadic nor
-    single-block) taking any entry arguments, and nothing sizes them: xDSL then asks of an
-    op's regions that there be as many as declared (`irdl_op_verify_regions`)."""
+def _plain_regions(op_def: OpDef, *, single_block: bool = False) -> bool:
+    """Whether each region `op_def` declares is one region (neither optional, variadic nor,
+    unless `single_block`, single-block) taking any entry arguments, and nothing sizes them:
+    xDSL then asks of an op's regions that there be as many as declared, and one block in
+    each single-block one (`irdl_op_verify_regions`)."""
     if any(isinstance(o, get_attr_size_option(VarIRConstruct.REGION)) for o in op_def.options):
         return False
-    return all(type(d) is RegionDef and type(d.entry_args) is RangeOf
+    kinds = (RegionDef, SingleBlockRegionDef) if single_block else (RegionDef,)
+    return all(type(d) in kinds and type(d.entry_args) is RangeOf
                and type(d.entry_args.constr) is AnyAttr for _, d in op_def.regions)
+
+
+def _regions_ok(regions, single_blocks: tuple[bool, ...]) -> bool:
+    """What `irdl_op_verify_regions` accepts of the regions of an op whose definitions are
+    `single_blocks` (see `_Plan.single_blocks`); False when unsure."""
+    if len(regions) != len(single_blocks):
+        return False
+    for region, single in zip(regions, single_blocks, strict=True):
+        first = region._first_block  # noqa: SLF001 -- `len(region.blocks)` == 1, directly
+        if single and (first is None or first is not region._last_block):  # noqa: SLF001
+            return False
+    return True
 
 
 _PLANS: dict[type, _Plan | None] = {}

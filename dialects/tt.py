@@ -35,6 +35,7 @@ followed by export gives the document back.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from array import array
@@ -68,7 +69,15 @@ from xdsl.utils.exceptions import VerifyException
 from dialects import ark
 from dialects.fast_verify import verify_generic, verify_op
 from dialects.json_value import bool_attr
-from dialects.utils import VerifyAt, built, i64_attr, init_bare, verified_so_far, warn
+from dialects.utils import (
+    VerifyAt,
+    built,
+    i64_attr,
+    init_bare,
+    op_list,
+    verified_so_far,
+    warn,
+)
 
 SHARDS = ("DRAM", "L1")
 """Where a buffer lives: device DRAM or the cores' L1 SRAM."""
@@ -129,20 +138,23 @@ def _key_order_attr(keys: Sequence[str] | None) -> ArrayAttr | None:
     return None if keys is None else ArrayAttr([StringAttr(k) for k in keys])
 
 
-def _nested(op: Operation) -> Iterator[Operation]:
+def _nested(op: Operation, found: list[Operation] | None = None) -> list[Operation]:
     """The ops nested in `op`, innermost first (post-order)."""
+    found = [] if found is None else found
     for region in op.regions:
         for block in region.blocks:
-            for child in block.ops:
-                yield from _nested(child)
-                yield child
+            for child in op_list(block):
+                if child.regions:
+                    _nested(child, found)
+                found.append(child)
+    return found
 
 
 def _verify_first(op: Operation) -> list[Operation]:
     """Verify the ops nested in `op`, innermost first, before `op` checks rules spanning them,
     so that the first error a user sees is the most local one, at its own JSON path. Returns
     those ops (for `_verified_in_full`)."""
-    nested = list(_nested(op))
+    nested = _nested(op)
     for child in nested:
         try:
             # IRDL constraints of `tt` ops are verified once, after `op`'s own rules (see
@@ -420,6 +432,14 @@ def _i64_array(values) -> DenseArrayBase:
     return built(DenseArrayBase, i64, BytesAttr(data))
 
 
+@functools.lru_cache(maxsize=4096)
+def _coordinates(key: str) -> tuple[int, int] | None:
+    """(x, y) of a core key "(x,y)", or None (read once per key: each plan names its cores
+    again, and verification reads each key several times)."""
+    match = _CORE_KEY.fullmatch(key)
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
 @irdl_op_definition
 class CoreOp(TTOp):
     """The ordered work items of one core, keyed "(x,y)" as in the file."""
@@ -442,8 +462,7 @@ class CoreOp(TTOp):
 
     @property
     def coordinates(self) -> tuple[int, int] | None:
-        match = _CORE_KEY.fullmatch(self.key.data)
-        return None if match is None else (int(match.group(1)), int(match.group(2)))
+        return _coordinates(self.key.data)
 
     def items(self) -> list[WorkOp]:
         """The `tt.work` ops (not the items of `tt.work_list`s: see `tiles`, `len_ks`)."""
@@ -451,7 +470,7 @@ class CoreOp(TTOp):
 
     def runs(self) -> list[WorkOp | WorkListOp]:
         """The ops holding the core's work items, in order."""
-        return [op for op in self.body.block.ops if type(op) in _WORK_OPS
+        return [op for op in op_list(self.body.block) if type(op) in _WORK_OPS
                 or isinstance(op, (WorkOp, WorkListOp))]
 
     def tiles(self) -> Sequence[tuple[int, int]]:
@@ -863,10 +882,10 @@ class PlanOp(JsonObjectOp):
             return False
         lists = []
         for core_op in partition.cores():
-            ops = list(core_op.body.block.ops)
+            ops = op_list(core_op.body.block)
             if not ops or any(type(op) is not WorkListOp for op in ops):
                 return False
-            if len(ops) == 1 and len(ops[0]) == 1 and ops[0].len_k_value == 0:
+            if len(ops) == 1 and ops[0].len_k_value == 0 and len(ops[0]) == 1:
                 return False                     # perhaps an idle placeholder
             lists += ops
         mt, nt = bounds
@@ -876,13 +895,13 @@ class PlanOp(JsonObjectOp):
             # the arrays hold no negative value (each list's own rule): io < mt and jo < nt
             # make io * nt + jo number the tiles 0 .. mt*nt-1, so as many distinct numbers as
             # tiles means each tile once
-            seen = set()
+            io, jo = array("q"), array("q")
             for op in lists:
-                io, jo = _int64s(op.io), _int64s(op.jo)
-                if (io and max(io) >= mt) or (jo and max(jo) >= nt):
-                    return False
-                seen.update(i * nt + j for i, j in zip(io, jo, strict=True))
-            return len(seen) == mt * nt
+                io += _int64s(op.io)
+                jo += _int64s(op.jo)
+            if (io and max(io) >= mt) or (jo and max(jo) >= nt):
+                return False
+            return len({i * nt + j for i, j in zip(io, jo, strict=True)}) == mt * nt
         import numpy as np
 
         io = np.concatenate([np.frombuffer(op.io.data.data, "<i8") for op in lists])
