@@ -217,7 +217,7 @@ class CoreRangeOp(JsonObjectOp):
     def __init__(self, start: Sequence[int], extent: Sequence[int], *,
                  replicated: bool | None = None, extra: DictionaryAttr | None = None,
                  key_order: Sequence[str] | None = None):
-        super().__init__(properties={
+        init_bare(self, {
             "start_x": _int(start[0]), "start_y": _int(start[1]),
             "extent_x": _int(extent[0]), "extent_y": _int(extent[1]),
             **_optional_props(
@@ -289,7 +289,7 @@ class WorkOp(JsonObjectOp):
     def __init__(self, io: int, jo: int, len_k: int | None = None,
                  tile_order: str | None = None, *, extra: DictionaryAttr | None = None,
                  key_order: Sequence[str] | None = None):
-        super().__init__(properties={"io": _int(io), "jo": _int(jo), **_optional_props(
+        init_bare(self, {"io": _int(io), "jo": _int(jo), **_optional_props(
             len_k=None if len_k is None else _int(len_k),
             tile_order=None if tile_order is None else StringAttr(tile_order),
             extra=extra, key_order=_key_order_attr(key_order))})
@@ -563,13 +563,20 @@ class LayoutOp(JsonObjectOp):
     def __init__(self, buffer: str, shard: str, *, interleave: bool | None = None,
                  stride: Sequence[int] | None = None, tile_id_order: str | None = None,
                  extra: DictionaryAttr | None = None, key_order: Sequence[str] | None = None):
-        super().__init__(properties={
+        init_bare(self, {
             "buffer": StringAttr(buffer), "shard": StringAttr(shard), **_optional_props(
                 interleave=None if interleave is None else bool_attr(interleave),
                 stride_0=None if stride is None else _int(stride[0]),
                 stride_1=None if stride is None else _int(stride[1]),
                 tile_id_order=None if tile_id_order is None else StringAttr(tile_id_order),
                 extra=extra, key_order=_key_order_attr(key_order))})
+
+    @staticmethod
+    def with_properties(properties: dict[str, Attribute]) -> LayoutOp:
+        """A `tt.layout` of the properties of another one (see `WorkListOp.with_properties`)."""
+        op = LayoutOp.__new__(LayoutOp)
+        init_bare(op, dict(properties))
+        return op
 
     @property
     def buffer_name(self) -> str:
@@ -612,7 +619,7 @@ class LayoutsOp(TTOp):
     assembly_format = "attr-dict-with-keyword $body"
 
     def __init__(self, layouts: Sequence[LayoutOp] = ()):
-        super().__init__(regions=[Region(Block(layouts))])
+        init_bare(self, {}, [Region(Block(layouts))])
 
     def layouts(self) -> list[LayoutOp]:
         return [op for op in self.body.block.ops if isinstance(op, LayoutOp)]
@@ -654,11 +661,11 @@ class KernelOp(JsonObjectOp):
 
     def __init__(self, grid_tiles: Sequence[int], len_k: int | None, body: Block, *,
                  extra: DictionaryAttr | None = None, key_order: Sequence[str] | None = None):
-        super().__init__(
-            properties={"tiles_m": _int(grid_tiles[0]), "tiles_n": _int(grid_tiles[1]),
-                        **_optional_props(len_k=None if len_k is None else _int(len_k),
-                                          extra=extra, key_order=_key_order_attr(key_order))},
-            regions=[Region(body)])
+        init_bare(
+            self, {"tiles_m": _int(grid_tiles[0]), "tiles_n": _int(grid_tiles[1]),
+                   **_optional_props(len_k=None if len_k is None else _int(len_k),
+                                     extra=extra, key_order=_key_order_attr(key_order))},
+            [Region(body)])
 
     @property
     def grid_tiles(self) -> tuple[int, int]:
@@ -769,15 +776,15 @@ class PlanOp(JsonObjectOp):
     def __init__(self, body: Sequence[Operation] = (), *, grid: Sequence[int] | None = None,
                  schema_version: int | None = None, backend_version: str | None = None,
                  extra: DictionaryAttr | None = None, key_order: Sequence[str] | None = None):
-        super().__init__(
-            properties=_optional_props(
+        init_bare(
+            self, _optional_props(
                 grid_x=None if grid is None else _int(grid[0]),
                 grid_y=None if grid is None else _int(grid[1]),
                 schema_version=None if schema_version is None else _int(schema_version),
                 backend_version=None if backend_version is None else StringAttr(
                     backend_version),
                 extra=extra, key_order=_key_order_attr(key_order)),
-            regions=[Region(Block(body))])
+            [Region(Block(body))])
 
     # -- members -------------------------------------------------------------------------
 
@@ -1005,8 +1012,7 @@ class PlansOp(TTOp):
     assembly_format = "(`listed` $listed^)? attr-dict-with-keyword $body"
 
     def __init__(self, plans: Sequence[PlanOp] = (), *, listed: bool = False):
-        super().__init__(properties={"listed": UnitAttr()} if listed else {},
-                         regions=[Region(Block(plans))])
+        init_bare(self, {"listed": UnitAttr()} if listed else {}, [Region(Block(plans))])
 
     @property
     def is_listed(self) -> bool:

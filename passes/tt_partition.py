@@ -256,7 +256,7 @@ def choose_strategy(plan: tt.PlanOp, grid: tuple[int, int], device) -> str:
     op = plan.kernel.operator
     geometry = kernel_geometry(op)
     buffers = kernel_buffers(op)
-    key = _cost_key(geometry, op, buffers, grid, device)
+    key = cost_key(geometry, op, buffers, grid, device)
     chosen = _CHOSEN.get(key)
     if chosen is None:
         def seconds(strategy: str) -> float:
@@ -270,7 +270,7 @@ def choose_strategy(plan: tt.PlanOp, grid: tuple[int, int], device) -> str:
     return chosen
 
 
-def _cost_key(geometry, op: ark.ArkOp, buffers: dict, grid: tuple[int, int], device) -> tuple:
+def cost_key(geometry, op: ark.ArkOp, buffers: dict, grid: tuple[int, int], device) -> tuple:
     """Everything `kernel_cost` reads of a kernel without `in_dram` (the geometry, the
     operator's class, each buffer's data type and shape, the grid and the device), so that
     kernels of equal keys have equal modeled times for every strategy: a model repeats a
@@ -282,7 +282,7 @@ def _cost_key(geometry, op: ark.ArkOp, buffers: dict, grid: tuple[int, int], dev
 MEMO_SIZE = 4096
 """Entries kept by each memo of this pass (a model has a few distinct kernel shapes)."""
 _CHOSEN: dict[tuple, str] = {}
-"""The strategy `choose_strategy` chose, by `_cost_key`."""
+"""The strategy `choose_strategy` chose, by `cost_key`."""
 _CORES: dict[tuple, tuple] = {}
 """The cores' keys and work-list attributes `partition_plan` built, by kernel tiles, grid,
 strategy and len_k (small kernels only; attributes are immutable, so plans share them)."""
