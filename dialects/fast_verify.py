@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import DenseArrayBase, i32
+from xdsl.dialects.builtin import ArrayAttr, ArrayOfConstraint, DenseArrayBase, i32
 from xdsl.ir import BlockArgument, Operation, OpResult
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.constraints import (
+    AllOf,
     AnyAttr,
     AnyOf,
     BaseAttr,
@@ -173,6 +174,8 @@ class _Checks:
     classes: dict[str, frozenset[type]] = field(default_factory=dict)
     """By name: the classes an `AnyOf` of plain classes accepts, as xDSL's `AnyOf.verify`
     looks them up (the exact class of the value); a value of another class goes to xDSL."""
+    arrays: dict[str, type] = field(default_factory=dict)
+    """By name: X for a constraint "an `ArrayAttr` of X's" (`_array_test`)."""
     params: dict[str, tuple] = field(default_factory=dict)
     """By name: (class X, per parameter a class or an attribute) for a constraint "an X whose
     parameters are of these classes, or equal these attributes" (`ParamAttrConstraint` of
@@ -188,6 +191,8 @@ class _Checks:
             {name: d.constr for name, d in defs.items()},
             {name: classes for name, d in defs.items()
              if (classes := _any_of_classes(d.constr)) is not None},
+            {name: base for name, d in defs.items()
+             if (base := _array_test(d.constr)) is not None},
             {name: _TESTS.setdefault(test, test) for name, d in defs.items()
              if (test := _parameter_test(d.constr)) is not None})
 
@@ -225,20 +230,33 @@ class _Checks:
 
 
 def _parameter_test(constraint) -> tuple | None:
-    """(X, per parameter its class or its attribute) when `constraint` is an X whose every
-    parameter has a plain class (`BaseAttr`) or is one attribute (`EqAttrConstraint`); else
-    None."""
+    """(X, per parameter the tests it must meet) when `constraint` is an X whose every
+    parameter has a plain class (`BaseAttr`), is one attribute (`EqAttrConstraint`), or
+    meets several such (`AllOf`, as `BoolAttr`'s i1); else None. A test is (True, class)
+    or (False, attribute)."""
     if type(constraint) is not ParamAttrConstraint:
         return None
     wanted = []
     for param in constraint.param_constrs:
-        if type(param) is BaseAttr:
-            wanted.append((True, param.attr))
-        elif type(param) is EqAttrConstraint:
-            wanted.append((False, param.attr))
-        else:
-            return None
+        parts = param.attr_constrs if type(param) is AllOf else (param,)
+        tests = []
+        for part in parts:
+            if type(part) is BaseAttr:
+                tests.append((True, part.attr))
+            elif type(part) is EqAttrConstraint:
+                tests.append((False, part.attr))
+            else:
+                return None
+        wanted.append(tuple(tests))
     return constraint.base_attr, tuple(wanted)
+
+
+def _array_test(constraint) -> type | None:
+    """X when `constraint` is "an `ArrayAttr` of X's" (`ArrayOfConstraint` of a plain
+    class, as `ArrayAttr[StringAttr]`); else None."""
+    if type(constraint) is not ArrayOfConstraint:
+        return None
+    return _range_base(constraint.elem_range_constraint)
 
 
 _TESTS: dict[tuple, tuple] = {}
@@ -259,12 +277,13 @@ def _meets_parameters(value, test: tuple) -> bool:
     parameters = value.parameters
     if len(parameters) != len(wanted):
         return False
-    for param, (is_class, want) in zip(parameters, wanted, strict=True):
-        if is_class:
-            if type(param) is not want and not isinstance(param, want):
+    for param, tests in zip(parameters, wanted, strict=True):
+        for is_class, want in tests:
+            if is_class:
+                if type(param) is not want and not isinstance(param, want):
+                    return False
+            elif param is not want and param != want:
                 return False
-        elif param is not want and param != want:
-            return False
     if state is not None:
         state["_planc_meets"] = test
     return True
@@ -305,6 +324,12 @@ class _Plan:
     single_blocks: tuple[bool, ...] | None = field(init=False)
     """Per region definition, whether it is single-block, when each is one region taking any
     entry arguments and nothing sizes them (`_plain_regions`); else None (xDSL checks)."""
+    direct: dict[str, tuple[int, object]] | None = field(init=False)
+    """For an op class declaring no operands, results, successors or attributes, regions
+    as `single_blocks` describes, and properties each decided by a direct test: per
+    property (0, X) for "an X", (1, classes) for an `AnyOf` of classes, (2, test) for a
+    `_parameter_test`, (3, X) for an array of X's; else None (the tt ops:
+    `IntegerAttr[I64]`s, key orders and single blocks)."""
 
     def __post_init__(self) -> None:
         op_def = self.op_def
@@ -326,6 +351,15 @@ class _Plan:
                         for name, base in checks.bases.items()):
             self.classes = {name: checks.classes.get(name, base)
                             for name, base in checks.bases.items()}
+        self.direct = None
+        if not (op_def.operands or op_def.results or op_def.successors or op_def.attributes) \
+                and self.single_blocks is not None \
+                and all(base is not None or name in checks.classes or name in checks.params
+                        or name in checks.arrays for name, base in checks.bases.items()):
+            self.direct = {name: (0, base) if base is not None else
+                           (1, checks.classes[name]) if name in checks.classes else
+                           (2, checks.params[name]) if name in checks.params else
+                           (3, checks.arrays[name]) for name, base in checks.bases.items()}
 
     def generic_ok(self, op: Operation) -> bool:
         """Whether `op` meets its definition; False also when unsure (xDSL then decides)."""
@@ -345,6 +379,9 @@ class _Plan:
                 elif type(value) is not wanted and not isinstance(value, wanted):
                     return False
             return True
+        if self.direct is not None and not (op._operands or op.results  # noqa: SLF001
+                                            or op._successors):  # noqa: SLF001
+            return self._direct_ok(op)
         op_def = self.op_def
         # Only xDSL's own checks use a context (they all run for an op that has regions).
         context = VerificationContext() if self.needs_context or op.regions else None
@@ -366,6 +403,36 @@ class _Plan:
                 return False
         except VerifyException:
             return False
+        return True
+
+
+    def _direct_ok(self, op: Operation) -> bool:
+        """What the general path of `generic_ok` decides for an op of a class with `direct`
+        tests and no operands, results or successors, by those tests alone."""
+        if not _regions_ok(op.regions, self.single_blocks):
+            return False
+        properties = op.properties
+        for name in self.property_checks.required:
+            if properties.get(name) is None:
+                return False
+        direct = self.direct
+        for name, value in properties.items():
+            test = direct.get(name)
+            if test is None:
+                return False            # not declared
+            kind, wanted = test
+            if kind == 0:
+                if type(value) is not wanted and not isinstance(value, wanted):
+                    return False
+            elif kind == 1:
+                if type(value) not in wanted:
+                    return False
+            elif kind == 2:
+                if not _meets_parameters(value, wanted):
+                    return False
+            elif not isinstance(value, ArrayAttr) \
+                    or not all(isinstance(item, wanted) for item in value.data):
+                return False
         return True
 
 

@@ -798,10 +798,15 @@ class PlanOp(JsonObjectOp):
         self.grid_x, self.grid_y = _int(grid[0]), _int(grid[1])
 
     def _first(self, cls: type[Operation]) -> Operation | None:
-        return next((op for op in self.body.block.ops if isinstance(op, cls)), None)
+        op = self.body.block._first_op  # noqa: SLF001 -- `block.ops` without an iterator
+        while op is not None:
+            if isinstance(op, cls):
+                return op
+            op = op._next_op  # noqa: SLF001
+        return None
 
     def core_ranges(self) -> list[CoreRangeOp]:
-        return [op for op in self.body.block.ops if isinstance(op, CoreRangeOp)]
+        return [op for op in op_list(self.body.block) if isinstance(op, CoreRangeOp)]
 
     @property
     def kernel(self) -> KernelOp | None:
