@@ -230,3 +230,22 @@ def test_gemini_ops_and_their_one_of_properties_are_judged_alike():
                 op.add_region(body)
                 containers += 1
     assert tried > 50 and broken > 20 and containers > 10
+
+
+@pytest.mark.parametrize("key_order", [["start", "extent"], [1, 2], [], None])
+@pytest.mark.parametrize("replicated", [True, IntegerAttr(1, i32), None])
+def test_arrays_and_booleans_of_the_direct_tests_are_judged_alike(key_order, replicated):
+    # `tt.core_range` is decided by `direct` tests: its key order an ArrayAttr[StringAttr],
+    # `replicated` a BoolAttr (IntegerAttr whose type is i1: an AllOf).
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from dialects import tt
+    from dialects.json_value import bool_attr
+
+    op = tt.CoreRangeOp((0, 0), (2, 2))
+    if key_order is not None:
+        op.properties["key_order"] = ArrayAttr(
+            [StringAttr(k) if isinstance(k, str) else IntAttr(k) for k in key_order])
+    if replicated is not None:
+        op.properties["replicated"] = bool_attr(True) if replicated is True else replicated
+    assert outcome(verify_op, op) == outcome(lambda o: o.verify_(), op)
