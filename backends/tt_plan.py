@@ -71,15 +71,28 @@ def _work_list_text(op: tt.WorkListOp, indent: int) -> list[str]:
     """The items of a `tt.work_list` as `json.dumps(indent=2)` writes them at nesting depth
     `indent` (spaces), one text per item: a format string applied to each tile, since a
     planned Llama layer lists two million of them."""
+    tail = (op.len_k_value, None if op.tile_order is None else op.tile_order.data)
+    template = _ITEM_TEMPLATES.get((indent, tail))
+    if template is None:
+        template = _item_template(indent, *tail)
+        if len(_ITEM_TEMPLATES) < 4096:
+            _ITEM_TEMPLATES[(indent, tail)] = template
+    return [template % pair for pair in op.pairs()]
+
+
+def _item_template(indent: int, len_k: int | None, tile_order: str | None) -> str:
     item, member = " " * indent, " " * (indent + 2)
     parts = ['"io": %d', '"jo": %d']
-    if op.len_k is not None:
-        parts.append(f'"len_k": {op.len_k_value}')
-    if op.tile_order is not None:
-        order = json.dumps(op.tile_order.data, ensure_ascii=False).replace("%", "%%")
+    if len_k is not None:
+        parts.append(f'"len_k": {len_k}')
+    if tile_order is not None:
+        order = json.dumps(tile_order, ensure_ascii=False).replace("%", "%%")
         parts.append(f'"tile_order": {order}')
-    template = f"{item}{{\n" + ",\n".join(member + part for part in parts) + f"\n{item}}}"
-    return [template % pair for pair in op.pairs()]
+    return f"{item}{{\n" + ",\n".join(member + part for part in parts) + f"\n{item}}}"
+
+
+_ITEM_TEMPLATES: dict[tuple, str] = {}
+"""`_item_template`s by (indent, len_k, tile_order): a document repeats a few."""
 
 
 def layout_json(op: tt.LayoutOp) -> dict[str, Any]:

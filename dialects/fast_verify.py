@@ -19,13 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import DenseArrayBase, i32
+from xdsl.dialects.builtin import ArrayAttr, ArrayOfConstraint, DenseArrayBase, i32
 from xdsl.ir import BlockArgument, Operation, OpResult
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.constraints import (
+    AllOf,
     AnyAttr,
     AnyOf,
     BaseAttr,
+    EqAttrConstraint,
+    ParamAttrConstraint,
     RangeLengthConstraint,
     RangeOf,
     VerificationContext,
@@ -37,6 +40,7 @@ from xdsl.irdl.operations import (
     OptionalDef,
     OptPropertyDef,
     RegionDef,
+    SingleBlockRegionDef,
     VariadicDef,
     VarIRConstruct,
     get_attr_size_option,
@@ -170,6 +174,12 @@ class _Checks:
     classes: dict[str, frozenset[type]] = field(default_factory=dict)
     """By name: the classes an `AnyOf` of plain classes accepts, as xDSL's `AnyOf.verify`
     looks them up (the exact class of the value); a value of another class goes to xDSL."""
+    arrays: dict[str, type] = field(default_factory=dict)
+    """By name: X for a constraint "an `ArrayAttr` of X's" (`_array_test`)."""
+    params: dict[str, tuple] = field(default_factory=dict)
+    """By name: (class X, per parameter a class or an attribute) for a constraint "an X whose
+    parameters are of these classes, or equal these attributes" (`ParamAttrConstraint` of
+    `BaseAttr`s and `EqAttrConstraint`s: `IntegerAttr[I64]`, `DenseArrayBase[I64]`)."""
 
     @staticmethod
     def of(defs: dict) -> _Checks:
@@ -180,11 +190,15 @@ class _Checks:
              for name, d in defs.items()},
             {name: d.constr for name, d in defs.items()},
             {name: classes for name, d in defs.items()
-             if (classes := _any_of_classes(d.constr)) is not None})
+             if (classes := _any_of_classes(d.constr)) is not None},
+            {name: base for name, d in defs.items()
+             if (base := _array_test(d.constr)) is not None},
+            {name: _TESTS.setdefault(test, test) for name, d in defs.items()
+             if (test := _parameter_test(d.constr)) is not None})
 
     def needs_context(self) -> bool:
         """Whether some constraint is checked by xDSL (with a `VerificationContext`)."""
-        return any(base is None and name not in self.classes
+        return any(base is None and name not in self.classes and name not in self.params
                    for name, base in self.bases.items())
 
     def met_by(self, values: dict, context: VerificationContext) -> bool:
@@ -207,9 +221,72 @@ class _Checks:
             elif name in self.classes:
                 if type(value) not in self.classes[name]:
                     return False   # xDSL decides (and words the failure)
+            elif name in self.params:
+                if not _meets_parameters(value, self.params[name]):
+                    return False   # xDSL decides (and words the failure)
             else:
                 self.constraints[name].verify(value, context)
         return True
+
+
+def _parameter_test(constraint) -> tuple | None:
+    """(X, per parameter the tests it must meet) when `constraint` is an X whose every
+    parameter has a plain class (`BaseAttr`), is one attribute (`EqAttrConstraint`), or
+    meets several such (`AllOf`, as `BoolAttr`'s i1); else None. A test is (True, class)
+    or (False, attribute)."""
+    if type(constraint) is not ParamAttrConstraint:
+        return None
+    wanted = []
+    for param in constraint.param_constrs:
+        parts = param.attr_constrs if type(param) is AllOf else (param,)
+        tests = []
+        for part in parts:
+            if type(part) is BaseAttr:
+                tests.append((True, part.attr))
+            elif type(part) is EqAttrConstraint:
+                tests.append((False, part.attr))
+            else:
+                return None
+        wanted.append(tuple(tests))
+    return constraint.base_attr, tuple(wanted)
+
+
+def _array_test(constraint) -> type | None:
+    """X when `constraint` is "an `ArrayAttr` of X's" (`ArrayOfConstraint` of a plain
+    class, as `ArrayAttr[StringAttr]`); else None."""
+    if type(constraint) is not ArrayOfConstraint:
+        return None
+    return _range_base(constraint.elem_range_constraint)
+
+
+_TESTS: dict[tuple, tuple] = {}
+"""One object per distinct `_parameter_test` (`IntegerAttr[I64]` of every op class is one),
+which the attributes that met it remember (`_meets_parameters`)."""
+
+
+def _meets_parameters(value, test: tuple) -> bool:
+    """What `ParamAttrConstraint.verify` accepts (see `_parameter_test`); False when unsure.
+    An attribute remembers the last test it met: attributes are immutable, and planc shares
+    one per value where it builds many (`dialects.utils.i64_attr`, a partition's lists)."""
+    state = getattr(value, "__dict__", None)
+    if state is not None and state.get("_planc_meets") is test:
+        return True
+    base, wanted = test
+    if not isinstance(value, base):
+        return False
+    parameters = value.parameters
+    if len(parameters) != len(wanted):
+        return False
+    for param, tests in zip(parameters, wanted, strict=True):
+        for is_class, want in tests:
+            if is_class:
+                if type(param) is not want and not isinstance(param, want):
+                    return False
+            elif param is not want and param != want:
+                return False
+    if state is not None:
+        state["_planc_meets"] = test
+    return True
 
 
 def _any_of_classes(constraint) -> frozenset[type] | None:
@@ -244,6 +321,15 @@ class _Plan:
     None."""
     region_count: int = field(init=False)
     """How many regions such an op has (one per definition)."""
+    single_blocks: tuple[bool, ...] | None = field(init=False)
+    """Per region definition, whether it is single-block, when each is one region taking any
+    entry arguments and nothing sizes them (`_plain_regions`); else None (xDSL checks)."""
+    direct: dict[str, tuple[int, object]] | None = field(init=False)
+    """For an op class declaring no operands, results, successors or attributes, regions
+    as `single_blocks` describes, and properties each decided by a direct test: per
+    property (0, X) for "an X", (1, classes) for an `AnyOf` of classes, (2, test) for a
+    `_parameter_test`, (3, X) for an array of X's; else None (the tt ops:
+    `IntegerAttr[I64]`s, key orders and single blocks)."""
 
     def __post_init__(self) -> None:
         op_def = self.op_def
@@ -257,12 +343,23 @@ class _Plan:
         checks = self.property_checks
         self.classes = None
         self.region_count = len(op_def.regions)
+        self.single_blocks = tuple(type(d) is SingleBlockRegionDef for _, d in op_def.regions) \
+            if _plain_regions(op_def, single_block=True) else None
         if not (op_def.operands or op_def.results or op_def.successors
                 or op_def.attributes or checks.required) and _plain_regions(op_def) \
                 and all(base is not None or name in checks.classes
                         for name, base in checks.bases.items()):
             self.classes = {name: checks.classes.get(name, base)
                             for name, base in checks.bases.items()}
+        self.direct = None
+        if not (op_def.operands or op_def.results or op_def.successors or op_def.attributes) \
+                and self.single_blocks is not None \
+                and all(base is not None or name in checks.classes or name in checks.params
+                        or name in checks.arrays for name, base in checks.bases.items()):
+            self.direct = {name: (0, base) if base is not None else
+                           (1, checks.classes[name]) if name in checks.classes else
+                           (2, checks.params[name]) if name in checks.params else
+                           (3, checks.arrays[name]) for name, base in checks.bases.items()}
 
     def generic_ok(self, op: Operation) -> bool:
         """Whether `op` meets its definition; False also when unsure (xDSL then decides)."""
@@ -282,6 +379,9 @@ class _Plan:
                 elif type(value) is not wanted and not isinstance(value, wanted):
                     return False
             return True
+        if self.direct is not None and not (op._operands or op.results  # noqa: SLF001
+                                            or op._successors):  # noqa: SLF001
+            return self._direct_ok(op)
         op_def = self.op_def
         # Only xDSL's own checks use a context (they all run for an op that has regions).
         context = VerificationContext() if self.needs_context or op.regions else None
@@ -290,7 +390,10 @@ class _Plan:
                     and self.results.ok(op, op.results, context)):
                 return False
             if op.regions or self.has_regions:
-                irdl_op_verify_regions(op, op_def, context)
+                if self.single_blocks is None:
+                    irdl_op_verify_regions(op, op_def, context)
+                elif not _regions_ok(op.regions, self.single_blocks):
+                    return False
             if op._successors or self.has_successors:  # noqa: SLF001 (`successors`, a tuple)
                 verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
             properties = op.properties
@@ -303,14 +406,58 @@ class _Plan:
         return True
 
 
-def _plain_regions(op_def: OpDef) -> bool:
-    """Whether each region `op_def` declares is one region (neither optional, variadic nor
-    single-block) taking any entry arguments, and nothing sizes them: xDSL then asks of an
-    op's regions that there be as many as declared (`irdl_op_verify_regions`)."""
+    def _direct_ok(self, op: Operation) -> bool:
+        """What the general path of `generic_ok` decides for an op of a class with `direct`
+        tests and no operands, results or successors, by those tests alone."""
+        if not _regions_ok(op.regions, self.single_blocks):
+            return False
+        properties = op.properties
+        for name in self.property_checks.required:
+            if properties.get(name) is None:
+                return False
+        direct = self.direct
+        for name, value in properties.items():
+            test = direct.get(name)
+            if test is None:
+                return False            # not declared
+            kind, wanted = test
+            if kind == 0:
+                if type(value) is not wanted and not isinstance(value, wanted):
+                    return False
+            elif kind == 1:
+                if type(value) not in wanted:
+                    return False
+            elif kind == 2:
+                if not _meets_parameters(value, wanted):
+                    return False
+            elif not isinstance(value, ArrayAttr) \
+                    or not all(isinstance(item, wanted) for item in value.data):
+                return False
+        return True
+
+
+def _plain_regions(op_def: OpDef, *, single_block: bool = False) -> bool:
+    """Whether each region `op_def` declares is one region (neither optional, variadic nor,
+    unless `single_block`, single-block) taking any entry arguments, and nothing sizes them:
+    xDSL then asks of an op's regions that there be as many as declared, and one block in
+    each single-block one (`irdl_op_verify_regions`)."""
     if any(isinstance(o, get_attr_size_option(VarIRConstruct.REGION)) for o in op_def.options):
         return False
-    return all(type(d) is RegionDef and type(d.entry_args) is RangeOf
+    kinds = (RegionDef, SingleBlockRegionDef) if single_block else (RegionDef,)
+    return all(type(d) in kinds and type(d.entry_args) is RangeOf
                and type(d.entry_args.constr) is AnyAttr for _, d in op_def.regions)
+
+
+def _regions_ok(regions, single_blocks: tuple[bool, ...]) -> bool:
+    """What `irdl_op_verify_regions` accepts of the regions of an op whose definitions are
+    `single_blocks` (see `_Plan.single_blocks`); False when unsure."""
+    if len(regions) != len(single_blocks):
+        return False
+    for region, single in zip(regions, single_blocks, strict=True):
+        first = region._first_block  # noqa: SLF001 -- `len(region.blocks)` == 1, directly
+        if single and (first is None or first is not region._last_block):  # noqa: SLF001
+            return False
+    return True
 
 
 _PLANS: dict[type, _Plan | None] = {}

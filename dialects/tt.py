@@ -35,6 +35,7 @@ followed by export gives the document back.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from array import array
@@ -66,8 +67,17 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import ark
+from dialects.fast_verify import verify_generic, verify_op
 from dialects.json_value import bool_attr
-from dialects.utils import VerifyAt, built, init_bare, warn
+from dialects.utils import (
+    VerifyAt,
+    built,
+    i64_attr,
+    init_bare,
+    op_list,
+    verified_so_far,
+    warn,
+)
 
 SHARDS = ("DRAM", "L1")
 """Where a buffer lives: device DRAM or the cores' L1 SRAM."""
@@ -84,7 +94,7 @@ MAX_LEN_K = (2**63 - 1) // 32
 
 
 def _int(value: int) -> IntegerAttr:
-    return IntegerAttr(value, i64)
+    return i64_attr(value)   # shared per value, without xDSL's generic checks
 
 
 def _value(attr: IntegerAttr | None) -> int | None:
@@ -128,26 +138,56 @@ def _key_order_attr(keys: Sequence[str] | None) -> ArrayAttr | None:
     return None if keys is None else ArrayAttr([StringAttr(k) for k in keys])
 
 
-def _nested(op: Operation) -> Iterator[Operation]:
+def _nested(op: Operation, found: list[Operation] | None = None) -> list[Operation]:
     """The ops nested in `op`, innermost first (post-order)."""
+    found = [] if found is None else found
     for region in op.regions:
         for block in region.blocks:
-            for child in block.ops:
-                yield from _nested(child)
-                yield child
+            for child in op_list(block):
+                if child.regions:
+                    _nested(child, found)
+                found.append(child)
+    return found
 
 
-def _verify_first(op: Operation) -> None:
+def _verify_first(op: Operation) -> list[Operation]:
     """Verify the ops nested in `op`, innermost first, before `op` checks rules spanning them,
-    so that the first error a user sees is the most local one, at its own JSON path."""
-    for child in _nested(op):
+    so that the first error a user sees is the most local one, at its own JSON path. Returns
+    those ops (for `_verified_in_full`)."""
+    nested = _nested(op)
+    for child in nested:
         try:
-            # IRDL constraints are verified once, by verify_module's walk; here only rules.
-            child.check() if isinstance(child, TTOp) else child.verify_()
+            # IRDL constraints of `tt` ops are verified once, after `op`'s own rules (see
+            # `_verified_in_full`); here only rules. Other ops (a kernel's ARK operator and
+            # views) are verified in full, as the module walk does (`verify_quickly` first).
+            if isinstance(child, TTOp):
+                child.check()
+            else:
+                quick = getattr(type(child), "verify_quickly", None)
+                if quick is None or not quick(child):
+                    verify_op(child)
         except VerifyAt as e:
             raise VerifyAt(str(e), e.op or child, *e.steps) from None
         except VerifyException as e:
             raise VerifyAt(str(e), child) from None
+    return nested
+
+
+def _verified_in_full(nested: list[Operation]) -> None:
+    """Within a module walk (`verifying_once`), remember the ops `_verify_first` verified
+    whose IRDL constraints hold too, so that the walk does not check each one a second time
+    (their rules ran twice: a third of compiling a model to `tt`). An op whose constraints
+    fail is left to the walk, which reports it as before."""
+    done = verified_so_far()
+    if done is None:
+        return
+    for child in nested:
+        if isinstance(child, TTOp):
+            try:
+                verify_generic(child)
+            except VerifyException:
+                continue
+        done.add(id(child))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +217,7 @@ class CoreRangeOp(JsonObjectOp):
     def __init__(self, start: Sequence[int], extent: Sequence[int], *,
                  replicated: bool | None = None, extra: DictionaryAttr | None = None,
                  key_order: Sequence[str] | None = None):
-        super().__init__(properties={
+        init_bare(self, {
             "start_x": _int(start[0]), "start_y": _int(start[1]),
             "extent_x": _int(extent[0]), "extent_y": _int(extent[1]),
             **_optional_props(
@@ -249,7 +289,7 @@ class WorkOp(JsonObjectOp):
     def __init__(self, io: int, jo: int, len_k: int | None = None,
                  tile_order: str | None = None, *, extra: DictionaryAttr | None = None,
                  key_order: Sequence[str] | None = None):
-        super().__init__(properties={"io": _int(io), "jo": _int(jo), **_optional_props(
+        init_bare(self, {"io": _int(io), "jo": _int(jo), **_optional_props(
             len_k=None if len_k is None else _int(len_k),
             tile_order=None if tile_order is None else StringAttr(tile_order),
             extra=extra, key_order=_key_order_attr(key_order))})
@@ -309,6 +349,14 @@ class WorkListOp(TTOp):
                                     **_optional_props(
             len_k=None if len_k is None else _int(len_k),
             tile_order=None if tile_order is None else StringAttr(tile_order))})
+
+    @staticmethod
+    def with_properties(properties: dict[str, Attribute]) -> WorkListOp:
+        """A `tt.work_list` of the properties of another one (attributes are immutable, so
+        the ops may share them: the partitioner lays out equal kernels alike)."""
+        op = WorkListOp.__new__(WorkListOp)
+        init_bare(op, dict(properties))
+        return op
 
     def pairs(self) -> Iterator[tuple[int, int]]:
         """The tiles (io, jo), unpacked without numpy."""
@@ -384,6 +432,14 @@ def _i64_array(values) -> DenseArrayBase:
     return built(DenseArrayBase, i64, BytesAttr(data))
 
 
+@functools.lru_cache(maxsize=4096)
+def _coordinates(key: str) -> tuple[int, int] | None:
+    """(x, y) of a core key "(x,y)", or None (read once per key: each plan names its cores
+    again, and verification reads each key several times)."""
+    match = _CORE_KEY.fullmatch(key)
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
 @irdl_op_definition
 class CoreOp(TTOp):
     """The ordered work items of one core, keyed "(x,y)" as in the file."""
@@ -406,8 +462,7 @@ class CoreOp(TTOp):
 
     @property
     def coordinates(self) -> tuple[int, int] | None:
-        match = _CORE_KEY.fullmatch(self.key.data)
-        return None if match is None else (int(match.group(1)), int(match.group(2)))
+        return _coordinates(self.key.data)
 
     def items(self) -> list[WorkOp]:
         """The `tt.work` ops (not the items of `tt.work_list`s: see `tiles`, `len_ks`)."""
@@ -415,7 +470,7 @@ class CoreOp(TTOp):
 
     def runs(self) -> list[WorkOp | WorkListOp]:
         """The ops holding the core's work items, in order."""
-        return [op for op in self.body.block.ops if type(op) in _WORK_OPS
+        return [op for op in op_list(self.body.block) if type(op) in _WORK_OPS
                 or isinstance(op, (WorkOp, WorkListOp))]
 
     def tiles(self) -> Sequence[tuple[int, int]]:
@@ -508,13 +563,20 @@ class LayoutOp(JsonObjectOp):
     def __init__(self, buffer: str, shard: str, *, interleave: bool | None = None,
                  stride: Sequence[int] | None = None, tile_id_order: str | None = None,
                  extra: DictionaryAttr | None = None, key_order: Sequence[str] | None = None):
-        super().__init__(properties={
+        init_bare(self, {
             "buffer": StringAttr(buffer), "shard": StringAttr(shard), **_optional_props(
                 interleave=None if interleave is None else bool_attr(interleave),
                 stride_0=None if stride is None else _int(stride[0]),
                 stride_1=None if stride is None else _int(stride[1]),
                 tile_id_order=None if tile_id_order is None else StringAttr(tile_id_order),
                 extra=extra, key_order=_key_order_attr(key_order))})
+
+    @staticmethod
+    def with_properties(properties: dict[str, Attribute]) -> LayoutOp:
+        """A `tt.layout` of the properties of another one (see `WorkListOp.with_properties`)."""
+        op = LayoutOp.__new__(LayoutOp)
+        init_bare(op, dict(properties))
+        return op
 
     @property
     def buffer_name(self) -> str:
@@ -557,7 +619,7 @@ class LayoutsOp(TTOp):
     assembly_format = "attr-dict-with-keyword $body"
 
     def __init__(self, layouts: Sequence[LayoutOp] = ()):
-        super().__init__(regions=[Region(Block(layouts))])
+        init_bare(self, {}, [Region(Block(layouts))])
 
     def layouts(self) -> list[LayoutOp]:
         return [op for op in self.body.block.ops if isinstance(op, LayoutOp)]
@@ -599,11 +661,11 @@ class KernelOp(JsonObjectOp):
 
     def __init__(self, grid_tiles: Sequence[int], len_k: int | None, body: Block, *,
                  extra: DictionaryAttr | None = None, key_order: Sequence[str] | None = None):
-        super().__init__(
-            properties={"tiles_m": _int(grid_tiles[0]), "tiles_n": _int(grid_tiles[1]),
-                        **_optional_props(len_k=None if len_k is None else _int(len_k),
-                                          extra=extra, key_order=_key_order_attr(key_order))},
-            regions=[Region(body)])
+        init_bare(
+            self, {"tiles_m": _int(grid_tiles[0]), "tiles_n": _int(grid_tiles[1]),
+                   **_optional_props(len_k=None if len_k is None else _int(len_k),
+                                     extra=extra, key_order=_key_order_attr(key_order))},
+            [Region(body)])
 
     @property
     def grid_tiles(self) -> tuple[int, int]:
@@ -714,15 +776,15 @@ class PlanOp(JsonObjectOp):
     def __init__(self, body: Sequence[Operation] = (), *, grid: Sequence[int] | None = None,
                  schema_version: int | None = None, backend_version: str | None = None,
                  extra: DictionaryAttr | None = None, key_order: Sequence[str] | None = None):
-        super().__init__(
-            properties=_optional_props(
+        init_bare(
+            self, _optional_props(
                 grid_x=None if grid is None else _int(grid[0]),
                 grid_y=None if grid is None else _int(grid[1]),
                 schema_version=None if schema_version is None else _int(schema_version),
                 backend_version=None if backend_version is None else StringAttr(
                     backend_version),
                 extra=extra, key_order=_key_order_attr(key_order)),
-            regions=[Region(Block(body))])
+            [Region(Block(body))])
 
     # -- members -------------------------------------------------------------------------
 
@@ -736,10 +798,15 @@ class PlanOp(JsonObjectOp):
         self.grid_x, self.grid_y = _int(grid[0]), _int(grid[1])
 
     def _first(self, cls: type[Operation]) -> Operation | None:
-        return next((op for op in self.body.block.ops if isinstance(op, cls)), None)
+        op = self.body.block._first_op  # noqa: SLF001 -- `block.ops` without an iterator
+        while op is not None:
+            if isinstance(op, cls):
+                return op
+            op = op._next_op  # noqa: SLF001
+        return None
 
     def core_ranges(self) -> list[CoreRangeOp]:
-        return [op for op in self.body.block.ops if isinstance(op, CoreRangeOp)]
+        return [op for op in op_list(self.body.block) if isinstance(op, CoreRangeOp)]
 
     @property
     def kernel(self) -> KernelOp | None:
@@ -769,7 +836,7 @@ class PlanOp(JsonObjectOp):
         if self.schema_version is not None and self.schema_version.value.data < 1:
             raise VerifyAt(f"schema_version must be >= 1, got "
                            f"{self.schema_version.value.data}", None, "schema_version")
-        _verify_first(self)
+        nested = _verify_first(self)
         for op in self.body.block.ops:
             if not isinstance(op, CoreRangeOp | KernelOp | WorkPartitionOp | LayoutsOp):
                 raise VerifyException(f"a plan does not hold {op.name}")
@@ -782,6 +849,7 @@ class PlanOp(JsonObjectOp):
             self._verify_tiles(partition)
         if self.layouts is not None and self.kernel is not None:
             self._verify_layout_names(self.layouts, self.kernel)
+        _verified_in_full(nested)
 
     def _verify_ranges_disjoint(self) -> None:
         ranges = self.core_ranges()
@@ -826,10 +894,10 @@ class PlanOp(JsonObjectOp):
             return False
         lists = []
         for core_op in partition.cores():
-            ops = list(core_op.body.block.ops)
+            ops = op_list(core_op.body.block)
             if not ops or any(type(op) is not WorkListOp for op in ops):
                 return False
-            if len(ops) == 1 and len(ops[0]) == 1 and ops[0].len_k_value == 0:
+            if len(ops) == 1 and ops[0].len_k_value == 0 and len(ops[0]) == 1:
                 return False                     # perhaps an idle placeholder
             lists += ops
         mt, nt = bounds
@@ -839,13 +907,13 @@ class PlanOp(JsonObjectOp):
             # the arrays hold no negative value (each list's own rule): io < mt and jo < nt
             # make io * nt + jo number the tiles 0 .. mt*nt-1, so as many distinct numbers as
             # tiles means each tile once
-            seen = set()
+            io, jo = array("q"), array("q")
             for op in lists:
-                io, jo = _int64s(op.io), _int64s(op.jo)
-                if (io and max(io) >= mt) or (jo and max(jo) >= nt):
-                    return False
-                seen.update(i * nt + j for i, j in zip(io, jo, strict=True))
-            return len(seen) == mt * nt
+                io += _int64s(op.io)
+                jo += _int64s(op.jo)
+            if (io and max(io) >= mt) or (jo and max(jo) >= nt):
+                return False
+            return len({i * nt + j for i, j in zip(io, jo, strict=True)}) == mt * nt
         import numpy as np
 
         io = np.concatenate([np.frombuffer(op.io.data.data, "<i8") for op in lists])
@@ -949,8 +1017,7 @@ class PlansOp(TTOp):
     assembly_format = "(`listed` $listed^)? attr-dict-with-keyword $body"
 
     def __init__(self, plans: Sequence[PlanOp] = (), *, listed: bool = False):
-        super().__init__(properties={"listed": UnitAttr()} if listed else {},
-                         regions=[Region(Block(plans))])
+        init_bare(self, {"listed": UnitAttr()} if listed else {}, [Region(Block(plans))])
 
     @property
     def is_listed(self) -> bool:

@@ -253,15 +253,57 @@ def active_ranges(used: int, grid: tuple[int, int],
 
 def choose_strategy(plan: tt.PlanOp, grid: tuple[int, int], device) -> str:
     """The strategy with the least modeled time for this plan's kernel (first on ties)."""
-    kernel = plan.kernel
-    geometry = kernel_geometry(kernel.operator)
-    buffers = kernel_buffers(kernel.operator)
+    op = plan.kernel.operator
+    geometry = kernel_geometry(op)
+    buffers = kernel_buffers(op)
+    key = cost_key(geometry, op, buffers, grid, device)
+    chosen = _CHOSEN.get(key)
+    if chosen is None:
+        def seconds(strategy: str) -> float:
+            work = partition_work(geometry.grid_tiles, grid, strategy)
+            return kernel_cost(geometry, op, work, buffers, device).seconds
 
-    def seconds(strategy: str) -> float:
-        work = partition_work(geometry.grid_tiles, grid, strategy)
-        return kernel_cost(geometry, kernel.operator, work, buffers, device).seconds
+        chosen = min(STRATEGIES, key=seconds)
+        if len(_CHOSEN) >= MEMO_SIZE:
+            _CHOSEN.clear()
+        _CHOSEN[key] = chosen
+    return chosen
 
-    return min(STRATEGIES, key=seconds)
+
+def cost_key(geometry, op: ark.ArkOp, buffers: dict, grid: tuple[int, int], device) -> tuple:
+    """Everything `kernel_cost` reads of a kernel without `in_dram` (the geometry, the
+    operator's class, each buffer's data type and shape, the grid and the device), so that
+    kernels of equal keys have equal modeled times for every strategy: a model repeats a
+    few kernel shapes, and the four candidate partitions of each cost ~1.5 ms."""
+    return (geometry, type(op), grid, device,
+            tuple((name, t.data_type, tuple(t.shape_list)) for name, t in buffers.items()))
+
+
+MEMO_SIZE = 4096
+"""Entries kept by each memo of this pass (a model has a few distinct kernel shapes)."""
+_CHOSEN: dict[tuple, str] = {}
+"""The strategy `choose_strategy` chose, by `cost_key`."""
+_CORES: dict[tuple, tuple] = {}
+"""The cores' keys and work-list attributes `partition_plan` built, by kernel tiles, grid,
+strategy and len_k (small kernels only; attributes are immutable, so plans share them)."""
+
+
+def _core_attributes(tiles: tuple[int, int], grid: tuple[int, int], strategy: str,
+                     len_k: int | None) -> tuple:
+    """((core key, io, jo) per core that gets work, in core order; its count)."""
+    key = (tiles, grid, strategy, len_k)
+    found = _CORES.get(key)
+    if found is not None:
+        return found
+    work = partition_work(tiles, grid, strategy)
+    order = ITEM_ORDER[strategy]
+    found = tuple((tt.CoreOp.key_of(core), _work_list(items, len_k, order).properties)
+                  for core, items in work.items())
+    if tiles[0] * tiles[1] <= SMALL_KERNEL_TILES:
+        if len(_CORES) >= MEMO_SIZE:
+            _CORES.clear()
+        _CORES[key] = found
+    return found
 
 
 def partition_plan(plan: tt.PlanOp, grid: tuple[int, int], strategy: str, device) -> None:
@@ -272,13 +314,11 @@ def partition_plan(plan: tt.PlanOp, grid: tuple[int, int], strategy: str, device
         return
     if strategy == "auto":
         strategy = choose_strategy(plan, grid, device)
-    work = partition_work(kernel.grid_tiles, grid, strategy)
-    len_k = kernel.len_k_value
-    order = ITEM_ORDER[strategy]
-    cores = [tt.CoreOp(tt.CoreOp.key_of(core), [_work_list(items, len_k, order)])
-             for core, items in work.items()]
+    built = _core_attributes(kernel.grid_tiles, grid, strategy, kernel.len_k_value)
+    cores = [tt.CoreOp(core, [tt.WorkListOp.with_properties(properties)])
+             for core, properties in built]
     ranges = [tt.CoreRangeOp(start, extent)
-              for start, extent in active_ranges(len(work), grid, strategy)]
+              for start, extent in active_ranges(len(built), grid, strategy)]
     plan.set_grid(grid)
     block = plan.body.block
     for core_range in ranges:

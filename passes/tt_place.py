@@ -18,6 +18,7 @@ Layouts name the kernel's buffers A, B and C, with `tile_id_order` "row_major" (
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,7 +29,9 @@ from xdsl.passes import ModulePass
 from devices.tt import TTDevice, device_named
 from dialects import tt
 from dialects.tt_kernels import KernelKind, TileView, kernel_buffers, kernel_geometry
+from dialects.utils import op_list
 from ground.diagnostics import PlancError
+from passes.tt_partition import MEMO_SIZE, SMALL_KERNEL_TILES, cost_key
 from targets.tt.schedule import circular_buffers, core_traffic, held_operand, tile_bytes
 
 # ---------------------------------------------------------------------------------------------
@@ -85,10 +88,43 @@ def _work_lists(plan: tt.PlanOp) -> dict:
 
 
 def _kernel_needs(plan: tt.PlanOp, device: TTDevice) -> tuple[int, dict[str, int]]:
-    """(CB bytes per core, bytes moved per kernel buffer) for a partitioned plan."""
+    """(CB bytes per core, bytes moved per kernel buffer) for a partitioned plan; the same
+    for plans of equal `_needs_key` (a model repeats a few kernel shapes and partitions)."""
     op = plan.kernel.operator
     geometry = kernel_geometry(op)
     buffers = kernel_buffers(op)
+    key = _needs_key(plan, geometry, op, buffers, device)
+    found = _NEEDS.get(key) if key is not None else None
+    if found is None:
+        found = _compute_needs(plan, op, geometry, buffers, device)
+        if key is not None:
+            if len(_NEEDS) >= MEMO_SIZE:
+                _NEEDS.clear()
+            _NEEDS[key] = found
+    return found[0], dict(found[1])
+
+
+def _needs_key(plan: tt.PlanOp, geometry, op, buffers, device: TTDevice) -> tuple | None:
+    """Everything `_compute_needs` reads: what the cost model reads of the kernel
+    (`tt_partition.cost_key`) and the bytes of each core's tiles, in core order; None
+    unless every core holds one `tt.work_list` of a small kernel (as tt-partition makes)."""
+    if geometry.grid_tiles[0] * geometry.grid_tiles[1] > SMALL_KERNEL_TILES:
+        return None
+    lists = []
+    for core in plan.work_partition.cores():
+        ops = op_list(core.body.block)
+        if len(ops) != 1 or type(ops[0]) is not tt.WorkListOp:
+            return None
+        lists.append((ops[0].io.data.data, ops[0].jo.data.data))
+    return cost_key(geometry, op, buffers, None, device), tuple(lists)
+
+
+_NEEDS: dict[tuple, tuple[int, dict[str, int]]] = {}
+"""`_compute_needs` by `_needs_key`."""
+
+
+def _compute_needs(plan: tt.PlanOp, op, geometry, buffers,
+                   device: TTDevice) -> tuple[int, dict[str, int]]:
     work = _work_lists(plan)
     pages = {name: tile_bytes(t.data_type) for name, t in buffers.items()}
     held = (held_operand(work, geometry, buffers, device)
@@ -127,9 +163,15 @@ def place_plans(plans: Sequence[tt.PlanOp], device: TTDevice) -> dict[int, bool]
 
 def layouts_for(plan: tt.PlanOp, in_l1: Mapping[int, bool]) -> tt.LayoutsOp:
     return tt.LayoutsOp([
-        tt.LayoutOp(name, "L1" if in_l1[tensor.buffer_id] else "DRAM", interleave=True,
-                    tile_id_order="row_major")
+        tt.LayoutOp.with_properties(_layout_properties(
+            name, "L1" if in_l1[tensor.buffer_id] else "DRAM"))
         for name, tensor in kernel_buffers(plan.kernel.operator).items()])
+
+
+@functools.cache
+def _layout_properties(name: str, shard: str) -> dict:
+    """The properties of buffer `name`'s layout (shared: attributes are immutable)."""
+    return tt.LayoutOp(name, shard, interleave=True, tile_id_order="row_major").properties
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, StringAttr, i32
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, IntegerAttr, StringAttr, i32
+from xdsl.ir import Block, Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from compiler.pipeline import import_file, run_pipeline
@@ -42,6 +42,9 @@ def modules():
     stack = generated(60)
     run_pipeline(stack, "ark-plan{device=mi300x}")
     yield stack
+    tiled = generated(20)   # tt ops: IntegerAttr[I64] / DenseArrayBase[I64], single blocks
+    run_pipeline(tiled, "tt-tile,tt-partition,tt-place")
+    yield tiled
 
 
 def mutations(op: Operation, rng: random.Random):
@@ -61,6 +64,16 @@ def mutations(op: Operation, rng: random.Random):
                 lambda _: op.properties.__setitem__(name, old)
     yield "extra property", lambda: op.properties.__setitem__("zz_extra", IntAttr(1)), \
         lambda _: op.properties.pop("zz_extra")
+    integers = sorted(n for n, v in op.properties.items() if isinstance(v, IntegerAttr))
+    if integers:   # the right class, a parameter wrong: an i32 where an i64 is declared
+        name, old_int = integers[0], op.properties[integers[0]]
+        yield "i32 integer", \
+            lambda: op.properties.__setitem__(name, IntegerAttr(old_int.value.data, i32)), \
+            lambda _: op.properties.__setitem__(name, old_int)
+    if len(op.regions) == 1 and len(op.regions[0].blocks) == 1:
+        region = op.regions[0]
+        yield "second block", lambda: region.add_block(Block()), \
+            lambda _: region.detach_block(region.blocks[1])
     if op.operands:
         operands = list(op.operands)
         yield "drop operand", lambda: op.__setattr__("operands", operands[1:]), \
@@ -217,3 +230,22 @@ def test_gemini_ops_and_their_one_of_properties_are_judged_alike():
                 op.add_region(body)
                 containers += 1
     assert tried > 50 and broken > 20 and containers > 10
+
+
+@pytest.mark.parametrize("key_order", [["start", "extent"], [1, 2], [], None])
+@pytest.mark.parametrize("replicated", [True, IntegerAttr(1, i32), None])
+def test_arrays_and_booleans_of_the_direct_tests_are_judged_alike(key_order, replicated):
+    # `tt.core_range` is decided by `direct` tests: its key order an ArrayAttr[StringAttr],
+    # `replicated` a BoolAttr (IntegerAttr whose type is i1: an AllOf).
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from dialects import tt
+    from dialects.json_value import bool_attr
+
+    op = tt.CoreRangeOp((0, 0), (2, 2))
+    if key_order is not None:
+        op.properties["key_order"] = ArrayAttr(
+            [StringAttr(k) if isinstance(k, str) else IntAttr(k) for k in key_order])
+    if replicated is not None:
+        op.properties["replicated"] = bool_attr(True) if replicated is True else replicated
+    assert outcome(verify_op, op) == outcome(lambda o: o.verify_(), op)
