@@ -61,7 +61,7 @@ from typing import Any
 from xdsl.ir import Operation
 
 from dialects import ark
-from dialects.utils import op_list
+from dialects.utils import op_list, walk_ops
 from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
 from targets.ark.tensor_layouts import layout_of
 
@@ -453,28 +453,35 @@ def graph_ops(root: Operation) -> list[Operation]:
         return [op for op in root.walk() if isinstance(op, ark.ArkOp)]
     ops = op_list(root.graph)
     tasks: list[int] = []
-    if isinstance(root, plan.PlanOp):
-        tasks = [tg.task for pg in root.processor_groups() for rg in pg.resource_groups()
-                 for tg in rg.task_groups()]
+    if isinstance(root, plan.PlanOp):     # (its task groups in pre-order, walked directly)
+        tasks = [op.task for op in walk_ops(root) if type(op) is plan.TaskGroupOp]
     elif isinstance(root, sched.ScheduleOp):
         tasks = [launch.kernel_id for phase in root.phases() for launch in phase.launches()]
         if not tasks:
             return ops
     else:
         return ops
-    position: dict[int, int] = {}
-    for task in tasks:
-        position.setdefault(task, len(position))
+    # Each TaskInfo's operators in block order, the TaskInfos by their first launch: the
+    # operators sorted by (that launch, block position), without sorting.
+    by_task: dict[int, list[Operation]] = dict.fromkeys(tasks)   # (first launches in order)
     arkop = ark.ArkOp
-    ranked = []
-    for i, op in enumerate(ops):
+    is_ark: dict[type, bool] = {}
+    for op in ops:
         task = op.properties.get("task")
-        if task is not None and isinstance(op, arkop):
-            at = position.get(task.value.data)
-            if at is not None:
-                ranked.append((at, i, op))
-    ranked.sort(key=lambda entry: entry[:2])
-    return [op for _, _, op in ranked]
+        if task is None:
+            continue
+        cls = type(op)
+        found = is_ark.get(cls)
+        if found is None:   # (one isinstance per class: ArkOp's is an ABC check)
+            found = is_ark[cls] = issubclass(cls, arkop)
+        if found:
+            key = task.value.data
+            if key in by_task:
+                listed = by_task[key]
+                if listed is None:
+                    listed = by_task[key] = []
+                listed.append(op)
+    return [op for listed in by_task.values() if listed is not None for op in listed]
 
 
 def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:

@@ -53,7 +53,7 @@ from dialects import ark
 from dialects import plan as pl
 from dialects.findings import ERROR, WARNING, Finding, at_op, from_error
 from dialects.json_value import from_attr
-from dialects.utils import op_list, single_root
+from dialects.utils import op_list, single_root, walk_ops
 from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
 from targets.ark.coverage import Progression, cover, describe
 from targets.ark.model_outputs import final_outputs
@@ -68,7 +68,7 @@ def check(module: ModuleOp | pl.PlanOp, options: Any = None) -> list[Finding]:
     groups = list(task_groups(p, index))
     operators = index.operators
     findings = [from_error(ark.unknown_type_error(op, "ark-plan"), "ark-plan")
-                for op in ark.unknown_operators(p)]
+                for op in index.unknown]
     findings += distribution_findings(p, groups, runtime)
     findings += coverage_findings(p, groups, operators, index)
     findings += split_k_findings(p, index)
@@ -91,12 +91,15 @@ class PlanIndex:
     """`PlanOp.task_operators`."""
     ark_ops: list[ark.ArkOp]
     """The graph's `ark` operators, in order."""
+    unknown: list[ark.GenericOp]
+    """`ark.unknown_operators` of the plan (operators of types ARK does not register)."""
 
     @staticmethod
     def of(p: pl.PlanOp) -> PlanIndex:
         tasks: dict[int, pl.TaskOp] = {}
         pgs: list[pl.ProcessorGroupOp] = []
         ark_ops: list[ark.ArkOp] = []
+        unknown: list[ark.GenericOp] = []
         kinds: dict[type, int] = {}
         for op in op_list(p.graph):
             cls = type(op)
@@ -111,12 +114,16 @@ class PlanIndex:
                 tasks[op.task_id] = op
             elif kind == 3:
                 pgs.append(op)
+            if op.regions:      # (`ark.unknown_operators`' walk, in the same order)
+                unknown += [o for o in walk_ops(op) if type(o) is ark.GenericOp]
+            elif cls is ark.GenericOp:
+                unknown.append(op)
         operators: dict[int, list[ark.ArkOp]] = {t: [] for t in tasks}
         for op in ark_ops:
             task = op.properties.get("task")
             if task is not None:
                 operators.setdefault(task.value.data, []).append(op)
-        return PlanIndex(tasks, pgs, operators, ark_ops)
+        return PlanIndex(tasks, pgs, operators, ark_ops, unknown)
 
     def final_outputs(self) -> list:
         """`model_outputs.final_outputs` of the operators in the plan's order (made once)."""
@@ -508,6 +515,18 @@ class Entry:
 ALIASES = (ark.DeviceSyncOp, ark.NoopOp)
 """Operators whose result is their input (they order, they do not write data)."""
 
+_ARK_CLASSES: dict[type, bool] = {}
+
+
+def _is_ark(op: Any) -> bool:
+    """`isinstance(op, ark.ArkOp)`, answered once per class (ArkOp's is an ABC check, and the
+    sweep asks it of every value it follows)."""
+    cls = type(op)
+    found = _ARK_CLASSES.get(cls)
+    if found is None:
+        found = _ARK_CLASSES[cls] = issubclass(cls, ark.ArkOp)
+    return found
+
 MAX_FINDINGS = 50
 MAX_REPLACED = 16
 """The most earlier writes an entry remembers having gone over (a bound on memory; beyond,
@@ -737,9 +756,12 @@ class _Keys:
         found = self.producers.get(id(value), self)
         if found is self:   # (asked at every access: made once per value)
             owner = value.owner
-            while isinstance(owner, ark.ViewOp) and owner.source is not None:
-                owner = owner.source.owner
-            found = self.producers[id(value)] = owner if isinstance(owner, ark.ArkOp) else None
+            while type(owner) is ark.ViewOp:    # (no class derives from ViewOp)
+                source = owner.source
+                if source is None:
+                    break
+                owner = source.owner
+            found = self.producers[id(value)] = owner if _is_ark(owner) else None
         return found
 
     def producer_label(self, value) -> str:
@@ -803,10 +825,10 @@ class _Order:
         self.memo: dict[tuple, bool] = {}
         # For each processor group, the next one (inclusive) with a barrier over a range
         # holding all processors: everything before it is ordered before everything after.
-        grid = set(range(p.processor_count))
+        grid = p.processor_count
         nxt = [len(pgs)] * (len(pgs) + 1)
         for k in range(len(pgs) - 1, -1, -1):
-            full = any(len(s) >= len(grid) and grid <= set(s) for s in self.syncs[k])
+            full = any(len(s) >= grid and _holds_grid(s, grid) for s in self.syncs[k])
             nxt[k] = k if full else nxt[k + 1]
         self.next_full = nxt
 
@@ -822,6 +844,13 @@ class _Order:
         if found is None:
             found = self.memo[key] = ordered(a, b, self.syncs)
         return found
+
+
+def _holds_grid(r: pl.Range, n: int) -> bool:
+    """Does `r` hold every processor 0 .. n-1? (Two neighbours are in a range of step 1 only.)"""
+    if r.step == 1:
+        return n == 0 or (r.begin <= 0 and r.end >= n)
+    return set(range(n)) <= set(r)
 
 
 def ordering_findings(p: pl.PlanOp, groups: list[Group],
