@@ -452,36 +452,34 @@ def graph_ops(root: Operation) -> list[Operation]:
     if not hasattr(root, "graph"):  # a Tenstorrent plans document: its kernels' operators
         return [op for op in root.walk() if isinstance(op, ark.ArkOp)]
     ops = op_list(root.graph)
-    tasks: list[int] = []
-    if isinstance(root, plan.PlanOp):     # (its task groups in pre-order, walked directly)
-        tasks = [op.task for op in walk_ops(root) if type(op) is plan.TaskGroupOp]
-    elif isinstance(root, sched.ScheduleOp):
-        tasks = [launch.kernel_id for phase in root.phases() for launch in phase.launches()]
-        if not tasks:
-            return ops
-    else:
+    if not isinstance(root, (plan.PlanOp, sched.ScheduleOp)):
         return ops
-    # Each TaskInfo's operators in block order, the TaskInfos by their first launch: the
-    # operators sorted by (that launch, block position), without sorting.
-    by_task: dict[int, list[Operation]] = dict.fromkeys(tasks)   # (first launches in order)
-    arkop = ark.ArkOp
+    # Each TaskInfo's (or kernel's) operators in block order; then the TaskInfos by their
+    # first launch: the operators sorted by (that launch, block position), without sorting.
+    by_task: dict[int, list[Operation]] = {}
+    tasks: list[int] = []
+    arkop, group = ark.ArkOp, plan.ProcessorGroupOp
     is_ark: dict[type, bool] = {}
     for op in ops:
         task = op.properties.get("task")
-        if task is None:
-            continue
         cls = type(op)
+        if task is None:
+            if cls is group:    # (its task groups, in order: those of its resource groups)
+                tasks += [tg.task for tg in walk_ops(op) if type(tg) is plan.TaskGroupOp]
+            continue
         found = is_ark.get(cls)
         if found is None:   # (one isinstance per class: ArkOp's is an ABC check)
             found = is_ark[cls] = issubclass(cls, arkop)
         if found:
-            key = task.value.data
-            if key in by_task:
-                listed = by_task[key]
-                if listed is None:
-                    listed = by_task[key] = []
-                listed.append(op)
-    return [op for listed in by_task.values() if listed is not None for op in listed]
+            listed = by_task.get(task.value.data)
+            if listed is None:
+                listed = by_task[task.value.data] = []
+            listed.append(op)
+    if isinstance(root, sched.ScheduleOp):
+        tasks = [launch.kernel_id for phase in root.phases() for launch in phase.launches()]
+        if not tasks:
+            return ops
+    return [op for task in dict.fromkeys(tasks) for op in by_task.get(task, ())]
 
 
 def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:

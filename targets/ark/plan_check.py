@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -57,6 +57,7 @@ from dialects.utils import op_list, single_root, walk_ops
 from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
 from targets.ark.coverage import Progression, cover, describe
 from targets.ark.model_outputs import final_outputs
+from targets.ark.tensor_layouts import layout_of
 
 RUNTIMES = ("ark", "planc")
 
@@ -479,8 +480,10 @@ def _tile_count(op: ark.ArkOp) -> int:
 
 
 def _view_key(t: ark.TensorType) -> tuple:
-    return (t.buffer_id, tuple(t.shape_list), tuple(t.strides_list), tuple(t.offsets_list),
-            t.data_type)
+    """(buffer, shape, strides, offsets, data type) of a tensor, from its `Layout` (which the
+    passes made for every tensor of a plan they planned)."""
+    layout = t.__dict__.get("_planc_pass_layout") or layout_of(t)
+    return (t.buffer.id.data, layout.shape, layout.strides, layout.offsets, layout.data_type)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,19 +500,24 @@ class Access:
     value: Any
 
 
-@dataclass(eq=False)
 class Entry:
     """Bytes of a buffer as the sweep last left them: who wrote them (None: nobody yet, the
     bytes the plan was given), who read them since, and the later writes that cover part of
-    them (`cut`: the entry is then only partly what its writer left)."""
+    them (`cut`: the entry is then only partly what its writer left). (A class with slots,
+    not a dataclass: the sweep makes one per write.)"""
 
-    region: ByteRegion
-    writer: Access | None
-    readers: list[tuple[Access, ByteRegion]] = field(default_factory=list)
-    cut: list[ByteRegion] = field(default_factory=list)
-    replaced: list[tuple[Access, ByteRegion, Access]] = field(default_factory=list)
-    """The earlier writes (writer, region) this entry's bytes went through, each with the
-    write that first went over it (this entry's, or one before it)."""
+    __slots__ = ("region", "writer", "readers", "cut", "replaced")
+
+    def __init__(self, region: ByteRegion, writer: Access | None,
+                 readers: list[tuple[Access, ByteRegion]] | None = None,
+                 replaced: list[tuple[Access, ByteRegion, Access]] | None = None):
+        self.region = region
+        self.writer = writer
+        self.readers = readers if readers is not None else []
+        self.cut: list[ByteRegion] = []
+        self.replaced = replaced if replaced is not None else []
+        """The earlier writes (writer, region) this entry's bytes went through, each with
+        the write that first went over it (this entry's, or one before it)."""
 
 
 ALIASES = (ark.DeviceSyncOp, ark.NoopOp)
@@ -597,13 +605,14 @@ class _Sweep:
         entries = self.entries[r.buffer]
         near = [e for e in entries if overlaps(e.region, r)]
         produced = clobbered = False
-        task = x.group.task
+        group = x.group
+        task = group.task
         for e in near:
             w = e.writer
             if w is not None:
-                if w.group.task != task and not self.ordered(w, x, "read after write", r):
-                    pass
-                elif _visible(e, r):
+                if w.group.task != task and not self.order.before(w.group, group):
+                    self.ordered(w, x, "read after write", r)   # (the finding)
+                elif not e.cut or _visible(e, r):
                     if self.keys.allowed(x.value, w.op):
                         produced = True
                     else:
@@ -636,19 +645,21 @@ class _Sweep:
             if not overlaps(e.region, r):
                 kept.append(e)
                 continue
-            if e.writer is not None:
-                if e.writer.group.task != task:
-                    self.ordered(e.writer, x, "write after write", r)
+            w = e.writer
+            if w is not None:
+                if w.group.task != task:
+                    self.ordered(w, x, "write after write", r)
                 if len(replaced) < MAX_REPLACED:
-                    replaced.append((e.writer, e.region, x))
-            replaced += e.replaced[:MAX_REPLACED - len(replaced)]
+                    replaced.append((w, e.region, x))
+            if e.replaced:
+                replaced += e.replaced[:MAX_REPLACED - len(replaced)]
             for reader, where in e.readers:
                 if reader.group.task != task and overlaps(where, r):
                     self.ordered(reader, x, "write after read", r)
             if not covers(r, e.region):
                 e.cut.append(r)
                 kept.append(e)
-        kept.append(Entry(r, x, replaced=replaced))
+        kept.append(Entry(r, x, None, replaced))
         self.entries[r.buffer] = kept
 
     # -- findings ----------------------------------------------------------------------------
@@ -717,9 +728,21 @@ def _reads_writes(op: ark.ArkOp) -> tuple[list, list]:
     out (an alias writes nothing: its result is its input)."""
     reads, writes = op.operand_groups()
     of = ByteRegion.of
-    return ([(v, r) for v in reads if not (r := of(v.type)).empty],
-            [] if isinstance(op, ALIASES) else
-            [(v, r) for v in writes if not (r := of(v.type)).empty])
+    return ([(v, r) for v in reads if not (r := of(v._type)).empty],  # noqa: SLF001 (`type`)
+            [] if _is_alias(op) else
+            [(v, r) for v in writes if not (r := of(v._type)).empty])  # noqa: SLF001
+
+
+_ALIAS_CLASSES: dict[type, bool] = {}
+
+
+def _is_alias(op: ark.ArkOp) -> bool:
+    """`isinstance(op, ALIASES)`, answered once per class."""
+    cls = type(op)
+    found = _ALIAS_CLASSES.get(cls)
+    if found is None:
+        found = _ALIAS_CLASSES[cls] = issubclass(cls, ALIASES)
+    return found
 
 
 def _visible(e: Entry, r: ByteRegion) -> bool:
