@@ -1624,6 +1624,16 @@ class ViewOp(IRDLOperation):
             return False
         return len(results) == 1 and type(item(results, 0)._type) is TensorType
 
+    def source_value(self) -> SSAValue | None:
+        """`source`, read directly for the usual segment sizes (xDSL's accessor unpacks them
+        on every call; the value-flow sweep follows views back to producers constantly)."""
+        sizes = self.properties.get("operandSegmentSizes")
+        if sizes is _VIEW_SEGMENTS[1]:
+            return tuple.__getitem__(self._operands, 0)
+        if sizes is _VIEW_SEGMENTS[0]:
+            return None
+        return self.source
+
     @staticmethod
     def assembled(tensor: TensorType, source: OpResult | None, location: Attribute) -> ViewOp:
         """`ViewOp(tensor, source, location=location)` for a source that is an `OpResult`
