@@ -29,6 +29,7 @@ from __future__ import annotations
 from argparse import Namespace
 from collections.abc import Callable
 from importlib import resources
+from typing import Any
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerType, ModuleOp
@@ -470,6 +471,34 @@ def emit_sources(module: ModuleOp) -> dict[str, str]:
     files = {source.path.data: CppPrinter(source).text() for source in sources}
     files[RUNTIME_HEADER] = runtime_header()
     return files
+
+
+PROVED_BEFORE = "tt-to-metalium"
+"""Translation validation proves the TT plans this pass turns into C++ (`backends.tt_plan`'s
+proof against the input model, as `-t tt` runs it), before anything is written."""
+
+
+def snapshot(module: ModuleOp, source_format: str, options: Namespace) -> Any:
+    """The input model's expressions (`backends.tt_plan.snapshot`)."""
+    from backends import tt_plan
+
+    return tt_plan.snapshot(module, source_format, options)
+
+
+def validate(module: ModuleOp, source_format: str, options: Namespace,
+             before: Any = None) -> list[str]:
+    """The TT plans the pipeline made, before `tt-to-metalium` lowers them, against the input
+    model (`backends.tt_plan.validate`)."""
+    from backends import tt_plan
+
+    return tt_plan.validate(module, source_format, options, before)
+
+
+def prove(module: ModuleOp, before: Any) -> list[str]:
+    """`backends.tt_plan.prove` (after each pass, to name the one at fault)."""
+    from backends import tt_plan
+
+    return tt_plan.prove(module, before)
 
 
 def pipeline(source_format: str, options: Namespace) -> str:

@@ -285,6 +285,19 @@ def _failing_stage(backend: Any, load: Callable[[Any], tuple[str, ModuleOp]], op
     return None
 
 
+def _split_at_proof(backend: Any, spec: str) -> tuple[str, str]:
+    """(the passes whose product is proved, the passes after): a backend whose last passes
+    only translate what the proof covers into a form it cannot read (`PROVED_BEFORE`, e.g.
+    `tt-to-metalium` turning TT plans into C++ kernels) is proved on the IR those passes
+    receive. Otherwise the whole pipeline, and nothing after."""
+    name = getattr(backend, "PROVED_BEFORE", None)
+    passes = _passes_of(spec) if name and spec else []
+    at = next((i for i, step in enumerate(passes) if step.split("{", 1)[0] == name), None)
+    if not at:      # (not in the pipeline, or first: there is nothing before it to prove)
+        return spec, ""
+    return ",".join(passes[:at]), ",".join(passes[at:])
+
+
 MAX_RETRIES = 4
 """Attempts a backend's `retry` may add (each one loads and plans the input again)."""
 
@@ -315,11 +328,13 @@ def lower(load: Callable[[Any], tuple[str, ModuleOp]], backend: Any, options: An
             from backends import cannot_make
 
             raise cannot_make(e) from None
-        before = validation_snapshot(backend, module, source, options, spec)
+        head, tail = _split_at_proof(backend, spec)
+        before = validation_snapshot(backend, module, source, options, head)
         steps["pipeline"] = perf_counter()
         try:
-            passes = run_pipeline(module, spec, **run)
-            validate_lowering(backend, module, source, options, spec, passes, before, load)
+            passes = run_pipeline(module, head, **run)
+            validate_lowering(backend, module, source, options, head, passes, before, load)
+            passes += run_pipeline(module, tail, **run)
             steps["emit"] = perf_counter()
             return passes, backend.emit(module, options)
         except PlancError as e:

@@ -80,7 +80,15 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.fast_verify import verify_op
-from dialects.utils import body_block, built, format_on_first_use, i64_attr, op_list, parse_int
+from dialects.utils import (
+    body_block,
+    built,
+    format_on_first_use,
+    i64_attr,
+    op_list,
+    parse_int,
+    walk_ops,
+)
 
 if TYPE_CHECKING:  # annotations only: compiling JSON loads neither xDSL's parser nor printer
     from xdsl.parser import AttrParser
@@ -1616,6 +1624,16 @@ class ViewOp(IRDLOperation):
             return False
         return len(results) == 1 and type(item(results, 0)._type) is TensorType
 
+    def source_value(self) -> SSAValue | None:
+        """`source`, read directly for the usual segment sizes (xDSL's accessor unpacks them
+        on every call; the value-flow sweep follows views back to producers constantly)."""
+        sizes = self.properties.get("operandSegmentSizes")
+        if sizes is _VIEW_SEGMENTS[1]:
+            return tuple.__getitem__(self._operands, 0)
+        if sizes is _VIEW_SEGMENTS[0]:
+            return None
+        return self.source
+
     @staticmethod
     def assembled(tensor: TensorType, source: OpResult | None, location: Attribute) -> ViewOp:
         """`ViewOp(tensor, source, location=location)` for a source that is an `OpResult`
@@ -1833,13 +1851,15 @@ def unknown_operators(module: Operation) -> list[GenericOp]:
     """The operators of `module` (models and plans) whose type ARK does not register. A
     model's operators are the ops of its block, which is all this reads of it."""
     found: list[GenericOp] = []
-    tops = [module] if isinstance(module, ModelOp) else list(module.regions[0].block.ops) \
+    tops = [module] if isinstance(module, ModelOp) else op_list(module.regions[0].block) \
         if module.regions and module.regions[0].blocks else [module]
     for top in tops:
         if type(top) is ModelOp:
             found += [op for op in top.body.block.ops if type(op) is GenericOp]
-        else:
-            found += [op for op in top.walk() if type(op) is GenericOp]
+        elif top.regions:   # (lists, not generators: a plan holds tens of thousands of ops)
+            found += [op for op in walk_ops(top) if type(op) is GenericOp]
+        elif type(top) is GenericOp:
+            found.append(top)
     return found
 
 

@@ -1202,7 +1202,7 @@ def barriers(groups: Sequence[ProcessorGroupOp]) -> list[list[Range]]:
             need_sync = False
             kept = []
             for old in unsynced:
-                common = len(set(old) & set(current))
+                common = _common(old, current)
                 if common == 0:
                     kept.append(old)
                     continue
@@ -1217,6 +1217,14 @@ def barriers(groups: Sequence[ProcessorGroupOp]) -> list[list[Range]]:
         out.append(syncs)
         unsynced.append(current)
     return out
+
+
+def _common(a: Range, b: Range) -> int:
+    """How many processors two ranges share: by their ends for ranges of step 1 (planc's and
+    most of ARK's), else by sets (ranges of processors, at most a grid's)."""
+    if a.step == 1 and b.step == 1:
+        return max(0, min(a.end, b.end) - max(a.begin, b.begin))
+    return len(set(a) & set(b))
 
 
 MAX_TASK_EXECUTIONS = 1 << 26

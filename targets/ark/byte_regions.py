@@ -164,9 +164,15 @@ def overlaps(a: ByteRegion, b: ByteRegion) -> bool:
         return False
     if a is b:  # (tensors of one layout share their region)
         return True
-    if a.same_grid(b):
+    if a.extents == b.extents and a.element_bytes == b.element_bytes and a.in_grid \
+            and b.in_grid:  # (`same_grid`, inline: the sweeps ask this of every access)
+        ia, ib = a._intervals, b._intervals
+        if len(ia) == 4:    # (always, but for tensors of more than four dimensions)
+            return (ia[0][0] < ib[0][1] and ib[0][0] < ia[0][1] and ia[1][0] < ib[1][1]
+                    and ib[1][0] < ia[1][1] and ia[2][0] < ib[2][1] and ib[2][0] < ia[2][1]
+                    and ia[3][0] < ib[3][1] and ib[3][0] < ia[3][1])
         return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2)
-                   in zip(a._intervals, b._intervals, strict=True))
+                   in zip(ia, ib, strict=True))
     (lo1, hi1), (lo2, hi2) = a.hull, b.hull
     return lo1 < hi2 and lo2 < hi1
 
@@ -177,9 +183,15 @@ def covers(a: ByteRegion, b: ByteRegion) -> bool:
         return True
     if a.buffer != b.buffer or a.empty:
         return False
-    if a.same_grid(b):
+    if a.extents == b.extents and a.element_bytes == b.element_bytes and a.in_grid \
+            and b.in_grid:  # (`same_grid`, inline)
+        ia, ib = a._intervals, b._intervals
+        if len(ia) == 4:
+            return (ia[0][0] <= ib[0][0] and ib[0][1] <= ia[0][1] and ia[1][0] <= ib[1][0]
+                    and ib[1][1] <= ia[1][1] and ia[2][0] <= ib[2][0] and ib[2][1] <= ia[2][1]
+                    and ia[3][0] <= ib[3][0] and ib[3][1] <= ia[3][1])
         return all(lo1 <= lo2 and hi2 <= hi1 for (lo1, hi1), (lo2, hi2)
-                   in zip(a._intervals, b._intervals, strict=True))
+                   in zip(ia, ib, strict=True))
     if not a.dense:
         return False
     (lo1, hi1), (lo2, hi2) = a.hull, b.hull

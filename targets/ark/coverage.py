@@ -59,6 +59,8 @@ def cover(progressions: Iterable[Progression], size: int) -> Coverage:
     """The coverage of [0, size) by the progressions (a multiset)."""
     aps = [p for p in progressions if len(p)]
     result = Coverage(size)
+    if len(aps) == 1 and aps[0].begin == 0 and aps[0].end == size and aps[0].step == 1:
+        return result   # (the common case, one range of every index: exact)
     modulus = 1
     for p in aps:
         modulus = math.lcm(modulus, p.step)

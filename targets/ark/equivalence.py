@@ -61,7 +61,7 @@ from typing import Any
 from xdsl.ir import Operation
 
 from dialects import ark
-from dialects.utils import op_list
+from dialects.utils import op_list, walk_ops
 from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
 from targets.ark.tensor_layouts import layout_of
 
@@ -452,29 +452,34 @@ def graph_ops(root: Operation) -> list[Operation]:
     if not hasattr(root, "graph"):  # a Tenstorrent plans document: its kernels' operators
         return [op for op in root.walk() if isinstance(op, ark.ArkOp)]
     ops = op_list(root.graph)
+    if not isinstance(root, (plan.PlanOp, sched.ScheduleOp)):
+        return ops
+    # Each TaskInfo's (or kernel's) operators in block order; then the TaskInfos by their
+    # first launch: the operators sorted by (that launch, block position), without sorting.
+    by_task: dict[int, list[Operation]] = {}
     tasks: list[int] = []
-    if isinstance(root, plan.PlanOp):
-        tasks = [tg.task for pg in root.processor_groups() for rg in pg.resource_groups()
-                 for tg in rg.task_groups()]
-    elif isinstance(root, sched.ScheduleOp):
+    arkop, group = ark.ArkOp, plan.ProcessorGroupOp
+    is_ark: dict[type, bool] = {}
+    for op in ops:
+        task = op.properties.get("task")
+        cls = type(op)
+        if task is None:
+            if cls is group:    # (its task groups, in order: those of its resource groups)
+                tasks += [tg.task for tg in walk_ops(op) if type(tg) is plan.TaskGroupOp]
+            continue
+        found = is_ark.get(cls)
+        if found is None:   # (one isinstance per class: ArkOp's is an ABC check)
+            found = is_ark[cls] = issubclass(cls, arkop)
+        if found:
+            listed = by_task.get(task.value.data)
+            if listed is None:
+                listed = by_task[task.value.data] = []
+            listed.append(op)
+    if isinstance(root, sched.ScheduleOp):
         tasks = [launch.kernel_id for phase in root.phases() for launch in phase.launches()]
         if not tasks:
             return ops
-    else:
-        return ops
-    position: dict[int, int] = {}
-    for task in tasks:
-        position.setdefault(task, len(position))
-    arkop = ark.ArkOp
-    ranked = []
-    for i, op in enumerate(ops):
-        task = op.properties.get("task")
-        if task is not None and isinstance(op, arkop):
-            at = position.get(task.value.data)
-            if at is not None:
-                ranked.append((at, i, op))
-    ranked.sort(key=lambda entry: entry[:2])
-    return [op for _, _, op in ranked]
+    return [op for task in dict.fromkeys(tasks) for op in by_task.get(task, ())]
 
 
 def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:

@@ -22,13 +22,21 @@ def final_outputs(ops: Iterable[ark.ArkOp]) -> list[SSAValue]:
     ops = list(ops)
     later: dict[int, set[ByteRegion]] = {}
     found: list[SSAValue] = []
+    of = ByteRegion.of
+    # (`results` is `result_tensors`, `operand_groups()[1]` `outputs`, and `first_use`
+    # `uses`, read without building lists and use iterators: validation asks this of the
+    # whole plan.)
     for op in reversed(ops):
-        for value in reversed(op.result_tensors):
-            region = ByteRegion.of(value.type)
-            if not value.uses and not any(overlaps(w, region)
-                                          for w in later.get(region.buffer, ())):
-                found.append(value)
-        for tensor in op.outputs:
-            region = ByteRegion.of(tensor)
-            later.setdefault(region.buffer, set()).add(region)
+        for value in reversed(op.results):
+            if value.first_use is None:
+                region = of(value.type)
+                if not any(overlaps(w, region) for w in later.get(region.buffer, ())):
+                    found.append(value)
+        for tensor in op.operand_groups()[1]:
+            region = of(tensor.type)
+            written = later.get(region.buffer)
+            if written is None:
+                later[region.buffer] = {region}
+            else:
+                written.add(region)
     return found[::-1]

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -52,10 +52,12 @@ from xdsl.dialects.builtin import ModuleOp
 from dialects import ark
 from dialects import plan as pl
 from dialects.findings import ERROR, WARNING, Finding, at_op, from_error
-from dialects.utils import single_root
+from dialects.json_value import from_attr
+from dialects.utils import op_list, single_root, walk_ops
 from targets.ark.byte_regions import ByteRegion, covered_by_union, covers, overlaps
 from targets.ark.coverage import Progression, cover, describe
 from targets.ark.model_outputs import final_outputs
+from targets.ark.tensor_layouts import layout_of
 
 RUNTIMES = ("ark", "planc")
 
@@ -63,15 +65,73 @@ RUNTIMES = ("ark", "planc")
 def check(module: ModuleOp | pl.PlanOp, options: Any = None) -> list[Finding]:
     p = module if isinstance(module, pl.PlanOp) else single_root(module, pl.PlanOp)
     runtime = getattr(options, "ark_runtime", None) or "ark"
-    groups = list(task_groups(p))
-    operators = p.task_operators()
+    index = PlanIndex.of(p)
+    groups = list(task_groups(p, index))
+    operators = index.operators
     findings = [from_error(ark.unknown_type_error(op, "ark-plan"), "ark-plan")
-                for op in ark.unknown_operators(p)]
+                for op in index.unknown]
     findings += distribution_findings(p, groups, runtime)
-    findings += coverage_findings(p, groups, operators)
-    findings += split_k_findings(p)
-    findings += ordering_findings(p, groups, operators)
+    findings += coverage_findings(p, groups, operators, index)
+    findings += split_k_findings(p, index)
+    findings += ordering_findings(p, groups, operators, index)
     return findings
+
+
+@dataclass
+class PlanIndex:
+    """The plan's graph sorted once: the rules ask for its TaskInfos, processor groups and
+    operators again and again, and each of `PlanOp`'s accessors walks the whole graph (tens
+    of thousands of ops). The same answers as those accessors, for a plan nothing changes
+    while the rules run."""
+
+    tasks: dict[int, pl.TaskOp]
+    """`PlanOp.tasks`."""
+    processor_groups: list[pl.ProcessorGroupOp]
+    """`PlanOp.processor_groups`."""
+    operators: dict[int, list[ark.ArkOp]]
+    """`PlanOp.task_operators`."""
+    ark_ops: list[ark.ArkOp]
+    """The graph's `ark` operators, in order."""
+    unknown: list[ark.GenericOp]
+    """`ark.unknown_operators` of the plan (operators of types ARK does not register)."""
+
+    @staticmethod
+    def of(p: pl.PlanOp) -> PlanIndex:
+        tasks: dict[int, pl.TaskOp] = {}
+        pgs: list[pl.ProcessorGroupOp] = []
+        ark_ops: list[ark.ArkOp] = []
+        unknown: list[ark.GenericOp] = []
+        kinds: dict[type, int] = {}
+        for op in op_list(p.graph):
+            cls = type(op)
+            kind = kinds.get(cls)
+            if kind is None:    # (one isinstance per class: ArkOp's is an ABC check)
+                kind = kinds[cls] = (1 if issubclass(cls, ark.ArkOp) else
+                                     2 if issubclass(cls, pl.TaskOp) else
+                                     3 if issubclass(cls, pl.ProcessorGroupOp) else 0)
+            if kind == 1:
+                ark_ops.append(op)
+            elif kind == 2:
+                tasks[op.task_id] = op
+            elif kind == 3:
+                pgs.append(op)
+            if op.regions:      # (`ark.unknown_operators`' walk, in the same order)
+                unknown += [o for o in walk_ops(op) if type(o) is ark.GenericOp]
+            elif cls is ark.GenericOp:
+                unknown.append(op)
+        operators: dict[int, list[ark.ArkOp]] = {t: [] for t in tasks}
+        for op in ark_ops:
+            task = op.properties.get("task")
+            if task is not None:
+                operators.setdefault(task.value.data, []).append(op)
+        return PlanIndex(tasks, pgs, operators, ark_ops, unknown)
+
+    def final_outputs(self) -> list:
+        """`model_outputs.final_outputs` of the operators in the plan's order (made once)."""
+        found = self.__dict__.get("_final_outputs")
+        if found is None:
+            found = self.__dict__["_final_outputs"] = final_outputs(self.ark_ops)
+        return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,12 +151,18 @@ class Group:
     first: int
     """The rotated first processor number (`ProcCurrent` relative to the group)."""
     layout: pl.SlotLayout | None
+    task: int = -1
+    """`tg.task`, the TaskInfo it runs (read at every access of the sweep)."""
+
+    def __post_init__(self) -> None:
+        self.task = self.tg.task
 
 
-def task_groups(p: pl.PlanOp) -> Iterator[Group]:
-    tasks = p.tasks()
+def task_groups(p: pl.PlanOp, plan: PlanIndex | None = None) -> Iterator[Group]:
+    tasks = plan.tasks if plan is not None else p.tasks()
     index = 0
-    for pg_index, pg in enumerate(p.processor_groups()):
+    for pg_index, pg in enumerate(plan.processor_groups if plan is not None
+                                  else p.processor_groups()):
         for rg in pg.resource_groups():
             for tg, first in pl.task_group_starts(rg):
                 task = tasks.get(tg.task)
@@ -172,22 +238,24 @@ def distribution_findings(p: pl.PlanOp, groups: list[Group], runtime: str
 
 
 def coverage_findings(p: pl.PlanOp, groups: list[Group],
-                      operators: dict[int, list[ark.ArkOp]] | None = None) -> list[Finding]:
+                      operators: dict[int, list[ark.ArkOp]] | None = None,
+                      plan: PlanIndex | None = None) -> list[Finding]:
     findings: list[Finding] = []
     ranges: dict[int, list[Progression]] = defaultdict(list)
     for g in groups:
         r = g.tg.tasks
         ranges[g.tg.task].append(Progression(r.begin, r.end, r.step))
-    operators = operators if operators is not None else p.task_operators()
-    tasks = p.tasks()
+    plan = plan if plan is not None else PlanIndex.of(p)
+    operators = operators if operators is not None else plan.operators
+    tasks = plan.tasks
     runs = _runs(operators)
     split = _split_tasks(operators, runs)
-    outputs = _model_outputs(p) if any(
+    outputs = _model_outputs(plan) if any(
         ops and t in tasks and t not in ranges for t, ops in operators.items()) else set()
     for task_id, ops in operators.items():
         if not ops or task_id not in tasks:
             continue
-        num_tasks = int(ops[0].config_value().get("NumTasks", 0))   # `PlanOp.num_tasks`
+        num_tasks = _num_tasks(ops[0])     # `PlanOp.num_tasks`
         if task_id not in ranges:
             findings += _unscheduled(tasks[task_id], task_id, ops, ranges, runs, outputs)
             continue
@@ -209,6 +277,14 @@ def coverage_findings(p: pl.PlanOp, groups: list[Group],
     return findings
 
 
+def _num_tasks(op: ark.ArkOp) -> int:
+    """NumTasks of the Config of a TaskInfo's first operator (`PlanOp.num_tasks`), converting
+    that member only."""
+    config = op.config
+    found = config.data.get("NumTasks") if config is not None else None
+    return int(from_attr(found)) if found is not None else 0
+
+
 def _unscheduled(task: pl.TaskOp, task_id: int, ops: list[ark.ArkOp],
                  ranges: dict[int, list[Progression]], runs: dict[tuple, list[ark.ArkOp]],
                  outputs: set[int]) -> list[Finding]:
@@ -219,7 +295,7 @@ def _unscheduled(task: pl.TaskOp, task_id: int, ops: list[ark.ArkOp],
     computes its model all the same: no finding (ARK's own allreduce-sm plans define seven
     receive tasks and a barrier that they never schedule)."""
     for op in ops:
-        key = (op.ark_type, op.label.data, _view_key(op.outputs[0])) if op.outputs else None
+        key = op_key(op) if op.outputs else None
         if key is not None and any(o.task_id in ranges for o in runs.get(key, [])):
             continue
         if any(id(v) in outputs for v in op.results):
@@ -236,11 +312,10 @@ def _unscheduled(task: pl.TaskOp, task_id: int, ops: list[ark.ArkOp],
     return []
 
 
-def _model_outputs(p: pl.PlanOp) -> set[int]:
+def _model_outputs(plan: PlanIndex) -> set[int]:
     """ids of the model's final outputs (`targets.ark.model_outputs`, over the operators in
     the plan's order), but those of barriers and no-ops, whose result is their input."""
-    ops = [op for op in p.graph.ops if isinstance(op, ark.ArkOp)]
-    return {id(v) for v in final_outputs(ops)
+    return {id(v) for v in plan.final_outputs()
             if not isinstance(v.owner, (ark.DeviceSyncOp, ark.NoopOp))}
 
 
@@ -286,8 +361,8 @@ def _runs(operators: dict[int, list[ark.ArkOp]]) -> dict[tuple, list[ark.ArkOp]]
     runs: dict[tuple, list[ark.ArkOp]] = defaultdict(list)
     for ops in operators.values():
         for op in ops:
-            if op.outputs:
-                runs[(op.ark_type, op.label.data, _view_key(op.outputs[0]))].append(op)
+            if op.operand_groups()[1]:
+                runs[op_key(op)].append(op)     # (the key the sweep asks for: made once)
     return runs
 
 
@@ -296,7 +371,7 @@ def _split_tasks(operators: dict[int, list[ark.ArkOp]],
     """TaskInfos all of whose operators other TaskInfos run too: a split operator, whose
     coverage `_split_findings` decides over all its parts."""
     shared = {op.task_id for ops in runs.values()
-              if len({o.task_id for o in ops}) > 1 for op in ops}
+              if len(ops) > 1 and len({o.task_id for o in ops}) > 1 for op in ops}
     return {t for t, ops in operators.items() if ops and t in shared}
 
 
@@ -307,6 +382,8 @@ def _split_findings(runs: dict[tuple, list[ark.ArkOp]], ranges: dict[int, list[P
     they must."""
     findings = []
     for ops in runs.values():
+        if len(ops) < 2:
+            continue    # (one copy, one TaskInfo: its own coverage decides)
         task_ids = sorted({op.task_id for op in ops})
         if len(task_ids) < 2:
             continue
@@ -338,7 +415,7 @@ def _split_findings(runs: dict[tuple, list[ark.ArkOp]], ranges: dict[int, list[P
 # ---------------------------------------------------------------------------------------------
 
 
-def split_k_findings(p: pl.PlanOp) -> list[Finding]:
+def split_k_findings(p: pl.PlanOp, plan: PlanIndex | None = None) -> list[Finding]:
     """`ark-plan.split-k-overlap` (error): matmuls whose results an add chain sums (a matmul
     split along K, planc's `split-k` or ARK's tutorial split-K plan) read K slices of the same
     operands that overlap: that K range is summed twice, and, the parts' lengths being fixed,
@@ -346,10 +423,15 @@ def split_k_findings(p: pl.PlanOp) -> list[Finding]:
     on the slices' index intervals (one per part), at the later part."""
     findings: list[Finding] = []
     parts: dict[int, list[ark.MatmulOp]] = {}
-    for op in p.graph.ops:
-        if isinstance(op, ark.MatmulOp):
+    kinds: dict[type, int] = {}
+    for op in (plan.ark_ops if plan is not None else p.graph.ops):
+        kind = kinds.get(type(op))
+        if kind is None:    # (once per class: ArkOp's isinstance is an ABC check)
+            kind = kinds[type(op)] = (1 if isinstance(op, ark.MatmulOp) else
+                                      2 if isinstance(op, ark.AddOp) else 0)
+        if kind == 1:
             parts[id(op)] = [op]
-        elif isinstance(op, ark.AddOp):
+        elif kind == 2:
             a, b = (_summed(v, parts) for v in op.operand_groups()[0][:2])
             if a and b:
                 parts[id(op)] = a + b
@@ -360,8 +442,11 @@ def split_k_findings(p: pl.PlanOp) -> list[Finding]:
 def _summed(value, parts: dict[int, list]) -> list:
     """The matmuls an add chain has summed into `value` (through views)."""
     owner = value.owner
-    while isinstance(owner, ark.ViewOp) and owner.source is not None:
-        owner = owner.source.owner
+    while type(owner) is ark.ViewOp:    # (no class derives from ViewOp)
+        source = owner.source_value()
+        if source is None:
+            break
+        owner = source.owner
     return parts.get(id(owner), [])
 
 
@@ -403,8 +488,10 @@ def _tile_count(op: ark.ArkOp) -> int:
 
 
 def _view_key(t: ark.TensorType) -> tuple:
-    return (t.buffer_id, tuple(t.shape_list), tuple(t.strides_list), tuple(t.offsets_list),
-            t.data_type)
+    """(buffer, shape, strides, offsets, data type) of a tensor, from its `Layout` (which the
+    passes made for every tensor of a plan they planned)."""
+    layout = t.__dict__.get("_planc_pass_layout") or layout_of(t)
+    return (t.buffer.id.data, layout.shape, layout.strides, layout.offsets, layout.data_type)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,7 +499,7 @@ def _view_key(t: ark.TensorType) -> tuple:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Access:
     """One operator of a task group reading or writing one tensor value."""
 
@@ -421,23 +508,40 @@ class Access:
     value: Any
 
 
-@dataclass(eq=False)
 class Entry:
     """Bytes of a buffer as the sweep last left them: who wrote them (None: nobody yet, the
     bytes the plan was given), who read them since, and the later writes that cover part of
-    them (`cut`: the entry is then only partly what its writer left)."""
+    them (`cut`: the entry is then only partly what its writer left). (A class with slots,
+    not a dataclass: the sweep makes one per write.)"""
 
-    region: ByteRegion
-    writer: Access | None
-    readers: list[tuple[Access, ByteRegion]] = field(default_factory=list)
-    cut: list[ByteRegion] = field(default_factory=list)
-    replaced: list[tuple[Access, ByteRegion, Access]] = field(default_factory=list)
-    """The earlier writes (writer, region) this entry's bytes went through, each with the
-    write that first went over it (this entry's, or one before it)."""
+    __slots__ = ("region", "writer", "readers", "cut", "replaced")
+
+    def __init__(self, region: ByteRegion, writer: Access | None,
+                 readers: list[tuple[Access, ByteRegion]] | None = None,
+                 replaced: list[tuple[Access, ByteRegion, Access]] | None = None):
+        self.region = region
+        self.writer = writer
+        self.readers = readers if readers is not None else []
+        self.cut: list[ByteRegion] = []
+        self.replaced = replaced if replaced is not None else []
+        """The earlier writes (writer, region) this entry's bytes went through, each with
+        the write that first went over it (this entry's, or one before it)."""
 
 
 ALIASES = (ark.DeviceSyncOp, ark.NoopOp)
 """Operators whose result is their input (they order, they do not write data)."""
+
+_ARK_CLASSES: dict[type, bool] = {}
+
+
+def _is_ark(op: Any) -> bool:
+    """`isinstance(op, ark.ArkOp)`, answered once per class (ArkOp's is an ABC check, and the
+    sweep asks it of every value it follows)."""
+    cls = type(op)
+    found = _ARK_CLASSES.get(cls)
+    if found is None:
+        found = _ARK_CLASSES[cls] = issubclass(cls, ark.ArkOp)
+    return found
 
 MAX_FINDINGS = 50
 MAX_REPLACED = 16
@@ -474,48 +578,59 @@ class _Sweep:
       sees whatever the buffer held.
     """
 
-    def __init__(self, p: pl.PlanOp, groups: list[Group], operators: dict[int, list]):
+    def __init__(self, p: pl.PlanOp, groups: list[Group], operators: dict[int, list],
+                 plan: PlanIndex | None = None):
         self.groups = groups
         self.operators = operators
         self.entries: dict[int, list[Entry]] = defaultdict(list)
-        self.order = _Order(p)
+        self.order = _Order(p, plan)
         self.unordered: list[Finding] = []
         self.flow: list[Finding] = []
         self.seen_pairs: set[tuple[int, int]] = set()
         self.seen_flow: set[tuple[int, int]] = set()
         self.keys = _Keys()
-        self.scheduled = {op_key(op) for g in groups for op in operators.get(g.tg.task, [])
-                          if op.outputs}
+        self.scheduled = {op_key(op) for task in {g.task for g in groups}
+                          for op in operators.get(task, []) if op.operand_groups()[1]}
 
     def run(self) -> None:
         accesses: dict[int, list] = {}     # per TaskInfo: (op, reads, writes), made once
+        read, write = self.read, self.write
         for g in self.groups:
-            steps = accesses.get(g.tg.task)
+            steps = accesses.get(g.task)
             if steps is None:
-                steps = accesses[g.tg.task] = [
-                    (op, *_reads_writes(op)) for op in self.operators.get(g.tg.task, [])]
+                steps = accesses[g.task] = [
+                    (op, *_reads_writes(op)) for op in self.operators.get(g.task, [])]
             for op, reads, writes in steps:
-                for value in reads:
-                    self.read(Access(g, op, value))
-                for value in writes:
-                    self.write(Access(g, op, value))
+                for value, r in reads:
+                    read(Access(g, op, value), r)
+                for value, r in writes:
+                    write(Access(g, op, value), r)
 
     # -- the two kinds of access ---------------------------------------------------------------
 
-    def read(self, x: Access) -> None:
-        r = ByteRegion.of(x.value.type)
-        if r.empty:
-            return
+    def read(self, x: Access, r: ByteRegion) -> None:
+        """`x` reads `r` (its value's bytes, not empty)."""
         entries = self.entries[r.buffer]
+        group = x.group
+        task = group.task
+        if len(entries) == 1:
+            # The commonest read, decided as below in a few tests: the buffer's one entry is
+            # exactly these bytes, last written whole by an operator of the same TaskInfo
+            # that the model names for the value (no ordering to ask, nothing to report).
+            e = entries[0]
+            w = e.writer
+            if e.region is r and w is not None and not e.cut and w.group.task == task \
+                    and r.in_grid and self.keys.allowed(x.value, w.op):
+                e.readers.append((x, r))
+                return
         near = [e for e in entries if overlaps(e.region, r)]
         produced = clobbered = False
         for e in near:
             w = e.writer
             if w is not None:
-                if w.group.tg.task != x.group.tg.task and not self.ordered(w, x, "read after "
-                                                                           "write", r):
-                    pass
-                elif _visible(e, r):
+                if w.group.task != task and not self.order.before(w.group, group):
+                    self.ordered(w, x, "read after write", r)   # (the finding)
+                elif not e.cut or _visible(e, r):
                     if self.keys.allowed(x.value, w.op):
                         produced = True
                     else:
@@ -526,8 +641,9 @@ class _Sweep:
             e.readers.append((x, r))
         if not produced and not clobbered:     # (an overwrite is the mistake, not the read)
             self.unwritten(x, r, near)
-        if not covered_by_union(r, [e.region for e in near]):
-            entries.append(Entry(r, None, [(x, r)]))
+        if not (r.in_grid and any(e.region is r for e in near)) and \
+                not covered_by_union(r, [e.region for e in near]):
+            entries.append(Entry(r, None, [(x, r)]))     # (an entry of r's layout covers r)
 
     def over_live(self, e: Entry, x: Access, r: ByteRegion) -> Access | None:
         """The write that went over bytes of `r` holding what `x` should read, on the way to
@@ -537,31 +653,31 @@ class _Sweep:
         return next((by for old, old_r, by in e.replaced
                      if overlaps(old_r, r) and self.keys.allowed(x.value, old.op)), None)
 
-    def write(self, x: Access) -> None:
-        r = ByteRegion.of(x.value.type)
-        if r.empty:
-            return
+    def write(self, x: Access, r: ByteRegion) -> None:
+        """`x` writes `r` (its value's bytes, not empty)."""
         entries = self.entries[r.buffer]
-        task = x.group.tg.task
+        task = x.group.task
         kept = []
         replaced = []
         for e in entries:
             if not overlaps(e.region, r):
                 kept.append(e)
                 continue
-            if e.writer is not None:
-                if e.writer.group.tg.task != task:
-                    self.ordered(e.writer, x, "write after write", r)
+            w = e.writer
+            if w is not None:
+                if w.group.task != task:
+                    self.ordered(w, x, "write after write", r)
                 if len(replaced) < MAX_REPLACED:
-                    replaced.append((e.writer, e.region, x))
-            replaced += e.replaced[:MAX_REPLACED - len(replaced)]
+                    replaced.append((w, e.region, x))
+            if e.replaced:
+                replaced += e.replaced[:MAX_REPLACED - len(replaced)]
             for reader, where in e.readers:
-                if reader.group.tg.task != task and overlaps(where, r):
+                if reader.group.task != task and overlaps(where, r):
                     self.ordered(reader, x, "write after read", r)
             if not covers(r, e.region):
                 e.cut.append(r)
                 kept.append(e)
-        kept.append(Entry(r, x, replaced=replaced))
+        kept.append(Entry(r, x, None, replaced))
         self.entries[r.buffer] = kept
 
     # -- findings ----------------------------------------------------------------------------
@@ -625,10 +741,26 @@ class _Sweep:
                     self.clobbered(by, x, r)
 
 
-def _reads_writes(op: ark.ArkOp) -> tuple[tuple, tuple]:
-    """What an operator reads and writes (an alias writes nothing: its result is its input)."""
+def _reads_writes(op: ark.ArkOp) -> tuple[list, list]:
+    """What an operator reads and writes, each value with its bytes, those of no byte left
+    out (an alias writes nothing: its result is its input)."""
     reads, writes = op.operand_groups()
-    return reads, (() if isinstance(op, ALIASES) else writes)
+    of = ByteRegion.of
+    return ([(v, r) for v in reads if not (r := of(v._type)).empty],  # noqa: SLF001 (`type`)
+            [] if _is_alias(op) else
+            [(v, r) for v in writes if not (r := of(v._type)).empty])  # noqa: SLF001
+
+
+_ALIAS_CLASSES: dict[type, bool] = {}
+
+
+def _is_alias(op: ark.ArkOp) -> bool:
+    """`isinstance(op, ALIASES)`, answered once per class."""
+    cls = type(op)
+    found = _ALIAS_CLASSES.get(cls)
+    if found is None:
+        found = _ALIAS_CLASSES[cls] = issubclass(cls, ALIASES)
+    return found
 
 
 def _visible(e: Entry, r: ByteRegion) -> bool:
@@ -639,12 +771,16 @@ def _visible(e: Entry, r: ByteRegion) -> bool:
 def op_key(op: ark.ArkOp) -> tuple:
     """An operator as the plan computes it: the copies a plan runs in several TaskInfos (a
     split by task ranges, a recomputation in a fused task) are one. (Kept with the op: the
-    sweep asks for it at every access.)"""
-    key = op.__dict__.get("_planc_op_key")
-    if key is None:
-        writes = op.operand_groups()[1]
-        key = (op.ark_type, op.label.data, _view_key(writes[0].type) if writes else None)
-        op.__dict__["_planc_op_key"] = key
+    sweep and coverage ask for it at every access; kept while the op's name and output
+    tensor are the ones it was made of.)"""
+    writes = op.operand_groups()[1]
+    out = writes[0]._type if writes else None   # noqa: SLF001 -- `SSAValue.type`'s field
+    label = op.properties["label"]
+    cached = op.__dict__.get("_planc_op_key")
+    if cached is not None and cached[0] is label and cached[1] is out:
+        return cached[2]
+    key = (op.ark_type, label.data, _view_key(out) if out is not None else None)
+    op.__dict__["_planc_op_key"] = (label, out, key)
     return key
 
 
@@ -654,13 +790,20 @@ class _Keys:
 
     def __init__(self) -> None:
         self.memo: dict[int, frozenset | None] = {}
+        self.producers: dict[int, ark.ArkOp | None] = {}
 
-    @staticmethod
-    def producer(value) -> ark.ArkOp | None:
-        owner = value.owner
-        while isinstance(owner, ark.ViewOp) and owner.source is not None:
-            owner = owner.source.owner
-        return owner if isinstance(owner, ark.ArkOp) else None
+    def producer(self, value) -> ark.ArkOp | None:
+        """The operator whose result `value` is, through views (None: a model input)."""
+        found = self.producers.get(id(value), self)
+        if found is self:   # (asked at every access: made once per value)
+            owner = value.owner
+            while type(owner) is ark.ViewOp:    # (no class derives from ViewOp)
+                source = owner.source_value()
+                if source is None:
+                    break
+                owner = source.owner
+            found = self.producers[id(value)] = owner if _is_ark(owner) else None
+        return found
 
     def producer_label(self, value) -> str:
         p = self.producer(value)
@@ -673,8 +816,10 @@ class _Keys:
         plan's importer links an operator's output to the buffer's previous result whether
         it updates it or only reuses its memory, so the link alone does not decide.)"""
         direct = self.producer(value)
+        if direct is writer and direct is not None:
+            return True
         key = op_key(writer)
-        if direct is not None and (direct is writer or op_key(direct) == key):
+        if direct is not None and op_key(direct) == key:
             return True
         if direct is not None and not isinstance(direct, ALIASES):
             r = ByteRegion.of(value.type)
@@ -715,16 +860,16 @@ class _Order:
     processor of the second. A barrier over a range holding both groups' processors decides
     it at once (`covering`); otherwise the barriers in between are followed (memoised)."""
 
-    def __init__(self, p: pl.PlanOp):
-        pgs = p.processor_groups()
+    def __init__(self, p: pl.PlanOp, plan: PlanIndex | None = None):
+        pgs = plan.processor_groups if plan is not None else p.processor_groups()
         self.syncs = pl.barriers(pgs)
         self.memo: dict[tuple, bool] = {}
         # For each processor group, the next one (inclusive) with a barrier over a range
         # holding all processors: everything before it is ordered before everything after.
-        grid = set(range(p.processor_count))
+        grid = p.processor_count
         nxt = [len(pgs)] * (len(pgs) + 1)
         for k in range(len(pgs) - 1, -1, -1):
-            full = any(len(s) >= len(grid) and grid <= set(s) for s in self.syncs[k])
+            full = any(len(s) >= grid and _holds_grid(s, grid) for s in self.syncs[k])
             nxt[k] = k if full else nxt[k + 1]
         self.next_full = nxt
 
@@ -742,16 +887,23 @@ class _Order:
         return found
 
 
+def _holds_grid(r: pl.Range, n: int) -> bool:
+    """Does `r` hold every processor 0 .. n-1? (Two neighbours are in a range of step 1 only.)"""
+    if r.step == 1:
+        return n == 0 or (r.begin <= 0 and r.end >= n)
+    return set(range(n)) <= set(r)
+
+
 def ordering_findings(p: pl.PlanOp, groups: list[Group],
-                      operators: dict[int, list] | None = None) -> list[Finding]:
+                      operators: dict[int, list] | None = None,
+                      plan: PlanIndex | None = None) -> list[Finding]:
     """`ark-plan.unordered-access`, `ark-plan.clobbered-value` and `ark-plan.unwritten-read`
     (see `_Sweep`)."""
-    operators = operators if operators is not None else p.task_operators()
-    sweep = _Sweep(p, groups, operators)
+    plan = plan if plan is not None else PlanIndex.of(p)
+    operators = operators if operators is not None else plan.operators
+    sweep = _Sweep(p, groups, operators, plan)
     sweep.run()
-    sweep.outputs([v for v in final_outputs(op for op in p.graph.ops
-                                            if isinstance(op, ark.ArkOp))
-                   if not isinstance(v.owner, ALIASES)])
+    sweep.outputs([v for v in plan.final_outputs() if not isinstance(v.owner, ALIASES)])
     return sweep.unordered + sweep.flow
 
 

@@ -432,3 +432,37 @@ def test_tt_plans_are_proved_against_their_input(planc, tmp_path, monkeypatch):
     assert result.code == 2, result.err
     assert "pass 'tt-partition' does not compute its input" in result.err, result.err
     assert not out.exists()
+
+
+def test_tt_metal_proves_the_tt_plans_it_lowers_before_writing(planc, tmp_path, monkeypatch):
+    """`-t tt-metal` runs `-t tt`'s proof on the TT plans that `tt-to-metalium` turns into
+    C++, before anything is written: the shipped examples planc has kernels for still lower
+    (and the proof runs: a wrong rewrite is caught, below); a wrong `tt-partition` (a
+    matmul's operands swapped) is an internal error naming that pass, and the output folder
+    is not made. Unguarded (`PLANC_VALIDATE=0`), the same bug writes a program."""
+    from dialects import tt
+    from passes.tt_partition import TtPartitionPass
+
+    for path in (EXAMPLES / "ffn.json",):
+        result = planc(path, "-t", "tt-metal", "-o", tmp_path / path.stem)
+        assert result.code == 0, (path.name, result.err)
+        assert (tmp_path / path.stem / "main.cpp").exists()
+    model, out = tmp_path / "block.json", tmp_path / "block"
+    model.write_text(emit_model(small_block()))
+    assert planc(model, "-t", "tt-metal", "-o", tmp_path / "good").code == 0
+    apply = TtPartitionPass.apply
+
+    def wrong(self, ctx, module):
+        apply(self, ctx, module)
+        plans = next(op for op in module.ops if isinstance(op, tt.PlansOp))
+        _swap_matmul_operands(next(op for op in plans.walk() if isinstance(op, ark.MatmulOp)))
+
+    monkeypatch.setattr(TtPartitionPass, "apply", wrong)
+    result = planc(model, "-t", "tt-metal", "-o", out)
+    assert result.code == 2, result.err
+    assert "translation validation" in result.err, result.err
+    assert "pass 'tt-partition' does not compute its input" in result.err, result.err
+    assert not out.exists()
+    monkeypatch.setenv("PLANC_VALIDATE", "0")
+    assert planc(model, "-t", "tt-metal", "-o", out).code == 0
+    assert (out / "main.cpp").exists()
