@@ -39,7 +39,7 @@ import heapq
 import math
 from argparse import Namespace
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -188,28 +188,34 @@ def _clone_as_model(p: plan.PlanOp, ordered: Sequence[ark.ArkOp]) -> ark.ModelOp
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
 class Events:
-    """Every (task group, processor, slot) execution: the unit of ordering."""
+    """Every (task group, processor, slot) execution: the unit of ordering. Kept in numpy
+    arrays that grow by doubling: `ordered_before` looks events up by id on every access
+    check, and rebuilding arrays from lists after each new event made a plan's run
+    quadratic in its task executions (most of a CNN plan's `planc run`)."""
 
-    processor: list[int] = field(default_factory=list)
-    clock: list[int] = field(default_factory=list)
-    slot: list[int] = field(default_factory=list)
-    task: list[int] = field(default_factory=list)
-    arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    def __init__(self) -> None:
+        self.count = 0
+        self.columns = np.zeros((4, 64), dtype=np.int64)  # processor, clock, slot, task
 
     def new(self, processor: int, clock: int, slot: int, task: int) -> int:
-        self.processor.append(processor)
-        self.clock.append(clock)
-        self.slot.append(slot)
-        self.task.append(task)
-        self.arrays = None
-        return len(self.processor) - 1
+        if self.count == self.columns.shape[1]:
+            self.columns = np.concatenate([self.columns, np.zeros_like(self.columns)], axis=1)
+        self.columns[:, self.count] = (processor, clock, slot, task)
+        self.count += 1
+        return self.count - 1
+
+    @property
+    def processor(self) -> np.ndarray:
+        return self.columns[0, :self.count]
+
+    @property
+    def task(self) -> np.ndarray:
+        return self.columns[3, :self.count]
 
     def as_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self.arrays is None:
-            self.arrays = (np.array(self.processor), np.array(self.clock), np.array(self.slot))
-        return self.arrays
+        """Processor, clock and slot of every event, by event id."""
+        return self.columns[0], self.columns[1], self.columns[2]
 
 
 class Clocks:
