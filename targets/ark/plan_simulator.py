@@ -615,8 +615,10 @@ class PlanRunner:
         """Run every tile of a task group at once, on every processor and slot, when that is
         what `run_group` does (True), or change nothing (False: `run_group` runs it).
 
-        Taken for one operator (a reduction, transpose or embedding; `group_batchable`) whose
-        output shares no byte with its inputs: then no tile reads what another writes, so
+        Taken for one operator: element-wise (`batchable`: computed as `run_batch` computes a
+        slot's tiles, over all of the group's), or a reduction, transpose or embedding whose
+        output shares no byte with its inputs (`group_batchable`). No tile reads what another
+        tile writes, so
         reading every input first and writing every output after reads the values and
         shadow entries each tile would. Every check is made on the state before the group,
         each access against its own tile's processor, slot and clock; the values are the
@@ -628,7 +630,7 @@ class PlanRunner:
             return False
         op = ops[0]
         if op not in self.group_batchable:
-            self.group_batchable[op] = group_batchable(op)
+            self.group_batchable[op] = batchable(ops) or group_batchable(op)
         if not self.group_batchable[op]:
             return False
         batch = _GroupBatch.of(self, schedule, op)
@@ -891,6 +893,8 @@ class _GroupBatch:
         self.slot = np.array([slot for _, slot in slots], dtype=np.int64)[slot_of]
         self.now = runner.clocks.known[self.proc, self.proc]
         self.reads: list[_Access] = []
+        self.own_reads = False
+        """Does each tile read all it writes first (an in-place element-wise operator)?"""
         self.writes: list[tuple[_Access, np.ndarray, np.ndarray]] = []
         """The output's elements (shadow and flat element indices) and stored values."""
 
@@ -924,6 +928,8 @@ class _GroupBatch:
         if index.min() < 0 or index.max() >= int(np.prod(counts)) or \
                 len(np.unique(index)) != len(index):
             return False
+        if batchable([op]):
+            return self.compute_elementwise()
         origins = np.stack(np.unravel_index(index, counts), axis=1) * unit
         lead = 4 - len(shape)
         starts = origins[:, lead:]
@@ -978,6 +984,33 @@ class _GroupBatch:
         self.writes.append((access, flat, stored))
         return self.matches_model(out_lo, out_hi, stored)
 
+    def compute_elementwise(self) -> bool:
+        """Every output element of the group's tiles computed as `run_batch` computes those of
+        a slot (each from the input elements it reads, as flat arrays)."""
+        runner, op = self.runner, self.op
+        out = op.outputs[0]
+        coords, tile_of = _tile_elements(op, self.index)
+        args = []
+        for value in op.read_tensors:
+            tensor = value.type
+            flat = element_indices(tensor, broadcast_coordinates(tensor.shape_list,
+                                                                 out.shape_list, coords))
+            self.reads.append(_Access(value, tensor, runner.shadow.flat(tensor, flat),
+                                      _per_element(tile_of, flat, tensor, runner)))
+            args.append(dtypes.to_compute(runner.elements(tensor)[flat], tensor.data_type))
+        if isinstance(op, ark.ScalarAssignOp):
+            values = np.full(len(coords), op.value.value.data, dtype=np.float32)
+        else:
+            values = np.broadcast_to(evaluate(op, args), (len(coords),))
+        flat = element_indices(out, coords)
+        stored = dtypes.to_storage(values, out.data_type)
+        self.writes.append((_Access(None, out, runner.shadow.flat(out, flat),
+                                    _per_element(tile_of, flat, out, runner)), flat, stored))
+        # An input of the output's layout is read by the tile that then writes it: the
+        # per-slot run's write check finds its own read there, not an earlier one.
+        self.own_reads = any(value.type.same_layout(out) for value in op.read_tensors)
+        return self.matches_model_at(coords, stored)
+
     def embed(self, tiles: np.ndarray, table: SSAValue, rows: np.ndarray) -> np.ndarray | None:
         """The rows `rows` (tiles x index region) of the embedding table, reading the whole
         rows each tile selects (as `_gather_rows` does). None for an index outside it."""
@@ -997,6 +1030,10 @@ class _GroupBatch:
 
     def matches_model(self, lo: np.ndarray, hi: np.ndarray, stored: np.ndarray) -> bool:
         """Does every tile equal the model's (`compare_tile`, tile by tile)?"""
+        return self.matches_model_at(_region_coordinates(lo, hi), stored)
+
+    def matches_model_at(self, coords: np.ndarray, stored: np.ndarray) -> bool:
+        """Do the stored values of output elements `coords` equal the model's?"""
         runner = self.runner
         original = runner.copies.get(self.op, self.op)
         if not original.results_types:
@@ -1008,7 +1045,6 @@ class _GroupBatch:
         out = self.op.outputs[0]
         if list(expected.shape) != out.shape_list:
             return False
-        coords = _region_coordinates(lo, hi)
         got = dtypes.to_compute(stored, out.data_type)
         tol = dtypes.tolerance(result.data_type)
         return bool(np.isclose(got, expected[tuple(coords.T)], rtol=tol.rtol, atol=tol.atol,
@@ -1040,7 +1076,10 @@ class _GroupBatch:
                 return False
         for access, _, _ in self.writes:
             buf = access.tensor.buffer_id
-            for last in (shadow.writer[buf][access.spot], shadow.reader[buf][access.spot]):
+            lasts = [shadow.writer[buf][access.spot]]
+            if not self.own_reads:
+                lasts.append(shadow.reader[buf][access.spot])
+            for last in lasts:
                 seen = last >= 0
                 if seen.any() and not self.ordered(last[seen], access.tile[seen]).all():
                     return False
@@ -1063,6 +1102,18 @@ class _GroupBatch:
             shadow.data_op[buf][access.spot] = written
         for proc in self.schedule.assignment:
             runner.clocks.finish(proc)
+
+
+def _tile_elements(op: ark.ArkOp, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`tile_coordinates` of tiles `indices`, and for each element its tile's position in
+    `indices`."""
+    coords = tile_coordinates(op, indices)
+    unit = np.array(plan.unit_shape(op))
+    shape4 = np.array(_pad4(plan.output_shape(op), 1))
+    counts = -(-shape4 // unit)
+    origins = np.stack(np.unravel_index(indices, counts), axis=1) * unit
+    extents = np.minimum(origins + unit, shape4) - origins
+    return coords, np.repeat(np.arange(len(indices)), np.prod(extents, axis=1))
 
 
 def _regions(dims: Sequence[int], shape: Sequence[int], starts: np.ndarray,
