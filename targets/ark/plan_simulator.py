@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import math
 from argparse import Namespace
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -422,6 +423,10 @@ class PlanRunner:
         """Run a task group's independent tiles as one numpy operation (`run_group_batched`);
         False runs every tile on its own, the reference the batched run equals."""
         self.group_batchable: dict[ark.ArkOp, bool] = {}
+        self.batched_groups: Counter[str] = Counter()
+        """Task groups run batched, by operator type; `fallen_back`: those left to the
+        per-tile run (tests show which run is taken)."""
+        self.fallen_back: Counter[str] = Counter()
         self.ref = reference
         self.copies = operator_copies(p)
         self.index = {op: i for i, op in enumerate(originals)}
@@ -638,8 +643,10 @@ class PlanRunner:
             return False
         self.check_in_place(op)
         if not batch.prepare() or not batch.clean():
+            self.fallen_back[op.ark_type] += 1
             return False
         batch.commit(ran)
+        self.batched_groups[op.ark_type] += 1
         return True
 
     def check_in_place(self, op: ark.ArkOp) -> None:
