@@ -422,7 +422,7 @@ class PlanRunner:
         self.batched = batched
         """Run a task group's independent tiles as one numpy operation (`run_group_batched`);
         False runs every tile on its own, the reference the batched run equals."""
-        self.group_batchable: dict[ark.ArkOp, bool] = {}
+        self.group_batchable: dict[tuple[ark.ArkOp, ...], bool] = {}
         self.batched_groups: Counter[str] = Counter()
         """Task groups run batched, by operator type; `fallen_back`: those left to the
         per-tile run (tests show which run is taken)."""
@@ -620,33 +620,49 @@ class PlanRunner:
         """Run every tile of a task group at once, on every processor and slot, when that is
         what `run_group` does (True), or change nothing (False: `run_group` runs it).
 
-        Taken for one operator: element-wise (`batchable`: computed as `run_batch` computes a
-        slot's tiles, over all of the group's), or a reduction, transpose or embedding whose
-        output shares no byte with its inputs (`group_batchable`). No tile reads what another
-        tile writes, so
-        reading every input first and writing every output after reads the values and
-        shadow entries each tile would. Every check is made on the state before the group,
-        each access against its own tile's processor, slot and clock; the values are the
-        per-tile ones (each tile's inputs gathered as its own array, operators applied over
-        a leading tile dim, which keeps each tile's reduction order). Anything a check would
-        report, a tile's difference from the model, a task index twice or out of range
-        leaves the group to `run_group`, so its reports are the per-tile ones, in order."""
-        if len(ops) != 1:
+        Taken where no tile reads or writes what another tile of the group writes
+        (`whole_group_runs`): one element-wise operator (computed as `run_batch` computes a
+        slot's tiles, over all of the group's), a reduction, transpose or embedding whose
+        output shares no byte with its inputs, or a chain of element-wise operators whose
+        tensors meet only in one layout (then tile i of every operator touches only tile i's
+        elements). There, running each operator over every tile before the next, reading its
+        inputs before writing its output, reads and writes what the per-tile run does: every
+        check is made against the state it would see, each access with its own tile's
+        processor, slot, clock and event; the values are the per-tile ones (each tile's
+        inputs gathered as its own array, operators applied over a leading tile dim, which
+        keeps each tile's reduction order). Anything a check would report, a tile's
+        difference from the model, a task index twice or out of range undoes the group and
+        leaves it to `run_group`, so its reports are the per-tile ones, in order."""
+        key = tuple(ops)
+        if key not in self.group_batchable:
+            self.group_batchable[key] = whole_group_runs(ops)
+        if not self.group_batchable[key]:
             return False
-        op = ops[0]
-        if op not in self.group_batchable:
-            self.group_batchable[op] = batchable(ops) or group_batchable(op)
-        if not self.group_batchable[op]:
+        tiles = _group_tiles(schedule)
+        if tiles is None:
             return False
-        batch = _GroupBatch.of(self, schedule, op)
-        if batch is None:
-            return False
-        self.check_in_place(op)
-        if not batch.prepare() or not batch.clean():
-            self.fallen_back[op.ark_type] += 1
-            return False
-        batch.commit(ran)
-        self.batched_groups[op.ark_type] += 1
+        slots, index, slot_of = tiles
+        for op in ops:
+            self.check_in_place(op)
+        task_id = schedule.task_group.task
+        mark = self.events.count
+        events = np.array([self.events.new(proc, self.clocks.now(proc), slot, task_id)
+                           for proc, slot in slots], dtype=np.int64)[slot_of]
+        undo: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        name = "+".join(op.ark_type for op in ops)
+        for op in ops:
+            batch = _GroupBatch(self, op, slots, index, slot_of, events)
+            if not batch.prepare() or not batch.clean():
+                for array, where, old in reversed(undo):
+                    array[where] = old
+                self.events.count = mark
+                self.fallen_back[name] += 1
+                return False
+            batch.store(undo)
+        np.add.at(ran[task_id], index, 1)
+        for proc in schedule.assignment:
+            self.clocks.finish(proc)
+        self.batched_groups[name] += 1
         return True
 
     def check_in_place(self, op: ark.ArkOp) -> None:
@@ -854,6 +870,25 @@ def group_batchable(op: ark.ArkOp) -> bool:
     return type(op) in ONE_INPUT and None not in maps
 
 
+def whole_group_runs(ops: Sequence[ark.ArkOp]) -> bool:
+    """Can a task group of these operators run each over all its tiles at once
+    (`PlanRunner.run_group_batched`)? One operator: element-wise (`batchable`) or
+    `group_batchable`. Several: element-wise ones of one output shape and tiling, whose
+    tensors that may share a byte with a written one have its layout, so that tile i of each
+    operator reads and writes only elements no other tile touches."""
+    if len(ops) == 1:
+        return batchable(ops) or group_batchable(ops[0])
+    if not ops or not all(batchable([op]) for op in ops):
+        return False
+    shape, unit = plan.output_shape(ops[0]), plan.unit_shape(ops[0])
+    if any(plan.output_shape(op) != shape or plan.unit_shape(op) != unit for op in ops):
+        return False
+    written = [op.outputs[0] for op in ops]
+    touched = written + [value.type for op in ops for value in op.read_tensors]
+    return all(t.same_layout(w) or not overlaps(ByteRegion.of(t), ByteRegion.of(w))
+               for w in written for t in touched)
+
+
 @dataclass(frozen=True)
 class _TileDim:
     """An operator's attributes as the semantics tables read them, for arrays with one more
@@ -882,19 +917,17 @@ class _Access:
 
 
 class _GroupBatch:
-    """One task group's tiles of one operator, run at once (`PlanRunner.run_group_batched`):
-    `prepare` gathers and computes, `clean` makes every check the per-tile run makes, on the
-    state before the group; `commit` stores values, shadow entries, events and clocks."""
+    """One operator over all tiles of a task group (`PlanRunner.run_group_batched`):
+    `prepare` gathers and computes, `clean` makes every check the per-tile run makes, `store`
+    writes values and shadow entries, logging what it overwrote."""
 
-    def __init__(self, runner: PlanRunner, schedule: plan.TaskGroupSchedule, op: ark.ArkOp,
-                 slots: list[tuple[int, int]], indices: np.ndarray, slot_of: np.ndarray):
-        self.runner, self.schedule, self.op = runner, schedule, op
-        self.slots = slots
-        """(processor, slot) of each non-empty slot, in the order `run_group` runs them."""
+    def __init__(self, runner: PlanRunner, op: ark.ArkOp, slots: list[tuple[int, int]],
+                 indices: np.ndarray, slot_of: np.ndarray, events: np.ndarray):
+        self.runner, self.op = runner, op
         self.index = indices
         """The task index of each tile, in run order."""
-        self.slot_of = slot_of
-        """Each tile's position in `slots`."""
+        self.events = events
+        """Each tile's event (that of its processor and slot)."""
         procs = np.array([proc for proc, _ in slots], dtype=np.int64)
         self.proc = procs[slot_of]
         self.slot = np.array([slot for _, slot in slots], dtype=np.int64)[slot_of]
@@ -904,21 +937,6 @@ class _GroupBatch:
         """Does each tile read all it writes first (an in-place element-wise operator)?"""
         self.writes: list[tuple[_Access, np.ndarray, np.ndarray]] = []
         """The output's elements (shadow and flat element indices) and stored values."""
-
-    @staticmethod
-    def of(runner: PlanRunner, schedule: plan.TaskGroupSchedule, op: ark.ArkOp
-           ) -> _GroupBatch | None:
-        slots, indices, slot_of = [], [], []
-        for proc, per_slot in schedule.assignment.items():
-            for slot, tiles in enumerate(per_slot):
-                if tiles:
-                    slot_of += [len(slots)] * len(tiles)
-                    slots.append((proc, slot))
-                    indices += tiles
-        if not indices:
-            return None
-        return _GroupBatch(runner, schedule, op, slots, np.asarray(indices, dtype=np.int64),
-                           np.asarray(slot_of, dtype=np.int64))
 
     # -- gathering and computing ------------------------------------------------------------
 
@@ -1087,28 +1105,45 @@ class _GroupBatch:
             if not self.own_reads:
                 lasts.append(shadow.reader[buf][access.spot])
             for last in lasts:
-                seen = last >= 0
+                seen = (last >= 0) & (last != self.events[access.tile])
                 if seen.any() and not self.ordered(last[seen], access.tile[seen]).all():
                     return False
         return True
 
-    def commit(self, ran: dict[int, np.ndarray]) -> None:
+    def store(self, undo: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Write the values and the shadow entries; append what was there to `undo`."""
         runner, shadow = self.runner, self.runner.shadow
-        task_id = self.schedule.task_group.task
-        events = np.array([runner.events.new(proc, runner.clocks.now(proc), slot, task_id)
-                           for proc, slot in self.slots], dtype=np.int64)[self.slot_of]
-        np.add.at(ran[task_id], self.index, 1)
+
+        def save(array: np.ndarray, where: np.ndarray) -> np.ndarray:
+            undo.append((array, where, array[where]))
+            return array
+
         for access in self.reads:     # the last reader: the latest event (events run in order)
-            np.maximum.at(shadow.reader[access.tensor.buffer_id], access.spot,
-                          events[access.tile])
+            reader = save(shadow.reader[access.tensor.buffer_id], access.spot)
+            np.maximum.at(reader, access.spot, self.events[access.tile])
         written = runner.index[runner.copies.get(self.op, self.op)]
         for access, flat, stored in self.writes:
             buf = access.tensor.buffer_id
-            runner.elements(access.tensor)[flat] = stored
-            shadow.writer[buf][access.spot] = events[access.tile]
-            shadow.data_op[buf][access.spot] = written
-        for proc in self.schedule.assignment:
-            runner.clocks.finish(proc)
+            save(runner.elements(access.tensor), flat)[flat] = stored
+            save(shadow.writer[buf], access.spot)[access.spot] = self.events[access.tile]
+            save(shadow.data_op[buf], access.spot)[access.spot] = written
+
+
+def _group_tiles(schedule: plan.TaskGroupSchedule
+                 ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray] | None:
+    """A task group's tiles in the order `run_group` runs them: (processor, slot) of each
+    non-empty slot, each tile's task index and its slot's position in that list (None: no
+    tiles)."""
+    slots, indices, slot_of = [], [], []
+    for proc, per_slot in schedule.assignment.items():
+        for slot, tiles in enumerate(per_slot):
+            if tiles:
+                slot_of += [len(slots)] * len(tiles)
+                slots.append((proc, slot))
+                indices += tiles
+    if not indices:
+        return None
+    return slots, np.asarray(indices, dtype=np.int64), np.asarray(slot_of, dtype=np.int64)
 
 
 def _tile_elements(op: ark.ArkOp, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -104,6 +104,15 @@ def test_the_batched_run_is_taken():
     assert not runner.fallen_back
 
 
+@pytest.mark.parametrize("name, chain", [("deep_matmul", "Add+Add+Add+Add+Relu"),
+                                         ("in_place", "Relu+Exp")])
+def test_chains_of_element_wise_operators_are_taken(name, chain):
+    """A task of several element-wise operators (split-K's partial sums and epilogue, an
+    in-place pair) runs operator by operator over all its tiles."""
+    runner = same_runs(planned(MODELS[name]()))
+    assert runner.batched_groups[chain] == 1
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_aliasing_models(seed):
     """Concats written by slices, KV-cache rows, in-place updates read through old views, in
@@ -274,6 +283,23 @@ def test_tiles_that_differ_from_the_model():
     runner = same_runs(p, reference)
     assert runner.counts["mismatch"] >= 3
     assert runner.fallen_back["Transpose"] and runner.fallen_back["ReduceSum"]
+
+
+def test_a_chain_that_differs_in_its_last_operator_is_undone():
+    """Reference values off in the last operator's result only: the chain's first operators
+    ran over all tiles before the difference shows, and are undone (memory, shadow, events)
+    for the per-tile run, which reports the tiles."""
+    p = planned(MODELS["deep_matmul"]())
+    chain = next(ops for ops in p.task_operators().values() if len(ops) > 1)
+    model, _, _ = derive_model(p)
+    reference = run_model(model, seed=4)
+    tid = chain[-1].results_types[0].tensor_id
+    values = reference.tensors[tid].copy()
+    values.reshape(-1)[0] += 1.0
+    reference.tensors[tid] = values
+    runner = same_runs(p, reference)
+    assert runner.counts == {"mismatch": 1}
+    assert runner.fallen_back == {"Add+Add+Add+Add+Relu": 1}
 
 
 def test_events_grow_past_their_first_allocation():
