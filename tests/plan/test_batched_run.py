@@ -85,12 +85,13 @@ def from_doc(doc: dict):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("planner", ["planc", "ark-default"])
-@pytest.mark.parametrize("name", sorted(set(MODELS) - {"llama_layer"}))
+@pytest.mark.parametrize("name, planner", [
+    *((name, "planc") for name in sorted(set(MODELS) - {"llama_layer"})),
+    *((name, "ark-default") for name in ("embedding", "in_place", "norms", "transposed"))])
 def test_pattern_models(name, planner):
     """Split-K matmuls (deep_matmul, gated_deep), transposes and middle-axis reductions,
     embeddings, norms, in-place writes, rotary embedding; ARK's default plans reduce element
-    by element."""
+    by element and transpose in small tiles."""
     runner = same_runs(planned(MODELS[name](), planner=planner))
     assert not runner.problems
     assert not runner.fallen_back     # every group it could take was taken and compared
