@@ -38,8 +38,9 @@ from __future__ import annotations
 import heapq
 import math
 from argparse import Namespace
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,14 @@ from ground import dtypes
 from ground.diagnostics import PlancError
 from targets.ark.byte_regions import ByteRegion, overlaps
 from targets.ark.cost_model import plan_cost, refuse_impossible_grid
-from targets.ark.model_interpreter import Memory, ModelRun, buffer_sizes, evaluate, run_model
+from targets.ark.model_interpreter import (
+    ONE_INPUT,
+    Memory,
+    ModelRun,
+    buffer_sizes,
+    evaluate,
+    run_model,
+)
 
 MAX_ERRORS = 20
 INPUT = -1
@@ -188,28 +196,34 @@ def _clone_as_model(p: plan.PlanOp, ordered: Sequence[ark.ArkOp]) -> ark.ModelOp
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
 class Events:
-    """Every (task group, processor, slot) execution: the unit of ordering."""
+    """Every (task group, processor, slot) execution: the unit of ordering. Kept in numpy
+    arrays that grow by doubling: `ordered_before` looks events up by id on every access
+    check, and rebuilding arrays from lists after each new event made a plan's run
+    quadratic in its task executions (most of a CNN plan's `planc run`)."""
 
-    processor: list[int] = field(default_factory=list)
-    clock: list[int] = field(default_factory=list)
-    slot: list[int] = field(default_factory=list)
-    task: list[int] = field(default_factory=list)
-    arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    def __init__(self) -> None:
+        self.count = 0
+        self.columns = np.zeros((4, 64), dtype=np.int64)  # processor, clock, slot, task
 
     def new(self, processor: int, clock: int, slot: int, task: int) -> int:
-        self.processor.append(processor)
-        self.clock.append(clock)
-        self.slot.append(slot)
-        self.task.append(task)
-        self.arrays = None
-        return len(self.processor) - 1
+        if self.count == self.columns.shape[1]:
+            self.columns = np.concatenate([self.columns, np.zeros_like(self.columns)], axis=1)
+        self.columns[:, self.count] = (processor, clock, slot, task)
+        self.count += 1
+        return self.count - 1
+
+    @property
+    def processor(self) -> np.ndarray:
+        return self.columns[0, :self.count]
+
+    @property
+    def task(self) -> np.ndarray:
+        return self.columns[3, :self.count]
 
     def as_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self.arrays is None:
-            self.arrays = (np.array(self.processor), np.array(self.clock), np.array(self.slot))
-        return self.arrays
+        """Processor, clock and slot of every event, by event id."""
+        return self.columns[0], self.columns[1], self.columns[2]
 
 
 class Clocks:
@@ -402,8 +416,17 @@ class Problem:
 class PlanRunner:
     """Executes a plan functionally; see the module docstring."""
 
-    def __init__(self, p: plan.PlanOp, reference: ModelRun, originals: Sequence[ark.ArkOp]):
+    def __init__(self, p: plan.PlanOp, reference: ModelRun, originals: Sequence[ark.ArkOp],
+                 *, batched: bool = True):
         self.plan = p
+        self.batched = batched
+        """Run a task group's independent tiles as one numpy operation (`run_group_batched`);
+        False runs every tile on its own, the reference the batched run equals."""
+        self.group_batchable: dict[tuple[ark.ArkOp, ...], bool] = {}
+        self.batched_groups: Counter[str] = Counter()
+        """Task groups run batched, by operator type; `fallen_back`: those left to the
+        per-tile run (tests show which run is taken)."""
+        self.fallen_back: Counter[str] = Counter()
         self.ref = reference
         self.copies = operator_copies(p)
         self.index = {op: i for i, op in enumerate(originals)}
@@ -567,23 +590,80 @@ class PlanRunner:
                 self.clocks.barrier(list(sync))
             for rg in pg.resource_groups():
                 for schedule in plan.resource_group_schedule(rg, tasks):
-                    task_id = schedule.task_group.task
-                    for proc, slots in schedule.assignment.items():
-                        clock = self.clocks.now(proc)
-                        for slot, indices in enumerate(slots):
-                            if not indices:
-                                continue
-                            event = self.events.new(proc, clock, slot, task_id)
-                            np.add.at(ran[task_id], indices, 1)
-                            ops = operators[task_id]
-                            if batchable(ops):
-                                self.run_batch(ops[0], indices, event, (proc, slot))
-                                continue
-                            for index in indices:
-                                for op in ops:
-                                    self.run_tile(op, index, event, (proc, slot))
-                        self.clocks.finish(proc)
+                    ops = operators[schedule.task_group.task]
+                    if not (self.batched and self.run_group_batched(schedule, ops, ran)):
+                        self.run_group(schedule, ops, ran)
         return ran
+
+    def run_group(self, schedule: plan.TaskGroupSchedule, ops: Sequence[ark.ArkOp],
+                  ran: dict[int, np.ndarray]) -> None:
+        """Run one task group the way ARK does: processor by processor, slot by slot, each
+        slot's tiles one after another (an element-wise operator's at once, `run_batch`)."""
+        task_id = schedule.task_group.task
+        for proc, slots in schedule.assignment.items():
+            clock = self.clocks.now(proc)
+            for slot, indices in enumerate(slots):
+                if not indices:
+                    continue
+                event = self.events.new(proc, clock, slot, task_id)
+                np.add.at(ran[task_id], indices, 1)
+                if batchable(ops):
+                    self.run_batch(ops[0], indices, event, (proc, slot))
+                    continue
+                for index in indices:
+                    for op in ops:
+                        self.run_tile(op, index, event, (proc, slot))
+            self.clocks.finish(proc)
+
+    def run_group_batched(self, schedule: plan.TaskGroupSchedule, ops: Sequence[ark.ArkOp],
+                          ran: dict[int, np.ndarray]) -> bool:
+        """Run every tile of a task group at once, on every processor and slot, when that is
+        what `run_group` does (True), or change nothing (False: `run_group` runs it).
+
+        Taken where no tile reads or writes what another tile of the group writes
+        (`whole_group_runs`): one element-wise operator (computed as `run_batch` computes a
+        slot's tiles, over all of the group's), a reduction, transpose or embedding whose
+        output shares no byte with its inputs, or a chain of element-wise operators whose
+        tensors meet only in one layout (then tile i of every operator touches only tile i's
+        elements). There, running each operator over every tile before the next, reading its
+        inputs before writing its output, reads and writes what the per-tile run does: every
+        check is made against the state it would see, each access with its own tile's
+        processor, slot, clock and event; the values are the per-tile ones (each tile's
+        inputs gathered as its own array, operators applied over a leading tile dim, which
+        keeps each tile's reduction order). Anything a check would report, a tile's
+        difference from the model, a task index twice or out of range undoes the group and
+        leaves it to `run_group`, so its reports are the per-tile ones, in order."""
+        key = tuple(ops)
+        if key not in self.group_batchable:
+            self.group_batchable[key] = whole_group_runs(ops)
+        if not self.group_batchable[key]:
+            return False
+        tiles = _group_tiles(schedule)
+        if tiles is None:
+            return False
+        slots, index, slot_of = tiles
+        for op in ops:
+            self.check_in_place(op)
+        task_id = schedule.task_group.task
+        mark = self.events.count
+        events = np.array([self.events.new(proc, self.clocks.now(proc), slot, task_id)
+                           for proc, slot in slots], dtype=np.int64)[slot_of]
+        undo: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        name = "+".join(op.ark_type for op in ops)
+        for op in ops:
+            batch = _GroupBatch(self, op, slots, index, slot_of, events)
+            if not batch.prepare() or not batch.clean():
+                for array, where, old in reversed(undo):
+                    array[where] = old
+                self.events.count = mark
+                self.fallen_back[name] += 1
+                return False
+            batch.store(undo)
+        np.add.at(ran[task_id], index, 1)
+        for proc in schedule.assignment:
+            self.clocks.finish(proc)
+        self.batched_groups[name] += 1
+        return True
 
     def check_in_place(self, op: ark.ArkOp) -> None:
         """An operator may write over what it reads only element by element: an element-wise
@@ -736,6 +816,383 @@ def batchable(ops: Sequence[ark.ArkOp]) -> bool:
     out = op.outputs[0]
     return all(t.buffer_id != out.buffer_id or t.same_layout(out)
                for t in op.inputs)
+
+
+FULL, ONE = -1, -2
+"""`region_map` entries for a region dim that is all of the tensor's dim, or its index 0."""
+
+
+def region_map(op: ark.ArkOp) -> list[tuple[int, ...] | None] | None:
+    """`input_regions` of `op` symbolically: per read tensor, per dim of its region, the output
+    tile dim whose slice it takes, FULL or ONE (None: the tensor read whole, an embedding's
+    table). Found by asking `input_regions` about a tile of marker slices, so the batched run
+    reads the regions the per-tile run reads. None when a region is anything else (or has
+    another rank than its tensor: the per-tile run then fails as before)."""
+    marks = tuple(slice("tile", d) for d in range(len(plan.output_shape(op))))
+    maps: list[tuple[int, ...] | None] = []
+    for value, region in zip(op.read_tensors, input_regions(op, marks), strict=True):
+        if region is None:
+            maps.append(None)
+            continue
+        if len(region) != len(value.type.shape_list):
+            return None
+        dims = []
+        for cut in region:
+            if cut.start == "tile":
+                dims.append(cut.stop)
+            elif cut == slice(None):
+                dims.append(FULL)
+            elif cut == slice(0, 1):
+                dims.append(ONE)
+            else:
+                return None
+        maps.append(tuple(dims))
+    return maps
+
+
+def group_batchable(op: ark.ArkOp) -> bool:
+    """Can a task group of this lone operator run all its tiles at once
+    (`PlanRunner.run_group_batched`)? Yes for a reduction, transpose or embedding (the
+    gathers and reductions that im2col convolutions and their pooling are made of) whose
+    output shares no byte with what it reads, of at most 4 dims (task tiles are 4-dim)."""
+    if not isinstance(op, (ark.ReduceOp, ark.TransposeOp, ark.EmbeddingOp)) or \
+            not op.outputs or len(plan.output_shape(op)) > 4:
+        return False
+    out = ByteRegion.of(op.outputs[0])
+    if any(overlaps(ByteRegion.of(v.type), out) for v in op.read_tensors):
+        return False
+    maps = region_map(op)
+    if maps is None:
+        return False
+    if isinstance(op, ark.EmbeddingOp):   # indices by tile, then rows of a 2-dim table
+        return maps[0] is not None and maps[1] is None and \
+            len(op.read_tensors[1].type.shape_list) == 2
+    return type(op) in ONE_INPUT and None not in maps
+
+
+def whole_group_runs(ops: Sequence[ark.ArkOp]) -> bool:
+    """Can a task group of these operators run each over all its tiles at once
+    (`PlanRunner.run_group_batched`)? One operator: element-wise (`batchable`) or
+    `group_batchable`. Several: element-wise ones of one output shape and tiling, whose
+    tensors that may share a byte with a written one have its layout, so that tile i of each
+    operator reads and writes only elements no other tile touches."""
+    if len(ops) == 1:
+        return batchable(ops) or group_batchable(ops[0])
+    if not ops or not all(batchable([op]) for op in ops):
+        return False
+    shape, unit = plan.output_shape(ops[0]), plan.unit_shape(ops[0])
+    if any(plan.output_shape(op) != shape or plan.unit_shape(op) != unit for op in ops):
+        return False
+    written = [op.outputs[0] for op in ops]
+    touched = written + [value.type for op in ops for value in op.read_tensors]
+    return all(t.same_layout(w) or not overlaps(ByteRegion.of(t), ByteRegion.of(w))
+               for w in written for t in touched)
+
+
+@dataclass(frozen=True)
+class _TileDim:
+    """An operator's attributes as the semantics tables read them, for arrays with one more
+    leading dim (the tiles)."""
+
+    axis_index: int
+    keeps_dim: bool
+    perm: tuple[int, ...]
+
+    @staticmethod
+    def of(op: ark.ArkOp) -> _TileDim:
+        if isinstance(op, ark.ReduceOp):
+            return _TileDim(op.axis_index + 1, op.keeps_dim, ())
+        return _TileDim(0, False, (0, *(p + 1 for p in op.perm)))
+
+
+@dataclass
+class _Access:
+    """Shadow elements a group of tiles reads or writes, each with the tile (its position in
+    the group) that accesses it."""
+
+    value: SSAValue | None
+    tensor: ark.TensorType
+    spot: np.ndarray
+    tile: np.ndarray
+
+
+class _GroupBatch:
+    """One operator over all tiles of a task group (`PlanRunner.run_group_batched`):
+    `prepare` gathers and computes, `clean` makes every check the per-tile run makes, `store`
+    writes values and shadow entries, logging what it overwrote."""
+
+    def __init__(self, runner: PlanRunner, op: ark.ArkOp, slots: list[tuple[int, int]],
+                 indices: np.ndarray, slot_of: np.ndarray, events: np.ndarray):
+        self.runner, self.op = runner, op
+        self.index = indices
+        """The task index of each tile, in run order."""
+        self.events = events
+        """Each tile's event (that of its processor and slot)."""
+        procs = np.array([proc for proc, _ in slots], dtype=np.int64)
+        self.proc = procs[slot_of]
+        self.slot = np.array([slot for _, slot in slots], dtype=np.int64)[slot_of]
+        self.now = runner.clocks.known[self.proc, self.proc]
+        self.reads: list[_Access] = []
+        self.own_reads = False
+        """Does each tile read all it writes first (an in-place element-wise operator)?"""
+        self.writes: list[tuple[_Access, np.ndarray, np.ndarray]] = []
+        """The output's elements (shadow and flat element indices) and stored values."""
+
+    # -- gathering and computing ------------------------------------------------------------
+
+    def prepare(self) -> bool:
+        """Gather every tile's inputs and compute its values (tiles of equal extents
+        together). False where the per-tile run must decide: a task index out of range or
+        twice, an empty tile, an embedding index outside its table, values that do not fit
+        the tile."""
+        op = self.op
+        shape = plan.output_shape(op)
+        shape4, unit = np.array(_pad4(shape, 1)), np.array(plan.unit_shape(op))
+        counts = -(-shape4 // unit)
+        index = self.index
+        if index.min() < 0 or index.max() >= int(np.prod(counts)) or \
+                len(np.unique(index)) != len(index):
+            return False
+        if batchable([op]):
+            return self.compute_elementwise()
+        origins = np.stack(np.unravel_index(index, counts), axis=1) * unit
+        lead = 4 - len(shape)
+        starts = origins[:, lead:]
+        stops = np.minimum(origins + unit, shape4)[:, lead:]
+        regions = [(starts, stops)]
+        for value, dims in zip(op.read_tensors, region_map(op), strict=True):
+            if dims is not None:
+                regions.append(_regions(dims, value.type.shape_list, starts, stops))
+        extents = np.concatenate([hi - lo for lo, hi in regions], axis=1)
+        if not extents.all():
+            return False
+        kinds, group = np.unique(extents, axis=0, return_inverse=True)
+        for k in range(len(kinds)):
+            tiles = np.flatnonzero(group.reshape(-1) == k)
+            if not self.compute(tiles, [(lo[tiles], hi[tiles]) for lo, hi in regions]):
+                return False
+        return True
+
+    def compute(self, tiles: np.ndarray, regions: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+        """Tiles `tiles` (positions), all of one extent: `regions` gives (starts, stops) of
+        their output tiles, then of each read tensor's region."""
+        runner, op = self.runner, self.op
+        (out_lo, out_hi), inputs = regions[0], regions[1:]
+        args = []
+        values = list(op.read_tensors)
+        for value, (lo, hi) in zip(values, inputs, strict=False):
+            tensor = value.type
+            flat, grid = _region_elements(tensor, lo, hi)
+            self.reads.append(_Access(value, tensor, runner.shadow.flat(tensor, flat),
+                                      _per_element(tiles, flat, tensor, runner)))
+            args.append(dtypes.to_compute(runner.elements(tensor)[flat], tensor.data_type)
+                        .reshape(len(tiles), *grid))
+        with np.errstate(all="ignore"):
+            if isinstance(op, ark.EmbeddingOp):
+                computed = self.embed(tiles, values[1], args[0])
+                if computed is None:
+                    return False
+            else:
+                computed = ONE_INPUT[type(op)](_TileDim.of(op), args[0])
+        out = op.outputs[0]
+        extent = tuple(int(e) for e in out_hi[0] - out_lo[0])
+        computed = np.asarray(computed)
+        computed = computed.reshape(len(tiles), *_fit(computed.shape[1:], len(extent)))
+        try:
+            computed = np.broadcast_to(computed, (len(tiles), *extent))
+        except ValueError:
+            return False
+        stored = dtypes.to_storage(computed, out.data_type).reshape(-1)
+        flat, _ = _region_elements(out, out_lo, out_hi)
+        access = _Access(None, out, runner.shadow.flat(out, flat),
+                         _per_element(tiles, flat, out, runner))
+        self.writes.append((access, flat, stored))
+        return self.matches_model(out_lo, out_hi, stored)
+
+    def compute_elementwise(self) -> bool:
+        """Every output element of the group's tiles computed as `run_batch` computes those of
+        a slot (each from the input elements it reads, as flat arrays)."""
+        runner, op = self.runner, self.op
+        out = op.outputs[0]
+        coords, tile_of = _tile_elements(op, self.index)
+        args = []
+        for value in op.read_tensors:
+            tensor = value.type
+            flat = element_indices(tensor, broadcast_coordinates(tensor.shape_list,
+                                                                 out.shape_list, coords))
+            self.reads.append(_Access(value, tensor, runner.shadow.flat(tensor, flat),
+                                      _per_element(tile_of, flat, tensor, runner)))
+            args.append(dtypes.to_compute(runner.elements(tensor)[flat], tensor.data_type))
+        if isinstance(op, ark.ScalarAssignOp):
+            values = np.full(len(coords), op.value.value.data, dtype=np.float32)
+        else:
+            values = np.broadcast_to(evaluate(op, args), (len(coords),))
+        flat = element_indices(out, coords)
+        stored = dtypes.to_storage(values, out.data_type)
+        self.writes.append((_Access(None, out, runner.shadow.flat(out, flat),
+                                    _per_element(tile_of, flat, out, runner)), flat, stored))
+        # An input of the output's layout is read by the tile that then writes it: the
+        # per-slot run's write check finds its own read there, not an earlier one.
+        self.own_reads = any(value.type.same_layout(out) for value in op.read_tensors)
+        return self.matches_model_at(coords, stored)
+
+    def embed(self, tiles: np.ndarray, table: SSAValue, rows: np.ndarray) -> np.ndarray | None:
+        """The rows `rows` (tiles x index region) of the embedding table, reading the whole
+        rows each tile selects (as `_gather_rows` does). None for an index outside it."""
+        tensor = table.type
+        count, width = tensor.shape_list
+        if rows.size and (rows.min() < 0 or rows.max() >= count):
+            return None
+        picked = rows.reshape(len(tiles), -1)
+        lo = np.stack([picked.reshape(-1), np.zeros(picked.size, dtype=np.int64)], axis=1)
+        hi = lo + np.array([1, width])
+        flat, _ = _region_elements(tensor, lo, hi)
+        owner = np.repeat(tiles, picked.shape[1])
+        self.reads.append(_Access(table, tensor, self.runner.shadow.flat(tensor, flat),
+                                  _per_element(owner, flat, tensor, self.runner)))
+        values = dtypes.to_compute(self.runner.view(tensor), tensor.data_type)
+        return values[rows]
+
+    def matches_model(self, lo: np.ndarray, hi: np.ndarray, stored: np.ndarray) -> bool:
+        """Does every tile equal the model's (`compare_tile`, tile by tile)?"""
+        return self.matches_model_at(_region_coordinates(lo, hi), stored)
+
+    def matches_model_at(self, coords: np.ndarray, stored: np.ndarray) -> bool:
+        """Do the stored values of output elements `coords` equal the model's?"""
+        runner = self.runner
+        original = runner.copies.get(self.op, self.op)
+        if not original.results_types:
+            return True
+        result = original.results_types[0]
+        expected = runner.ref.tensors.get(result.tensor_id)
+        if expected is None:
+            return True
+        out = self.op.outputs[0]
+        if list(expected.shape) != out.shape_list:
+            return False
+        got = dtypes.to_compute(stored, out.data_type)
+        tol = dtypes.tolerance(result.data_type)
+        return bool(np.isclose(got, expected[tuple(coords.T)], rtol=tol.rtol, atol=tol.atol,
+                               equal_nan=True).all())
+
+    # -- checking and committing ------------------------------------------------------------
+
+    def ordered(self, events: np.ndarray, tiles: np.ndarray) -> np.ndarray:
+        """`Clocks.ordered_before` of each event before the access of its tile."""
+        procs, clocks, slots = self.runner.events.as_arrays()
+        p, c, s = procs[events], clocks[events], slots[events]
+        proc, now = self.proc[tiles], self.now[tiles]
+        return np.where(p == proc, (c < now) | ((c == now) & (s == self.slot[tiles])),
+                        c < self.runner.clocks.known[proc, p])
+
+    def clean(self) -> bool:
+        """Would the per-tile run report nothing? Every read finds data written before it by
+        an operator it may hold, every write follows the last writer and reader."""
+        runner, shadow = self.runner, self.runner.shadow
+        for access in self.reads:
+            buf = access.tensor.buffer_id
+            writers = shadow.writer[buf][access.spot]
+            written = writers >= 0
+            if written.any() and not self.ordered(writers[written], access.tile[written]).all():
+                return False
+            expected = runner.provenance(access.value) | \
+                runner.other_view_writers(self.op, access.value)
+            if not np.isin(shadow.data_op[buf][access.spot], list(expected)).all():
+                return False
+        for access, _, _ in self.writes:
+            buf = access.tensor.buffer_id
+            lasts = [shadow.writer[buf][access.spot]]
+            if not self.own_reads:
+                lasts.append(shadow.reader[buf][access.spot])
+            for last in lasts:
+                seen = (last >= 0) & (last != self.events[access.tile])
+                if seen.any() and not self.ordered(last[seen], access.tile[seen]).all():
+                    return False
+        return True
+
+    def store(self, undo: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Write the values and the shadow entries; append what was there to `undo`."""
+        runner, shadow = self.runner, self.runner.shadow
+
+        def save(array: np.ndarray, where: np.ndarray) -> np.ndarray:
+            undo.append((array, where, array[where]))
+            return array
+
+        for access in self.reads:     # the last reader: the latest event (events run in order)
+            reader = save(shadow.reader[access.tensor.buffer_id], access.spot)
+            np.maximum.at(reader, access.spot, self.events[access.tile])
+        written = runner.index[runner.copies.get(self.op, self.op)]
+        for access, flat, stored in self.writes:
+            buf = access.tensor.buffer_id
+            save(runner.elements(access.tensor), flat)[flat] = stored
+            save(shadow.writer[buf], access.spot)[access.spot] = self.events[access.tile]
+            save(shadow.data_op[buf], access.spot)[access.spot] = written
+
+
+def _group_tiles(schedule: plan.TaskGroupSchedule
+                 ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray] | None:
+    """A task group's tiles in the order `run_group` runs them: (processor, slot) of each
+    non-empty slot, each tile's task index and its slot's position in that list (None: no
+    tiles)."""
+    slots, indices, slot_of = [], [], []
+    for proc, per_slot in schedule.assignment.items():
+        for slot, tiles in enumerate(per_slot):
+            if tiles:
+                slot_of += [len(slots)] * len(tiles)
+                slots.append((proc, slot))
+                indices += tiles
+    if not indices:
+        return None
+    return slots, np.asarray(indices, dtype=np.int64), np.asarray(slot_of, dtype=np.int64)
+
+
+def _tile_elements(op: ark.ArkOp, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`tile_coordinates` of tiles `indices`, and for each element its tile's position in
+    `indices`."""
+    coords = tile_coordinates(op, indices)
+    unit = np.array(plan.unit_shape(op))
+    shape4 = np.array(_pad4(plan.output_shape(op), 1))
+    counts = -(-shape4 // unit)
+    origins = np.stack(np.unravel_index(indices, counts), axis=1) * unit
+    extents = np.minimum(origins + unit, shape4) - origins
+    return coords, np.repeat(np.arange(len(indices)), np.prod(extents, axis=1))
+
+
+def _regions(dims: Sequence[int], shape: Sequence[int], starts: np.ndarray,
+             stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and stops (tiles x dims) of a tensor's regions, from `region_map`'s dims and the
+    output tiles' starts and stops, clipped to the tensor as slicing clips."""
+    lo = np.zeros((len(starts), len(shape)), dtype=np.int64)
+    hi = np.zeros_like(lo)
+    for j, (dim, size) in enumerate(zip(dims, shape, strict=True)):
+        if dim >= 0:
+            lo[:, j], hi[:, j] = np.minimum(starts[:, dim], size), np.minimum(stops[:, dim], size)
+        else:
+            hi[:, j] = size if dim == FULL else min(1, size)
+    return lo, hi
+
+
+def _region_coordinates(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Coordinates (elements x dims) of every element of regions of one extent, region by
+    region, each in row-major order."""
+    extent = hi[0] - lo[0]
+    grid = np.indices(extent).reshape(len(extent), -1).T
+    return (lo[:, None, :] + grid[None, :, :]).reshape(-1, len(extent))
+
+
+def _region_elements(tensor: ark.TensorType, lo: np.ndarray, hi: np.ndarray
+                     ) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Flat element indices of regions of one extent (see `_region_coordinates`), and that
+    extent."""
+    return (element_indices(tensor, _region_coordinates(lo, hi)),
+            tuple(int(e) for e in hi[0] - lo[0]))
+
+
+def _per_element(tiles: np.ndarray, flat: np.ndarray, tensor: ark.TensorType,
+                 runner: PlanRunner) -> np.ndarray:
+    """The tile of each shadow element of `flat` (regions of one extent, tile by tile)."""
+    scale = tensor.element_bytes // runner.shadow.units[tensor.buffer_id]
+    return np.repeat(tiles, len(flat) // max(len(tiles), 1) * scale)
 
 
 def tile_coordinates(op: ark.ArkOp, indices: np.ndarray) -> np.ndarray:
