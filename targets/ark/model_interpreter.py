@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from dialects import ark
 from dialects.locations import source_path
@@ -226,6 +226,10 @@ class ModelRun:
     types: dict[int, ark.TensorType] = field(default_factory=dict)
     memory: Memory | None = None
     """The buffers at the end of the run (inputs and weights are still there)."""
+    reads: dict[tuple[Operation, int], np.ndarray] = field(default_factory=dict)
+    """(operator, tensor id) -> the values the operator read, for the reads `run_model` was
+    asked to keep (`keep_reads`): a view's bytes may be written by several operators and
+    later reused, so neither the results nor the final memory tell what it held then."""
 
 
 def _all_tensor_types(model: ark.ModelOp) -> list[ark.TensorType]:
@@ -271,8 +275,10 @@ def run_model(
     inputs: dict[int, np.ndarray] | None = None,
     *,
     seed: int = 0,
+    keep_reads: Callable[[SSAValue], bool] | None = None,
 ) -> ModelRun:
-    """Execute every operator in order; see the module docstring."""
+    """Execute every operator in order; see the module docstring. The values of the reads
+    `keep_reads` selects are kept in `ModelRun.reads`."""
     if isinstance(model, ModuleOp):
         model = single_root(model, ark.ModelOp)
     given = inputs or {}
@@ -340,6 +346,10 @@ def run_model(
 
     for op in model.operators():
         args = [read(v) for v in op.read_tensors]
+        if keep_reads is not None:
+            for value, values in zip(op.read_tensors, args, strict=True):
+                if keep_reads(value):
+                    run.reads[op, value.type.tensor_id] = values
         result = evaluate(op, args)
         if result is not None:
             for out in op.outputs[:1]:

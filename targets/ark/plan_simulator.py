@@ -102,10 +102,12 @@ def execution_order(p: plan.PlanOp) -> dict[int, tuple[int, int, int]]:
     return first
 
 
-def derive_model(p: plan.PlanOp) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str]]:
+def derive_model(p: plan.PlanOp, clones: dict[Operation, Operation] | None = None
+                 ) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str]]:
     """The model `p` computes: its original operators in the order the plan starts them
     (producers first where the plan gets that wrong, which is reported), as an `ark.model` of
-    clones. Also the original operators in that order, and ordering problems found."""
+    clones. Also the original operators in that order, and ordering problems found; `clones`,
+    when given, gets each plan operator's clone."""
     copies = operator_copies(p)
     started = execution_order(p)
     never = (math.inf, 0, 0)
@@ -140,7 +142,7 @@ def derive_model(p: plan.PlanOp) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str
 
     while heap:
         place(heapq.heappop(heap)[2])
-    return _clone_as_model(p, ordered), ordered, problems
+    return _clone_as_model(p, ordered, clones), ordered, problems
 
 
 def data_root(value: SSAValue) -> SSAValue:
@@ -173,7 +175,8 @@ def _data_owner(value: SSAValue) -> list[ark.ArkOp]:
     return [owner] if isinstance(owner, ark.ArkOp) else []
 
 
-def _clone_as_model(p: plan.PlanOp, ordered: Sequence[ark.ArkOp]) -> ark.ModelOp:
+def _clone_as_model(p: plan.PlanOp, ordered: Sequence[ark.ArkOp],
+                    clones: dict[Operation, Operation] | None = None) -> ark.ModelOp:
     block = Block()
     mapping: dict[SSAValue, SSAValue] = {}
 
@@ -184,6 +187,8 @@ def _clone_as_model(p: plan.PlanOp, ordered: Sequence[ark.ArkOp]) -> ark.ModelOp
         clone = op.clone(value_mapper=mapping)
         for old, new in zip(op.results, clone.results, strict=True):
             mapping[old] = new
+        if clones is not None:
+            clones[op] = clone
         block.add_op(clone)
 
     for op in ordered:
@@ -1434,10 +1439,21 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
 
     findings = check_schedule(p, None)
     errors = [f for f in findings if f.severity == "error"]
-    model, originals, ordering = derive_model(p)
+    clones: dict[Operation, Operation] = {}
+    model, originals, ordering = derive_model(p, clones)
     inputs = _inputs_from(model_run, model) if model_run is not None else None
-    reference = run_model(model, inputs, seed=seed)
+    written = {t.buffer_id for op in model.operators() for t in op.outputs}
+
+    def stateful(value: SSAValue) -> bool:
+        """A view of bytes operators write: what it held when read is kept (several
+        operators may write its bytes, e.g. the two copies of an im2col table, and a later
+        one may reuse them), not derived from one source's result or the final memory."""
+        return isinstance(value.owner, ark.ViewOp) and value.type.buffer_id in written
+
+    reference = run_model(model, inputs, seed=seed, keep_reads=stateful)
     copies = operator_copies(p)
+    reader: list[Operation | None] = [None]
+    """The model's clone of the operator whose tiles are being sampled."""
     rng = np.random.default_rng(seed)
     problems = [f"{f.rule}: {f.message}" for f in errors[:MAX_ERRORS]] + ordering
     checked = total = 0
@@ -1454,6 +1470,9 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
         """The model's value of a plan tensor: its own, or for a view (a reshape or slice of
         the plan's) its source's values seen through the view's layout."""
         values = reference.tensors.get(value.type.tensor_id)
+        if values is not None:
+            return values
+        values = reference.reads.get((reader[0], value.type.tensor_id))
         if values is not None:
             return values
         if value in seen:
@@ -1481,6 +1500,7 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
             if isinstance(op, (ark.NoopOp, ark.TensorOp, ark.ReshapeOp)) or not op.outputs:
                 continue
             result = copies.get(op, op).results_types[0]
+            reader[0] = clones.get(copies.get(op, op))
             expected_all = reference.tensors.get(result.tensor_id)
             for index in picks:
                 tile, values = tile_values(op, index, read)
