@@ -159,8 +159,10 @@ def parse_ir(context: Any, data: bytes | str, name: str, *, implicit_module: boo
         raise PlancError(f"{_position(text, long.start(), name)}: an integer literal of "
                          f"{long.end() - long.start():,} digits (planc reads at most 4,300)")
     _refuse_bad_strings(text, name)
-    parser = (make_parser or Parser)(context, text, name=name)
+    parser = None
     try:
+        # The parser lexes its first token when made: a bad one is a parse error too.
+        parser = (make_parser or Parser)(context, text, name=name)
         module = parser.parse_module(implicit_module)
     except ParseError as e:
         if xdsl_errors:
@@ -169,7 +171,7 @@ def parse_ir(context: Any, data: bytes | str, name: str, *, implicit_module: boo
     except VerifyException as e:
         if xdsl_errors:
             raise
-        raise PlancError(f"{_position(text, parser.pos, name)}: "
+        raise PlancError(f"{_position(text, _at(parser), name)}: "
                          f"{' '.join(str(e).split())}") from None
     except RecursionError:
         raise PlancError(f"{name}: nested too deep for planc's parser (regions, attributes "
@@ -177,16 +179,26 @@ def parse_ir(context: Any, data: bytes | str, name: str, *, implicit_module: boo
     except struct.error:
         # A dense array whose literal does not fit its element type (the declarative format
         # of ops such as tt.work_list packs it with struct, unchecked).
-        raise PlancError(f"{_position(text, parser.pos, name)}: an integer too large for its "
+        raise PlancError(f"{_position(text, _at(parser), name)}: an integer too large for its "
                          "array's element type") from None
     except NotImplementedError as e:
         # xDSL packs dense arrays of i1 to i64 and f16 to f64 only.
-        raise PlancError(f"{_position(text, parser.pos, name)}: an array of an element type "
+        raise PlancError(f"{_position(text, _at(parser), name)}: an array of an element type "
                          f"planc cannot hold ({' '.join(str(e).split())[:200]})") from None
+    except ZeroDivisionError:
+        # xDSL's dense array checks its byte length modulo the element size: 0 for i0.
+        raise PlancError(f"{_position(text, _at(parser), name)}: an array of zero-width "
+                         "elements (such as array<i0: ...>); planc holds i1 to i64 and f16 "
+                         "to f64") from None
     _refuse_block_lists(module, name, own_dialects)
     if _WIDE_FLOAT.search(text):
         _refuse_wide_floats(module, name)
     return module
+
+
+def _at(parser: Any) -> int:
+    """Where the parser stopped (the start when it failed while being made)."""
+    return parser.pos if parser is not None else 0
 
 
 _STRING_OR_COMMENT = re.compile(r'//[^\n]*|"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*(")?')

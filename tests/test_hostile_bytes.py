@@ -321,6 +321,9 @@ def test_f_nesting_10000_deep(planc, capsys, tmp_path, documents, kind):
     # Found by this round's campaign: tt.work_list's declarative format packs its dense
     # arrays with struct, and a literal past 64 bits raised struct.error (an internal error).
     ("tt.mlir", "io [", "io [18446744073709551616, ", "too large for its array's element"),
+    # Found by the third round's campaign: xDSL's dense array checks its byte length modulo
+    # the element's size, 0 for i0 (an internal ZeroDivisionError).
+    ("gemini.mlir", "lower = array<i64:", "lower = array<i0:", "zero-width elements"),
 ])
 def test_g_integers_outside_i64_and_i128_arrays(planc, capsys, tmp_path, documents, fmt, old,
                                                 new, words):
@@ -336,6 +339,18 @@ def test_g_integers_outside_i64_and_i128_arrays(planc, capsys, tmp_path, documen
         return
     one_error(planc("check", mutant), words)
     one_error(opt(capsys, mutant), words, prog="planc-opt")
+
+
+def test_a_first_token_the_lexer_refuses(planc, capsys, tmp_path, documents):
+    """Found by the third round's campaign: xDSL's parser lexes its first token when it is
+    made, before planc's guard around parsing: `%` and a space at the start of a file was
+    an internal ParseError in check, -t mlir and planc-opt."""
+    mutant = tmp_path / "m.mlir"
+    mutant.write_text("% " + documents["tt.mlir"].read_text())
+    one_error(planc("check", mutant), "m.mlir:1:1: Expected suffix identifier")
+    one_error(planc(mutant, "-t", "mlir", "-o", tmp_path / "out.mlir"),
+              "m.mlir:1:1: Expected suffix identifier")
+    one_error(opt(capsys, mutant), "m.mlir:1:1: Expected suffix identifier", prog="planc-opt")
 
 
 @pytest.mark.parametrize("old, new, words", [
