@@ -486,6 +486,14 @@ def _eltwise(imp: CnnImporter, inputs, attrs):
     return [out]
 
 
+def _broadcast(shape: tuple[int, ...], like: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape `shape` and `like` broadcast to (ONNX's multidirectional rule), or None."""
+    try:
+        return tuple(np.broadcast_shapes(shape, like))
+    except ValueError:
+        return None
+
+
 def _as_nchw(value: np.ndarray, like: list[int]) -> np.ndarray:
     """A constant broadcast against a feature map, with the map's rank (ONNX aligns right)."""
     value = np.asarray(value)
@@ -533,6 +541,9 @@ def _gemm(imp: CnnImporter, inputs, attrs):
     out = imp.layer(dnn.DenseOp, "dense", [x, w_value], [n, k, 1, 1])
     if len(inputs) > 2 and inputs[2] is not None:
         c = inputs[2]
+        if isinstance(c, np.ndarray) and _broadcast(c.shape, (n, k)) != (n, k):
+            raise imp.fail(f"a dense layer's bias of shape {list(c.shape)} does not broadcast "
+                           f"to its output [{n}, {k}]")
         bias = imp.value(_as_nchw(np.asarray(c) * attrs.get("beta", 1.0), [n, k])
                          .reshape(1, k, 1, 1) if isinstance(c, np.ndarray) else c,
                          f"{imp.node.output[0]}_b")

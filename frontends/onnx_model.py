@@ -23,6 +23,7 @@ What a target cannot express is one error naming the ONNX node, its operator and
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -1085,9 +1086,18 @@ def _shape(imp: ArkImporter, inputs, attrs):
     return [shape[attrs.get("start", 0): attrs.get("end", len(shape))]]
 
 
+MAX_CONSTANT_ELEMENTS = 1 << 32
+"""The most elements a folded constant may have (16 GiB of float32; the largest weight of a
+real model, an embedding of 128k x 8k, has 2^30): a shape past it is a damaged file, and
+folding it (a bias multiplied by its beta) would run out of memory."""
+
+
 @handles("ConstantOfShape")
 def _constant_of_shape(imp: ArkImporter, inputs, attrs):
     shape = [int(v) for v in imp.const(inputs[0], "the shape")]
+    if math.prod(max(d, 0) for d in shape) > MAX_CONSTANT_ELEMENTS:
+        raise imp.fail(f"a constant of shape {shape} ({math.prod(shape):,} elements; planc "
+                       f"folds constants of at most {MAX_CONSTANT_ELEMENTS:,})")
     value = array_of(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
     # A read-only broadcast of one element: the light networks' weights are all
     # ConstantOfShape, and VGG-19's, materialised, were 0.6 GB (weights go by shape).

@@ -157,6 +157,40 @@ def test_b_initializer_data_that_does_not_fill_its_dims(planc, tmp_path, net, ch
               f"tensor '{tensor.name}'", "does not match its dims")
 
 
+def dense_head(bias_shape: list[int]) -> onnx.ModelProto:
+    """`cnn()` and a dense layer whose weights and bias are ConstantOfShape of shape
+    initializers, as onnx's light networks (bvlc_alexnet and others) make theirs."""
+    model = cnn()
+    graph = model.graph
+    graph.initializer.extend([numpy_helper.from_array(np.array([4, 64], np.int64), "w_shape"),
+                              numpy_helper.from_array(np.array(bias_shape, np.int64), "b_shape")])
+    one = helper.make_tensor("one", TensorProto.FLOAT, [1], [0.5])
+    graph.node.extend([
+        helper.make_node("Flatten", ["y"], ["f"], name="flatten"),
+        helper.make_node("ConstantOfShape", ["w_shape"], ["W"], value=one, name="weights"),
+        helper.make_node("ConstantOfShape", ["b_shape"], ["B"], value=one, name="bias"),
+        helper.make_node("Gemm", ["f", "W", "B"], ["z"], transB=1, name="dense")])
+    del graph.output[:]
+    graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4]))
+    return model
+
+
+@pytest.mark.parametrize("bias_shape, words", [
+    ([4], None),
+    # Found by the third round's campaign: a flipped byte of light bvlc_alexnet's bias shape
+    # made a 1.7e14-element bias, which the dense layer multiplied by its beta: numpy ran out
+    # of memory on a 4 KB file (exit 3 where a damaged file is a one-line error).
+    ([171523813937152], "a constant of shape [171523813937152]"),
+    ([5], "bias of shape [5] does not broadcast to its output [1, 4]"),
+])
+def test_a_dense_bias_of_a_damaged_shape(planc, tmp_path, bias_shape, words):
+    result = planc("check", save(tmp_path, dense_head(bias_shape)))
+    if words is None:
+        assert result.code == 0, result.err
+    else:
+        one_error(result, words)
+
+
 @pytest.mark.parametrize("net", ["mlp", "cnn"])
 def test_c_an_input_that_nothing_produces(planc, tmp_path, net):
     """C. A node input with no producer (a renamed input, a deleted initializer) reached
