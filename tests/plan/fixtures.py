@@ -29,3 +29,16 @@ def small_plan_doc() -> dict:
                             "Granularity": 1}]}]})
     return {"Rank": 0, "WorldSize": 1, "Architecture": "CUDA_80", "NumProcessors": 2,
             "NumWarpsPerProcessor": 4, "TaskInfos": task_infos, "ProcessorGroups": groups}
+
+
+def sigmoid_over_matmul(doc: dict) -> None:
+    """Edit `small_plan_doc()` in place: sigmoid writes its result into the matmul result's
+    buffer, which add still reads (two live tensors in one buffer)."""
+    mm = doc["TaskInfos"][0]["Ops"][0]["WriteTensors"][0]["Buffer"]
+    sig = doc["TaskInfos"][1]["Ops"][0]
+    sig_id = sig["ResultTensors"][0]["Id"]
+    for key in ("WriteTensors", "ResultTensors"):
+        sig[key][0]["Buffer"] = copy.deepcopy(mm)
+    for t in doc["TaskInfos"][2]["Ops"][0]["ReadTensors"]:
+        if t["Id"] == sig_id:
+            t["Buffer"] = copy.deepcopy(mm)

@@ -23,7 +23,7 @@ from ground.json_reader import JsonNode
 from targets.ark.model_interpreter import ModelRun, run_model
 from targets.ark.plan_simulator import Events, PlanRunner, derive_model, single
 from tests.plan import broken_plans
-from tests.plan.fixtures import small_plan_doc
+from tests.plan.fixtures import sigmoid_over_matmul, small_plan_doc
 from tests.sched.aliasing_models import random_model
 from tests.sched.models import MODELS
 
@@ -187,17 +187,6 @@ def _swapped(doc):
     groups[0], groups[1] = groups[1], groups[0]
 
 
-def _shared(doc):
-    mm = doc["TaskInfos"][0]["Ops"][0]["WriteTensors"][0]["Buffer"]
-    sig = doc["TaskInfos"][1]["Ops"][0]
-    sig_id = sig["ResultTensors"][0]["Id"]
-    for key in ("WriteTensors", "ResultTensors"):
-        sig[key][0]["Buffer"] = copy.deepcopy(mm)
-    for t in doc["TaskInfos"][2]["Ops"][0]["ReadTensors"]:
-        if t["Id"] == sig_id:
-            t["Buffer"] = copy.deepcopy(mm)
-
-
 def _twice(doc):
     """The add's task group runs its tiles twice, on two processors of one group."""
     rg(doc, 2)["TaskGroups"].append(copy.deepcopy(rg(doc, 2)["TaskGroups"][0]))
@@ -207,7 +196,7 @@ SMALL_PLAN_EDITS = {
     "missing tiles": lambda d: rg(d, 1)["TaskGroups"][0].update(TaskRange=[0, 7]),
     "no barrier": _concurrent,
     "consumer first": _swapped,
-    "shared buffer": _shared,
+    "shared buffer": sigmoid_over_matmul,
 }
 
 

@@ -18,7 +18,7 @@ from ground.json_reader import JsonNode
 from targets.ark import cost_model
 from targets.ark.plan_simulator import simulate_plan
 from tests.conftest import write_json
-from tests.plan.fixtures import small_plan_doc
+from tests.plan.fixtures import sigmoid_over_matmul, small_plan_doc
 
 
 def simulate(doc: dict, **options) -> dict:
@@ -101,16 +101,7 @@ class TestWrongPlansAreCaught:
 
     def test_live_tensors_sharing_a_buffer(self):
         """sigmoid writes over the matmul result, which add still reads."""
-        def shared(doc):
-            mm = doc["TaskInfos"][0]["Ops"][0]["WriteTensors"][0]["Buffer"]
-            sig = doc["TaskInfos"][1]["Ops"][0]
-            sig_id = sig["ResultTensors"][0]["Id"]
-            for key in ("WriteTensors", "ResultTensors"):
-                sig[key][0]["Buffer"] = copy.deepcopy(mm)
-            for t in doc["TaskInfos"][2]["Ops"][0]["ReadTensors"]:
-                if t["Id"] == sig_id:
-                    t["Buffer"] = copy.deepcopy(mm)
-        report = simulate(edited(shared))
+        report = simulate(edited(sigmoid_over_matmul))
         assert not report["ok"]
         assert report["problem_counts"]["clobbered"] >= 1
         assert "but 'sigmoid' overwrote it" in report["problems"][0]

@@ -411,23 +411,13 @@ def test_tt_plans_are_proved_against_their_input(planc, tmp_path, monkeypatch):
     buffers) against the input model: the shipped examples are accepted; a kernel whose
     operator reads the wrong producer, made by a wrong `tt-partition`, is named and not
     written."""
-    from dialects import tt
-    from passes.tt_partition import TtPartitionPass
-
     for path in sorted(EXAMPLES.glob("*.json")):
         if "rank" not in path.name:     # (communication has no Tenstorrent kernel)
             result = planc(path, "-t", "tt", "-o", tmp_path / f"{path.stem}.tt.json")
             assert result.code == 0, (path.name, result.err)
     model, out = tmp_path / "block.json", tmp_path / "block.tt.json"
     model.write_text(emit_model(small_block()))
-    apply = TtPartitionPass.apply
-
-    def wrong(self, ctx, module):
-        apply(self, ctx, module)
-        plans = next(op for op in module.ops if isinstance(op, tt.PlansOp))
-        _swap_matmul_operands(next(op for op in plans.walk() if isinstance(op, ark.MatmulOp)))
-
-    monkeypatch.setattr(TtPartitionPass, "apply", wrong)
+    _break_tt_partition(monkeypatch)
     result = planc(model, "-t", "tt", "-o", out)
     assert result.code == 2, result.err
     assert "pass 'tt-partition' does not compute its input" in result.err, result.err
@@ -440,24 +430,13 @@ def test_tt_metal_proves_the_tt_plans_it_lowers_before_writing(planc, tmp_path, 
     (and the proof runs: a wrong rewrite is caught, below); a wrong `tt-partition` (a
     matmul's operands swapped) is an internal error naming that pass, and the output folder
     is not made. Unguarded (`PLANC_VALIDATE=0`), the same bug writes a program."""
-    from dialects import tt
-    from passes.tt_partition import TtPartitionPass
-
-    for path in (EXAMPLES / "ffn.json",):
-        result = planc(path, "-t", "tt-metal", "-o", tmp_path / path.stem)
-        assert result.code == 0, (path.name, result.err)
-        assert (tmp_path / path.stem / "main.cpp").exists()
+    result = planc(EXAMPLES / "ffn.json", "-t", "tt-metal", "-o", tmp_path / "ffn")
+    assert result.code == 0, result.err
+    assert (tmp_path / "ffn" / "main.cpp").exists()
     model, out = tmp_path / "block.json", tmp_path / "block"
     model.write_text(emit_model(small_block()))
     assert planc(model, "-t", "tt-metal", "-o", tmp_path / "good").code == 0
-    apply = TtPartitionPass.apply
-
-    def wrong(self, ctx, module):
-        apply(self, ctx, module)
-        plans = next(op for op in module.ops if isinstance(op, tt.PlansOp))
-        _swap_matmul_operands(next(op for op in plans.walk() if isinstance(op, ark.MatmulOp)))
-
-    monkeypatch.setattr(TtPartitionPass, "apply", wrong)
+    _break_tt_partition(monkeypatch)
     result = planc(model, "-t", "tt-metal", "-o", out)
     assert result.code == 2, result.err
     assert "translation validation" in result.err, result.err
@@ -466,3 +445,18 @@ def test_tt_metal_proves_the_tt_plans_it_lowers_before_writing(planc, tmp_path, 
     monkeypatch.setenv("PLANC_VALIDATE", "0")
     assert planc(model, "-t", "tt-metal", "-o", out).code == 0
     assert (out / "main.cpp").exists()
+
+
+def _break_tt_partition(monkeypatch) -> None:
+    """Make `tt-partition` swap a matmul's operands after it runs (a wrong rewrite)."""
+    from dialects import tt
+    from passes.tt_partition import TtPartitionPass
+
+    apply = TtPartitionPass.apply
+
+    def wrong(self, ctx, module):
+        apply(self, ctx, module)
+        plans = next(op for op in module.ops if isinstance(op, tt.PlansOp))
+        _swap_matmul_operands(next(op for op in plans.walk() if isinstance(op, ark.MatmulOp)))
+
+    monkeypatch.setattr(TtPartitionPass, "apply", wrong)
