@@ -441,13 +441,18 @@ def split_k_findings(p: pl.PlanOp, plan: PlanIndex | None = None) -> list[Findin
 
 def _summed(value, parts: dict[int, list]) -> list:
     """The matmuls an add chain has summed into `value` (through views)."""
+    return parts.get(id(_root_owner(value)), [])
+
+
+def _root_owner(value):
+    """The op owning the value `value` views (through views), or owning `value` itself."""
     owner = value.owner
     while type(owner) is ark.ViewOp:    # (no class derives from ViewOp)
         source = owner.source_value()
         if source is None:
             break
         owner = source.owner
-    return parts.get(id(owner), [])
+    return owner
 
 
 def _k_overlaps(left: list[ark.MatmulOp], right: list[ark.MatmulOp]) -> list[Finding]:
@@ -796,12 +801,7 @@ class _Keys:
         """The operator whose result `value` is, through views (None: a model input)."""
         found = self.producers.get(id(value), self)
         if found is self:   # (asked at every access: made once per value)
-            owner = value.owner
-            while type(owner) is ark.ViewOp:    # (no class derives from ViewOp)
-                source = owner.source_value()
-                if source is None:
-                    break
-                owner = source.owner
+            owner = _root_owner(value)
             found = self.producers[id(value)] = owner if _is_ark(owner) else None
         return found
 
