@@ -39,7 +39,7 @@ import heapq
 import math
 from argparse import Namespace
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +143,27 @@ def derive_model(p: plan.PlanOp, clones: dict[Operation, Operation] | None = Non
     while heap:
         place(heapq.heappop(heap)[2])
     return _clone_as_model(p, ordered, clones), ordered, problems
+
+
+def _evaluate_elements(op: ark.ArkOp, coords: np.ndarray,
+                       elements: Callable[[ark.TensorType], np.ndarray],
+                       on_read: Callable[[SSAValue, ark.TensorType, np.ndarray], None]
+                       ) -> np.ndarray:
+    """An element-wise operator's values at its output elements `coords`: each operand's
+    elements gathered from `elements(tensor)` (broadcast to the output), `on_read(value,
+    tensor, flat indices)` told of each read first (the per-slot run checks it, the batched
+    run records it)."""
+    out = op.outputs[0]
+    args = []
+    for value in op.read_tensors:
+        tensor = value.type
+        flat = element_indices(tensor, broadcast_coordinates(tensor.shape_list,
+                                                             out.shape_list, coords))
+        on_read(value, tensor, flat)
+        args.append(dtypes.to_compute(elements(tensor)[flat], tensor.data_type))
+    if isinstance(op, ark.ScalarAssignOp):
+        return np.full(len(coords), op.value.value.data, dtype=np.float32)
+    return np.broadcast_to(evaluate(op, args), (len(coords),))
 
 
 def data_root(value: SSAValue) -> SSAValue:
@@ -726,17 +747,11 @@ class PlanRunner:
         self.check_in_place(op)
         out = op.outputs[0]
         coords = tile_coordinates(op, np.asarray(indices, dtype=np.int64))
-        args = []
-        for value in op.read_tensors:
-            tensor = value.type
-            flat = element_indices(tensor, broadcast_coordinates(tensor.shape_list,
-                                                                 out.shape_list, coords))
+
+        def check_read(value, tensor, flat):
             self.check_read_at(op, value, self.shadow.flat(tensor, flat), event, where)
-            args.append(dtypes.to_compute(self.elements(tensor)[flat], tensor.data_type))
-        if isinstance(op, ark.ScalarAssignOp):
-            values = np.full(len(coords), op.value.value.data, dtype=np.float32)
-        else:
-            values = np.broadcast_to(evaluate(op, args), (len(coords),))
+
+        values = _evaluate_elements(op, coords, self.elements, check_read)
         flat = element_indices(out, coords)
         self.check_write_at(op, out, self.shadow.flat(out, flat), event, where)
         self.elements(out)[flat] = dtypes.to_storage(values, out.data_type)
@@ -1020,18 +1035,12 @@ class _GroupBatch:
         runner, op = self.runner, self.op
         out = op.outputs[0]
         coords, tile_of = _tile_elements(op, self.index)
-        args = []
-        for value in op.read_tensors:
-            tensor = value.type
-            flat = element_indices(tensor, broadcast_coordinates(tensor.shape_list,
-                                                                 out.shape_list, coords))
+
+        def note_read(value, tensor, flat):
             self.reads.append(_Access(value, tensor, runner.shadow.flat(tensor, flat),
                                       _per_element(tile_of, flat, tensor, runner)))
-            args.append(dtypes.to_compute(runner.elements(tensor)[flat], tensor.data_type))
-        if isinstance(op, ark.ScalarAssignOp):
-            values = np.full(len(coords), op.value.value.data, dtype=np.float32)
-        else:
-            values = np.broadcast_to(evaluate(op, args), (len(coords),))
+
+        values = _evaluate_elements(op, coords, runner.elements, note_read)
         flat = element_indices(out, coords)
         stored = dtypes.to_storage(values, out.data_type)
         self.writes.append((_Access(None, out, runner.shadow.flat(out, flat),
