@@ -578,15 +578,24 @@ def check_plan(algorithm: ms.AlgorithmOp, chunk_bytes: int | None = None,
 def zero_chunks(algorithm: ms.AlgorithmOp) -> list[str]:
     """The executor's `checkMessageSize`, run whenever it loads a plan, takes the message
     sizes modulo `input_chunks` and `output_chunks` with no zero guard (reference §4.6 #10):
-    a count of 0 is a division by zero, on the host, before the kernel runs."""
+    a count of 0 is an integer division by zero, on the host, before the kernel runs.
+    Executors from before that check sized the chunks from whichever count is not 0 and
+    refused a GPU with both 0 ("Output or Input chunks must be greater than 0"), so a GPU
+    with both 0 fails on every executor and one with a single 0 on the current one."""
     found = []
     for gpu in algorithm.gpus():
+        both = gpu.chunks("i") == 0 and gpu.chunks("o") == 0
         for buffer in ("i", "o"):
             if gpu.chunks(buffer) == 0:
                 found.append(f"gpu {gpu.rank_id}: {ms.BUFFER_NAMES[buffer]}_chunks is 0: the "
                              "executor's message-size check takes the message size modulo it "
-                             "when it loads the plan, a division by zero (reference §4.6 #10)")
+                             "when it loads the plan, a division by zero (reference §4.6 #10)"
+                             + (_BOTH_ZERO if both else ""))
     return found
+
+
+_BOTH_ZERO = ("; with both counts 0, the executors from before that check refuse the GPU "
+              "too (\"Output or Input chunks must be greater than 0\")")
 
 
 def _input_overwrites(program: Program) -> list[str]:

@@ -57,10 +57,14 @@ def test_the_dsl_classes_are_accepted_for_what_they_are():
     assert [(f.severity, f.rule, f.path) for f in barrier] == [
         ("error", "mscclpp.zero-chunks", "$.gpus[0].input_chunks"),
         ("error", "mscclpp.zero-chunks", "$.gpus[0].output_chunks")]
+    # Both counts 0: refused by every executor, before and since checkMessageSize.
+    assert all("must be greater than 0" in f.message for f in barrier)
     assert not findings(folder / "sn_allgather_pkt_rppkt_8gpus.json")
     fused = findings(folder / "ut_get_get_fuse_test.json")
     assert {(f.rule, f.path) for f in fused if f.severity == "error"} == {
         ("mscclpp.zero-chunks", f"$.gpus[{r}].output_chunks") for r in range(2)}
+    # One count 0: only the current executor's message-size check divides by it.
+    assert not any("must be greater than 0" in f.message for f in fused)
 
 
 def test_one_source_rppkt_forwards_to_every_destination(planc, tmp_path):
