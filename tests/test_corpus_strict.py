@@ -30,8 +30,9 @@ KNOWN_DEFECTS = {
         {"mscclpp.peer-start"}, "puts right after a wait, with no nop: a race"),
     "mscclpp/executor-tests__execution-plans__reduce_tbg.json": (
         {"mscclpp.tbg-race"},
-        "each block of a thread-block group copies a different part and waits only for its "
-        "own peer block: a race the executor's lockstep blocks hide (a warning)"),
+        "each block of a thread-block group copies a different slice and waits only for its "
+        "own peer block; the executor never synchronises a group's blocks, so a real race "
+        "that timing hides (a warning naming the missing edge)"),
     # A chunk count of 0: the executor's checkMessageSize takes the message size modulo it
     # when it loads the plan (reference mscclpp.md §4.6 #10).
     "mscclpp/execution-files__allreduce_pipeline.json": ({"mscclpp.zero-chunks"}, "§4.6 #10"),

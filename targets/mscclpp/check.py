@@ -7,10 +7,16 @@ an order the plan's synchronisation allows. What it finds is what the executor w
   hangs.
 * `mscclpp.race` (error): two accesses to the same bytes, one a write, that no signal, wait,
   semaphore, barrier or packet flag orders; the result depends on timing.
-* `mscclpp.tbg-race` (warning): such a race between parts of ops the DSL split over a
-  thread-block group, which it synchronises pairwise only. The executor's own test plans
-  (`reduce_tbg`) do this and pass on real GPUs, where the group's blocks run in lockstep, but
-  nothing in the plan guarantees it.
+* `mscclpp.tbg-race` (warning): such a race between slices of ops the DSL split over a
+  thread-block group, which it synchronises pairwise only. The executor slices a group's op
+  when it loads the plan (`ExecutionPlan::calcOffset`/`calcSize`: block t gets part t of every
+  range), runs each block's slice alone (`executionKernel` has no group barrier; a `nop` is
+  `__syncthreads`, one block) and a memory channel's signal/wait pairs one block with one
+  peer block, so a signal covers the signalling block's own slice only. The message names the
+  missing edge (which blocks the later access has synchronised with). The executor's own test
+  plan `reduce_tbg` does this and passes on real GPUs, where the group's blocks finish their
+  equal slices at about the same time, but nothing orders them: a real race, a warning
+  because real producer output has it.
 * `mscclpp.peer-start` (error): an access to a peer's input, output or (Simple protocol)
   scratch that nothing orders after the peer's kernel start. Each GPU's kernel starts when its
   own stream reaches it; before that the peer's caller may still be writing its input (a

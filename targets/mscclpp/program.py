@@ -86,6 +86,8 @@ class Step:
     acquire: list[int] = field(default_factory=list)
     release: list[int] = field(default_factory=list)
     barrier: tuple[int, int] | None = None
+    grouped: bool = False
+    """The op has `tbg_info`: this block does only its own slice of the op's ranges."""
 
     def reads(self) -> list[Region]:
         return [r for m in self.moves for r in m.sources]
@@ -254,7 +256,8 @@ class _Expander:
     def op_step(self, gpu: ms.GpuOp, tb: ms.ThreadblockOp, op: ms.InstructionOp,
                 window: tuple[int, int] | None, label: str) -> Step:
         rank = gpu.rank_id
-        step = Step(label, op.NAME, rank, tb.tb_id, _role(op), origin=id(op))
+        step = Step(label, op.NAME, rank, tb.tb_id, _role(op), origin=id(op),
+                    grouped=op.tbg_info is not None)
         if op.reduce_op is not None and op.reduce_op.data != "sum":
             self.warn("reduce_op", op, f"reduce_op \"{op.reduce_op.data}\" is ignored by the "
                       "executor, which always sums")

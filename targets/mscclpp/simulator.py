@@ -77,6 +77,8 @@ class Event:
     label: str
     rank: int = -1
     """The GPU whose step made the access."""
+    grouped: bool = False
+    """The op is split over a thread-block group (`Step.grouped`)."""
 
 
 @dataclass
@@ -111,6 +113,7 @@ class SymbolicReplay(Replay):
                     if proxy is not None and ("proxy", proxy) not in self.components:
                         self.components[("proxy", proxy)] = len(self.components)
         self.width = len(self.components)
+        self.owners = {comp: key for key, comp in self.components.items()}
         self.proxy_comps = {c for key, c in self.components.items() if key[0] == "proxy"}
         super().__init__(program)
         self.memory: dict[tuple[int, str], dict[int, Cell]] = defaultdict(dict)
@@ -124,6 +127,11 @@ class SymbolicReplay(Replay):
         """Per race: the earlier access's label and, per cell, (rank, space, index, the value
         written, which of the two wrote it: "event" or "earlier"), to name first the access
         that is the mistake (see `_wrong_access_first`)."""
+        self.group_races: dict[tuple[str, str, str], tuple[Block, str, Block, str,
+                                                           list[Block]]] = {}
+        """Per race between two slices of thread-block-group ops: the later access's block
+        and op label, the earlier one's, and the other blocks of the earlier one's GPU that
+        the later one has synchronised with by then: which edge is missing."""
         self.misreads: list[str] = []
         self.early: dict[tuple[str, str, int, bool], list[tuple[int, str, int]]] = {}
         """(op label, verb, peer rank, fenced by the first threads only) -> cells it touched
@@ -182,7 +190,7 @@ class SymbolicReplay(Replay):
             return
         stamp = self._tick(data_comp)
         knowledge = joined([self.all[block], *self._packet_knowledge(step)], self.width)
-        event = Event(data_comp, stamp, step.origin, step.label, step.rank)
+        event = Event(data_comp, stamp, step.origin, step.label, step.rank, step.grouped)
         self.lead_now = self.lead[block]
         self._moves(step, event, knowledge)
         knowledge[data_comp] = stamp
@@ -193,7 +201,8 @@ class SymbolicReplay(Replay):
         clock = joined([self.proxy_clock[step.proxy], issued], self.width)
         clock[comp] = self._tick(comp)
         self.proxy_clock[step.proxy] = clock
-        self._moves(step, Event(comp, clock[comp], step.origin, step.label, step.rank), clock)
+        self._moves(step, Event(comp, clock[comp], step.origin, step.label, step.rank,
+                                step.grouped), clock)
 
     def signal_payload(self, block: Block, step: Step, index: int) -> list[int]:
         proxy = step.signal_proxies[index] if index < len(step.signal_proxies) else None
@@ -334,9 +343,24 @@ class SymbolicReplay(Replay):
             return
         key = (event.label, verb, f"{past} by {earlier.label}")
         self.races.setdefault(key, []).append((region.rank, region.space, index))
+        if event.grouped and earlier.grouped and key not in self.group_races:
+            self._note_group_race(key, event, earlier, knowledge)
         if written is not None:
             self.raced_writes.setdefault(key, (earlier.label, []))[1].append(
                 (region.rank, region.space, index, *written))
+
+    def _note_group_race(self, key: tuple[str, str, str], event: Event, earlier: Event,
+                         knowledge: list[int]) -> None:
+        """Which blocks of the earlier access's GPU the later access's block has heard from
+        (through signals, barriers, semaphores or packets) when it makes its access."""
+        later, first = self.owners[event.comp], self.owners[earlier.comp]
+        if later[0] == "proxy" or first[0] == "proxy":
+            return
+        heard = [block for block in self.program.blocks
+                 if block[0] == first[1][0] and block not in (first[1], later[1])
+                 and (knowledge[self.components[("lead", block)]]
+                      or knowledge[self.components[("data", block)]])]
+        self.group_races[key] = (later[1], event.label, first[1], earlier.label, heard)
 
     # -- end of the launch ---------------------------------------------------------------------
 
@@ -670,7 +694,9 @@ def _race_messages(replay: SymbolicReplay, describe: _Describer,
         for rank, space, index in cells:
             by_space[(rank, space)].append(index)
         where = "; ".join(describe.bytes_of(r, s, c) for (r, s), c in by_space.items())
-        messages.append(f"{label} {verb} {where}, {what}, with no synchronisation between them")
+        why = _group_race_reason(replay.group_races.get(key))
+        messages.append(f"{label} {verb} {where}, {what}, with no synchronisation between "
+                        f"them{why}")
     for (label, verb), cells in sorted(replay.unfinished_at_end().items()):
         if verb == "proxy-reads":
             continue    # `_unflushed_messages`
@@ -682,6 +708,27 @@ def _race_messages(replay: SymbolicReplay, describe: _Describer,
                             f"synchronisation before gpu {rank} finishes: the caller may see "
                             "(or overwrite) data still in flight")
     return messages
+
+
+def _group_race_reason(noted: tuple[Block, str, Block, str, list[Block]] | None) -> str:
+    """Why two slices of thread-block-group ops race: the edge that is missing. The executor
+    slices a group's op when it loads the plan (`ExecutionPlan::calcOffset`), each block runs
+    its slice alone (`executionKernel` runs a block's ops in order; a nop is `__syncthreads`,
+    one block only), and a memory channel's signal/wait pairs one block with one peer block:
+    a block's signal covers its own slice only, and nothing synchronises the group."""
+    if noted is None:
+        return ""
+    (later_rank, later_tb), later_label, (first_rank, first_tb), first_label, heard = noted
+    later, first = f"gpu {later_rank} tb {later_tb}", f"gpu {first_rank} tb {first_tb}"
+    later_op, first_op = later_label[len(later) + 1:], first_label[len(first) + 1:]
+    others = ", ".join(f"gpu {r} tb {t}" for r, t in heard) + " only" if heard else \
+        f"no other thread block of gpu {first_rank}"
+    return (f": {later} synchronises with {others} before its {later_op}, not with {first} "
+            f"after its {first_op}; the executor runs the slices of a thread-block group's "
+            "op with no synchronisation between the group's blocks, so a block's signal "
+            "covers its own slice only (a barrier over the group, or a signal, semaphore or "
+            f"barrier path from {first} after {first_op.split(' (')[0]} to {later} before "
+            f"{later_op.split(' (')[0]}, would order them)")
 
 
 UNFLUSHED = "with no flush before gpu"

@@ -125,3 +125,44 @@ def port_packet_allgather_plan(put: str = "ppkt") -> dict[str, Any]:
             "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
             "use_double_scratch_buffer": True, "buffer_alignment": 16,
             "min_message_size": 0, "max_message_size": 2**64 - 1}
+
+
+def group_allgather_plan(barrier: bool = False) -> dict[str, Any]:
+    """An in-place allgather of 2 GPUs with 2 chunks per GPU, shaped like upstream
+    `reduce_tbg.py`: a thread-block group of 2 blocks copies the GPU's 2 chunks into scratch
+    (block t does chunk t), each block then handshakes with its own peer block on its own
+    memory channel, and the group gets the peer's 2 chunks one at a time (block t does half t
+    of each chunk). `barrier`: a barrier over the group after the copy, before the signals."""
+    gpus = []
+    for rank in range(2):
+        peer = 1 - rank
+        gpus.append({
+            "id": rank, "input_chunks": 2, "output_chunks": 4, "scratch_chunks": 4,
+            "threadblocks": [
+                {"id": tb, "ops": _group_ops(rank, tb, barrier),
+                 "channels": [{"channel_type": "memory", "channel_ids": [tb]}],
+                 "remote_buffer_refs": [{"access_channel_type": "memory",
+                                         "remote_buffer_ids": [0]}]} for tb in range(2)],
+            "channels": [{"channel_type": "memory", "connected_to": [peer, peer]}],
+            "remote_buffers": [{"rank": peer, "type": "s", "access_channel_types": ["memory"]}],
+            "semaphores": []})
+    return {"name": "group_allgather", "collective": "allgather", "protocol": "Simple",
+            "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
+            "use_double_scratch_buffer": False, "buffer_alignment": 16,
+            "min_message_size": 0, "max_message_size": 2**64 - 1}
+
+
+def _group_ops(rank: int, tb: int, barrier: bool) -> list[dict[str, Any]]:
+    """Block `tb`'s ops in `group_allgather_plan` (its own channel is its tb-local 0)."""
+    part = {"tbg_info": {"tb_id": tb, "tbg_size": 2}}
+    copy = {"name": "copy", "src_buff": [{"type": "o", "index": 2 * rank, "size": 2}],
+            "dst_buff": [{"type": "s", "index": 2 * rank, "size": 2}], **part}
+    gets = [{"name": "get", "src_buff": [{"buffer_id": 0, "index": chunk, "size": 1}],
+             "dst_buff": [{"type": "o", "index": chunk, "size": 1}], "channel_ids": [0],
+             "channel_type": "memory", **part} for chunk in (2 - 2 * rank, 3 - 2 * rank)]
+    fence = {"name": "barrier", "barrier_id": 0, "num_threadblocks": 2} if barrier else \
+        {"name": "nop"}
+    handshake = [{"name": "signal", "channel_ids": [0], "channel_type": "memory"},
+                 {"name": "wait", "channel_ids": [0], "channel_type": "memory"},
+                 {"name": "nop"}]
+    return [copy, fence, *handshake, *gets, {"name": "nop"}, *handshake]
