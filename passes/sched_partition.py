@@ -398,25 +398,15 @@ def split_plan(kernel: Kernel, device: GpuDevice,
     partial sums and a barrier without removing a wave or putting idle processors to work loses
     there, whatever the cost model's assumptions say."""
     matmuls = splittable_matmuls(kernel)
-    if matmuls is None:
+    cuts = cut_candidates(kernel, device, partial_bytes)
+    if matmuls is None or not cuts:
         return None
     _, _, depth = matmuls[0].problem_mnk()
-    step = matmuls[0].config_value()["TileShapeMNK"][2]
     whole = kernel.estimate.on(device.processors)
-    out = matmuls[0].outputs[0]
-    per_part = len(matmuls) * out.num_elements * out.element_bytes
-    fit = 1 + int(partial_bytes // per_part) if math.isfinite(partial_bytes) else MAX_PARTS
-    limit = min(MAX_PARTS, depth // step, fit)
-    if limit < 2:
-        return None
     static = StaticCut(kernel, matmuls, device)
     best: SplitK | None = None
     estimates: dict[int, KernelEstimate] = {}
-    shapes = split_shapes(kernel.op.tiles, kernel.slots, device.processors, limit)
-    cuts = {(tuple(ranges), tuple(parts)) for ranges, weights in shapes
-            for rounding in (round, math.floor)
-            if (parts := k_parts(depth, step, weights, rounding)) is not None}
-    for ranges, parts in sorted(cuts):
+    for ranges, parts in cuts:
         busy = sum(min(r, kernel.op.tiles) for r in ranges)
         for k in parts:
             if k not in estimates:
@@ -428,6 +418,28 @@ def split_plan(kernel: Kernel, device: GpuDevice,
                 static.cut_seconds(parts, ranges) < static.whole:
             best = SplitK(tuple(parts), tuple(ranges), seconds, whole)
     return best if best is not None and best.seconds < 0.95 * whole else None
+
+
+def cut_candidates(kernel: Kernel, device: GpuDevice, partial_bytes: float = math.inf
+                   ) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The (processors, K) per part of every cut `split_plan` weighs for a lone kernel, in
+    order (`split_shapes` with each way of rounding K to whole steps), within `partial_bytes`
+    of partial buffers; empty when the kernel cannot be cut."""
+    matmuls = splittable_matmuls(kernel)
+    if matmuls is None:
+        return []
+    _, _, depth = matmuls[0].problem_mnk()
+    step = matmuls[0].config_value()["TileShapeMNK"][2]
+    out = matmuls[0].outputs[0]
+    per_part = len(matmuls) * out.num_elements * out.element_bytes
+    fit = 1 + int(partial_bytes // per_part) if math.isfinite(partial_bytes) else MAX_PARTS
+    limit = min(MAX_PARTS, depth // step, fit)
+    if limit < 2:
+        return []
+    shapes = split_shapes(kernel.op.tiles, kernel.slots, device.processors, limit)
+    return sorted({(tuple(ranges), tuple(parts)) for ranges, weights in shapes
+                   for rounding in (round, math.floor)
+                   if (parts := k_parts(depth, step, weights, rounding)) is not None})
 
 
 class StaticCut:

@@ -28,6 +28,7 @@ SMALLEST: dict[str, list[str]] = {
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],
     "onnx_gemini.py": ["--smoke"],
     "onnx_models.py": ["--smoke"],
+    "plan_candidates.py": ["{small_ffn}", "--arch", "a100", "--top", "2"],
     "plan_quality.py": ["--arch", "a100", "--seq", "64"],
     "scale.py": ["--ops", "20,40", "--baseline", str(ROOT)],
     "schema_speed.py": ["--ops", "100", "--repeat", "1", str(ROOT / "examples" / "ffn.json")],

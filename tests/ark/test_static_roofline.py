@@ -18,6 +18,7 @@ from frontends.model_builder import ModelBuilder
 from passes.sched_partition import (
     Estimates,
     StaticCut,
+    cut_candidates,
     k_parts,
     split_plan,
     split_shapes,
@@ -135,13 +136,17 @@ def test_a_cut_is_taken_only_when_both_models_find_it_faster(arch):
         static = StaticCut(kernel, matmuls, device)
         depth, step = k, matmuls[0].config_value()["TileShapeMNK"][2]
         limit = min(32, depth // step)
-        agreeing = []
+        agreeing, every = [], set()
         for ranges, weights in split_shapes(kernel.op.tiles, kernel.slots, device.processors,
                                             limit):
             for rounding in (round, math.floor):
                 parts = k_parts(depth, step, weights, rounding)
+                if parts is not None:
+                    every.add((tuple(ranges), tuple(parts)))
                 if parts is not None and static.cut_seconds(parts, ranges) < static.whole:
                     agreeing.append((tuple(parts), tuple(ranges)))
+        # (the list bench/plan_candidates.py enumerates is the one the pass weighs)
+        assert set(cut_candidates(kernel, device)) == every, (m, n, k)
         if chosen is None:
             continue
         assert (chosen.parts, chosen.processors) in agreeing, (m, n, k)
