@@ -1,7 +1,8 @@
 """Gemini: planc's schedules of the corpus networks against Gemini's own, and on larger meshes.
 
     python bench/gemini_schedule.py [--corpus DIR] [--batches 1,4,16] [--budgets 0.45,0.9]
-                                    [--meshes] [--compile-ratio PAIRS] [--json] [--smoke]
+                                    [--meshes] [--compile-ratio PAIRS] [--by-layer] [--json]
+                                    [--smoke]
 
 For every corpus pair (the frontend layer description of an INT8 ResNet and the scheduler IR
 Gemini made from it: batch 1, one core, 8 MB L2, 16 GB/s) it schedules the description with
@@ -30,7 +31,8 @@ all its tiles (Gemini's batch-4 IR times a 4-sample vp workload as one sample: i
 one per sample, each list a `single_tile_time_pred` equal to the workload's `time`); and under
 one model, planc's cycle model on Gemini's batch-1 workloads each widened to all B samples
 (`retimed_at_batch`), which is the form of Gemini's batch-4 ResNet-34 IR: one workload per
-layer over all samples, the same intra-core tiles.
+layer over all samples, the same intra-core tiles. `--by-layer` lists the layers whose time
+differs between the two under that model.
 
 `--budgets` also schedules each case with other L2 budgets (shares of the buffer, planc's
 `--l2-budget`) to show the latency / peak-L2 trade-off; `--meshes` schedules the first network
@@ -155,14 +157,15 @@ def _widened(box, batch: int):
     return lower, upper
 
 
-def retimed_at_batch(ir_path: Path, layers_path: Path, batch: int) -> dict[str, int]:
+def retimed_at_batch(ir_path: Path, layers_path: Path, batch: int) -> dict:
     """planc's cycle model on Gemini's batch-1 workloads widened to `batch` samples (inputs
     and outputs `batch` times larger, the same weights and intra-core tiles): summed `time`
-    by layer type. That is how Gemini's own batch-4 ResNet-34 IR is built (see GEMINI_OWN)."""
+    by layer type, and by layer (`layers`). That is how Gemini's own batch-4 ResNet-34 IR is
+    built (see GEMINI_OWN)."""
     sched = next(iter(import_ir(load_json_file(ir_path)).ops))
     graph = next(iter(import_layers(load_json_file(layers_path)).ops))
     layers = {layer.name_: layer for layer in graph.layers}
-    sums = {"pe": 0, "vp": 0}
+    sums: dict = {"pe": 0, "vp": 0, "layers": {}}
     for wl in sched.workloads():
         layer, kind = layers[wl.layer], wl.value("layer_type")
         in_bytes = batch * sum(f.value("size") for f in wl.ifmaps)
@@ -177,12 +180,31 @@ def retimed_at_batch(ir_path: Path, layers_path: Path, batch: int) -> dict[str, 
             cycles = model.pe_cycles(layer, _widened(wl.box, batch), in_bytes,
                                      wl.weight.value("size"))
         sums[kind] += int(cycles)
+        sums["layers"][wl.layer] = sums["layers"].get(wl.layer, 0) + int(cycles)
     return sums
 
 
-def against_own(network: str, batch: int, kinds: dict, same: dict) -> dict | None:
+def layer_times(sched) -> dict[str, tuple[int, int]]:
+    """(summed `time`, workloads) of every layer of a schedule."""
+    found: dict[str, tuple[int, int]] = {}
+    for wl in sched.workloads():
+        time_, count = found.get(wl.layer, (0, 0))
+        found[wl.layer] = (time_ + wl.value("time"), count + 1)
+    return found
+
+
+def layer_differences(ours: dict[str, tuple[int, int]], theirs: dict[str, int]) -> list:
+    """[layer, planc's cycles, workloads, Gemini's widened workloads' cycles] of every layer
+    whose time differs, in Gemini's layer order: where the one-model ratio comes from."""
+    return [[name, ours.get(name, (0, 0))[0], ours.get(name, (0, 0))[1], cycles]
+            for name, cycles in theirs.items() if ours.get(name, (0, 0))[0] != cycles]
+
+
+def against_own(network: str, batch: int, kinds: dict, same: dict,
+                layers: dict[str, tuple[int, int]]) -> dict | None:
     """planc's summed time against Gemini's own batch-`batch` IR: raw, normalised (vp
-    workloads over all their tiles) where known, and both under planc's cycle model."""
+    workloads over all their tiles) where known, and both under planc's cycle model
+    (`layers`: planc's time by layer, set beside Gemini's widened workloads')."""
     own = GEMINI_OWN.get((network, batch))
     if own is None:
         return None
@@ -190,7 +212,8 @@ def against_own(network: str, batch: int, kinds: dict, same: dict) -> dict | Non
     row = {"gemini_time": own["time"], "raw": ours / own["time"],
            "same_model_gemini": same["pe"] + same["vp"],
            "same_model": ours / (same["pe"] + same["vp"]),
-           "same_model_pe": kinds["pe"] / same["pe"]}
+           "same_model_pe": kinds["pe"] / same["pe"],
+           "by_layer": layer_differences(layers, same["layers"])}
     if "vp_one_sample" in own:
         pe = own["time"] - own["vp_one_sample"]
         normalised = pe + batch * own["vp_one_sample"]
@@ -261,7 +284,7 @@ def compare(pairs, batches: list[int], budgets: list[float]) -> dict:
                                    "vp": kinds["vp"] / (batch * gemini_kinds["vp"]),
                                    "kind_cycles": kinds,
                                    "own": against_own(network, batch, kinds, retimed_at_batch(
-                                       ir_path, layers_path, batch))})
+                                       ir_path, layers_path, batch), layer_times(sched))})
             for share in budgets:
                 sched, _, _ = schedule(layers_path, "1x1", batch, int(share * BUFFER))
                 ours = schedule_metrics(sched, BANDWIDTH)
@@ -304,6 +327,17 @@ def compile_ratio(layers_path: Path, pairs: int) -> dict:
     return {"cpu_s": times,
             "min_ratio": min(times["4x4"]) / min(times["1x1"]),
             "median_ratio": statistics.median(times["4x4"]) / statistics.median(times["1x1"])}
+
+
+def print_by_layer(report: dict) -> None:
+    """The layers whose time differs from Gemini's widened workloads (`--by-layer`)."""
+    for row in report["rows"]:
+        if row["own"] is None:
+            continue
+        print(f"\n{row['network']} batch {row['batch']}, by layer: planc (workloads) against "
+              f"Gemini's batch-1 workloads widened to {row['batch']} samples, one model")
+        for name, ours, count, theirs in row["own"]["by_layer"]:
+            print(f"  {name:<26} {ours:>9} ({count:>2}) {theirs:>9} {ours - theirs:>+9}")
 
 
 def print_report(report: dict) -> None:
@@ -377,6 +411,8 @@ def main() -> None:
     parser.add_argument("--meshes", action="store_true", help="also 2x2 and 4x4 meshes")
     parser.add_argument("--compile-ratio", type=int, default=0, metavar="PAIRS",
                         help="time the whole 4x4 and 1x1 commands, PAIRS times each")
+    parser.add_argument("--by-layer", action="store_true",
+                        help="list the layers whose time differs from Gemini's own, one model")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="the first network, batch 1")
     args = parser.parse_args()
@@ -394,6 +430,8 @@ def main() -> None:
         print(json.dumps(report, indent=2))
         return
     print_report(report)
+    if args.by_layer:
+        print_by_layer(report)
 
 
 if __name__ == "__main__":

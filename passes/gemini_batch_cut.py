@@ -5,7 +5,8 @@ layers inner, as Gemini's T-cuts do. Larger groups mean fewer, larger workloads 
 fewer per-workload overheads) but more feature-map bytes in L2, and a segment with more than one
 group must keep all its weights resident. The pass picks, per segment, the largest divisor of
 the batch whose L2 peak fits (`gemini-group-layers`' evaluation) and records it as
-`gemini.sub_batch` on the segment's layers.
+`gemini.sub_batch` on the segment's layers, and `gemini.wl0_resident` on those of a
+several-group segment whose weights stay in WL0 across the groups (`wl0_residents`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from dialects import dnn
-from passes.gemini_group_layers import evaluate_segment, layer_facts
+from passes.gemini_group_layers import evaluate_segment, layer_facts, wl0_residents
 from targets.gemini.plan import (
     GROUPS,
     SUB_BATCH,
+    WL0_RESIDENT,
     HardwarePass,
     batch_of,
     error_at,
@@ -55,9 +57,12 @@ class GeminiBatchCutPass(HardwarePass):
                                                    f"topological order")
             plan = evaluate_segment(facts, start, end, batch, xlen * ylen, hw)
             sub_batch = plan.sub_batch if plan is not None else 1
+            in_wl0 = wl0_residents(facts[start:end], hw)
             for i in members:
                 set_int(layers[i], SUB_BATCH, sub_batch)
                 set_int(layers[i], GROUPS, batch // sub_batch)
+                if sub_batch < batch and in_wl0[i - start]:
+                    set_int(layers[i], WL0_RESIDENT, 1)
         for layer in graph.layers:
             if isinstance(layer, dnn.VIEW_CLASSES):
                 producer = source(layer.output).owner

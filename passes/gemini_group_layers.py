@@ -10,8 +10,11 @@ cycles, DRAM cycles) for the whole batch; the cheapest sequence of feasible segm
 groups keeps its weights in L2 and streams them into WL0 tile by tile in every group, each
 tile reading the group's input again (`grouped_cycles`; ResNet-50 at batch 4 ran its first
 two stages in four one-sample groups at 1.05x the time of whole-batch workloads). A segment
-that runs in several batch groups keeps its weights resident in L2 across the groups, so its
-weights count against the buffer; a single-group segment streams them layer by layer.
+that runs in several batch groups keeps its weights resident across the groups: in WL0,
+read once straight from DRAM, as many layers' as fit `wl0_resident_units` in layer order
+(`wl0_residents`; each group then runs such a layer as one tile, `resident_cycles`), as
+Gemini's batch-4 ResNet-50 IR does; the others in L2, where they count against the buffer.
+A single-group segment streams its weights layer by layer.
 
 Records `gemini.segment` on every layer (views take their source's segment).
 """
@@ -71,10 +74,18 @@ class LayerFacts:
     """Compute cycles for all samples on one core."""
     by_groups: dict[int, float] = field(default_factory=dict)
     """Compute cycles of all samples run in that many batch groups (more than one), where
-    they differ from `cycles`: see `grouped_cycles`."""
+    they differ from `cycles`, with the weights resident in L2: see `grouped_cycles`."""
+    wl0_units: int | None = None
+    """WL0 units of the whole weights read straight from DRAM (None: no weights, or weights
+    streamed through L2 whatever the cut)."""
+    resident_by_groups: dict[int, float] = field(default_factory=dict)
+    """Like `by_groups`, with the weights resident in WL0: see `resident_cycles`."""
 
-    def group_cycles(self, groups: int) -> float:
-        """Compute cycles of all samples run in `groups` batch groups."""
+    def group_cycles(self, groups: int, in_wl0: bool = False) -> float:
+        """Compute cycles of all samples run in `groups` batch groups (`in_wl0`: weights
+        resident in WL0 across the groups, else in L2)."""
+        if in_wl0:
+            return self.resident_by_groups.get(groups, self.cycles)
         return self.by_groups.get(groups, self.cycles)
 
 
@@ -94,13 +105,33 @@ def layer_facts(layers: list[dnn.LayerOp], hw: GeminiHardware) -> list[LayerFact
         users = [index[c] for c, _ in consumers(layer) if c in index]
         geometry = model.weight_geometry(layer)
         weight_bytes = model.weight_bytes(layer) if geometry else 0
-        l2_weights = weight_bytes if geometry and model.streams_weights(
-            layer, geometry[0], hw) else 0
-        facts.append(LayerFacts(i, layer, out_bytes, l2_weights, weight_bytes, inputs,
-                                sorted(users), is_network_output(layer),
+        streamed = bool(geometry) and model.streams_weights(layer, geometry[0], hw)
+        direct = bool(geometry) and layer.LAYER_TYPE == "pe" and not streamed
+        facts.append(LayerFacts(i, layer, out_bytes, weight_bytes if streamed else 0,
+                                weight_bytes, inputs, sorted(users), is_network_output(layer),
                                 quick_cycles(layer, in_bytes, out_bytes),
-                                grouped_cycles(layer, in_bytes, hw)))
+                                grouped_cycles(layer, in_bytes, hw),
+                                model.wl0_direct_units(layer, geometry[0]) if direct else None,
+                                resident_cycles(layer, in_bytes, weight_bytes)
+                                if direct else {}))
     return facts
+
+
+def wl0_residents(segment: list[LayerFacts], hw: GeminiHardware) -> list[bool]:
+    """Which layers of a segment of several batch groups keep their weights in WL0 across
+    the groups: in layer order, each whose weights go straight to WL0 while they fit what
+    the earlier ones left of `wl0_resident_units`. Gemini's batch-4 ResNet-50 IR runs its
+    first two stages in two batch groups with their weights in WL0 (source DDR, time one
+    tile); staged in L2 instead, every group streams them tile by tile and each tile reads
+    the group's input again (ResNet-50's first stages at batch 4: 1.03x Gemini's time)."""
+    room = hw.wl0_resident_units
+    kept = []
+    for fact in segment:
+        fits = fact.wl0_units is not None and fact.wl0_units <= room
+        if fits:
+            room -= fact.wl0_units
+        kept.append(fits)
+    return kept
 
 
 def quick_cycles(layer: dnn.LayerOp, in_bytes: int, out_bytes: int) -> float:
@@ -110,6 +141,25 @@ def quick_cycles(layer: dnn.LayerOp, in_bytes: int, out_bytes: int) -> float:
     if layer.LAYER_TYPE == "vp":
         return model.vp_cycles(layer, in_bytes, out_bytes)
     return model.dt_cycles(in_bytes)
+
+
+def _group_counts(layer: dnn.LayerOp) -> list[int]:
+    """The batch group counts g > 1 that divide the layer's samples."""
+    batch = layer.out_type.nchw[0]
+    return [g for g in range(2, batch + 1) if batch % g == 0]
+
+
+def resident_cycles(layer: dnn.LayerOp, in_bytes: int, weight_bytes: int,
+                    ) -> dict[int, float]:
+    """{groups: cycles} of a PE layer whose weights stay in WL0 across g > 1 batch groups:
+    g workloads of batch/g samples, each one tile that reads its group's input and its
+    weights straight from DRAM (gemini-cycles' time of such a workload)."""
+    found = {}
+    for groups in _group_counts(layer):
+        samples = layer.out_type.nchw[0] // groups
+        box = ([0, 0, 0, 0], [samples - 1, *(d - 1 for d in layer.out_type.nchw[1:])])
+        found[groups] = groups * model.pe_cycles(layer, box, in_bytes // groups, weight_bytes)
+    return found
 
 
 def grouped_cycles(layer: dnn.LayerOp, in_bytes: int, hw: GeminiHardware) -> dict[int, float]:
@@ -127,7 +177,7 @@ def grouped_cycles(layer: dnn.LayerOp, in_bytes: int, hw: GeminiHardware) -> dic
     slices = model.stream_slices(layer, tile_k, hw)
     units = -(-model.wl0_stream_units(layer, tile_k, hw) // slices)
     found = {}
-    for groups in (g for g in range(2, batch + 1) if batch % g == 0):
+    for groups in _group_counts(layer):
         samples = batch // groups
         lower, upper = [0, 0, 0, 0], [samples - 1, *(d - 1 for d in layer.out_type.nchw[1:])]
         tiles = []
@@ -182,21 +232,24 @@ def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, 
     A single layer always has a plan (`unfit_sub_batch` when no cut fits: gemini-partition
     cuts it further or refuses it)."""
     segment = facts[start:end]
-    all_weights = sum(f.weight_bytes for f in segment)
+    in_wl0 = wl0_residents(segment, hw)
+    l2_weights = sum(f.weight_bytes for f, kept in zip(segment, in_wl0, strict=True)
+                     if not kept)
 
     def peak(sub_batch: int) -> float:
         groups = batch // sub_batch
-        return (all_weights if groups > 1 else 0) + _peak_fmaps(
+        return (l2_weights if groups > 1 else 0) + _peak_fmaps(
             segment, start, end, sub_batch / batch / cores, streaming=groups == 1)
+
+    def cycles(sub_batch: int) -> float:
+        return _cycles(facts, start, end, cores, batch // sub_batch, hw, in_wl0)
 
     for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
         if (bytes_ := peak(sub_batch)) <= hw.planned_l2_bytes:
-            return SegmentPlan(sub_batch, bytes_,
-                               _cycles(facts, start, end, cores, batch // sub_batch, hw))
+            return SegmentPlan(sub_batch, bytes_, cycles(sub_batch))
     if end - start == 1:
-        sub_batch = unfit_sub_batch(all_weights, batch, hw)
-        return SegmentPlan(sub_batch, peak(sub_batch),
-                           _cycles(facts, start, end, cores, batch // sub_batch, hw))
+        sub_batch = unfit_sub_batch(l2_weights, batch, hw)
+        return SegmentPlan(sub_batch, peak(sub_batch), cycles(sub_batch))
     return None
 
 
@@ -233,9 +286,10 @@ def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
 
 
 def _cycles(facts: list[LayerFacts], start: int, end: int, cores: int, groups: int,
-            hw: GeminiHardware) -> float:
+            hw: GeminiHardware, in_wl0: list[bool]) -> float:
     segment = facts[start:end]
-    compute = sum(f.group_cycles(groups) for f in segment) / cores
+    compute = sum(f.group_cycles(groups, kept)
+                  for f, kept in zip(segment, in_wl0, strict=True)) / cores
     dram = sum(f.weight_bytes for f in segment)
     dram += sum(size for f in segment for producer, size in f.inputs
                 if not start <= producer < end)
@@ -281,7 +335,8 @@ class SegmentGrowth:
         last: dict[int, int] = {}           # layer -> position of its last reader so far
         most_live = 0
         most_streaming = 0.0
-        all_weights = dram_bytes = 0
+        l2_weights = dram_bytes = 0
+        wl0_room = self.hw.wl0_resident_units   # as `wl0_residents` fills it
         # Compute cycles for each candidate sub-batch (its groups pay their weight loads).
         groups = [self.batch // sub_batch for sub_batch in self.sub_batches]
         compute = [0.0] * len(groups)
@@ -308,37 +363,42 @@ class SegmentGrowth:
                 most_live = max(most_live, live[q])
                 most_streaming = max(most_streaming,
                                      live[q] * streaming_share + streamed[q])
-            all_weights += fact.weight_bytes
+            in_wl0 = fact.wl0_units is not None and fact.wl0_units <= wl0_room
+            if in_wl0:
+                wl0_room -= fact.wl0_units
+            else:
+                l2_weights += fact.weight_bytes
             for j, count in enumerate(groups):
-                compute[j] += fact.group_cycles(count)
+                compute[j] += fact.group_cycles(count, in_wl0)
             dram_bytes += fact.weight_bytes + loaded
             if fact.leaves or fact.users:
                 dram_bytes += fact.out_bytes
             for producer in self.last_read_by[e]:
                 if producer >= start and not facts[producer].leaves:
                     dram_bytes -= facts[producer].out_bytes
-            plan = self._fit(end - start, all_weights, most_live, most_streaming,
+            plan = self._fit(end - start, l2_weights, most_live, most_streaming,
                              [max(c / cores, dram_bytes / self.hw.dram_bytes_per_cycle)
                               for c in compute])
             if plan is None:
                 return
             yield end, plan
 
-    def _fit(self, length: int, all_weights: int, most_live: int, most_streaming: float,
+    def _fit(self, length: int, l2_weights: int, most_live: int, most_streaming: float,
              cycles: list[float]) -> SegmentPlan | None:
         """The plan of the largest sub-batch that fits (`cycles`: per sub-batch, in the
-        order of `self.sub_batches`)."""
+        order of `self.sub_batches`; `l2_weights`: the weights resident in L2 when the
+        segment runs in several groups)."""
         def peak(sub_batch: int) -> float:
             if sub_batch == self.batch:       # one group: weights streamed
                 return 0 + max(0.0, most_streaming)
-            return all_weights + max(0.0, most_live * (sub_batch / self.batch / self.cores))
+            return l2_weights + max(0.0, most_live * (sub_batch / self.batch / self.cores))
 
         for j, sub_batch in enumerate(self.sub_batches):
             if (bytes_ := peak(sub_batch)) <= self.hw.planned_l2_bytes:
                 return SegmentPlan(sub_batch, bytes_, cycles[j])
         if length > 1:
             return None
-        sub_batch = unfit_sub_batch(all_weights, self.batch, self.hw)
+        sub_batch = unfit_sub_batch(l2_weights, self.batch, self.hw)
         return SegmentPlan(sub_batch, peak(sub_batch),
                            cycles[self.sub_batches.index(sub_batch)])
 

@@ -6,9 +6,9 @@
   producer blocks, or one per fmap DRAM load; they enter L2 when the first producer block is
   computed (same step, on the consumer's core) or when the DRAM load lands (`gemini.issue`),
   and leave after their last reader;
-* weights staged in L2 (layers whose weights are streamed to WL0 tile by tile, and every PE
-  layer of a segment with several batch groups, whose weights stay resident), one per
-  destination core, from the load's landing to the last user;
+* weights staged in L2 (layers whose weights are streamed to WL0 tile by tile, and the PE
+  layers of a segment with several batch groups whose weights stay resident in L2 rather
+  than in WL0), one per destination core, from the load's landing to the last user;
 * staging copies ("ofmap") of outputs stored to DRAM, and on-chip copies ("ifmap" with this
   core as source) of outputs only other cores read, live during the producing workload.
 
@@ -34,7 +34,14 @@ from dialects import dnn, gemini
 from dialects.utils import walk_ops
 from targets.gemini import model
 from targets.gemini.model import Box, GeminiHardware
-from targets.gemini.plan import ISSUE, get_int, group_of, groups_of, workload_step
+from targets.gemini.plan import (
+    ISSUE,
+    get_int,
+    group_of,
+    groups_of,
+    wl0_resident,
+    workload_step,
+)
 
 
 @dataclass
@@ -72,8 +79,12 @@ class L2Tensor:
 
 def weight_in_l2(layer: dnn.LayerOp, k_range: int, hw: GeminiHardware) -> bool:
     """Are this layer's weights staged in L2 (rather than read straight into WL0)? Streamed
-    layers, and every layer of a segment with several batch groups (resident weights)."""
-    return model.streams_weights(layer, k_range, hw) or groups_of(layer) > 1
+    layers, and the layers of a segment with several batch groups whose weights stay
+    resident in L2 across the groups; those that gemini-batch-cut keeps resident in WL0
+    (`wl0_resident`, as Gemini's batch-4 ResNet-50 IR keeps its first stages' weights in
+    WL0, source DDR, in the second batch group) are read straight into WL0 once."""
+    return model.streams_weights(layer, k_range, hw) or (
+        groups_of(layer) > 1 and not wl0_resident(layer))
 
 
 @dataclass

@@ -63,6 +63,13 @@ class GeminiHardware:
     (see bench/README.md for the trade-off on ResNet)."""
 
     @property
+    def wl0_resident_units(self) -> int:
+        """WL0 units a segment of several batch groups may keep its weights in from the first
+        group to the last: WL0 less one streamed tile, which a layer of the segment whose
+        weights are staged in L2 needs beside them."""
+        return self.wl0_capacity_units - self.stream_tile_max_units
+
+    @property
     def planned_l2_bytes(self) -> float:
         return self.buffer_bytes * min(self.l2_plan, self.l2_fill)
 

@@ -10,6 +10,9 @@ a `gemini.schedule`. Decisions about layers are discardable attributes on the la
                       network batch, e.g. attention heads, splits its N the same way)
     gemini.split      [pN, pK, pH, pW]: how its output is cut into parts
     gemini.cores      the core of each part (parts in N, K, H, W order)
+    gemini.wl0_resident  1 on a PE layer of a segment with several batch groups whose weights
+                      stay in WL0 from the first group to the last (read once, straight from
+                      DRAM), rather than being staged in L2 and streamed into WL0 per group
 
 and on the graph `gemini.mesh` = [xlen, ylen]. Decisions about the schedule are attributes on
 gemini ops: `gemini.step` (a workload's position in the global emission order),
@@ -43,6 +46,7 @@ STEP = "gemini.step"
 ISSUE = "gemini.issue"
 ORDER = "gemini.order"
 OPERAND = "gemini.operand"
+WL0_RESIDENT = "gemini.wl0_resident"
 
 
 def error_at(op: Operation, message: str) -> PlancError:
@@ -231,6 +235,11 @@ def batch_of(graph: dnn.GraphOp) -> int:
 
 def groups_of(layer: dnn.LayerOp) -> int:
     return get_int(layer, GROUPS, 1)
+
+
+def wl0_resident(layer: dnn.LayerOp) -> bool:
+    """Does this layer keep its weights in WL0 across its segment's batch groups?"""
+    return get_int(layer, WL0_RESIDENT, 0) == 1
 
 
 def group_size(layer: dnn.LayerOp) -> int:

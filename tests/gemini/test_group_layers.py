@@ -14,6 +14,7 @@ from passes.gemini_group_layers import (
     SegmentGrowth,
     best_segmentation,
     evaluate_segment,
+    wl0_residents,
 )
 from targets.gemini.model import GeminiHardware
 
@@ -28,11 +29,15 @@ def random_facts(rng: random.Random, n: int) -> list[LayerFacts]:
             producers.add(rng.randrange(-1, i) if i else -1)
         sizes = [rng.choice([0, 64, 4096, 50_000, 300_000, 2_000_000]) for _ in range(9)]
         weights = sizes[0] if rng.random() < 0.6 else 0
+        streamed = rng.random() < 0.5
         facts.append(LayerFacts(
-            i, None, sizes[1] or 1, weights if rng.random() < 0.5 else 0, weights,
+            i, None, sizes[1] or 1, weights if streamed else 0, weights,
             [(p, sizes[2 + k] or 8) for k, p in enumerate(sorted(producers))], [],
             rng.random() < 0.1, rng.uniform(0, 5e5),
-            {g: rng.uniform(0, 2e6) for g in (2, 3, 4, 6, 8, 16) if rng.random() < 0.3}))
+            {g: rng.uniform(0, 2e6) for g in (2, 3, 4, 6, 8, 16) if rng.random() < 0.3},
+            # weights read straight to WL0 (when not streamed), of 64 to 9,216 units
+            rng.choice([64, 448, 2_304, 9_216]) if weights and not streamed else None,
+            {g: rng.uniform(0, 1e6) for g in (2, 3, 4, 6, 8, 16) if rng.random() < 0.3}))
     for f in facts:
         for producer, _ in f.inputs:
             if producer >= 0:
@@ -188,6 +193,41 @@ def test_batch_groups_pay_for_their_weight_streaming():
     assert together.cycles == first.by_groups[2] + second.cycles
     assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 2))[2] == together
     assert evaluate_segment([second], 0, 1, 4, 1, hw).cycles == second.cycles
+
+
+def test_batch_groups_keep_the_weights_that_fit_wl0_there():
+    """A segment of several batch groups keeps the weights that go straight to WL0 there
+    across the groups, in layer order while `wl0_resident_units` has room (Gemini's batch-4
+    ResNet-50 IR: its first stages' weights in WL0, source DDR, in the second batch group).
+    They take no L2, and each group runs the layer as one tile (`resident_by_groups`), not
+    streamed from L2 (`by_groups`). Before, every weight of such a segment stayed in L2: the
+    segment below then fit only one sample per group, at its streamed cost."""
+    hw = GeminiHardware()
+    budget = hw.planned_l2_bytes
+    # Two samples' maps take 0.8 of the budget; the first two layers' weights 0.3 of it.
+    maps, weights = int(0.8 * budget), int(0.15 * budget)
+    first = LayerFacts(0, None, maps, 0, weights, [(-1, maps)], [1, 2], False, 1e5,
+                       {2: 9e5, 4: 9e5}, 5_000, {2: 2e5, 4: 4e5})
+    second = LayerFacts(1, None, maps, 0, weights, [(0, maps)], [2], False, 1e5,
+                        {2: 9e5, 4: 9e5}, 5_000, {2: 2e5, 4: 4e5})
+    # Room for 1,136 more units of WL0: this one's weights stay in L2.
+    third = LayerFacts(2, None, 8, 0, 64, [(0, maps), (1, maps)], [], True, 1e5,
+                       {2: 3e5, 4: 3e5}, 2_000, {2: 1e5, 4: 1e5})
+    facts = [first, second, third]
+    assert hw.wl0_resident_units == 11_136
+    assert wl0_residents(facts, hw) == [True, True, False]
+    plan = evaluate_segment(facts, 0, 3, 4, 1, hw)
+    assert plan.sub_batch == 2
+    assert plan.peak_bytes == 64 + (2 * maps + 8) / 2
+    assert plan.cycles == 2e5 + 2e5 + 3e5
+    assert dict(SegmentGrowth(facts, 4, 1, hw).grow(0, 3))[3] == plan
+    # With no WL0 room they count against the budget and only one sample per group fits.
+    small = GeminiHardware(wl0_capacity_units=hw.stream_tile_max_units)
+    assert wl0_residents(facts, small) == [False, False, False]
+    plan = evaluate_segment(facts, 0, 3, 4, 1, small)
+    assert plan.sub_batch == 1
+    assert plan.cycles == 9e5 + 9e5 + 3e5
+    assert dict(SegmentGrowth(facts, 4, 1, small).grow(0, 3))[3] == plan
 
 
 def test_grouped_cycles_are_the_workload_times_of_each_group():
