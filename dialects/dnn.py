@@ -23,6 +23,7 @@ decisions on layers as discardable `gemini.*` attributes.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -97,6 +98,9 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
 
     @staticmethod
     def get(shape: Sequence[int], dtype: str) -> FmapType:
+        key = tuple(shape)
+        if all(type(v) is int for v in key):
+            return _fmap_type(key, dtype)
         return FmapType(_ints(shape), StringAttr(dtype))
 
     @property
@@ -152,6 +156,14 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.shape_list}, {self.dtype.data}>")
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _fmap_type(shape: tuple[int, ...], dtype: str) -> FmapType:
+    """One type object per shape and element type (attributes are immutable): building the
+    shape's array through xDSL's `from_list` was ~5% of a Gemini compile, for the few shapes a
+    network has. Plain ints only, so that an equal key (1.0, True) never stands in for them."""
+    return FmapType(_ints(shape), StringAttr(dtype))
 
 
 def fmap(value: SSAValue) -> FmapType:
