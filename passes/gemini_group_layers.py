@@ -324,7 +324,8 @@ class SegmentGrowth:
                     out_bytes = facts[producer].out_bytes
                     for q in range(since, pos + 1):
                         live[q] += out_bytes
-                    changed.extend(range(since, pos + 1))
+                    if since < pos:             # (pos itself is listed already)
+                        changed.extend(range(since, pos))
                     last[producer] = pos
             # Running maxima (as `max` keeps them: the values only grow, and equal floats
             # are the same number whichever is kept).
@@ -380,10 +381,12 @@ def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,
     for start in range(n):
         if best[start] is None:
             continue
+        before, count = best[start][0], best[start][1] + 1
         for end, _, _, cycles in growth.steps(start, min(n, start + MAX_SEGMENT_LAYERS)):
-            cost = (best[start][0] + cycles, best[start][1] + 1, start)
-            if best[end] is None or cost[:2] < best[end][:2]:
-                best[end] = cost
+            # (total, count) < best[end][:2], without building the tuples at every step.
+            total, found = before + cycles, best[end]
+            if found is None or total < found[0] or (total == found[0] and count < found[1]):
+                best[end] = (total, count, start)
     bounds = []
     end = n
     while end > 0:
