@@ -23,6 +23,7 @@ decisions on layers as discardable `gemini.*` attributes.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -71,7 +72,15 @@ def _ints(values: Sequence[int]) -> DenseArrayBase:
 
 
 def ints(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> list[int]:
-    return list(default) if attr is None else [int(v) for v in attr.get_values()]
+    if attr is None:
+        return list(default)
+    # The unpacked values are kept on the (immutable) attribute, under the key the ark and
+    # gemini dialects keep them: every pass asks each layer's shapes again (~30 times a layer
+    # on Gemini, where unpacking was ~15% of a compile).
+    values = attr.__dict__.get("_planc_values")
+    if values is None:
+        values = attr.__dict__["_planc_values"] = tuple(attr.get_values())
+    return [int(v) for v in values]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,6 +98,9 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
 
     @staticmethod
     def get(shape: Sequence[int], dtype: str) -> FmapType:
+        key = tuple(shape)
+        if all(type(v) is int for v in key):
+            return _fmap_type(key, dtype)
         return FmapType(_ints(shape), StringAttr(dtype))
 
     @property
@@ -108,9 +120,16 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
         """The shape as 4 dims: lower ranks are [C], [N, C], [N, C, H] (a scalar is one of
         each)."""
         shape = self.shape_list
-        return {0: lambda: [1, 1, 1, 1], 1: lambda: [1, shape[0], 1, 1],
-                2: lambda: [shape[0], shape[1], 1, 1],
-                3: lambda: [*shape, 1]}.get(len(shape), lambda: shape)()
+        rank = len(shape)
+        if rank == 4:
+            return shape
+        if rank == 0:
+            return [1, 1, 1, 1]
+        if rank == 1:
+            return [1, shape[0], 1, 1]
+        if rank == 2:
+            return [shape[0], shape[1], 1, 1]
+        return [*shape, 1] if rank == 3 else shape
 
     @property
     def elements(self) -> int:
@@ -137,6 +156,14 @@ class FmapType(ParametrizedAttribute, TypeAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.shape_list}, {self.dtype.data}>")
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _fmap_type(shape: tuple[int, ...], dtype: str) -> FmapType:
+    """One type object per shape and element type (attributes are immutable): building the
+    shape's array through xDSL's `from_list` was ~5% of a Gemini compile, for the few shapes a
+    network has. Plain ints only, so that an equal key (1.0, True) never stands in for them."""
+    return FmapType(_ints(shape), StringAttr(dtype))
 
 
 def fmap(value: SSAValue) -> FmapType:

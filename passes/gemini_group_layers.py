@@ -325,10 +325,32 @@ class SegmentGrowth:
                 self.reads[user].append(f.index)
             if f.users:
                 self.last_read_by[max(f.users)].append(f.index)
+        # Read once rather than at each of the ~96 ends every layer is a part of: each
+        # layer's compute cycles per candidate sub-batch (its groups pay their weight loads),
+        # and the L2 budget and DRAM rate (properties of the hardware).
+        groups = [batch // sub_batch for sub_batch in self.sub_batches]
+        self.group_cycles = [[f.group_cycles(count) for count in groups] for f in facts]
+        self.wl0_cycles = [[f.group_cycles(count, True) for count in groups] for f in facts]
+        self.budget = hw.planned_l2_bytes
+        self.dram_rate = hw.dram_bytes_per_cycle
 
     def grow(self, start: int, limit: int):
         """Yield (end, plan) for end = start + 1, ... up to `limit` while a cut fits."""
-        facts, cores = self.facts, self.cores
+        for end, sub_batch, bytes_, cycles in self.steps(start, limit):
+            yield end, SegmentPlan(sub_batch, bytes_, cycles)
+
+    def steps(self, start: int, limit: int):
+        """Yield (end, sub-batch, peak bytes, cycles) for end = start + 1, ... up to `limit`
+        while a cut fits: the fields of `grow`'s plans, which the search does not build."""
+        facts, cores, batch = self.facts, self.cores, self.batch
+        reads, last_read_by = self.reads, self.last_read_by
+        group_cycles, wl0_cycles = self.group_cycles, self.wl0_cycles
+        budget, dram_rate = self.budget, self.dram_rate
+        sub_batches = self.sub_batches
+        # Per sub-batch: None for the one run as a single group (weights streamed, peak
+        # `most_streaming`), else the share of the live bytes one core holds.
+        shares = [None if sub_batch == batch else sub_batch / batch / cores
+                  for sub_batch in sub_batches]
         streaming_share = 1 / cores         # the one sub-batch run as a single group
         live: list[int] = []                # bytes in L2 at each position (live + loaded)
         streamed: list[int] = []            # streamed weight bytes at each position
@@ -337,70 +359,77 @@ class SegmentGrowth:
         most_streaming = 0.0
         l2_weights = dram_bytes = 0
         wl0_room = self.hw.wl0_resident_units   # as `wl0_residents` fills it
-        # Compute cycles for each candidate sub-batch (its groups pay their weight loads).
-        groups = [self.batch // sub_batch for sub_batch in self.sub_batches]
-        compute = [0.0] * len(groups)
+        compute = [0.0] * len(sub_batches)
+        first_fit = 0       # sub-batches before it fit no longer segment from this start
         for end in range(start + 1, limit + 1):
             e = end - 1
             fact = facts[e]
             pos = e - start
-            loaded = sum(size for producer, size in fact.inputs
-                         if not start <= producer < end)
+            loaded = 0
+            for producer, size in fact.inputs:
+                if not start <= producer < end:
+                    loaded += size
             live.append(fact.out_bytes + loaded)
             streamed.append(fact.l2_weight_bytes)
             changed = [pos]
             if pos:
                 streamed[pos - 1] += fact.l2_weight_bytes
                 changed.append(pos - 1)
-            for producer in self.reads[e]:
+            for producer in reads[e]:
                 if producer >= start:           # its output now lives up to this layer
                     since = last.get(producer, producer - start) + 1
+                    out_bytes = facts[producer].out_bytes
                     for q in range(since, pos + 1):
-                        live[q] += facts[producer].out_bytes
-                    changed.extend(range(since, pos + 1))
+                        live[q] += out_bytes
+                    if since < pos:             # (pos itself is listed already)
+                        changed.extend(range(since, pos))
                     last[producer] = pos
+            # Running maxima (as `max` keeps them: the values only grow, and equal floats
+            # are the same number whichever is kept).
             for q in changed:
-                most_live = max(most_live, live[q])
-                most_streaming = max(most_streaming,
-                                     live[q] * streaming_share + streamed[q])
+                here = live[q]
+                if here > most_live:
+                    most_live = here
+                here = here * streaming_share + streamed[q]
+                if here > most_streaming:
+                    most_streaming = here
             in_wl0 = fact.wl0_units is not None and fact.wl0_units <= wl0_room
             if in_wl0:
                 wl0_room -= fact.wl0_units
+                cycles = wl0_cycles[e]
             else:
                 l2_weights += fact.weight_bytes
-            for j, count in enumerate(groups):
-                compute[j] += fact.group_cycles(count, in_wl0)
+                cycles = group_cycles[e]
+            for j in range(len(compute)):
+                compute[j] += cycles[j]
             dram_bytes += fact.weight_bytes + loaded
             if fact.leaves or fact.users:
                 dram_bytes += fact.out_bytes
-            for producer in self.last_read_by[e]:
+            for producer in last_read_by[e]:
                 if producer >= start and not facts[producer].leaves:
                     dram_bytes -= facts[producer].out_bytes
-            plan = self._fit(end - start, l2_weights, most_live, most_streaming,
-                             [max(c / cores, dram_bytes / self.hw.dram_bytes_per_cycle)
-                              for c in compute])
-            if plan is None:
-                return
-            yield end, plan
-
-    def _fit(self, length: int, l2_weights: int, most_live: int, most_streaming: float,
-             cycles: list[float]) -> SegmentPlan | None:
-        """The plan of the largest sub-batch that fits (`cycles`: per sub-batch, in the
-        order of `self.sub_batches`; `l2_weights`: the weights resident in L2 when the
-        segment runs in several groups)."""
-        def peak(sub_batch: int) -> float:
-            if sub_batch == self.batch:       # one group: weights streamed
-                return 0 + max(0.0, most_streaming)
-            return l2_weights + max(0.0, most_live * (sub_batch / self.batch / self.cores))
-
-        for j, sub_batch in enumerate(self.sub_batches):
-            if (bytes_ := peak(sub_batch)) <= self.hw.planned_l2_bytes:
-                return SegmentPlan(sub_batch, bytes_, cycles[j])
-        if length > 1:
-            return None
-        sub_batch = unfit_sub_batch(l2_weights, self.batch, self.hw)
-        return SegmentPlan(sub_batch, peak(sub_batch),
-                           cycles[self.sub_batches.index(sub_batch)])
+            # The largest sub-batch that fits. Every peak only grows with the segment (the
+            # weights in L2 too: a layer's weights go to WL0 or to L2, never leave), so a
+            # sub-batch that did not fit a shorter segment is not tried again.
+            for j in range(first_fit, len(shares)):
+                share = shares[j]
+                bytes_ = 0 + max(0.0, most_streaming) if share is None else \
+                    l2_weights + max(0.0, most_live * share)
+                if bytes_ <= budget:
+                    first_fit = j
+                    yield (end, sub_batches[j], bytes_,
+                           max(compute[j] / cores, dram_bytes / dram_rate))
+                    break
+            else:
+                if end - start > 1:
+                    return
+                sub_batch = unfit_sub_batch(l2_weights, batch, self.hw)
+                j = sub_batches.index(sub_batch)
+                share = shares[j]
+                bytes_ = 0 + max(0.0, most_streaming) if share is None else \
+                    l2_weights + max(0.0, most_live * share)
+                yield end, sub_batch, bytes_, max(compute[j] / cores, dram_bytes / dram_rate)
+                first_fit = len(shares)
 
 
 def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,
@@ -415,10 +444,12 @@ def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,
     for start in range(n):
         if best[start] is None:
             continue
-        for end, plan in growth.grow(start, min(n, start + MAX_SEGMENT_LAYERS)):
-            cost = (best[start][0] + plan.cycles, best[start][1] + 1, start)
-            if best[end] is None or cost[:2] < best[end][:2]:
-                best[end] = cost
+        before, count = best[start][0], best[start][1] + 1
+        for end, _, _, cycles in growth.steps(start, min(n, start + MAX_SEGMENT_LAYERS)):
+            # (total, count) < best[end][:2], without building the tuples at every step.
+            total, found = before + cycles, best[end]
+            if found is None or total < found[0] or (total == found[0] and count < found[1]):
+                best[end] = (total, count, start)
     bounds = []
     end = n
     while end > 0:

@@ -322,6 +322,11 @@ class GeminiReceptiveFieldPass(ModulePass):
 
     def _stores(self, wiring: Wiring, graph: dnn.GraphOp, by_layer_group: dict) -> None:
         """Layers read by a later segment, and network outputs, store every part to DRAM."""
+        # Each layer's workloads by batch group (stable: a group's in listing order), sorted
+        # once: sorting every layer's groups per storing layer was quadratic in the layers.
+        by_name: dict[str, list[gemini.WorkloadOp]] = defaultdict(list)
+        for (name, _), wls in sorted(by_layer_group.items(), key=lambda kv: kv[0][1]):
+            by_name[name].extend(wls)
         for layer in wiring.layers.values():
             if isinstance(layer, dnn.VIEW_CLASSES) or layer.LAYER_TYPE is None:
                 continue
@@ -329,10 +334,7 @@ class GeminiReceptiveFieldPass(ModulePass):
             later = any(get_int(c, SEGMENT) != segment for c, _ in consumers(layer))
             if not (later or is_network_output(layer)):
                 continue
-            producers = [wl for (name, _), wls in sorted(by_layer_group.items(),
-                                                         key=lambda kv: kv[0][1])
-                         if name == layer.name_ for wl in wls]
-            for wl in producers:
+            for wl in by_name.get(layer.name_, ()):
                 box = wiring.box_of(wl)
                 block, tid = wiring.block(wl, box)
                 wiring.destinations.add(block, DRAM_KEY, gemini.DestinationAttr.dram())

@@ -143,3 +143,27 @@ def test_other_hardware_is_planned_afresh():
     other = type(allocate_l2)(buffer_size=allocate_l2.buffer_size, dram_bw=allocate_l2.dram_bw,
                               l2_budget=allocate_l2.l2_budget + 1024)
     assert take_over(module, other.hw) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_live_sweep_lists_what_testing_every_tensor_lists(seed):
+    """gemini-allocate-l2 lists each position's tensors by one sweep (`live_at_each`) rather
+    than testing every tensor of the core at every position (quadratic in a core's
+    workloads); both must give the same tensors in the same order, including tensors listed
+    nowhere (last before first) and ones that start at the first or end at the last position."""
+    from passes.gemini_allocate_l2 import live_at_each
+    from targets.gemini.l2 import L2Tensor
+
+    rng = random.Random(seed)
+    positions = rng.randrange(1, 40)
+    tensors = []
+    for _ in range(rng.randrange(0, 60)):
+        first = rng.randrange(-2, positions + 2)
+        last = first + rng.randrange(-2, positions)
+        tensors.append(L2Tensor(0, "ifmap", 8, ([], []), 8, 8, 0, set(), first=first,
+                                last=last))
+    swept = list(live_at_each(tensors, positions))
+    assert len(swept) == positions
+    for position, live in enumerate(swept):
+        expected = [t for t in tensors if t.first <= position <= t.last]
+        assert [id(t) for t in live] == [id(t) for t in expected], position
