@@ -30,7 +30,9 @@ SMALLEST: dict[str, list[str]] = {
     "onnx_models.py": ["--smoke"],
     "plan_candidates.py": ["{small_ffn}", "--arch", "a100", "--top", "2"],
     "plan_quality.py": ["--arch", "a100", "--seq", "64"],
-    "scale.py": ["--ops", "20,40", "--baseline", str(ROOT)],
+    # Two targets: a model compiled and a plan imported (the two ways the script runs planc;
+    # every target takes the first), each with the baseline tree interleaved.
+    "scale.py": ["--ops", "20,40", "--targets", "ark,plan-import", "--baseline", str(ROOT)],
     "schema_speed.py": ["--ops", "100", "--repeat", "1", str(ROOT / "examples" / "ffn.json")],
     "tt_plans.py": ["--grid", "2x2"],
     "tune.py": ["--smoke"],

@@ -56,7 +56,9 @@ def _compile_objects(sources: list[Path], cwd: Path, *flags: str | Path) -> list
     for source in sources:
         obj = cwd / (source.stem + ".o")
         jobs.append((obj, subprocess.Popen(
-            compile_command("-O1", "-pthread", *flags, "-c", source, "-o", obj),
+            # -Og: as tests/codegen/programs.py's CPU_FLAGS (less g++ CPU than -O1, the same
+            # warnings).
+            compile_command("-Og", "-pthread", *flags, "-c", source, "-o", obj),
             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
     for _, job in jobs:
         _, err = job.communicate()
