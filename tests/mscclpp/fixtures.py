@@ -38,9 +38,15 @@ def allgather_plan(ranks: int = 2) -> dict[str, Any]:
             "remote_buffers": [{"rank": p, "type": "o", "access_channel_types": ["memory"]}
                                for p in peers],
             "semaphores": []})
-    return {"name": "allgather_test", "collective": "allgather", "protocol": "Simple",
+    return _allgather_document("allgather_test", gpus)
+
+
+def _allgather_document(name: str, gpus: list[dict[str, Any]], protocol: str = "Simple",
+                        double_scratch: bool = False) -> dict[str, Any]:
+    """An in-place allgather plan document around `gpus`, with the executor's defaults."""
+    return {"name": name, "collective": "allgather", "protocol": protocol,
             "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
-            "use_double_scratch_buffer": False, "buffer_alignment": 16,
+            "use_double_scratch_buffer": double_scratch, "buffer_alignment": 16,
             "min_message_size": 0, "max_message_size": 2**64 - 1}
 
 
@@ -121,10 +127,7 @@ def port_packet_allgather_plan(put: str = "ppkt") -> dict[str, Any]:
             "channels": [{"channel_type": "port", "connected_to": [peer]}],
             "remote_buffers": [{"rank": peer, "type": "s", "access_channel_types": ["port"]}],
             "semaphores": []})
-    return {"name": "port_packets", "collective": "allgather", "protocol": "LL",
-            "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
-            "use_double_scratch_buffer": True, "buffer_alignment": 16,
-            "min_message_size": 0, "max_message_size": 2**64 - 1}
+    return _allgather_document("port_packets", gpus, protocol="LL", double_scratch=True)
 
 
 def group_allgather_plan(barrier: bool = False) -> dict[str, Any]:
@@ -146,10 +149,7 @@ def group_allgather_plan(barrier: bool = False) -> dict[str, Any]:
             "channels": [{"channel_type": "memory", "connected_to": [peer, peer]}],
             "remote_buffers": [{"rank": peer, "type": "s", "access_channel_types": ["memory"]}],
             "semaphores": []})
-    return {"name": "group_allgather", "collective": "allgather", "protocol": "Simple",
-            "inplace": True, "gpus": gpus, "num_threads_per_block": 1024,
-            "use_double_scratch_buffer": False, "buffer_alignment": 16,
-            "min_message_size": 0, "max_message_size": 2**64 - 1}
+    return _allgather_document("group_allgather", gpus)
 
 
 def _group_ops(rank: int, tb: int, barrier: bool) -> list[dict[str, Any]]:
