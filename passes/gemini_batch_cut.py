@@ -25,7 +25,6 @@ from passes.gemini_group_layers import (
     part_rooms,
     wl0_residents,
 )
-from passes.gemini_partition import WORKING_SET_SHARE
 from targets.gemini.plan import (
     GROUPS,
     PART_ROOM,
@@ -69,18 +68,13 @@ class GeminiBatchCutPass(HardwarePass):
             in_wl0 = wl0_residents(facts[start:end], hw)
             rooms = part_rooms(facts, start, end, plan, batch, xlen * ylen, hw) \
                 if plan is not None else []
-            share = WORKING_SET_SHARE * hw.fill_l2_bytes
             for i in members:
                 set_int(layers[i], SUB_BATCH, sub_batch)
                 set_int(layers[i], GROUPS, batch // sub_batch)
                 if sub_batch < batch and in_wl0[i - start]:
                     set_int(layers[i], WL0_RESIDENT, 1)
-                # Only where gemini-partition would cut the whole part for its own share; not
-                # for the schedule's first layer, whose input load nothing runs beside: its
-                # parts pipeline that load, which saves more than a cut costs (ResNet-34's
-                # input quantize at batch 4 whole: 14 cycles less compute, 0.9% more latency).
-                if i and rooms and rooms[i - start][1] > share and rooms[i - start][0] > share:
-                    set_int(layers[i], PART_ROOM, int(rooms[i - start][0]))
+                if rooms and rooms[i - start]:
+                    set_int(layers[i], PART_ROOM, int(rooms[i - start]))
         for layer in graph.layers:
             if isinstance(layer, dnn.VIEW_CLASSES):
                 producer = source(layer.output).owner

@@ -258,7 +258,7 @@ def choose_plan(length: int, sub_batches: list[int], peaks: list[float], besides
         j = sub_batches.index(sub_batch)
         fallback = SegmentPlan(sub_batch, peaks[j], cycles[j])
     best = fallback
-    for j, sub_batch in enumerate(sub_batches if whole else []):
+    for j, sub_batch in enumerate(sub_batches[:1] if whole else []):
         if fallback is not None and sub_batch <= fallback.sub_batch:
             break
         cost = cycles[j] + blocked[j] / hw.dram_bytes_per_cycle
@@ -286,7 +286,8 @@ def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, 
         weights = l2_weights if groups > 1 else 0
         peaks.append(weights + peak)
         besides.append(weights + peak if weights else beside)
-        blocked.append(sum(_l2_loads(facts, start + pos + 1, start) for pos in over))
+        blocked.append(sum(_loads(facts, k, start) for k in range(start + over[0] + 1, end + 1))
+                       if over else 0)
     cycles = [_cycles(facts, start, end, cores, batch // sub_batch, hw, in_wl0)
               for sub_batch in sub_batches]
     return choose_plan(end - start, sub_batches, peaks, besides, blocked, cycles, l2_weights,
@@ -345,7 +346,7 @@ def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
     return peak, beside, over
 
 
-def _l2_loads(facts: list[LayerFacts], index: int, start: int) -> int:
+def _loads(facts: list[LayerFacts], index: int, start: int) -> int:
     """Bytes layer `index` loads from DRAM that a segment starting at `start` could prefetch:
     its weights, maps made before the segment (0 past the end)."""
     if index >= len(facts):
@@ -374,8 +375,7 @@ def part_rooms(facts: list[LayerFacts], start: int, end: int, plan: SegmentPlan,
         beside = (live - own) * share + weights + resident
         need = own * share + (fact.l2_weight_bytes if groups == 1 else 0)
         alone = beside <= 0 and need > hw.planned_l2_bytes
-        rooms.append((hw.fill_l2_bytes if plan.whole and alone
-                      else hw.planned_l2_bytes - max(0.0, beside), need))
+        rooms.append(hw.fill_l2_bytes if plan.whole and alone else 0.0)
     return rooms
 
 
