@@ -25,6 +25,7 @@ from passes.gemini_group_layers import (
     part_rooms,
     wl0_residents,
 )
+from passes.gemini_partition import WORKING_SET_SHARE
 from targets.gemini.plan import (
     GROUPS,
     PART_ROOM,
@@ -66,8 +67,8 @@ class GeminiBatchCutPass(HardwarePass):
             plan = evaluate_segment(facts, start, end, batch, xlen * ylen, hw, whole=True)
             sub_batch = plan.sub_batch if plan is not None else 1
             in_wl0 = wl0_residents(facts[start:end], hw)
-            rooms = part_rooms(facts, start, end, plan, batch, xlen * ylen, hw) \
-                if plan is not None else []
+            rooms = part_rooms(facts, start, end, plan, batch, xlen * ylen, hw,
+                               WORKING_SET_SHARE * hw.fill_l2_bytes) if plan is not None else []
             for i in members:
                 set_int(layers[i], SUB_BATCH, sub_batch)
                 set_int(layers[i], GROUPS, batch // sub_batch)

@@ -356,27 +356,42 @@ def _loads(facts: list[LayerFacts], index: int, start: int) -> int:
 
 
 def part_rooms(facts: list[LayerFacts], start: int, end: int, plan: SegmentPlan, batch: int,
-               cores: int, hw: GeminiHardware) -> list[tuple[float, float]]:
-    """Per layer of a segment run as `plan`: the L2 bytes its largest part may take, what
-    the plan leaves it beside the maps and weights that live with it (the planned budget
-    less those; a layer of a `whole` plan that holds nothing beside its own maps, the
-    buffer's `fill_l2_bytes`), and the bytes its whole part needs (its maps at the plan's
-    share, its streamed weights). gemini-partition cuts a part no further once it fits."""
+               cores: int, hw: GeminiHardware, share_bytes: float) -> list[float]:
+    """Per layer of a segment run as `plan`: the L2 bytes its largest part may take where
+    that is more than gemini-partition's own `share_bytes` and its whole part needs more
+    (else 0, the share stands). Two cases, both where a cut costs cycles and buys nothing:
+
+    - a workload of a `whole` plan that holds nothing beside its own maps and needs more than
+      the budget: the buffer's `fill_l2_bytes` (the plan was costed whole);
+    - a vector layer of a one-group segment whose inputs are made in the segment and whose
+      output stays in it: the budget less what lives beside it and the next layer's loads
+      (a prefetch in flight). A cut of it costs a vector workload's fixed cycles and
+      overlaps no DRAM transfer; a cut of a layer that loads its input or stores its output
+      pipelines that transfer with its compute (ResNet-34's input quantize at batch 4 whole:
+      0.9% more latency), and a PE layer's parts can overlap its weight streaming."""
     segment = facts[start:end]
     groups = batch // plan.sub_batch
     share = plan.sub_batch / batch / cores
-    in_wl0 = wl0_residents(segment, hw)
-    resident = sum(f.weight_bytes for f, kept in zip(segment, in_wl0, strict=True)
-                   if not kept) if groups > 1 else 0
     rooms = []
     for fact, live, own, streamed in zip(segment, *_positions(segment, start, end),
                                          strict=True):
-        weights = streamed - fact.l2_weight_bytes if groups == 1 else 0
-        beside = (live - own) * share + weights + resident
         need = own * share + (fact.l2_weight_bytes if groups == 1 else 0)
-        alone = beside <= 0 and need > hw.planned_l2_bytes
-        rooms.append(hw.fill_l2_bytes if plan.whole and alone else 0.0)
+        beside = (live - own) * share + (streamed - fact.l2_weight_bytes if groups == 1 else 0)
+        room = 0.0
+        if plan.whole and beside <= 0 and need > hw.planned_l2_bytes:
+            room = hw.fill_l2_bytes
+        elif groups == 1 and _on_chip(fact, start, end) and fact.layer is not None and \
+                fact.layer.LAYER_TYPE == "vp":
+            room = hw.planned_l2_bytes - max(0.0, beside) - _loads(facts, fact.index + 1, start)
+        rooms.append(room if room > share_bytes and need > share_bytes else 0.0)
     return rooms
+
+
+def _on_chip(fact: LayerFacts, start: int, end: int) -> bool:
+    """Are all the layer's inputs made in the segment [start, end), and is its output read
+    only there?"""
+    return all(start <= producer < end for producer, _ in fact.inputs) and \
+        not fact.leaves and all(user < end for user in fact.users)
 
 
 def _cycles(facts: list[LayerFacts], start: int, end: int, cores: int, groups: int,
