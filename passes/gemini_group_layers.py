@@ -225,29 +225,32 @@ class SegmentPlan:
     peak_bytes: float
     cycles: float
     whole: bool = False
-    """Does the plan take more than the planned budget where a workload holds nothing but
-    its own inputs and output (`choose_plan`)?"""
+    """Does the plan run the whole batch over the planned budget, where workloads hold
+    nothing but their own inputs and output (`choose_plan`)?"""
 
 
 def choose_plan(length: int, sub_batches: list[int], peaks: list[float], besides: list[float],
                 blocked: list[int], cycles: list[float], l2_weights: int, hw: GeminiHardware,
                 whole: bool) -> SegmentPlan | None:
     """The plan of a segment from each sub-batch's (in decreasing order) peak L2, peak L2 at
-    the layers that hold something beside their own inputs and output (`besides`), and
-    cycles. The largest sub-batch that fits the planned budget; with `whole` (gemini-batch-
-    cut, on the segments the search chose within the budget), a larger one whose peak goes
-    over the budget only at workloads that hold nothing else (no live map, no weights
-    resident or prefetched) and fits the buffer's `fill_l2_bytes`, where it costs strictly
+    the layers that hold something beside their own inputs and output (`besides`), bytes
+    loaded after its first workload over the budget (`blocked`), and cycles. The largest
+    sub-batch that fits the planned budget; with `whole` (gemini-batch-cut, on the segments
+    the search chose within the budget), the whole batch as one group instead where its
+    peak goes over the budget only at workloads that hold nothing else (no live map, no
+    weights resident or prefetched), fits the buffer's `fill_l2_bytes`, and costs strictly
     less. The budget keeps room for prefetches and for what lives beside a workload; a
     workload whose own inputs and output exceed it can have that room only by a cut, and
     every cut costs (a PE fill, a vector workload's fixed cycles): at batch 4 ResNet's 7x7
     convolution holds 4.8 MB, over the 4.6 MB budget, and ran in two sample halves, 200
     cycles more than Gemini's batch-4 schedule, which runs it whole. What a workload over
-    the budget costs besides: nothing is prefetched while it runs, so the next layer's loads
-    (`blocked` bytes: its weights, maps read back from DRAM) wait for it; they are added at
-    the DRAM rate (without them ResNet-50 at batch 4 ran its 16-bit adds whole in two stages,
-    which made it 11% slower). A single layer that fits no cut keeps `unfit_sub_batch`
-    unless a whole plan is cheaper."""
+    the budget costs besides: nothing is prefetched while it runs, so the loads after it up
+    to the next segment's first layer (weights, maps read back from DRAM) wait; they are
+    added at the DRAM rate (without them ResNet-50 at batch 4 ran its 16-bit adds whole,
+    which made it 11% slower, and at batch 16 its last stage). Several groups over the
+    budget are not taken: each is a cut of the batch that the budget's room was kept for
+    (ResNet-50 at batch 16 so held 6.4 MB, 1.3x Gemini's peak). A single layer that fits no
+    cut keeps `unfit_sub_batch` unless running the whole batch is cheaper."""
     fallback = None
     for j, sub_batch in enumerate(sub_batches):
         if peaks[j] <= hw.planned_l2_bytes:
