@@ -6,7 +6,9 @@ fewer per-workload overheads) but more feature-map bytes in L2, and a segment wi
 group must keep all its weights resident. The pass picks, per segment, the largest divisor of
 the batch whose L2 peak fits (`gemini-group-layers`' evaluation) and records it as
 `gemini.sub_batch` on the segment's layers, and `gemini.wl0_resident` on those of a
-several-group segment whose weights stay in WL0 across the groups (`wl0_residents`).
+several-group segment whose weights stay in WL0 across the groups (`wl0_residents`), and
+`gemini.part_room` where the plan leaves a layer more L2 than gemini-partition's own share of
+it and its whole part needs more (`part_rooms`): the part is then cut no further than it must.
 """
 
 from __future__ import annotations
@@ -17,9 +19,16 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from dialects import dnn
-from passes.gemini_group_layers import evaluate_segment, layer_facts, wl0_residents
+from passes.gemini_group_layers import (
+    evaluate_segment,
+    layer_facts,
+    part_rooms,
+    wl0_residents,
+)
+from passes.gemini_partition import WORKING_SET_SHARE
 from targets.gemini.plan import (
     GROUPS,
+    PART_ROOM,
     SUB_BATCH,
     WL0_RESIDENT,
     HardwarePass,
@@ -55,14 +64,18 @@ class GeminiBatchCutPass(HardwarePass):
             if members != list(range(start, end)):
                 raise error_at(layers[members[0]], f"segment {segment} is not contiguous in "
                                                    f"topological order")
-            plan = evaluate_segment(facts, start, end, batch, xlen * ylen, hw)
+            plan = evaluate_segment(facts, start, end, batch, xlen * ylen, hw, whole=True)
             sub_batch = plan.sub_batch if plan is not None else 1
             in_wl0 = wl0_residents(facts[start:end], hw)
+            rooms = part_rooms(facts, start, end, plan, batch, xlen * ylen, hw,
+                               WORKING_SET_SHARE * hw.fill_l2_bytes) if plan is not None else []
             for i in members:
                 set_int(layers[i], SUB_BATCH, sub_batch)
                 set_int(layers[i], GROUPS, batch // sub_batch)
                 if sub_batch < batch and in_wl0[i - start]:
                     set_int(layers[i], WL0_RESIDENT, 1)
+                if rooms and rooms[i - start]:
+                    set_int(layers[i], PART_ROOM, int(rooms[i - start]))
         for layer in graph.layers:
             if isinstance(layer, dnn.VIEW_CLASSES):
                 producer = source(layer.output).owner

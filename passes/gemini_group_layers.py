@@ -224,33 +224,77 @@ class SegmentPlan:
     sub_batch: int
     peak_bytes: float
     cycles: float
+    whole: bool = False
+    """Does the plan run the whole batch over the planned budget, where workloads hold
+    nothing but their own inputs and output (`choose_plan`)?"""
+
+
+def choose_plan(length: int, sub_batches: list[int], peaks: list[float], besides: list[float],
+                blocked: list[int], cycles: list[float], l2_weights: int, hw: GeminiHardware,
+                whole: bool) -> SegmentPlan | None:
+    """The plan of a segment from each sub-batch's (in decreasing order) peak L2, peak L2 at
+    the layers that hold something beside their own inputs and output (`besides`), bytes
+    loaded after its first workload over the budget (`blocked`), and cycles. The largest
+    sub-batch that fits the planned budget; with `whole` (gemini-batch-cut, on the segments
+    the search chose within the budget), the whole batch as one group instead where its
+    peak goes over the budget only at workloads that hold nothing else (no live map, no
+    weights resident or prefetched), fits the buffer's `fill_l2_bytes`, and costs strictly
+    less. The budget keeps room for prefetches and for what lives beside a workload; a
+    workload whose own inputs and output exceed it can have that room only by a cut, and
+    every cut costs (a PE fill, a vector workload's fixed cycles): at batch 4 ResNet's 7x7
+    convolution holds 4.8 MB, over the 4.6 MB budget, and ran in two sample halves, 200
+    cycles more than Gemini's batch-4 schedule, which runs it whole. What a workload over
+    the budget costs besides: nothing is prefetched while it runs, so the loads after it up
+    to the next segment's first layer (weights, maps read back from DRAM) wait; they are
+    added at the DRAM rate (without them ResNet-50 at batch 4 ran its 16-bit adds whole,
+    which made it 11% slower, and at batch 16 its last stage). Several groups over the
+    budget are not taken: each is a cut of the batch that the budget's room was kept for
+    (ResNet-50 at batch 16 so held 6.4 MB, 1.3x Gemini's peak). A single layer that fits no
+    cut keeps `unfit_sub_batch` unless running the whole batch is cheaper."""
+    fallback = None
+    for j, sub_batch in enumerate(sub_batches):
+        if peaks[j] <= hw.planned_l2_bytes:
+            fallback = SegmentPlan(sub_batch, peaks[j], cycles[j])
+            break
+    if fallback is None and length == 1:
+        sub_batch = unfit_sub_batch(l2_weights, sub_batches[0], hw)
+        j = sub_batches.index(sub_batch)
+        fallback = SegmentPlan(sub_batch, peaks[j], cycles[j])
+    best = fallback
+    for j, sub_batch in enumerate(sub_batches[:1] if whole else []):
+        if fallback is not None and sub_batch <= fallback.sub_batch:
+            break
+        cost = cycles[j] + blocked[j] / hw.dram_bytes_per_cycle
+        if peaks[j] <= hw.fill_l2_bytes and besides[j] <= hw.planned_l2_bytes and \
+                (best is None or cost < best.cycles):
+            best = SegmentPlan(sub_batch, peaks[j], cost, True)
+    return best
 
 
 def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, cores: int,
-                     hw: GeminiHardware) -> SegmentPlan | None:
+                     hw: GeminiHardware, whole: bool = False) -> SegmentPlan | None:
     """The best batch cut of layers [start, end) that fits the planned L2 budget, or None.
     A single layer always has a plan (`unfit_sub_batch` when no cut fits: gemini-partition
-    cuts it further or refuses it)."""
+    cuts it further or refuses it). `whole`: see `choose_plan`."""
     segment = facts[start:end]
     in_wl0 = wl0_residents(segment, hw)
     l2_weights = sum(f.weight_bytes for f, kept in zip(segment, in_wl0, strict=True)
                      if not kept)
-
-    def peak(sub_batch: int) -> float:
+    sub_batches = sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True)
+    peaks, besides, blocked = [], [], []
+    for sub_batch in sub_batches:
         groups = batch // sub_batch
-        return (l2_weights if groups > 1 else 0) + _peak_fmaps(
-            segment, start, end, sub_batch / batch / cores, streaming=groups == 1)
-
-    def cycles(sub_batch: int) -> float:
-        return _cycles(facts, start, end, cores, batch // sub_batch, hw, in_wl0)
-
-    for sub_batch in sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True):
-        if (bytes_ := peak(sub_batch)) <= hw.planned_l2_bytes:
-            return SegmentPlan(sub_batch, bytes_, cycles(sub_batch))
-    if end - start == 1:
-        sub_batch = unfit_sub_batch(l2_weights, batch, hw)
-        return SegmentPlan(sub_batch, peak(sub_batch), cycles(sub_batch))
-    return None
+        peak, beside, over = _peak_fmaps(segment, start, end, sub_batch / batch / cores,
+                                         streaming=groups == 1, budget=hw.planned_l2_bytes)
+        weights = l2_weights if groups > 1 else 0
+        peaks.append(weights + peak)
+        besides.append(weights + peak if weights else beside)
+        blocked.append(sum(_loads(facts, k, start) for k in range(start + over[0] + 1, end + 1))
+                       if over else 0)
+    cycles = [_cycles(facts, start, end, cores, batch // sub_batch, hw, in_wl0)
+              for sub_batch in sub_batches]
+    return choose_plan(end - start, sub_batches, peaks, besides, blocked, cycles, l2_weights,
+                       hw, whole)
 
 
 def unfit_sub_batch(weight_bytes: int, batch: int, hw: GeminiHardware) -> int:
@@ -263,26 +307,94 @@ def unfit_sub_batch(weight_bytes: int, batch: int, hw: GeminiHardware) -> int:
     return batch if weight_bytes > hw.planned_l2_bytes else 1
 
 
-def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
-                streaming: bool) -> float:
-    """Largest L2 use at any layer of the segment: outputs live from their producer to their
-    last consumer inside the segment, inputs from outside live while their consumer runs,
-    and streamed weights for the current and the next layer."""
-    delta = [0.0] * (len(segment) + 1)
+def _positions(segment: list[LayerFacts], start: int, end: int):
+    """Per layer of the segment: the map bytes in L2 while it runs (outputs live from their
+    producer to their last consumer inside the segment, inputs from outside while their
+    consumer runs), its own inputs and output, and the streamed weight bytes (its own and the
+    next layer's, prefetched beside it)."""
+    delta = [0] * (len(segment) + 1)
     for pos, fact in enumerate(segment):
         last = max((u for u in fact.users if u < end), default=start + pos) - start
         delta[pos] += fact.out_bytes
         delta[last + 1] -= fact.out_bytes
-    peak, live = 0.0, 0.0
+    live, own, streamed = [], [], []
+    running = 0
     for pos, fact in enumerate(segment):
-        live += delta[pos]
-        loaded = sum(size for producer, size in fact.inputs if not start <= producer < end)
-        weights = 0
-        if streaming:
-            weights = fact.l2_weight_bytes + (segment[pos + 1].l2_weight_bytes
-                                              if pos + 1 < len(segment) else 0)
-        peak = max(peak, (live + loaded) * share + weights)
-    return peak
+        running += delta[pos]
+        live.append(running + sum(size for producer, size in fact.inputs
+                                  if not start <= producer < end))
+        own.append(fact.out_bytes + sum(size for _, size in fact.inputs))
+        streamed.append(fact.l2_weight_bytes + (segment[pos + 1].l2_weight_bytes
+                                                if pos + 1 < len(segment) else 0))
+    return live, own, streamed
+
+
+def _peak_fmaps(segment: list[LayerFacts], start: int, end: int, share: float,
+                streaming: bool, budget: float) -> tuple[float, float, list[int]]:
+    """Largest L2 use at any layer of the segment (maps scaled by `share`, and with
+    `streaming` the weights streamed for the current and the next layer), the largest at
+    the layers that hold anything beside their own inputs, output and weights (0 if none),
+    and the positions that take more than `budget`."""
+    peak = beside = 0.0
+    over = []
+    for pos, (live, own, weights) in enumerate(zip(*_positions(segment, start, end),
+                                                   strict=True)):
+        weights = weights if streaming else 0
+        bytes_ = live * share + weights
+        peak = max(peak, bytes_)
+        if live > own or (streaming and weights > segment[pos].l2_weight_bytes):
+            beside = max(beside, bytes_)
+        if bytes_ > budget:
+            over.append(pos)
+    return peak, beside, over
+
+
+def _loads(facts: list[LayerFacts], index: int, start: int) -> int:
+    """Bytes layer `index` loads from DRAM that a segment starting at `start` could prefetch:
+    its weights, maps made before the segment (0 past the end)."""
+    if index >= len(facts):
+        return 0
+    fact = facts[index]
+    return fact.weight_bytes + sum(size for producer, size in fact.inputs if producer < start)
+
+
+def part_rooms(facts: list[LayerFacts], start: int, end: int, plan: SegmentPlan, batch: int,
+               cores: int, hw: GeminiHardware, share_bytes: float) -> list[float]:
+    """Per layer of a segment run as `plan`: the L2 bytes its largest part may take where
+    that is more than gemini-partition's own `share_bytes` and its whole part needs more
+    (else 0, the share stands). Two cases, both where a cut costs cycles and buys nothing:
+
+    - a workload of a `whole` plan that holds nothing beside its own maps and needs more than
+      the budget: the buffer's `fill_l2_bytes` (the plan was costed whole);
+    - a vector layer of a one-group segment whose inputs are made in the segment and whose
+      output stays in it: the budget less what lives beside it and the next layer's loads
+      (a prefetch in flight). A cut of it costs a vector workload's fixed cycles and
+      overlaps no DRAM transfer; a cut of a layer that loads its input or stores its output
+      pipelines that transfer with its compute (ResNet-34's input quantize at batch 4 whole:
+      0.9% more latency), and a PE layer's parts can overlap its weight streaming."""
+    segment = facts[start:end]
+    groups = batch // plan.sub_batch
+    share = plan.sub_batch / batch / cores
+    rooms = []
+    for fact, live, own, streamed in zip(segment, *_positions(segment, start, end),
+                                         strict=True):
+        need = own * share + (fact.l2_weight_bytes if groups == 1 else 0)
+        beside = (live - own) * share + (streamed - fact.l2_weight_bytes if groups == 1 else 0)
+        room = 0.0
+        if plan.whole and beside <= 0 and need > hw.planned_l2_bytes:
+            room = hw.fill_l2_bytes
+        elif groups == 1 and _on_chip(fact, start, end) and fact.layer is not None and \
+                fact.layer.LAYER_TYPE == "vp":
+            room = hw.planned_l2_bytes - max(0.0, beside) - _loads(facts, fact.index + 1, start)
+        rooms.append(room if room > share_bytes and need > share_bytes else 0.0)
+    return rooms
+
+
+def _on_chip(fact: LayerFacts, start: int, end: int) -> bool:
+    """Are all the layer's inputs made in the segment [start, end), and is its output read
+    only there?"""
+    return all(start <= producer < end for producer, _ in fact.inputs) and \
+        not fact.leaves and all(user < end for user in fact.users)
 
 
 def _cycles(facts: list[LayerFacts], start: int, end: int, cores: int, groups: int,

@@ -10,7 +10,8 @@ transposes, stay on one core) and keeps the cheapest by
 Gemini's trade-off between parallelism and on-chip traffic. Parts are numbered N-major and
 placed on the cores along a snake through the mesh, in the same order for every layer, so that
 consecutive layers cut the same way keep their data on the same core. A part whose inputs,
-output and staged weights would take more than 40% of L2 is cut further (`refine`); the extra
+output and staged weights would take more than 40% of L2, or than the room the segment's plan
+leaves it beside what lives with it if that is more, is cut further (`refine`); the extra
 parts run one after another on the same cores. Records `gemini.split` and `gemini.cores`.
 
 Before anything is scheduled the pass refuses budgets that cannot work: a layer whose smallest
@@ -35,8 +36,10 @@ from targets.gemini.model import Box
 from targets.gemini.plan import (
     CORES,
     MESH,
+    PART_ROOM,
     SPLIT,
     error_at,
+    get_int,
     get_ints,
     graph_of,
     group_size,
@@ -132,8 +135,13 @@ def refine(layer: dnn.LayerOp, split: tuple[int, ...], group: int,
     leaves room in L2 for its neighbours, in `_refine_order`: samples first where the part
     holds several (ResNet-34's first max-pool at batch 4 was cut by rows, reading a halo
     twice; ResNet-50's strided 1x1 convolutions by output channels, each part reading the
-    whole input), output channels first for a PE layer that streams its weights."""
-    limit = WORKING_SET_SHARE * hw.buffer_bytes * hw.l2_fill
+    whole input), output channels first for a PE layer that streams its weights. The part
+    may take `WORKING_SET_SHARE` of L2, or the room gemini-batch-cut's plan leaves the layer
+    beside what lives with it (`gemini.part_room`), if more: a cut only adds cycles (a PE
+    fill, a vector workload's fixed cycles, a halo), so a part that fits there stays whole
+    (ResNet-34's first max-pool and adds at batch 4, 4.0 MB each, were cut in two for 16 to
+    18 cycles each with nothing else in L2 beside them)."""
+    limit = max(WORKING_SET_SHARE * hw.buffer_bytes * hw.l2_fill, get_int(layer, PART_ROOM, 0))
     _, k, h, w = layer.out_type.nchw
     split = list(split)
     if inputs is None:
@@ -163,7 +171,8 @@ def _refine_order(layer: dnn.LayerOp, k: int, hw: model.GeminiHardware) -> list[
 
 
 WORKING_SET_SHARE = 0.4
-"""Largest share of L2 one part may take (the rest holds neighbours and prefetches)."""
+"""Largest share of L2 one part may take (the rest holds neighbours and prefetches), unless
+gemini-batch-cut's plan leaves the layer more (`gemini.part_room`)."""
 
 MAX_WORKLOADS = 20000
 """The most workloads planc schedules for one network: the later passes place every DRAM

@@ -74,6 +74,12 @@ class GeminiHardware:
         return self.buffer_bytes * min(self.l2_plan, self.l2_fill)
 
     @property
+    def fill_l2_bytes(self) -> float:
+        """L2 bytes that may be filled at all: what a workload that does not fit the planned
+        budget may take when nothing else must sit beside it."""
+        return self.buffer_bytes * self.l2_fill
+
+    @property
     def dram_bytes_per_second(self) -> float:
         return self.dram_bytes_per_cycle * self.clock_hz
 

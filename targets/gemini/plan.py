@@ -47,6 +47,9 @@ ISSUE = "gemini.issue"
 ORDER = "gemini.order"
 OPERAND = "gemini.operand"
 WL0_RESIDENT = "gemini.wl0_resident"
+PART_ROOM = "gemini.part_room"
+"""L2 bytes a layer's largest part may take, where gemini-batch-cut's plan leaves it more
+than gemini-partition's own share (`WORKING_SET_SHARE`) and its whole part needs more."""
 
 
 def error_at(op: Operation, message: str) -> PlancError:

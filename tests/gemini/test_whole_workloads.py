@@ -1,0 +1,132 @@
+"""A workload over the planned L2 budget that fits the buffer runs whole where every cut of
+it costs more (`choose_plan`, `part_rooms`), decided against each alternative's cost computed
+here a second way; and on ResNet-34 at batch 4 the written IR still checks and its peak stays
+within the buffer and Gemini's own."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from passes.gemini_group_layers import LayerFacts, evaluate_segment, part_rooms
+from targets.gemini.model import GeminiHardware
+
+HW = GeminiHardware()
+MB = 1_605_632
+"""One sample-batch of ResNet-34's 7x7 convolution input at batch 4 (bytes)."""
+
+
+def chain(*, next_weights: int = 0, skip: bool = False) -> list[LayerFacts]:
+    """A quantize-like layer (network input to a 1.6 MB map) and a convolution-like layer
+    (to a 3.2 MB map) at batch 4, then a layer reading the latter: as one group the second
+    holds 4.8 MB, over the 4.6 MB budget and under the 7.5 MB the buffer may fill; in two
+    groups each layer pays its cut (14 and 200 cycles). `next_weights`: weights the third
+    layer loads; `skip`: the second layer reads a network input instead, and the third also
+    reads the first map, which so lives beside the second workload."""
+    first = LayerFacts(0, None, MB, 0, 0, [(-1, MB)], [1, 2] if skip else [1], False,
+                       200_000.0, {2: 200_014.0, 4: 200_042.0})
+    second = LayerFacts(1, None, 2 * MB, 0, 0, [(-1 if skip else 0, MB)], [2], False,
+                        310_000.0, {2: 310_200.0, 4: 310_600.0})
+    third = LayerFacts(2, None, 8, 0, next_weights,
+                       [(0, MB), (1, 2 * MB)] if skip else [(1, 2 * MB)], [], True, 10.0)
+    return [first, second, third]
+
+
+def alternative(facts: list[LayerFacts], end: int, groups: int) -> float:
+    """The segment [0, end)'s cost in `groups` batch groups, summed here from the facts: the
+    larger of its compute and its DRAM time (input, weights, maps stored)."""
+    segment = facts[:end]
+    compute = sum(f.by_groups.get(groups, f.cycles) if groups > 1 else f.cycles for f in segment)
+    dram = sum(size for f in segment for p, size in f.inputs if p < 0) + sum(
+        f.weight_bytes for f in segment) + sum(
+        f.out_bytes for f in segment if f.leaves or any(u >= end for u in f.users))
+    return max(compute, dram / HW.dram_bytes_per_cycle)
+
+
+def test_a_workload_over_the_budget_runs_whole_when_every_cut_costs_more():
+    facts = chain()
+    assert HW.planned_l2_bytes < 3 * MB <= HW.fill_l2_bytes
+    # The search and the old rule: the largest group that fits the budget, two samples.
+    assert evaluate_segment(facts, 0, 2, 4, 1, HW).sub_batch == 2
+    plan = evaluate_segment(facts, 0, 2, 4, 1, HW, whole=True)
+    whole, halves = alternative(facts, 2, 1), alternative(facts, 2, 2)
+    assert whole < halves
+    assert (plan.sub_batch, plan.whole, plan.peak_bytes, plan.cycles) == (4, True, 3 * MB, whole)
+
+
+def test_a_whole_workload_pays_for_the_loads_it_keeps_waiting():
+    """Nothing is prefetched while a workload over the budget runs: the loads after it up to
+    the next segment's first layer wait, here 64 KB of weights (4,096 cycles), more than the
+    214 cycles the cut costs."""
+    facts = chain(next_weights=65_536)
+    plan = evaluate_segment(facts, 0, 2, 4, 1, HW, whole=True)
+    assert plan.sub_batch == 2 and not plan.whole
+    assert alternative(facts, 2, 1) + 65_536 / HW.dram_bytes_per_cycle > plan.cycles
+    assert plan.cycles == alternative(facts, 2, 2)
+
+
+def test_a_workload_with_a_map_beside_it_keeps_the_budget():
+    """The budget keeps room for what lives beside a workload: the first map, read again by
+    the third layer, stays in L2 while the second runs (6.4 MB whole, within the fill)."""
+    facts = chain(skip=True)
+    plan = evaluate_segment(facts, 0, 3, 4, 1, HW, whole=True)
+    assert 4 * MB <= HW.fill_l2_bytes
+    assert not plan.whole and plan.sub_batch < 4
+    # Without the map beside it, the same segment runs whole.
+    assert evaluate_segment(chain(), 0, 3, 4, 1, HW, whole=True).whole
+
+
+def test_a_workload_that_does_not_fit_the_buffer_is_cut():
+    small = GeminiHardware(buffer_bytes=3 * MB * 10 // 9 - 64)
+    assert small.fill_l2_bytes < 3 * MB
+    plan = evaluate_segment(chain(), 0, 2, 4, 1, small, whole=True)
+    assert not plan.whole and plan.sub_batch < 4
+
+
+def test_part_rooms():
+    """gemini-partition's share of L2 gives way where the plan leaves a layer more and a cut
+    buys nothing: the whole workload (the buffer's fill), and an on-chip vector layer of a
+    one-group segment (the budget less the maps beside it and the next layer's loads). A
+    layer that loads its input from DRAM or a PE layer keeps the share (0)."""
+    facts = chain()
+    plan = evaluate_segment(facts, 0, 2, 4, 1, HW, whole=True)
+    share = 0.4 * HW.fill_l2_bytes
+    assert part_rooms(facts, 0, 2, plan, 4, 1, HW, share) == [0.0, HW.fill_l2_bytes]
+    # Three layers in one group: a map, a vector layer reading it, a layer after both.
+    vp, pe = SimpleNamespace(LAYER_TYPE="vp"), SimpleNamespace(LAYER_TYPE="pe")
+    maps = [LayerFacts(0, pe, MB, 0, 0, [(-1, MB)], [1, 2], False, 1.0),
+            LayerFacts(1, vp, MB, 0, 0, [(0, MB)], [2], False, 1.0),
+            LayerFacts(2, pe, 8, 0, 4096, [(0, MB), (1, MB)], [], True, 1.0)]
+    plan = evaluate_segment(maps, 0, 3, 1, 1, HW)
+    assert plan.sub_batch == 1
+    rooms = part_rooms(maps, 0, 3, plan, 1, 1, HW, MB / 2)
+    # The vector layer: its own input and output; nothing lives beside it (the first map
+    # is its input); the last layer loads 4,096 bytes of weights.
+    assert rooms == [0.0, HW.planned_l2_bytes - 4096, 0.0]
+    maps[1].layer = pe
+    assert part_rooms(maps, 0, 3, plan, 1, 1, HW, MB / 2)[1] == 0.0
+
+
+def test_resnet34_at_batch_4_runs_its_7x7_convolution_whole(planc, tmp_path):
+    """Gemini's batch-4 ResNet-34 IR runs Conv_1 as one workload over four samples (4.8 MB
+    of maps, over planc's 4.6 MB budget); planc ran it in two sample halves, 200 cycles
+    more. It now runs it whole: the written IR checks, its peak L2 stays within the buffer's
+    fill and Gemini's batch-1 peak, and every add is one workload."""
+    from tests.conftest import corpus_root
+
+    layers = corpus_root() / "gemini" / "int8_resnet34.sim_quantized_b1.json"
+    if not layers.exists():
+        pytest.skip(f"upstream corpus not found at {layers.parent} (set PLANC_CORPUS)")
+    out = tmp_path / "resnet34_b4.json"
+    assert planc(layers, "--target", "gemini", "--batch", "4", "-o", out).code == 0
+    assert planc("check", out).code == 0
+    workloads = json.loads(out.read_text())["0"]
+    by_layer: dict[str, int] = {}
+    for wl in workloads:
+        by_layer[wl["layer_name"]] = by_layer.get(wl["layer_name"], 0) + 1
+    assert by_layer["Conv_1"] == 1
+    assert all(count == 1 for name, count in by_layer.items() if name.startswith("Add"))
+    peak = max(sum(entry["size"] for entry in wl["buffer"]) for wl in workloads)
+    assert HW.planned_l2_bytes < peak <= min(HW.fill_l2_bytes, 4_876_800)
