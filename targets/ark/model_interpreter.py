@@ -281,7 +281,7 @@ class ModelRun:
     later reused, so neither the results nor the final memory tell what it held then."""
     scales: dict[int, np.ndarray] = field(default_factory=dict)
     """Result tensor id -> each element's error scale (`error_scale`), when `run_model` was
-    asked for them (`scales=True`); a tensor without one (an input, a view) has its
+    asked for them (`error_scales=True`); a tensor without one (an input, a view) has its
     magnitude."""
 
 
@@ -329,10 +329,10 @@ def run_model(
     *,
     seed: int = 0,
     keep_reads: Callable[[SSAValue], bool] | None = None,
-    scales: bool = False,
+    error_scales: bool = False,
 ) -> ModelRun:
     """Execute every operator in order; see the module docstring. The values of the reads
-    `keep_reads` selects are kept in `ModelRun.reads`; with `scales`, every result's error
+    `keep_reads` selects are kept in `ModelRun.reads`; with `error_scales`, every result's error
     scales in `ModelRun.scales` (one more evaluation of the sums and products)."""
     if isinstance(model, ModuleOp):
         model = single_root(model, ark.ModelOp)
@@ -417,7 +417,7 @@ def run_model(
             # while its buffer is not written: nobody changes these arrays in place.
             run.tensors[value.type.tensor_id] = current(value.type)
             run.types[value.type.tensor_id] = value.type
-        if scales and result is not None and op.result_tensors:
+        if error_scales and result is not None and op.result_tensors:
             tid = op.result_tensors[0].type.tensor_id
             given_scales = [_scale_of(run, v, a) for v, a in zip(op.read_tensors, args,
                                                                    strict=True)]

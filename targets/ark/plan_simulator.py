@@ -1362,7 +1362,7 @@ def simulate(p: plan.PlanOp, *, seed: int = 0, arch: str | None = None,
     With `model` (a `run_model` result of the model the plan was made from), the plan runs on
     that run's inputs and its outputs are also compared with that model's, by tensor id.
     That comparison uses the model run's error scales where it has them (`run_model(...,
-    scales=True)`; see `_close`); the plan's own tiles and outputs are always compared with
+    error_scales=True)`; see `_close`); the plan's own tiles and outputs are always compared with
     its derived model's.
 
     Up to `full_run_tasks` task executions the plan runs tile by tile in ARK's order (every
@@ -1398,7 +1398,7 @@ def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[s
                          path=source_path(comm[0]))
     model, originals, ordering = derive_model(p)
     inputs = _inputs_from(model_run, model) if model_run is not None else None
-    reference = run_model(model, inputs, seed=seed, scales=True)
+    reference = run_model(model, inputs, seed=seed, error_scales=True)
     runner = PlanRunner(p, reference, originals)
     for message in ordering:
         runner.report("order", message)
@@ -1465,7 +1465,7 @@ def run_plan(p: plan.PlanOp, inputs: dict[int, np.ndarray]
                          "cannot run its communication without the other ranks",
                          path=source_path(comm[0]))
     model, originals, ordering = derive_model(p)
-    reference = run_model(model, inputs, scales=True)
+    reference = run_model(model, inputs, error_scales=True)
     runner = PlanRunner(p, reference, originals)
     runner.run()
     problems = [str(pr) for pr in runner.problems] + ordering
@@ -1500,7 +1500,7 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
         one may reuse them), not derived from one source's result or the final memory."""
         return isinstance(value.owner, ark.ViewOp) and value.type.buffer_id in written
 
-    reference = run_model(model, inputs, seed=seed, keep_reads=stateful, scales=True)
+    reference = run_model(model, inputs, seed=seed, keep_reads=stateful, error_scales=True)
     copies = operator_copies(p)
     reader: list[Operation | None] = [None]
     """The model's clone of the operator whose tiles are being sampled."""
