@@ -209,6 +209,55 @@ def evaluate(op: ark.ArkOp, inputs: list[np.ndarray]) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Error scales
+# ---------------------------------------------------------------------------------------------
+
+
+_ABSOLUTE: dict[type[ark.ArkOp], Callable[[Any, list[np.ndarray]], np.ndarray]] = {
+    ark.AddOp: lambda op, s: s[0] + s[1],
+    ark.SubOp: lambda op, s: s[0] + s[1],
+    ark.MulOp: lambda op, s: s[0] * s[1],
+    ark.MatmulOp: lambda op, s: _matmul(op, s[0], s[1]),
+    ark.ScalarMulOp: lambda op, s: s[0] * np.float32(abs(op.factor.value.data)),
+    ark.ScalarAddOp: lambda op, s: s[0] + np.float32(abs(op.factor.value.data)),
+    ark.CopyOp: lambda op, s: s[0],
+    ark.TransposeOp: lambda op, s: np.transpose(s[0], op.perm),
+    ark.ReduceSumOp: _reduce(np.sum),
+    ark.ReduceMeanOp: _reduce(np.mean),
+    ark.ReduceMaxOp: _reduce(np.max),
+}
+"""Sums, products and the operators built of them (and the maximum), evaluated on the error
+scales of their inputs: the absolute-value evaluation (see `error_scale`)."""
+
+
+def error_scale(op: ark.ArkOp, scales: list[np.ndarray], result: np.ndarray
+                ) -> np.ndarray:
+    """How far two correct computations of `op`'s result may differ, in units of the
+    tolerance's rtol: the result evaluated with every input replaced by its error scale (an
+    input's scale is its magnitude) and every subtraction by an addition, at least |result|.
+
+    For sums and products this is Wilkinson's running error bound: perturbing every input and
+    intermediate by a relative rtol (another summation order, an intermediate rounded the
+    other way, 1 ulp from a fused kernel) moves the result by at most rtol times it, to first
+    order. It is what makes a comparison relative to each element's own magnitude wrong where
+    terms cancel: a matmul element of |A|@|B| = 40 that sums to 0.1 moves by 0.02 when its
+    fp16 inputs move by an ulp, which rtol * 0.1 would call a wrong plan. Other operators
+    (exp, sigmoid, division, ...) start again from their result's magnitude."""
+    magnitude = np.abs(result)
+    rule = _ABSOLUTE.get(type(op))
+    if rule is None:
+        return magnitude
+    with np.errstate(all="ignore"):
+        scale = np.asarray(rule(op, scales), dtype=np.float32)
+    try:
+        scale = np.broadcast_to(scale.reshape(_squeeze_to(scale.shape, magnitude.ndim)),
+                                magnitude.shape)
+    except ValueError:
+        return magnitude
+    return np.fmax(scale, magnitude)
+
+
+# ---------------------------------------------------------------------------------------------
 # Running a model
 # ---------------------------------------------------------------------------------------------
 
@@ -230,6 +279,10 @@ class ModelRun:
     """(operator, tensor id) -> the values the operator read, for the reads `run_model` was
     asked to keep (`keep_reads`): a view's bytes may be written by several operators and
     later reused, so neither the results nor the final memory tell what it held then."""
+    scales: dict[int, np.ndarray] = field(default_factory=dict)
+    """Result tensor id -> each element's error scale (`error_scale`), when `run_model` was
+    asked for them (`error_scales=True`); a tensor without one (an input, a view) has its
+    magnitude."""
 
 
 def _all_tensor_types(model: ark.ModelOp) -> list[ark.TensorType]:
@@ -276,9 +329,11 @@ def run_model(
     *,
     seed: int = 0,
     keep_reads: Callable[[SSAValue], bool] | None = None,
+    error_scales: bool = False,
 ) -> ModelRun:
     """Execute every operator in order; see the module docstring. The values of the reads
-    `keep_reads` selects are kept in `ModelRun.reads`."""
+    `keep_reads` selects are kept in `ModelRun.reads`; with `error_scales`, every result's error
+    scales in `ModelRun.scales` (one more evaluation of the sums and products)."""
     if isinstance(model, ModuleOp):
         model = single_root(model, ark.ModelOp)
     given = inputs or {}
@@ -362,9 +417,20 @@ def run_model(
             # while its buffer is not written: nobody changes these arrays in place.
             run.tensors[value.type.tensor_id] = current(value.type)
             run.types[value.type.tensor_id] = value.type
+        if error_scales and result is not None and op.result_tensors:
+            tid = op.result_tensors[0].type.tensor_id
+            given_scales = [_scale_of(run, v, a) for v, a in zip(op.read_tensors, args,
+                                                                   strict=True)]
+            run.scales[tid] = error_scale(op, given_scales, run.tensors[tid])
     run.outputs = [v.type.tensor_id for v in final_outputs(model.operators())]
     run.memory = memory
     return run
+
+
+def _scale_of(run: ModelRun, value: SSAValue, values: np.ndarray) -> np.ndarray:
+    """The error scale of an operator's input `values`: its producer's, else its magnitude."""
+    scale = run.scales.get(value.type.tensor_id)
+    return scale if scale is not None and scale.shape == values.shape else np.abs(values)
 
 
 def _fill_unheld(memory: Memory, tensor: ark.TensorType, data: np.ndarray,

@@ -28,7 +28,11 @@ against the shadow finds
   places than their own (rotary embedding's pairs, a transpose, a matmul, a reduction);
 * tasks never run, and tiles whose values differ from the model's.
 
-Every output is compared with the model's (`dtypes.tolerance`). The cost model
+Every tile and every output is compared with the model's within `dtypes.tolerance`, scaled
+per element by the model's error scales (`model_interpreter.error_scale`): the plan computes
+from its own values of its inputs, which differ from the model's within the tolerance (another
+summation order rounds an intermediate the other way), and a sum whose terms cancel amplifies
+that difference beyond a tolerance relative to the result alone. The cost model
 (`targets.ark.cost_model`) gives the modeled time, per-processor utilisation and warp occupancy;
 `plan.buffer_layout` gives the device memory the plan needs.
 """
@@ -762,7 +766,9 @@ class PlanRunner:
             return
         got = dtypes.to_compute(self.elements(out)[flat], out.data_type)
         want = expected[tuple(coords.T)]
-        if not _close(got, want, result.data_type):
+        scale = _scales(self.ref, result.tensor_id)
+        if not _close(got, want, result.data_type,
+                      None if scale is None else scale[tuple(coords.T)]):
             self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tiles "
                         f"{_first(indices)} differently from the model (largest difference "
                         f"{_max_diff(got, want):.3g})", op)
@@ -783,7 +789,9 @@ class PlanRunner:
             return
         expected = self.ref.tensors[result.tensor_id][tile]
         got = dtypes.to_compute(self.view(op.outputs[0])[tile], op.outputs[0].data_type)
-        if not _close(got, expected, result.data_type):
+        scale = _scales(self.ref, result.tensor_id)
+        if not _close(got, expected, result.data_type,
+                      None if scale is None else scale[tile]):
             self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tile "
                         f"{index} differently from the model (largest difference "
                         f"{_max_diff(got, expected):.3g})", op)
@@ -1085,9 +1093,10 @@ class _GroupBatch:
         if list(expected.shape) != out.shape_list:
             return False
         got = dtypes.to_compute(stored, out.data_type)
-        tol = dtypes.tolerance(result.data_type)
-        return bool(np.isclose(got, expected[tuple(coords.T)], rtol=tol.rtol, atol=tol.atol,
-                               equal_nan=True).all())
+        scale = _scales(runner.ref, result.tensor_id)
+        if scale is not None:
+            scale = scale[tuple(coords.T)]
+        return _close(got, expected[tuple(coords.T)], result.data_type, scale)
 
     # -- checking and committing ------------------------------------------------------------
 
@@ -1261,9 +1270,37 @@ def _fit(shape: Sequence[int], ndim: int) -> tuple[int, ...]:
     return (1,) * (ndim - len(shape)) + shape
 
 
-def _close(got: np.ndarray, expected: np.ndarray, dtype: str) -> bool:
+def _close(got: np.ndarray, expected: np.ndarray, dtype: str,
+           scale: np.ndarray | None = None) -> bool:
+    """Do the plan's values equal the model's within `dtypes.tolerance`? With the model's
+    error scales (`ModelRun.scales`), each element may differ by atol + rtol * its scale
+    rather than rtol * |expected|: where a sum cancels, the plan's inputs (which differ from
+    the model's within the tolerance: another summation order, an intermediate rounded the
+    other way) move the result by rtol times the sum of the terms' magnitudes, not of the
+    result's. The scale is at least |expected|, so this never rejects what the plain
+    comparison accepts."""
+    if scale is None:
+        tol = dtypes.tolerance(dtype)
+        return bool(np.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True))
+    return bool(_close_elements(got, expected, dtype, scale).all())
+
+
+def _close_elements(got: np.ndarray, expected: np.ndarray, dtype: str,
+                    scale: np.ndarray) -> np.ndarray:
+    """`_close` element by element, with error scales `scale` (see `_close`)."""
     tol = dtypes.tolerance(dtype)
-    return bool(np.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True))
+    got = np.asarray(got, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound = tol.atol + tol.rtol * np.fmax(np.asarray(scale, dtype=np.float64),
+                                              np.abs(expected))
+        near = np.abs(got - expected) <= bound
+    return near | (got == expected) | (np.isnan(got) & np.isnan(expected))
+
+
+def _scales(run: ModelRun, tensor_id: int) -> np.ndarray | None:
+    """The model's error scales of a tensor (`_close`), if it has them."""
+    return run.scales.get(tensor_id)
 
 
 def _max_diff(got: np.ndarray, expected: np.ndarray) -> float:
@@ -1324,6 +1361,9 @@ def simulate(p: plan.PlanOp, *, seed: int = 0, arch: str | None = None,
 
     With `model` (a `run_model` result of the model the plan was made from), the plan runs on
     that run's inputs and its outputs are also compared with that model's, by tensor id.
+    That comparison uses the model run's error scales where it has them (`run_model(...,
+    error_scales=True)`; see `_close`); the plan's own tiles and outputs are always compared with
+    its derived model's.
 
     Up to `full_run_tasks` task executions the plan runs tile by tile in ARK's order (every
     tile, every race). Beyond, what is proved is said in `proved`: the schedule facts of
@@ -1358,7 +1398,7 @@ def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[s
                          path=source_path(comm[0]))
     model, originals, ordering = derive_model(p)
     inputs = _inputs_from(model_run, model) if model_run is not None else None
-    reference = run_model(model, inputs, seed=seed)
+    reference = run_model(model, inputs, seed=seed, error_scales=True)
     runner = PlanRunner(p, reference, originals)
     for message in ordering:
         runner.report("order", message)
@@ -1376,7 +1416,7 @@ def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[s
         tensor = reference.types[tid]
         got = dtypes.to_compute(runner.view(tensor), tensor.data_type)
         expected = reference.tensors[tid]
-        close = _close(got, expected, tensor.data_type)
+        close = _close(got, expected, tensor.data_type, _scales(reference, tid))
         diff = _max_diff(got, expected)
         max_abs = max(max_abs, diff)
         output_ok &= close
@@ -1393,7 +1433,8 @@ def _functional(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[s
                 continue
             diff = _max_diff(got, model_run.tensors[tid])
             max_abs = max(max_abs, diff)
-            if not _close(got, model_run.tensors[tid], tensor.data_type):
+            if not _close(got, model_run.tensors[tid], tensor.data_type,
+                          _scales(model_run, tid)):
                 output_ok = False
                 runner.report("model", f"output tensor {tid} differs from the model's "
                               f"(largest difference {diff:.3g})")
@@ -1424,7 +1465,7 @@ def run_plan(p: plan.PlanOp, inputs: dict[int, np.ndarray]
                          "cannot run its communication without the other ranks",
                          path=source_path(comm[0]))
     model, originals, ordering = derive_model(p)
-    reference = run_model(model, inputs)
+    reference = run_model(model, inputs, error_scales=True)
     runner = PlanRunner(p, reference, originals)
     runner.run()
     problems = [str(pr) for pr in runner.problems] + ordering
@@ -1459,7 +1500,7 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
         one may reuse them), not derived from one source's result or the final memory."""
         return isinstance(value.owner, ark.ViewOp) and value.type.buffer_id in written
 
-    reference = run_model(model, inputs, seed=seed, keep_reads=stateful)
+    reference = run_model(model, inputs, seed=seed, keep_reads=stateful, error_scales=True)
     copies = operator_copies(p)
     reader: list[Operation | None] = [None]
     """The model's clone of the operator whose tiles are being sampled."""
@@ -1520,7 +1561,10 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
                                       result.data_type)
                 diff = _max_diff(got, expected)
                 max_abs = max(max_abs, diff)
-                if not _close(got, expected, result.data_type) and len(problems) < MAX_ERRORS:
+                scale = _scales(reference, result.tensor_id)
+                if not _close(got, expected, result.data_type,
+                              None if scale is None else scale[tile]) \
+                        and len(problems) < MAX_ERRORS:
                     problems.append(f"'{op.label.data}' (task {task_id}) computes tile {index} "
                                     f"differently from the model (largest difference "
                                     f"{diff:.3g})")
@@ -1529,7 +1573,8 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
         for tid in model_run.outputs:
             got = reference.tensors.get(tid)
             want = model_run.tensors[tid]
-            if got is None or not _close(got, want, model_run.types[tid].data_type):
+            if got is None or not _close(got, want, model_run.types[tid].data_type,
+                                         _scales(model_run, tid)):
                 problems.append(f"output tensor {tid} of the model is not what the plan's "
                                 "operators compute" + (f" (largest difference "
                                                        f"{_max_diff(got, want):.3g})"
