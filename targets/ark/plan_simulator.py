@@ -1291,9 +1291,12 @@ def _close_elements(got: np.ndarray, expected: np.ndarray, dtype: str,
     tol = dtypes.tolerance(dtype)
     got = np.asarray(got, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    # A scale that overflowed says nothing about the element: it falls back to |expected|
+    # rather than accepting any value there.
+    scale = np.where(np.isfinite(scale), scale, 0.0)
     with np.errstate(invalid="ignore", over="ignore"):
-        bound = tol.atol + tol.rtol * np.fmax(np.asarray(scale, dtype=np.float64),
-                                              np.abs(expected))
+        bound = tol.atol + tol.rtol * np.fmax(scale, np.abs(expected))
         near = np.abs(got - expected) <= bound
     return near | (got == expected) | (np.isnan(got) & np.isnan(expected))
 

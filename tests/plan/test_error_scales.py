@@ -114,3 +114,12 @@ def test_other_operators_start_from_their_magnitude():
     difference, exp = sorted(run.scales)
     assert not np.array_equal(run.scales[difference], np.abs(run.tensors[difference]))
     assert np.array_equal(run.scales[exp], np.abs(run.tensors[exp]))
+
+
+def test_an_overflowed_scale_accepts_no_more_than_the_plain_rule():
+    """A scale of inf (a sum of magnitudes past fp32) must not accept every value there."""
+    from targets.ark.plan_simulator import _close
+    expected = np.array([1.0, 2.0])
+    wrong = np.array([1.0, 7.0])
+    assert not _close(wrong, expected, "FP16", scale=np.array([1.0, np.inf]))
+    assert _close(wrong, expected, "FP16", scale=np.array([1.0, 1000.0]))
