@@ -8,6 +8,7 @@ import pytest
 from frontends.model_builder import ModelBuilder
 from ground import dtypes
 from ground.diagnostics import PlancError
+from targets.ark import model_interpreter
 from targets.ark.model_interpreter import run_model
 
 RNG = np.random.default_rng(7)
@@ -183,3 +184,22 @@ def test_a_tensor_read_again_after_an_in_place_write_has_its_new_values():
     np.testing.assert_allclose(run.tensors[after_add.type.tensor_id], np.exp(xs) + 1,
                                rtol=1e-6)
     np.testing.assert_allclose(run.tensors[after.type.tensor_id], np.exp(xs) + 1, rtol=1e-6)
+
+
+def test_inputs_drawn_in_chunks_are_one_draw_of_the_seed(monkeypatch):
+    """Random inputs are drawn a chunk at a time; the values (and so every printed error of
+    `planc simulate`) are those of drawing each whole input at once from the seed, scaled in
+    float64 and rounded once to float32."""
+    monkeypatch.setattr(model_interpreter, "DRAW_CHUNK", 7)     # chunks end mid-row
+    result, _ = run(lambda m: m.matmul(m.tensor([5, 10], "FP32"), m.tensor([10, 3], "FP32")))
+    rng = np.random.default_rng(0)
+    for tensor_id, shape in ((0, (5, 10)), (1, (10, 3))):
+        expected = (rng.uniform(-1.0, 1.0, size=shape) * 10 ** -0.25).astype(np.float32)
+        np.testing.assert_array_equal(result.inputs[tensor_id], expected)
+
+
+@pytest.mark.parametrize("element_bytes", [1, 2, 4])
+def test_every_byte_is_numpys_all_over_the_element(element_bytes):
+    mask = RNG.random((6, 10, element_bytes)) < 0.8
+    view = mask[1:5, 2:9:3]         # a strided window, as `byte_view` gives
+    np.testing.assert_array_equal(model_interpreter._every_byte(view), view.all(axis=-1))
