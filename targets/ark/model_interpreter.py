@@ -213,36 +213,56 @@ def evaluate(op: ark.ArkOp, inputs: list[np.ndarray]) -> np.ndarray | None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _matmul_scale(op: ark.MatmulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A matmul's error scale from its operands' (`a`, `b`): the root of the sum of its terms'
+    squared scales, sqrt(2 |A|^2 @ |B|^2) (both operands perturbed). Rounding differences are
+    independent from term to term, so their sum grows as the root of the number of terms, not
+    as |A| @ |B|: that sum would be sqrt(K) times larger and hide a wrong plan, such as one K
+    block of 64 of K = 4096 left out (0.4 of the |A| @ |B| bound, 9 times this one)."""
+    return np.sqrt(2 * _matmul(op, np.square(a), np.square(b)))
+
+
+def _sum_scale(op: ark.ReduceOp, s: np.ndarray, mean: bool = False) -> np.ndarray:
+    """A sum's (or mean's) error scale: the root of its terms' squared scales (`_matmul_scale`
+    says why not their sum)."""
+    total = np.sqrt(np.sum(np.square(s), axis=op.axis_index, keepdims=op.keeps_dim))
+    return total / s.shape[op.axis_index] if mean else total
+
+
 _ABSOLUTE: dict[type[ark.ArkOp], Callable[[Any, list[np.ndarray]], np.ndarray]] = {
     ark.AddOp: lambda op, s: s[0] + s[1],
     ark.SubOp: lambda op, s: s[0] + s[1],
     ark.MulOp: lambda op, s: s[0] * s[1],
-    ark.MatmulOp: lambda op, s: _matmul(op, s[0], s[1]),
+    ark.MatmulOp: lambda op, s: _matmul_scale(op, s[0], s[1]),
     ark.ScalarMulOp: lambda op, s: s[0] * np.float32(abs(op.factor.value.data)),
     ark.ScalarAddOp: lambda op, s: s[0] + np.float32(abs(op.factor.value.data)),
     ark.CopyOp: lambda op, s: s[0],
     ark.TransposeOp: lambda op, s: np.transpose(s[0], op.perm),
-    ark.ReduceSumOp: _reduce(np.sum),
-    ark.ReduceMeanOp: _reduce(np.mean),
-    ark.ReduceMaxOp: _reduce(np.max),
+    ark.ReduceSumOp: lambda op, s: _sum_scale(op, s[0]),
+    ark.ReduceMeanOp: lambda op, s: _sum_scale(op, s[0], mean=True),
+    ark.ReduceMaxOp: lambda op, s: _reduce(np.max)(op, s[0]),
 }
 """Sums, products and the operators built of them (and the maximum), evaluated on the error
-scales of their inputs: the absolute-value evaluation (see `error_scale`)."""
+scales of their inputs (see `error_scale`)."""
 
 
 def error_scale(op: ark.ArkOp, scales: list[np.ndarray], result: np.ndarray
                 ) -> np.ndarray:
     """How far two correct computations of `op`'s result may differ, in units of the
     tolerance's rtol: the result evaluated with every input replaced by its error scale (an
-    input's scale is its magnitude) and every subtraction by an addition, at least |result|.
+    input's scale is its magnitude), every subtraction by an addition, and every long sum
+    (matmul, reduction) by the root of its terms' squares; at least |result|.
 
-    For sums and products this is Wilkinson's running error bound: perturbing every input and
-    intermediate by a relative rtol (another summation order, an intermediate rounded the
-    other way, 1 ulp from a fused kernel) moves the result by at most rtol times it, to first
-    order. It is what makes a comparison relative to each element's own magnitude wrong where
-    terms cancel: a matmul element of |A|@|B| = 40 that sums to 0.1 moves by 0.02 when its
-    fp16 inputs move by an ulp, which rtol * 0.1 would call a wrong plan. Other operators
-    (exp, sigmoid, division, ...) start again from their result's magnitude."""
+    Perturbing every input and intermediate by a relative rtol (another summation order, an
+    intermediate rounded the other way, 1 ulp from a fused kernel) moves the result by about
+    rtol times it. It is what makes a comparison relative to each element's own magnitude
+    wrong where terms cancel: a matmul element whose terms' magnitudes are large but that
+    sums to 0.1 moves by more than rtol * 0.1 when its fp16 inputs move by an ulp. Those
+    moves are independent from term to term, hence the root of the squares for long sums
+    (Wilkinson's |A| @ |B| bound is sqrt(K) times looser and accepts a matmul that leaves out
+    a K block); a perturbation correlated across a whole row (a norm's scalar rounded the other
+    way) moves the result relative to itself, which |result| covers. Other operators (exp,
+    sigmoid, division, ...) start again from their result's magnitude."""
     magnitude = np.abs(result)
     rule = _ABSOLUTE.get(type(op))
     if rule is None:

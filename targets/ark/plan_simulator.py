@@ -1276,7 +1276,7 @@ def _close(got: np.ndarray, expected: np.ndarray, dtype: str,
     error scales (`ModelRun.scales`), each element may differ by atol + rtol * its scale
     rather than rtol * |expected|: where a sum cancels, the plan's inputs (which differ from
     the model's within the tolerance: another summation order, an intermediate rounded the
-    other way) move the result by rtol times the sum of the terms' magnitudes, not of the
+    other way) move the result by about rtol times the root of the terms' squares, not of the
     result's. The scale is at least |expected|, so this never rejects what the plain
     comparison accepts."""
     if scale is None:

@@ -81,6 +81,7 @@ CHUNK_COUNT = re.compile(r"^gpu \d+: (input|output)_chunks is 0")
 
 
 def check(module: ModuleOp, options: Any = None) -> list[Finding]:
+    from targets.mscclpp.program import split_over_group
     from targets.mscclpp.simulator import UNFLUSHED, check_plan
 
     algorithm = next(op for op in module.ops if isinstance(op, ms.AlgorithmOp))
@@ -95,7 +96,7 @@ def check(module: ModuleOp, options: Any = None) -> list[Finding]:
             if kind == "races" and "without synchronisation before gpu" in message:
                 rule = "mscclpp.in-flight-at-end"
             elif kind == "races" and len(named) >= 2 and all(
-                    op is not None and op.tbg_info is not None for op in named[:2]):
+                    op is not None and split_over_group(op) for op in named[:2]):
                 rule, severity = "mscclpp.tbg-race", WARNING
             if draft:
                 severity = WARNING

@@ -87,7 +87,8 @@ class Step:
     release: list[int] = field(default_factory=list)
     barrier: tuple[int, int] | None = None
     grouped: bool = False
-    """The op has `tbg_info`: this block does only its own slice of the op's ranges."""
+    """The op is split over a thread-block group (`split_over_group`): this block does only its
+    own slice of the op's ranges."""
 
     def reads(self) -> list[Region]:
         return [r for m in self.moves for r in m.sources]
@@ -156,6 +157,13 @@ class Program:
 # ---------------------------------------------------------------------------------------------
 # The executor's arithmetic
 # ---------------------------------------------------------------------------------------------
+
+
+def split_over_group(op: ms.InstructionOp) -> bool:
+    """Does the executor run only a slice of `op` on its block? A `tbg_info` of `tbg_size` 1
+    is one part of one: the block does the whole op, as without `tbg_info`, so its races are
+    ordinary races, not the group slicing's (`mscclpp.tbg-race`)."""
+    return op.tbg_info is not None and op.tbg_info.tbg_size.data > 1
 
 
 def group_part(size: int, part: int, parts: int, alignment: int) -> tuple[int, int]:
@@ -257,7 +265,7 @@ class _Expander:
                 window: tuple[int, int] | None, label: str) -> Step:
         rank = gpu.rank_id
         step = Step(label, op.NAME, rank, tb.tb_id, _role(op), origin=id(op),
-                    grouped=op.tbg_info is not None)
+                    grouped=split_over_group(op))
         if op.reduce_op is not None and op.reduce_op.data != "sum":
             self.warn("reduce_op", op, f"reduce_op \"{op.reduce_op.data}\" is ignored by the "
                       "executor, which always sums")

@@ -400,3 +400,26 @@ def test_the_seed_documents_own_example_is_out_of_range(planc, tmp_path):
     assert result.err == (f"planc: error: {path}: $.gpus[1].threadblocks[0].ops[0]: "
                           "src_buff[0] i[1:2]: chunks [1, 2) exceed the 1 chunks of the input "
                           "of gpu 1 [mscclpp.put]\n")
+
+
+def test_a_group_of_one_block_is_no_group():
+    """`tbg_info` with `tbg_size` 1 gives the block the whole op (`calcOffset` of part 0 of 1),
+    so its races are ordinary errors, as without `tbg_info`, not the group slicing's warning
+    (which a group of one had turned them into)."""
+    def group_of_one(p, info):
+        for gpu in p["gpus"]:
+            for tb in gpu["threadblocks"]:
+                for op in tb["ops"]:
+                    if "tbg_info" in op:
+                        op.pop("tbg_info")
+                        if info is not None:
+                            op["tbg_info"] = info
+
+    def findings(info):
+        plan = mutated(group_allgather_plan(), lambda p: group_of_one(p, info))
+        return sorted((f.rule, f.severity, f.message) for f in
+                      check(import_document(parse_json(json.dumps(plan)))))
+
+    alone = findings({"tb_id": 0, "tbg_size": 1})
+    assert alone and {rule for rule, _, _ in alone} == {"mscclpp.race"}
+    assert alone == findings(None)
