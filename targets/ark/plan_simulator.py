@@ -766,9 +766,8 @@ class PlanRunner:
             return
         got = dtypes.to_compute(self.elements(out)[flat], out.data_type)
         want = expected[tuple(coords.T)]
-        scale = _scales(self.ref, result.tensor_id)
         if not _close(got, want, result.data_type,
-                      None if scale is None else scale[tuple(coords.T)]):
+                      _scales(self.ref, result.tensor_id, tuple(coords.T))):
             self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tiles "
                         f"{_first(indices)} differently from the model (largest difference "
                         f"{_max_diff(got, want):.3g})", op)
@@ -789,9 +788,8 @@ class PlanRunner:
             return
         expected = self.ref.tensors[result.tensor_id][tile]
         got = dtypes.to_compute(self.view(op.outputs[0])[tile], op.outputs[0].data_type)
-        scale = _scales(self.ref, result.tensor_id)
         if not _close(got, expected, result.data_type,
-                      None if scale is None else scale[tile]):
+                      _scales(self.ref, result.tensor_id, tile)):
             self.report("mismatch", f"'{op.label.data}' (task {op.task_id}) computes tile "
                         f"{index} differently from the model (largest difference "
                         f"{_max_diff(got, expected):.3g})", op)
@@ -1093,10 +1091,9 @@ class _GroupBatch:
         if list(expected.shape) != out.shape_list:
             return False
         got = dtypes.to_compute(stored, out.data_type)
-        scale = _scales(runner.ref, result.tensor_id)
-        if scale is not None:
-            scale = scale[tuple(coords.T)]
-        return _close(got, expected[tuple(coords.T)], result.data_type, scale)
+        where = tuple(coords.T)
+        return _close(got, expected[where], result.data_type,
+                      _scales(runner.ref, result.tensor_id, where))
 
     # -- checking and committing ------------------------------------------------------------
 
@@ -1301,9 +1298,11 @@ def _close_elements(got: np.ndarray, expected: np.ndarray, dtype: str,
     return near | (got == expected) | (np.isnan(got) & np.isnan(expected))
 
 
-def _scales(run: ModelRun, tensor_id: int) -> np.ndarray | None:
-    """The model's error scales of a tensor (`_close`), if it has them."""
-    return run.scales.get(tensor_id)
+def _scales(run: ModelRun, tensor_id: int, where=None) -> np.ndarray | None:
+    """The model's error scales of a tensor (`_close`), if it has them: all of them, or those
+    at `where` (a tile's slices or an array index), where the caller compares part of it."""
+    scale = run.scales.get(tensor_id)
+    return scale if scale is None or where is None else scale[where]
 
 
 def _max_diff(got: np.ndarray, expected: np.ndarray) -> float:
@@ -1564,9 +1563,8 @@ def _sampled(p: plan.PlanOp, seed: int, model_run: ModelRun | None) -> dict[str,
                                       result.data_type)
                 diff = _max_diff(got, expected)
                 max_abs = max(max_abs, diff)
-                scale = _scales(reference, result.tensor_id)
                 if not _close(got, expected, result.data_type,
-                              None if scale is None else scale[tile]) \
+                              _scales(reference, result.tensor_id, tile)) \
                         and len(problems) < MAX_ERRORS:
                     problems.append(f"'{op.label.data}' (task {task_id}) computes tile {index} "
                                     f"differently from the model (largest difference "
