@@ -260,15 +260,14 @@ def choose_plan(length: int, sub_batches: list[int], peaks: list[float], besides
         sub_batch = unfit_sub_batch(l2_weights, sub_batches[0], hw)
         j = sub_batches.index(sub_batch)
         fallback = SegmentPlan(sub_batch, peaks[j], cycles[j])
-    best = fallback
-    for j, sub_batch in enumerate(sub_batches[:1] if whole else []):
-        if fallback is not None and sub_batch <= fallback.sub_batch:
-            break
-        cost = cycles[j] + blocked[j] / hw.dram_bytes_per_cycle
-        if peaks[j] <= hw.fill_l2_bytes and besides[j] <= hw.planned_l2_bytes and \
-                (best is None or cost < best.cycles):
-            best = SegmentPlan(sub_batch, peaks[j], cost, True)
-    return best
+    if not whole or (fallback is not None and sub_batches[0] <= fallback.sub_batch):
+        return fallback
+    # The whole batch (sub_batches[0]) as one group over the budget.
+    cost = cycles[0] + blocked[0] / hw.dram_bytes_per_cycle
+    if peaks[0] <= hw.fill_l2_bytes and besides[0] <= hw.planned_l2_bytes and \
+            (fallback is None or cost < fallback.cycles):
+        return SegmentPlan(sub_batches[0], peaks[0], cost, True)
+    return fallback
 
 
 def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, cores: int,
