@@ -79,6 +79,8 @@ def check_file(path: str, options: Any = None, forced: str | None = None) -> Che
         from compiler.model_check import against_model
 
         report.findings += against_model(fmt.name, module, model)
+        if report.count(ERROR):
+            report.summary = ""     # (a document with errors has no summary line)
     report.file = path
     report.findings = [f.in_file(path) for f in report.findings]
     return report

@@ -585,8 +585,8 @@ def _differences(canon: Canon, model: Evaluation, product: Evaluation,
             message, right = _first_difference(canon, node, made[0], model, both, sides,
                                                apart)
             problems.append(Difference(f"{where}: {message}",
-                                       product.made_by.get(right)
-                                       or product.made_by.get(made[0]), tensor_id))
+                                       _maker(canon, product, right)
+                                       or _maker(canon, product, made[0]), tensor_id))
         if len(problems) >= MAX_FINDINGS:
             return problems
     if model.effects != product.effects:
@@ -598,6 +598,16 @@ def _differences(canon: Canon, model: Evaluation, product: Evaluation,
         problems.append(Difference(f"communication differs: {'; '.join(parts)}",
                                    product.made_by.get(added[0]) if added else None))
     return problems
+
+
+def _maker(canon: Canon, side: Evaluation, node: int) -> Operation | None:
+    """The operator of `side` that computed `node`, or for a read of several writes (a
+    slice or reshape of what operators wrote) the newest writer's."""
+    found = side.made_by.get(node)
+    key = canon.keys[node]
+    if found is None and key[0] == "read":
+        found = next((side.made_by[v] for _, v in key[2] if v in side.made_by), None)
+    return found
 
 
 def _instead(canon: Canon, key: tuple[int, int], extra: list[tuple[int, int]],
