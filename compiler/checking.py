@@ -74,13 +74,6 @@ def check_file(path: str, options: Any = None, forced: str | None = None) -> Che
         return CheckReport(path, None, [from_error(e.in_file(path), "format")],
                            strict=getattr(options, "strict", False))
     report = check_module(fmt, module, options)
-    model = getattr(options, "model", None)
-    if model and not report.count(ERROR) and fmt.name in MODEL_FORMATS:
-        from compiler.model_check import against_model
-
-        report.findings += against_model(fmt.name, module, model)
-        if report.count(ERROR):
-            report.summary = ""     # (a document with errors has no summary line)
     report.file = path
     report.findings = [f.in_file(path) for f in report.findings]
     return report
@@ -104,6 +97,11 @@ def check_module(fmt: InputFormat, module: ModuleOp, options: Any = None) -> Che
             report.findings += from_warnings(warnings)
         except PlancError as e:
             report.findings.append(from_error(e, fmt.name))
+    model = getattr(options, "model", None)
+    if model and not report.count(ERROR) and fmt.name in MODEL_FORMATS:
+        from compiler.model_check import against_model
+
+        report.findings += against_model(fmt.name, module, model)
     if not report.count(ERROR) and fmt.describe:
         report.summary = load_hook(fmt.describe)(module)
     return report

@@ -363,3 +363,23 @@ def test_the_verdict_agrees_with_numpy(planc, tmp_path, model_text, edit):
     symbolic = planc("check", path, "--model", model).code == 0
     numeric = [_numeric_verdict(model, path, seed) for seed in (0, 1)]
     assert numeric == [symbolic, symbolic], planc("check", path, "--model", model).err
+
+
+def test_the_api_takes_the_model_too(planc, tmp_path):
+    """`planc.check(document, model=...)`: a file or a module, the same findings."""
+    import compiler as api
+    from ground.diagnostics import ArgumentError
+
+    model, plan = _plan(planc, tmp_path, split_k_model())
+    assert api.check(plan, model=model).ok
+    doc = json.loads(plan.read_text())
+    _named(doc, "matmul_sum3")[2]["Type"] = "Sub"
+    edited = write_json(tmp_path / "edited.json", doc)
+    for source in (edited, api.load(edited)):
+        report = api.check(source, model=model)
+        assert not report.ok
+        assert [(f.rule, f.path) for f in report.findings] == [
+            ("ark-plan.against-model", "$.TaskInfos[4].Ops[2]")]
+    layers = Path(__file__).parent.parent / "gemini" / "data" / "vgg16_excerpt.json"
+    with pytest.raises(ArgumentError, match="--model does not apply to gemini-layers"):
+        api.check(layers, model=model)
