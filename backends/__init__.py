@@ -171,6 +171,9 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
              "(L1, DRAM banks; default wormhole_b0), ARK plans (device memory, SRAM, "
              "processors; default: the plan's Architecture), MSCCL++ plans (device memory at "
              "the largest message; default: none)", metavar="NAME"),
+        Flag("--model", "prove that the document computes this model's outputs from its "
+             "inputs (an ARK model file or an ONNX model; tensors matched by ARK buffer id): "
+             "ARK plans, TT plans and ARK models", metavar="MODEL"),
     ),
     "plot": (
         Flag("--arch", "device whose cost model times the plan (ark plans: a100, h100 or "
@@ -197,7 +200,8 @@ COMMAND_FLAGS: dict[str, tuple[Flag, ...]] = {
 """The options of `planc check`, `simulate`, `plot` and `schema` (the flags of the commands)."""
 
 COMMAND_FORMATS: dict[str, dict[str, tuple[str, ...]]] = {
-    "check": {"ark_runtime": ("ark-plan",), "arch": ("ark-plan", "tt", "mscclpp")},
+    "check": {"ark_runtime": ("ark-plan",), "arch": ("ark-plan", "tt", "mscclpp"),
+              "model": ("ark-plan", "tt", "ark-model")},
     "plot": {"arch": ("ark-plan", "tt"), "message_size": ("mscclpp",),
              "mscclpp_hw": ("mscclpp",)},
     "simulate": {

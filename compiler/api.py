@@ -133,14 +133,21 @@ def compile(source: ModuleOp | str | Path, target: str, *, pipeline: str | None 
     return product
 
 
-def check(source: ModuleOp | str | Path, *, strict: bool = False) -> CheckReport:
+def check(source: ModuleOp | str | Path, *, strict: bool = False,
+          model: str | Path | None = None) -> CheckReport:
     """Every rule of the document's format, as `planc check` runs them; `.ok` is its exit
     status, `.findings` what it prints. A verdict: a file that cannot be read or imported is
-    a report with one error finding (`ok` False), not an exception."""
-    options = make_options("check", strict=strict)
+    a report with one error finding (`ok` False), not an exception. `model` (a file, as
+    `--model`): also prove the document computes that model's outputs; a model that cannot
+    be read, or a document of a format it does not apply to, raises as on the command line."""
+    options = make_options("check", strict=strict, model=str(model) if model else None)
     if not _is_module(source):
-        return check_file(str(source), options)
-    return check_module(document_format(source), source.clone(), options)
+        report = check_file(str(source), options)
+    else:
+        report = check_module(document_format(source), source.clone(), options)
+    if model and report.format is not None:
+        refuse_ignored("check", ["model"], report.format)
+    return report
 
 
 def simulate(source: ModuleOp | str | Path, **options: Any) -> SimulationResult:

@@ -8,7 +8,9 @@ earlier ones established):
    failures and the verifiers' warnings;
 3. run the format's whole-document checks (`InputFormat.check`), which decide rules such as
    task coverage, ordering of conflicting accesses or a collective's post-condition
-   symbolically, without running the numbers.
+   symbolically, without running the numbers;
+4. with `--model MODEL`, prove that the document computes MODEL's outputs
+   (`compiler.model_check`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from backends import make_options
+from backends import COMMAND_FORMATS, make_options
 from dialects.findings import ERROR, WARNING, Finding, from_error, from_warnings
 from frontends import InputFormat, load_hook
 from ground.diagnostics import PlancError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
+
+
+MODEL_FORMATS = COMMAND_FORMATS["check"]["model"]
+"""The formats `--model` compares (`compiler.model_check`): ARK plans, TT plans, ARK models."""
 
 
 @dataclass
@@ -91,6 +97,11 @@ def check_module(fmt: InputFormat, module: ModuleOp, options: Any = None) -> Che
             report.findings += from_warnings(warnings)
         except PlancError as e:
             report.findings.append(from_error(e, fmt.name))
+    model = getattr(options, "model", None)
+    if model and not report.count(ERROR) and fmt.name in MODEL_FORMATS:
+        from compiler.model_check import against_model
+
+        report.findings += against_model(fmt.name, module, model)
     if not report.count(ERROR) and fmt.describe:
         report.summary = load_hook(fmt.describe)(module)
     return report

@@ -1,7 +1,7 @@
 """`planc`: the command-line compiler.
 
     planc INPUT... --target NAME [-o OUTPUT] [--pipeline SPEC] [--print-ir-after-all] [flags]
-    planc check INPUT [--json]
+    planc check INPUT [--json] [--model MODEL]
     planc simulate INPUT [--json]
     planc run FILE --inputs IN.npz [--weights MODEL.onnx] -o OUT.npz
     planc schema [NAME [FILE...]]

@@ -482,10 +482,14 @@ def graph_ops(root: Operation) -> list[Operation]:
     return [op for task in dict.fromkeys(tasks) for op in by_task.get(task, ())]
 
 
-def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:
+def evaluate(ops: Sequence[Operation], canon: Canon,
+             read_at: Iterable[tuple[int, int]] = ()) -> Evaluation:
     """The canonical expressions of a graph's final outputs and communication. The final
     outputs are `model_outputs.final_outputs` decided on the buffers' final states: the
-    results nothing uses whose value their buffer still holds at the end."""
+    results nothing uses whose value their buffer still holds at the end. `read_at` adds
+    what the bytes of these (buffer, layout id) hold at the end, where anything wrote them
+    (a plan file read back links its tensors by id, so a result the model leaves unused may
+    have a use there: what counts is what the user finds in the output's bytes)."""
     evaluator = _Evaluator(canon)
     evaluator.run(ops)
     found = Evaluation(effects=Counter(evaluator.effects), made_by=evaluator.made_by)
@@ -494,6 +498,11 @@ def evaluate(ops: Sequence[Operation], canon: Canon) -> Evaluation:
         buffer, lid, _ = tensor(value.type)
         if evaluator.read(evaluator.state(buffer), lid) == node:
             found.outputs[(buffer, lid)] = (node, value.type.tensor_id)
+    for buffer, lid in read_at:
+        if (buffer, lid) not in found.outputs:
+            node = evaluator.read(evaluator.state(buffer), lid)
+            if canon.keys[node][0] != "in":     # (nothing wrote those bytes)
+                found.outputs[(buffer, lid)] = (node, -1)
     return found
 
 
@@ -519,42 +528,115 @@ def snapshot(roots: Sequence[Operation]) -> Snapshot:
 def compare(before: Snapshot, roots: Sequence[Operation]) -> list[str]:
     """The differences between the snapshot's models and `roots` (the product, one per
     model), as messages; [] when every output and communication is the same expression."""
+    return [d.message for d in differences(before, roots)]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way the product differs from the input: the message, and the product's operator
+    at the place the expressions part (None where the product computes no such value)."""
+
+    message: str
+    op: Operation | None = None
+    tensor_id: int | None = None
+    """The input's output tensor that differs (None for communication)."""
+
+
+SIDES = ("the input", "the product")
+"""What messages call the two sides: translation validation's words."""
+
+
+def differences(before: Snapshot, roots: Sequence[Operation],
+                sides: tuple[str, str] = SIDES, *, apart: bool = False) -> list[Difference]:
+    """`compare`'s differences with the product's operator where each is (`planc check
+    --model` reports it at that operator's JSON path); `sides` names the two in messages.
+
+    `apart`: the product was not made from the input but given with it (a plan file checked
+    against a model): its outputs are what the input's outputs' bytes hold at the end, and
+    messages say what stands in place of a missing output and where a sum of split-K parts
+    breaks. Translation validation's products are the input's own IR, whose unused results
+    are the input's, and its messages (the pass at fault is their place) stay as they were."""
     if len(roots) != len(before.models):
-        return [f"the input had {len(before.models)} model(s), the product has {len(roots)}"]
-    problems: list[str] = []
+        return [Difference(f"{sides[0]} had {len(before.models)} model(s), {sides[1]} has "
+                           f"{len(roots)}")]
+    problems: list[Difference] = []
     for model, root in zip(before.models, roots, strict=True):
-        product = evaluate(graph_ops(root), before.canon)
-        problems += _differences(before.canon, model, product)
+        product = evaluate(graph_ops(root), before.canon, model.outputs if apart else ())
+        problems += _differences(before.canon, model, product, sides, apart)
     return problems
 
 
-def _differences(canon: Canon, model: Evaluation, product: Evaluation) -> list[str]:
+def _differences(canon: Canon, model: Evaluation, product: Evaluation,
+                 sides: tuple[str, str], apart: bool) -> list[Difference]:
     problems = []
     # (The product's values the input computed too were first made by the input's operators.)
     both = Evaluation(made_by={**model.made_by, **product.made_by})
+    extra = [key for key in product.outputs if key not in model.outputs]
     for key, (node, tensor_id) in model.outputs.items():
         dtype, shape = canon.layouts[key[1]][:2]
         where = f"output tensor {tensor_id} ({dtype} {list(shape)} on buffer {key[0]})"
         made = product.outputs.get(key)
         if made is None:
-            problems.append(f"{where}: the product computes no such output")
+            problems.append(Difference(f"{where}: {sides[1]} computes no such output"
+                                       + (_instead(canon, key, extra, product, sides)
+                                          if apart else ""),
+                                       _output_op(key, extra, product), tensor_id))
         elif made[0] != node:
-            problems.append(f"{where}: {_first_difference(canon, node, made[0], model, both)}")
+            message, right = _first_difference(canon, node, made[0], model, both, sides,
+                                               apart)
+            problems.append(Difference(f"{where}: {message}",
+                                       _maker(canon, product, right)
+                                       or _maker(canon, product, made[0]), tensor_id))
         if len(problems) >= MAX_FINDINGS:
             return problems
     if model.effects != product.effects:
         lost = list((model.effects - product.effects).elements())
-        extra = list((product.effects - model.effects).elements())
-        parts = ([f"the input's {_describe(canon, n, model, 1)} is missing" for n in lost[:1]]
-                 + [f"{_describe(canon, n, product, 1)} is not the input's" for n in extra[:1]])
-        problems.append(f"communication differs: {'; '.join(parts)}")
+        added = list((product.effects - model.effects).elements())
+        parts = ([f"{sides[0]}'s {_describe(canon, n, model, 1)} is missing" for n in lost[:1]]
+                 + [f"{_describe(canon, n, product, 1)} is not {sides[0]}'s"
+                    for n in added[:1]])
+        problems.append(Difference(f"communication differs: {'; '.join(parts)}",
+                                   product.made_by.get(added[0]) if added else None))
     return problems
 
 
+def _maker(canon: Canon, side: Evaluation, node: int) -> Operation | None:
+    """The operator of `side` that computed `node`, or for a read of several writes (a
+    slice or reshape of what operators wrote) the newest writer's."""
+    found = side.made_by.get(node)
+    key = canon.keys[node]
+    if found is None and key[0] == "read":
+        found = next((side.made_by[v] for _, v in key[2] if v in side.made_by), None)
+    return found
+
+
+def _instead(canon: Canon, key: tuple[int, int], extra: list[tuple[int, int]],
+             product: Evaluation, sides: tuple[str, str]) -> str:
+    """What the product has instead of output `key`: an output on the same buffer in another
+    layout (a shape changed), else its outputs the input has not (a renamed buffer)."""
+    if not extra:
+        return ""
+    same = [k for k in extra if k[0] == key[0]]
+    shown = [f"tensor {product.outputs[k][1]} ({_layout(canon, k[1])} on buffer {k[0]})"
+             for k in (same or extra)[:3]]
+    what = "an output on that buffer" if same else "outputs the model has not"
+    return f" ({sides[1]} has {what}: {', '.join(shown)})"
+
+
+def _output_op(key: tuple[int, int], extra: list[tuple[int, int]],
+               product: Evaluation) -> Operation | None:
+    """The product's operator that computes what stands in place of output `key`."""
+    same = [k for k in extra if k[0] == key[0]] or extra
+    return product.made_by.get(product.outputs[same[0]][0]) if same else None
+
+
 def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
-                      product: Evaluation) -> str:
+                      product: Evaluation, sides: tuple[str, str] = SIDES,
+                      apart: bool = False) -> tuple[str, int]:
     """Where two expressions part: descend while both are the same operator applied to
-    different values."""
+    different values; `apart` (see `differences`), where the input's is a matmul and the
+    product's an unjoined sum of split-K parts, on down the sum to the operator that breaks
+    it. Returns the message and the product's node there."""
     keys = canon.keys
     while True:
         a, b = keys[left], keys[right]
@@ -564,8 +646,35 @@ def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
         if len(differing) != 1:
             break
         left, right = differing[0]
-    return (f"the input computes {_describe(canon, left, model, MAX_DESCRIBE)}, the product "
-            f"{_describe(canon, right, product, MAX_DESCRIBE)}")
+    broken = _broken_part_sum(canon, left, right) if apart else None
+    if broken is None:
+        return (f"{sides[0]} computes {_describe(canon, left, model, MAX_DESCRIBE)}, "
+                f"{sides[1]} {_describe(canon, right, product, MAX_DESCRIBE)}"), right
+    kind = keys[broken][1]
+    what = (f"a {kind} where its parts are added" if kind != ark.AddOp.TYPE else
+            "an add of parts whose K slices do not join (overlapping, apart or misaligned)")
+    return (f"{sides[0]} computes {_describe(canon, left, model, MAX_DESCRIBE)}, {sides[1]} "
+            f"a sum of split-K parts that breaks at {what}: "
+            f"{_describe(canon, broken, product, MAX_DESCRIBE)}"), broken
+
+
+def _broken_part_sum(canon: Canon, left: int, right: int) -> int | None:
+    """Where the product's sum of split-K parts stops being the input's matmul: descend its
+    chain of adds through the operand that is not a (joined) matmul to the first operator
+    that is not an add, or to an add of two matmuls that did not join; None where `left` is
+    no matmul or `right` no add. At most `MAX_WALK` steps (one per part)."""
+    keys = canon.keys
+    if keys[left][:2] != ("op", ark.MatmulOp.TYPE) or keys[right][:2] != ("op", ark.AddOp.TYPE):
+        return None
+    for _ in range(MAX_WALK):
+        key = keys[right]
+        if key[0] != "op" or key[1] != ark.AddOp.TYPE:
+            return right if key[0] == "op" else None
+        other = [v for v in key[5] if keys[v][:2] != ("op", ark.MatmulOp.TYPE)]
+        if len(other) != 1:
+            return right
+        right = other[0]
+    return None
 
 
 def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
