@@ -29,7 +29,10 @@ time linear in their operators (no element, tile or task is enumerated):
 * an operator's result i is `("op", type, arguments, i, (dtype, shape), values read)`:
   everything that changes the value (the type, its arguments, the result's element type and
   shape), nothing that does not (name, node, TaskInfo, Config, tensor and buffer ids: memory
-  reuse moves tensors between buffers and never changes a layout).
+  reuse moves tensors between buffers and never changes a layout). The two values of an
+  operator that commutes exactly (`COMMUTATIVE`) stand in one order, so that `add(b, a)`
+  is `add(a, b)`; messages show them as the operator that first computed the value wrote
+  them.
 
 Layouts are compared as (data type, shape, strides, offsets), never by buffer; a state's
 buffer id matters only where the program reads bytes nothing wrote (the user's inputs, whose
@@ -77,6 +80,18 @@ MAX_DESCRIBE = 3
 """Depth of an expression a message shows."""
 
 
+COMMUTATIVE = frozenset({ark.AddOp, ark.MulOp})
+"""The operators whose two operands may stand in either order: IEEE addition and
+multiplication commute bit for bit (`a + b` and `b + a` round the same exact sum), ARK's
+binary operators read both operands in one data type (`BinaryOp`'s verifier), and the output
+shape is the output tensor's, the broadcast of both shapes whichever comes first. The one bit
+pattern that may differ is which NaN's payload a sum or product of two NaNs carries, which
+neither ARK's kernels nor planc's interpreter define (a NaN is a NaN). `sub`, `div` and
+`rope` (whose complex product pairs its operands' halves in a fixed order, and whose kernel
+may fuse a multiply into the add) do not commute; ARK has no elementwise `max` or `min`."""
+
+_COMMUTATIVE_TYPES = frozenset(cls.TYPE for cls in COMMUTATIVE)
+
 _CACHE = "_planc_equivalence"
 """Where a tensor type keeps its (buffer attribute, table, `Canon.tensor`)."""
 
@@ -94,6 +109,9 @@ class Canon:
         self._regions: dict[int, ByteRegion] = {}
         self._by_layout: dict[int, tuple[Any, int]] = {}
         self._arguments: dict[tuple, tuple[tuple, tuple]] = {}
+        self.written: dict[int, tuple[int, ...]] = {}
+        """The operands of a commutative operator's value, in the order the operator that
+        first computed it wrote them, where that is not the key's (for messages)."""
 
     def node(self, key: tuple) -> int:
         found = self.ids.get(key)
@@ -166,17 +184,17 @@ class Evaluation:
     """Value -> the first operator that computed it."""
 
 
-_KINDS: dict[type, tuple[str, tuple[str, ...], bool, str | None]] = {}
+_KINDS: dict[type, tuple[str, tuple[str, ...], bool, str | None, bool]] = {}
 """Per operator class: (type name, the properties of its typed arguments, result i is
-written through write tensor i, what `operator` treats specially)."""
+written through write tensor i, what `operator` treats specially, its operands commute)."""
 
 
-def _kind(cls: type[ark.ArkOp]) -> tuple[str, tuple[str, ...], bool, str | None]:
+def _kind(cls: type[ark.ArkOp]) -> tuple[str, tuple[str, ...], bool, str | None, bool]:
     special = ("add" if cls is ark.AddOp else "matmul" if cls is ark.MatmulOp
                else "comm" if issubclass(cls, ark.CommOp) else None)
     names = tuple(spec.prop for spec in cls.ARGS)
     return (cls.TYPE, (*names, "extra_args") if names else (), cls.RESULT_ALIASES == "write",
-            special)
+            special, cls in COMMUTATIVE)
 
 
 class _Evaluator:
@@ -297,7 +315,10 @@ class _Evaluator:
         kind = _KINDS.get(cls)
         if kind is None:
             kind = _KINDS[cls] = _kind(cls)
-        type_name, names, written, special = kind
+        type_name, names, written, special, commutes = kind
+        # (One order for two operands that commute: the smaller id first.)
+        ordered = (values[1], values[0]) if (commutes and len(values) == 2
+                                             and values[0] > values[1]) else values
         properties = op.properties
         args = (canon.arguments(op, properties, names)
                 if names or "extra_args" in properties else ())
@@ -313,11 +334,13 @@ class _Evaluator:
                     and values[1] in matmuls):
                 node = self.joined_split_k(values, out, operands)
             if node is None:
-                key = ("op", type_name, args, i, out, values)
+                key = ("op", type_name, args, i, out, ordered)
                 node = ids.get(key)
                 if node is None:
                     node = canon.node(key)
                     made_by[node] = op
+                    if ordered is not values:
+                        canon.written[node] = values
                 if special == "matmul" and len(operands) == 2 and i == 0:
                     matmuls[node] = (args, out, (op.trans_input, op.trans_other), *operands)
             elif node not in made_by:
@@ -642,7 +665,10 @@ def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
         a, b = keys[left], keys[right]
         if a[0] != "op" or b[0] != "op" or a[:5] != b[:5] or len(a[5]) != len(b[5]):
             break
-        differing = [(x, y) for x, y in zip(a[5], b[5], strict=True) if x != y]
+        x, y = _operands(canon, left), _operands(canon, right)
+        differing = [(v, w) for v, w in zip(x, y, strict=True) if v != w]
+        if len(differing) == 2 and a[1] in _COMMUTATIVE_TYPES:   # (written in either order)
+            differing = [(v, w) for v, w in zip(x, y[::-1], strict=True) if v != w]
         if len(differing) != 1:
             break
         left, right = differing[0]
@@ -677,6 +703,11 @@ def _broken_part_sum(canon: Canon, left: int, right: int) -> int | None:
     return None
 
 
+def _operands(canon: Canon, node: int) -> tuple[int, ...]:
+    """The values an operator's `node` reads, in the order its first maker wrote them."""
+    return canon.written.get(node) or canon.keys[node][5]
+
+
 def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
     key = canon.keys[node]
     kind = key[0]
@@ -684,7 +715,8 @@ def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
         op = side.made_by.get(node)
         name = f"{key[1]} '{op.label.data}'" if op is not None else key[1]
         args = "".join(f" {k}={v}" for k, v in key[2])
-        inner = ", ".join(_describe(canon, v, side, depth - 1) for v in key[5]) \
+        inner = ", ".join(_describe(canon, v, side, depth - 1)
+                          for v in _operands(canon, node)) \
             if depth > 1 else "..."
         return f"{name}{args} ({inner})" if key[5] else f"{name}{args}"
     if kind == "in":

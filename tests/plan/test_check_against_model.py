@@ -2,9 +2,9 @@
 
 (a) planc's own plans of the examples, of a split-K matmul and of ONNX models pass against
     their source model; (b) hand edits that leave a consistent plan of another model (an add
-    of the split-K chain made a sub, swapped matmul operands, a wrong K range, a renamed
-    output, a model of another shape) are each an error at the plan's JSON path where it
-    differs; (c) on small instances, the verdict agrees with numpy: the source model run by
+    of the split-K chain made a sub, swapped matmul, sub or div operands, a wrong K range, a
+    renamed output, a model of another shape) are each an error at the plan's JSON path where
+    it differs, and swapped add or mul operands (the same bits) pass; (c) on small instances, the verdict agrees with numpy: the source model run by
     the interpreter and the edited plan run tile by tile on the same inputs.
 """
 
@@ -35,6 +35,16 @@ def square_model() -> str:
     b = ModelBuilder()
     x, w, v = b.tensor([64, 64], "FP32"), b.tensor([64, 64], "FP32"), b.tensor([64, 64], "FP32")
     b.matmul(b.relu(b.matmul(x, w)), v)
+    return emit_model(b.finish())
+
+
+def elementwise_model() -> str:
+    """((x + y) * y - x) / exp(y) + bias, x and y 64x64, bias [1, 64] (broadcast): each
+    binary operator of ARK, one of them broadcasting."""
+    b = ModelBuilder()
+    x, y = b.tensor([64, 64], "FP32"), b.tensor([64, 64], "FP32")
+    bias = b.tensor([1, 64], "FP32")
+    b.add(b.div(b.sub(b.mul(b.add(x, y), y), x), b.exp(y)), bias)
     return emit_model(b.finish())
 
 
@@ -134,6 +144,46 @@ def test_a_swapped_matmul_operand_is_caught_at_the_matmul(planc, tmp_path):
     assert result.code == 1
     assert f"$.TaskInfos[{i}].Ops[{j}]: " in result.err, result.err
     assert f"the plan Matmul '{op['Name']}'" in result.err
+
+
+@pytest.mark.parametrize("name", ["add", "mul", "add_1"])
+def test_swapped_operands_of_an_add_or_mul_pass(planc, tmp_path, name):
+    """A producer may write `add(b, a)` for the model's `add(a, b)` (a sum or product is
+    the same bits either way), also where one operand broadcasts (`add_1`)."""
+    model, plan = _plan(planc, tmp_path, elementwise_model())
+    doc = json.loads(plan.read_text())
+    _named(doc, name)[2]["ReadTensors"].reverse()
+    plain, result = _check(planc, tmp_path, doc, model)
+    assert plain.code == 0, plain.err
+    assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize("name", ["sub", "div"])
+def test_swapped_operands_of_a_sub_or_div_are_caught_there(planc, tmp_path, name):
+    model, plan = _plan(planc, tmp_path, elementwise_model())
+    doc = json.loads(plan.read_text())
+    i, j, op = _named(doc, name)
+    op["ReadTensors"].reverse()
+    plain, result = _check(planc, tmp_path, doc, model)
+    assert plain.code == 0, plain.err
+    assert result.code == 1
+    assert f"$.TaskInfos[{i}].Ops[{j}]: output tensor" in result.err, result.err
+    assert f"the plan {op['Type']} '{name}' (" in result.err
+
+
+def test_a_change_below_a_swapped_add_is_named_where_it_is(planc, tmp_path):
+    """The comparison descends through an add whose operands the plan writes in the other
+    order to the operator that differs below it."""
+    model, plan = _plan(planc, tmp_path, elementwise_model())
+    doc = json.loads(plan.read_text())
+    _named(doc, "add_1")[2]["ReadTensors"].reverse()
+    i, j, op = _named(doc, "exp")
+    op["Type"] = "Sigmoid"
+    _, result = _check(planc, tmp_path, doc, model)
+    assert result.code == 1
+    assert (f"$.TaskInfos[{i}].Ops[{j}]: output tensor 14 (FP32 [64, 64] on buffer 8): the "
+            "model computes Exp 'exp' (input buffer 1 FP32 [64, 64] at [0, 0]), the plan "
+            "Sigmoid 'exp' (input buffer 1 FP32 [64, 64] at [0, 0])") in result.err, result.err
 
 
 def test_a_wrong_k_range_is_caught(planc, tmp_path):
@@ -334,6 +384,13 @@ def _first_matmul_swapped(doc):
     next(op for _, _, op in _ops(doc) if op["Type"] == "Matmul")["ReadTensors"].reverse()
 
 
+def _swapped(name):
+    def edit(doc):
+        _named(doc, name)[2]["ReadTensors"].reverse()
+    edit.__name__ = f"_{name}_swapped"
+    return edit
+
+
 def _relu_made_sigmoid(doc):
     next(op for _, _, op in _ops(doc) if op["Type"] == "Relu")["Type"] = "Sigmoid"
 
@@ -352,6 +409,7 @@ def _unchanged(doc):
     (square_model, _unchanged),
     (square_model, _first_matmul_swapped),
     (square_model, _relu_made_sigmoid),
+    *((elementwise_model, _swapped(name)) for name in ("add", "mul", "sub", "div", "add_1")),
 ], ids=lambda x: getattr(x, "__name__", "")[1:])
 def test_the_verdict_agrees_with_numpy(planc, tmp_path, model_text, edit):
     """Both ways on the same edited plan: `planc check --model` (symbolic) and the numpy model
