@@ -570,43 +570,54 @@ SIDES = ("the input", "the product")
 
 
 def differences(before: Snapshot, roots: Sequence[Operation],
-                sides: tuple[str, str] = SIDES, *, apart: bool = False) -> list[Difference]:
+                sides: tuple[str, str] = SIDES, *, apart: bool = False,
+                names: dict[int, str] | None = None) -> list[Difference]:
     """`compare`'s differences with the product's operator where each is (`planc check
     --model` reports it at that operator's JSON path); `sides` names the two in messages.
 
     `apart`: the product was not made from the input but given with it (a plan file checked
     against a model): its outputs are what the input's outputs' bytes hold at the end, and
-    messages say what stands in place of a missing output and where a sum of split-K parts
-    breaks. Translation validation's products are the input's own IR, whose unused results
-    are the input's, and its messages (the pass at fault is their place) stay as they were."""
+    messages name the input's outputs (by `names`, tensor id -> the user's name, where it
+    has one), say what the product computes where it computes none of an output's bytes and
+    where a sum of split-K parts breaks. Translation validation's products are the input's
+    own IR, whose unused results are the input's, and its messages (the pass at fault is
+    their place) stay as they were."""
     if len(roots) != len(before.models):
         return [Difference(f"{sides[0]} had {len(before.models)} model(s), {sides[1]} has "
                            f"{len(roots)}")]
     problems: list[Difference] = []
     for model, root in zip(before.models, roots, strict=True):
         product = evaluate(graph_ops(root), before.canon, model.outputs if apart else ())
-        problems += _differences(before.canon, model, product, sides, apart)
+        problems += _differences(before.canon, model, product, sides,
+                                 (names or {}) if apart else None)
     return problems
 
 
 def _differences(canon: Canon, model: Evaluation, product: Evaluation,
-                 sides: tuple[str, str], apart: bool) -> list[Difference]:
+                 sides: tuple[str, str], names: dict[int, str] | None) -> list[Difference]:
+    """`names` is None for translation validation, else the input's output names."""
     problems = []
     # (The product's values the input computed too were first made by the input's operators.)
     both = Evaluation(made_by={**model.made_by, **product.made_by})
     extra = [key for key in product.outputs if key not in model.outputs]
+    missing = [key for key in model.outputs if key not in product.outputs]
+    if names is not None and missing and len(missing) == len(model.outputs):
+        # (None of them: one line says so, not one per output.)
+        return [_not_computed(canon, missing, extra, model, product, sides, names)]
     for key, (node, tensor_id) in model.outputs.items():
         dtype, shape = canon.layouts[key[1]][:2]
         where = f"output tensor {tensor_id} ({dtype} {list(shape)} on buffer {key[0]})"
+        if names is not None and tensor_id in names:
+            where = f"{sides[0]}'s output '{names[tensor_id]}': {where}"
         made = product.outputs.get(key)
         if made is None:
-            problems.append(Difference(f"{where}: {sides[1]} computes no such output"
-                                       + (_instead(canon, key, extra, product, sides)
-                                          if apart else ""),
-                                       _output_op(key, extra, product), tensor_id))
+            problems.append(
+                Difference(f"{where}: {sides[1]} computes no such output",
+                           _output_op(key, extra, product), tensor_id) if names is None
+                else _not_computed(canon, [key], extra, model, product, sides, names))
         elif made[0] != node:
             message, right = _first_difference(canon, node, made[0], model, both, sides,
-                                               apart)
+                                               names is not None)
             problems.append(Difference(f"{where}: {message}",
                                        _maker(canon, product, right)
                                        or _maker(canon, product, made[0]), tensor_id))
@@ -633,17 +644,42 @@ def _maker(canon: Canon, side: Evaluation, node: int) -> Operation | None:
     return found
 
 
-def _instead(canon: Canon, key: tuple[int, int], extra: list[tuple[int, int]],
-             product: Evaluation, sides: tuple[str, str]) -> str:
-    """What the product has instead of output `key`: an output on the same buffer in another
-    layout (a shape changed), else its outputs the input has not (a renamed buffer)."""
-    if not extra:
-        return ""
-    same = [k for k in extra if k[0] == key[0]]
-    shown = [f"tensor {product.outputs[k][1]} ({_layout(canon, k[1])} on buffer {k[0]})"
-             for k in (same or extra)[:3]]
-    what = "an output on that buffer" if same else "outputs the model has not"
-    return f" ({sides[1]} has {what}: {', '.join(shown)})"
+def _not_computed(canon: Canon, missing: list[tuple[int, int]], extra: list[tuple[int, int]],
+                  model: Evaluation, product: Evaluation, sides: tuple[str, str],
+                  names: dict[int, str]) -> Difference:
+    """The product computes none of the bytes of the input's outputs `missing` (nothing it
+    runs writes them: a read of any would be an output): what it computes instead, its
+    outputs on the same buffer (a shape changed) or else all it has (a renamed buffer, or
+    a plan of another model)."""
+    named = sorted(missing, key=lambda k: model.outputs[k][1] not in names)  # (names first)
+    shown = [_output(canon, key, model, names) for key in named[:3]]
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    if len(missing) == 1:
+        head = f"{sides[1]} does not compute {sides[0]}'s output {shown[0]}: it writes none " \
+               "of its bytes"
+    else:
+        head = (f"{sides[1]} computes none of {sides[0]}'s {len(missing)} outputs "
+                f"({', '.join(shown)}{more}): it writes none of their bytes")
+    same = [k for k in extra if len(missing) == 1 and k[0] == missing[0][0]]
+    instead = [_output(canon, k, product, {}) for k in (same or extra)[:3]]
+    if instead:
+        more = f" and {len(extra) - 3} more" if not same and len(extra) > 3 else ""
+        head += (f", and computes {', '.join(instead)}{more}"
+                 f"{' on that buffer' if same else ''} instead")
+    return Difference(head, _output_op(missing[0], extra, product),
+                      model.outputs[missing[0]][1])
+
+
+def _output(canon: Canon, key: tuple[int, int], side: Evaluation,
+            names: dict[int, str]) -> str:
+    """An output of `side`, as the user finds it: its name or tensor id, its layout and
+    buffer, and the operator that computes it."""
+    node, tensor_id = side.outputs[key]
+    maker = _maker(canon, side, node)
+    by = f", the result of {type(maker).TYPE} '{maker.label.data}'" if maker is not None else ""
+    what = f"'{names[tensor_id]}' (tensor {tensor_id}, " if tensor_id in names \
+        else f"tensor {tensor_id} ("
+    return f"{what}{_layout(canon, key[1])} on buffer {key[0]}{by})"
 
 
 def _output_op(key: tuple[int, int], extra: list[tuple[int, int]],

@@ -221,9 +221,83 @@ def test_a_renamed_output_is_caught_naming_what_stands_in_its_place(planc, tmp_p
     assert plain.code == 0, plain.err
     i, j, _ = _named(doc, "matmul_sum3")
     assert result.code == 1
-    assert (f"$.TaskInfos[{i}].Ops[{j}]: output tensor 3 (FP16 [1, 32, 64] on buffer 2): the "
-            "plan computes no such output (the plan has outputs the model has not: tensor 3 "
-            "(FP16 [1, 32, 64] at [0, 0, 0] on buffer 77))") in result.err, result.err
+    assert (f"$.TaskInfos[{i}].Ops[{j}]: the plan does not compute the model's output tensor "
+            "3 (FP16 [1, 32, 64] at [0, 0, 0] on buffer 2, the result of Matmul 'matmul'): it "
+            "writes none of its bytes, and computes tensor 3 (FP16 [1, 32, 64] at [0, 0, 0] on "
+            "buffer 77, the result of Add 'matmul_sum3') instead [ark-plan.against-model]"
+            ) in result.err, result.err
+
+
+def two_outputs_model(second: str = "sigmoid", skip: int = 0) -> str:
+    """relu(x) and `second`(x): a model of two outputs (on buffers `skip` + 1 and 2: a
+    plan's buffers are numbered from 0 too)."""
+    b = ModelBuilder()
+    for _ in range(skip):
+        b.tensor([1], "FP32")
+    x = b.tensor([64, 64], "FP32")
+    b.relu(x)
+    getattr(b, second)(x if second == "sigmoid" else b.tensor([64, 64], "FP32"))
+    return emit_model(b.finish())
+
+
+def test_a_plan_of_another_model_says_so_in_one_line(planc, tmp_path):
+    """The model's output, what computes it, and what the plan computes instead: one line,
+    also when the plan computes none of several outputs."""
+    _, plan = _plan(planc, tmp_path, split_k_model())
+    result = planc("check", plan, "--model", EXAMPLES / "attention_nodes.json")
+    assert result.code == 1
+    assert result.err == (
+        f"planc: error: {plan}: $.TaskInfos[4].Ops[2]: the plan does not compute the model's "
+        "output tensor 60 (FP16 [1, 128, 512] at [0, 0, 0] on buffer 31, the result of Add "
+        "'add'): it writes none of its bytes, and computes tensor 3 (FP16 [1, 32, 64] at [0, "
+        "0, 0] on buffer 2, the result of Add 'matmul_sum3') instead [ark-plan.against-model]\n")
+    two = tmp_path / "two.json"
+    two.write_text(two_outputs_model(skip=10))
+    result = planc("check", plan, "--model", two)
+    assert result.code == 1
+    assert len(result.err.splitlines()) == 1
+    assert ("the plan computes none of the model's 2 outputs (tensor 12 (FP32 [64, 64] at [0, "
+            "0] on buffer 11, the result of Relu 'relu'), tensor 14 (FP32 [64, 64] at [0, 0] on "
+            "buffer 12, the result of Sigmoid 'sigmoid')): it writes none of their bytes, and "
+            "computes tensor 3 (FP16") in result.err, result.err
+
+
+def test_an_output_the_plan_leaves_out_is_named_beside_those_it_computes(planc, tmp_path):
+    """One output of two computed, the other's buffer only read: that output is named."""
+    _, plan = _plan(planc, tmp_path, two_outputs_model("exp"), name="other")
+    model = tmp_path / "two.json"
+    model.write_text(two_outputs_model())
+    result = planc("check", plan, "--model", model)
+    assert result.code == 1
+    assert result.err.endswith(
+        ": the plan does not compute the model's output tensor 4 (FP32 [64, 64] at [0, 0] on "
+        "buffer 2, the result of Sigmoid 'sigmoid'): it writes none of its bytes, and computes "
+        "tensor 5 (FP32 [64, 64] at [0, 0] on buffer 3, the result of Exp 'exp') instead "
+        "[ark-plan.against-model]\n"), result.err
+    assert len(result.err.splitlines()) == 1
+
+
+def test_the_ok_line_says_the_comparison_ran(planc, tmp_path):
+    """`... ; equal to MODEL: N outputs` in text and in `--json`'s summary, with the model's
+    counts under "model"; without `--model`, the ok line and the JSON are as they were."""
+    model, plan = _plan(planc, tmp_path, split_k_model())
+    plain = planc("check", plan)
+    compared = planc("check", plan, "--model", model)
+    assert compared.code == 0, compared.err
+    assert compared.out == plain.out.replace(
+        ")\n", f"; equal to {model}: 1 output)\n"), compared.out
+    assert plain.out == (f"{plan}: ok: ark-plan (rank 0 of 1, 108 processors x 8 warps, 5 "
+                         "tasks, 7 operators, 2 processor groups)\n")
+    report, alone = (planc("check", plan, *extra, "--json").json()
+                     for extra in (("--model", str(model)), ()))
+    assert report["summary"] == f"{alone['summary']}; equal to {model}: 1 output"
+    assert report["model"] == {"file": str(model), "outputs": 1, "communication": 0}
+    assert "model" not in alone
+    ranks = planc("check", EXAMPLES / "allreduce_rank0.json", "--model",
+                  EXAMPLES / "allreduce_rank0.json")
+    assert ranks.out.endswith(
+        f"; equal to {EXAMPLES / 'allreduce_rank0.json'}: 1 output, 3 communication "
+        "operators)\n"), ranks.out
 
 
 def test_a_missing_output_is_caught(planc, tmp_path):
