@@ -45,6 +45,9 @@ class CheckReport:
     """One line describing the document (when it has no errors)."""
     strict: bool = False
     """Warnings count as errors (`--strict`)."""
+    model: dict[str, Any] | None = None
+    """With `--model`, once the comparison ran: the model's file and how many outputs and
+    communication operators it compared (`model_check.Comparison`)."""
 
     def count(self, severity: str) -> int:
         """How many findings have `severity` (`error` or `warning`)."""
@@ -61,6 +64,7 @@ class CheckReport:
         return {"file": self.file, "format": self.format, "ok": self.ok,
                 "errors": self.count(ERROR), "warnings": self.count(WARNING),
                 "summary": self.summary, "findings": [f.as_json() for f in self.findings],
+                **({"model": self.model} if self.model is not None else {}),
                 **({"error": errors[0]} if errors else {})}
 
 
@@ -98,10 +102,16 @@ def check_module(fmt: InputFormat, module: ModuleOp, options: Any = None) -> Che
         except PlancError as e:
             report.findings.append(from_error(e, fmt.name))
     model = getattr(options, "model", None)
+    compared = None
     if model and not report.count(ERROR) and fmt.name in MODEL_FORMATS:
         from compiler.model_check import against_model
 
-        report.findings += against_model(fmt.name, module, model)
+        compared = against_model(fmt.name, module, model)
+        report.findings += compared.findings
+        report.model = compared.as_json()
     if not report.count(ERROR) and fmt.describe:
         report.summary = load_hook(fmt.describe)(module)
+    if compared is not None and not report.count(ERROR):
+        # (The ok line says the comparison ran: without it, it reads as a plain check.)
+        report.summary = "; ".join(filter(None, (report.summary, compared.summary())))
     return report

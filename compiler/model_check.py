@@ -12,7 +12,9 @@ id and layout, each input by its buffer (an ONNX model imports to the same ids a
 plan was lowered from it).
 
 Each output that differs is an error finding at the plan's operator where the two
-expressions part (`ark-plan.against-model`, `tt.against-model`). The documents compared are
+expressions part (`ark-plan.against-model`, `tt.against-model`); an output whose bytes the
+plan never writes is named with what the plan computes instead. When none differs, the ok
+line says what was compared (`Comparison.summary`). The documents compared are
 those that carry ARK operators over the model's buffers (`checking.MODEL_FORMATS`): a Gemini
 schedule carries none (its proof against a model runs numbers,
 `compiler.validation.prove_model`), and MSCCL++ plans compute no model's operators.
@@ -20,7 +22,8 @@ schedule carries none (its proof against a model runs numbers,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from dialects.findings import ERROR, Finding, at_op
 from ground.diagnostics import PlancError
@@ -31,10 +34,39 @@ if TYPE_CHECKING:
 SIDES = ("the model", "the plan")
 
 
-def against_model(document_format: str, module: ModuleOp, model_path: str) -> list[Finding]:
-    """The error findings of a document (imported and checked) against the model in
-    `model_path` (an ARK model file, or an ONNX model); [] when it computes every output of
-    the model the same way."""
+@dataclass
+class Comparison:
+    """What `against_model` compared, and found."""
+
+    model: str
+    """The model's file, as given."""
+    outputs: int
+    """The model's outputs (each a final result, by buffer and layout)."""
+    communication: int
+    """The model's communication operators (what other ranks see)."""
+    findings: list[Finding] = field(default_factory=list)
+    """An error finding per difference; none when the document computes the model."""
+
+    def summary(self) -> str:
+        """What `planc check` adds to its ok line: that the comparison ran, and over what."""
+        counted = [_count(self.outputs, "output")] + (
+            [_count(self.communication, "communication operator")] if self.communication
+            else [])
+        return f"equal to {self.model}: {', '.join(counted)}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"file": self.model, "outputs": self.outputs,
+                "communication": self.communication}
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"
+
+
+def against_model(document_format: str, module: ModuleOp, model_path: str) -> Comparison:
+    """The comparison of a document (imported and checked) with the model in `model_path`
+    (an ARK model file, or an ONNX model): no findings when it computes every output of the
+    model the same way."""
     from dialects import ark, plan, tt
     from frontends.onnx_model import tensor_names
     from targets.ark.equivalence import differences, snapshot
@@ -44,12 +76,11 @@ def against_model(document_format: str, module: ModuleOp, model_path: str) -> li
     roots = [op for op in module.ops if isinstance(op, (ark.ModelOp, plan.PlanOp, tt.PlansOp))]
     names = {tensor_id: name for name, tensor_id in tensor_names(model).items()}
     rule = f"{document_format}.against-model"
-    found = []
-    for d in differences(before, roots, SIDES, apart=True):
-        message = (f"the model's output '{names[d.tensor_id]}': {d.message}"
-                   if d.tensor_id in names else d.message)
-        found.append(at_op(d.op, rule, ERROR, message) if d.op is not None
-                     else Finding(rule, ERROR, message, "$"))
+    found = Comparison(model_path, sum(len(m.outputs) for m in before.models),
+                       sum(m.effects.total() for m in before.models))
+    for d in differences(before, roots, SIDES, apart=True, names=names):
+        found.findings.append(at_op(d.op, rule, ERROR, d.message) if d.op is not None
+                              else Finding(rule, ERROR, d.message, "$"))
     return found
 
 

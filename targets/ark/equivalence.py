@@ -29,7 +29,10 @@ time linear in their operators (no element, tile or task is enumerated):
 * an operator's result i is `("op", type, arguments, i, (dtype, shape), values read)`:
   everything that changes the value (the type, its arguments, the result's element type and
   shape), nothing that does not (name, node, TaskInfo, Config, tensor and buffer ids: memory
-  reuse moves tensors between buffers and never changes a layout).
+  reuse moves tensors between buffers and never changes a layout). The two values of an
+  operator that commutes exactly (`COMMUTATIVE`) stand in one order, so that `add(b, a)`
+  is `add(a, b)`; messages show them as the operator that first computed the value wrote
+  them.
 
 Layouts are compared as (data type, shape, strides, offsets), never by buffer; a state's
 buffer id matters only where the program reads bytes nothing wrote (the user's inputs, whose
@@ -77,6 +80,18 @@ MAX_DESCRIBE = 3
 """Depth of an expression a message shows."""
 
 
+COMMUTATIVE = frozenset({ark.AddOp, ark.MulOp})
+"""The operators whose two operands may stand in either order: IEEE addition and
+multiplication commute bit for bit (`a + b` and `b + a` round the same exact sum), ARK's
+binary operators read both operands in one data type (`BinaryOp`'s verifier), and the output
+shape is the output tensor's, the broadcast of both shapes whichever comes first. The one bit
+pattern that may differ is which NaN's payload a sum or product of two NaNs carries, which
+neither ARK's kernels nor planc's interpreter define (a NaN is a NaN). `sub`, `div` and
+`rope` (whose complex product pairs its operands' halves in a fixed order, and whose kernel
+may fuse a multiply into the add) do not commute; ARK has no elementwise `max` or `min`."""
+
+_COMMUTATIVE_TYPES = frozenset(cls.TYPE for cls in COMMUTATIVE)
+
 _CACHE = "_planc_equivalence"
 """Where a tensor type keeps its (buffer attribute, table, `Canon.tensor`)."""
 
@@ -94,6 +109,9 @@ class Canon:
         self._regions: dict[int, ByteRegion] = {}
         self._by_layout: dict[int, tuple[Any, int]] = {}
         self._arguments: dict[tuple, tuple[tuple, tuple]] = {}
+        self.written: dict[int, tuple[int, ...]] = {}
+        """The operands of a commutative operator's value, in the order the operator that
+        first computed it wrote them, where that is not the key's (for messages)."""
 
     def node(self, key: tuple) -> int:
         found = self.ids.get(key)
@@ -166,17 +184,17 @@ class Evaluation:
     """Value -> the first operator that computed it."""
 
 
-_KINDS: dict[type, tuple[str, tuple[str, ...], bool, str | None]] = {}
+_KINDS: dict[type, tuple[str, tuple[str, ...], bool, str | None, bool]] = {}
 """Per operator class: (type name, the properties of its typed arguments, result i is
-written through write tensor i, what `operator` treats specially)."""
+written through write tensor i, what `operator` treats specially, its operands commute)."""
 
 
-def _kind(cls: type[ark.ArkOp]) -> tuple[str, tuple[str, ...], bool, str | None]:
+def _kind(cls: type[ark.ArkOp]) -> tuple[str, tuple[str, ...], bool, str | None, bool]:
     special = ("add" if cls is ark.AddOp else "matmul" if cls is ark.MatmulOp
                else "comm" if issubclass(cls, ark.CommOp) else None)
     names = tuple(spec.prop for spec in cls.ARGS)
     return (cls.TYPE, (*names, "extra_args") if names else (), cls.RESULT_ALIASES == "write",
-            special)
+            special, cls in COMMUTATIVE)
 
 
 class _Evaluator:
@@ -297,7 +315,10 @@ class _Evaluator:
         kind = _KINDS.get(cls)
         if kind is None:
             kind = _KINDS[cls] = _kind(cls)
-        type_name, names, written, special = kind
+        type_name, names, written, special, commutes = kind
+        # (One order for two operands that commute: the smaller id first.)
+        ordered = (values[1], values[0]) if (commutes and len(values) == 2
+                                             and values[0] > values[1]) else values
         properties = op.properties
         args = (canon.arguments(op, properties, names)
                 if names or "extra_args" in properties else ())
@@ -313,11 +334,13 @@ class _Evaluator:
                     and values[1] in matmuls):
                 node = self.joined_split_k(values, out, operands)
             if node is None:
-                key = ("op", type_name, args, i, out, values)
+                key = ("op", type_name, args, i, out, ordered)
                 node = ids.get(key)
                 if node is None:
                     node = canon.node(key)
                     made_by[node] = op
+                    if ordered is not values:
+                        canon.written[node] = values
                 if special == "matmul" and len(operands) == 2 and i == 0:
                     matmuls[node] = (args, out, (op.trans_input, op.trans_other), *operands)
             elif node not in made_by:
@@ -547,43 +570,54 @@ SIDES = ("the input", "the product")
 
 
 def differences(before: Snapshot, roots: Sequence[Operation],
-                sides: tuple[str, str] = SIDES, *, apart: bool = False) -> list[Difference]:
+                sides: tuple[str, str] = SIDES, *, apart: bool = False,
+                names: dict[int, str] | None = None) -> list[Difference]:
     """`compare`'s differences with the product's operator where each is (`planc check
     --model` reports it at that operator's JSON path); `sides` names the two in messages.
 
     `apart`: the product was not made from the input but given with it (a plan file checked
     against a model): its outputs are what the input's outputs' bytes hold at the end, and
-    messages say what stands in place of a missing output and where a sum of split-K parts
-    breaks. Translation validation's products are the input's own IR, whose unused results
-    are the input's, and its messages (the pass at fault is their place) stay as they were."""
+    messages name the input's outputs (by `names`, tensor id -> the user's name, where it
+    has one), say what the product computes where it computes none of an output's bytes and
+    where a sum of split-K parts breaks. Translation validation's products are the input's
+    own IR, whose unused results are the input's, and its messages (the pass at fault is
+    their place) stay as they were."""
     if len(roots) != len(before.models):
         return [Difference(f"{sides[0]} had {len(before.models)} model(s), {sides[1]} has "
                            f"{len(roots)}")]
     problems: list[Difference] = []
     for model, root in zip(before.models, roots, strict=True):
         product = evaluate(graph_ops(root), before.canon, model.outputs if apart else ())
-        problems += _differences(before.canon, model, product, sides, apart)
+        problems += _differences(before.canon, model, product, sides,
+                                 (names or {}) if apart else None)
     return problems
 
 
 def _differences(canon: Canon, model: Evaluation, product: Evaluation,
-                 sides: tuple[str, str], apart: bool) -> list[Difference]:
+                 sides: tuple[str, str], names: dict[int, str] | None) -> list[Difference]:
+    """`names` is None for translation validation, else the input's output names."""
     problems = []
     # (The product's values the input computed too were first made by the input's operators.)
     both = Evaluation(made_by={**model.made_by, **product.made_by})
     extra = [key for key in product.outputs if key not in model.outputs]
+    missing = [key for key in model.outputs if key not in product.outputs]
+    if names is not None and missing and len(missing) == len(model.outputs):
+        # (None of them: one line says so, not one per output.)
+        return [_not_computed(canon, missing, extra, model, product, sides, names)]
     for key, (node, tensor_id) in model.outputs.items():
         dtype, shape = canon.layouts[key[1]][:2]
         where = f"output tensor {tensor_id} ({dtype} {list(shape)} on buffer {key[0]})"
+        if names is not None and tensor_id in names:
+            where = f"{sides[0]}'s output '{names[tensor_id]}': {where}"
         made = product.outputs.get(key)
         if made is None:
-            problems.append(Difference(f"{where}: {sides[1]} computes no such output"
-                                       + (_instead(canon, key, extra, product, sides)
-                                          if apart else ""),
-                                       _output_op(key, extra, product), tensor_id))
+            problems.append(
+                Difference(f"{where}: {sides[1]} computes no such output",
+                           _output_op(key, extra, product), tensor_id) if names is None
+                else _not_computed(canon, [key], extra, model, product, sides, names))
         elif made[0] != node:
             message, right = _first_difference(canon, node, made[0], model, both, sides,
-                                               apart)
+                                               names is not None)
             problems.append(Difference(f"{where}: {message}",
                                        _maker(canon, product, right)
                                        or _maker(canon, product, made[0]), tensor_id))
@@ -610,17 +644,42 @@ def _maker(canon: Canon, side: Evaluation, node: int) -> Operation | None:
     return found
 
 
-def _instead(canon: Canon, key: tuple[int, int], extra: list[tuple[int, int]],
-             product: Evaluation, sides: tuple[str, str]) -> str:
-    """What the product has instead of output `key`: an output on the same buffer in another
-    layout (a shape changed), else its outputs the input has not (a renamed buffer)."""
-    if not extra:
-        return ""
-    same = [k for k in extra if k[0] == key[0]]
-    shown = [f"tensor {product.outputs[k][1]} ({_layout(canon, k[1])} on buffer {k[0]})"
-             for k in (same or extra)[:3]]
-    what = "an output on that buffer" if same else "outputs the model has not"
-    return f" ({sides[1]} has {what}: {', '.join(shown)})"
+def _not_computed(canon: Canon, missing: list[tuple[int, int]], extra: list[tuple[int, int]],
+                  model: Evaluation, product: Evaluation, sides: tuple[str, str],
+                  names: dict[int, str]) -> Difference:
+    """The product computes none of the bytes of the input's outputs `missing` (nothing it
+    runs writes them: a read of any would be an output): what it computes instead, its
+    outputs on the same buffer (a shape changed) or else all it has (a renamed buffer, or
+    a plan of another model)."""
+    named = sorted(missing, key=lambda k: model.outputs[k][1] not in names)  # (names first)
+    shown = [_output(canon, key, model, names) for key in named[:3]]
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    if len(missing) == 1:
+        head = f"{sides[1]} does not compute {sides[0]}'s output {shown[0]}: it writes none " \
+               "of its bytes"
+    else:
+        head = (f"{sides[1]} computes none of {sides[0]}'s {len(missing)} outputs "
+                f"({', '.join(shown)}{more}): it writes none of their bytes")
+    same = [k for k in extra if len(missing) == 1 and k[0] == missing[0][0]]
+    instead = [_output(canon, k, product, {}) for k in (same or extra)[:3]]
+    if instead:
+        more = f" and {len(extra) - 3} more" if not same and len(extra) > 3 else ""
+        head += (f", and computes {', '.join(instead)}{more}"
+                 f"{' on that buffer' if same else ''} instead")
+    return Difference(head, _output_op(missing[0], extra, product),
+                      model.outputs[missing[0]][1])
+
+
+def _output(canon: Canon, key: tuple[int, int], side: Evaluation,
+            names: dict[int, str]) -> str:
+    """An output of `side`, as the user finds it: its name or tensor id, its layout and
+    buffer, and the operator that computes it."""
+    node, tensor_id = side.outputs[key]
+    maker = _maker(canon, side, node)
+    by = f", the result of {type(maker).TYPE} '{maker.label.data}'" if maker is not None else ""
+    what = f"'{names[tensor_id]}' (tensor {tensor_id}, " if tensor_id in names \
+        else f"tensor {tensor_id} ("
+    return f"{what}{_layout(canon, key[1])} on buffer {key[0]}{by})"
 
 
 def _output_op(key: tuple[int, int], extra: list[tuple[int, int]],
@@ -642,7 +701,10 @@ def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
         a, b = keys[left], keys[right]
         if a[0] != "op" or b[0] != "op" or a[:5] != b[:5] or len(a[5]) != len(b[5]):
             break
-        differing = [(x, y) for x, y in zip(a[5], b[5], strict=True) if x != y]
+        x, y = _operands(canon, left), _operands(canon, right)
+        differing = [(v, w) for v, w in zip(x, y, strict=True) if v != w]
+        if len(differing) == 2 and a[1] in _COMMUTATIVE_TYPES:   # (written in either order)
+            differing = [(v, w) for v, w in zip(x, y[::-1], strict=True) if v != w]
         if len(differing) != 1:
             break
         left, right = differing[0]
@@ -677,6 +739,11 @@ def _broken_part_sum(canon: Canon, left: int, right: int) -> int | None:
     return None
 
 
+def _operands(canon: Canon, node: int) -> tuple[int, ...]:
+    """The values an operator's `node` reads, in the order its first maker wrote them."""
+    return canon.written.get(node) or canon.keys[node][5]
+
+
 def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
     key = canon.keys[node]
     kind = key[0]
@@ -684,7 +751,8 @@ def _describe(canon: Canon, node: int, side: Evaluation, depth: int) -> str:
         op = side.made_by.get(node)
         name = f"{key[1]} '{op.label.data}'" if op is not None else key[1]
         args = "".join(f" {k}={v}" for k, v in key[2])
-        inner = ", ".join(_describe(canon, v, side, depth - 1) for v in key[5]) \
+        inner = ", ".join(_describe(canon, v, side, depth - 1)
+                          for v in _operands(canon, node)) \
             if depth > 1 else "..."
         return f"{name}{args} ({inner})" if key[5] else f"{name}{args}"
     if kind == "in":

@@ -2,9 +2,9 @@
 
 (a) planc's own plans of the examples, of a split-K matmul and of ONNX models pass against
     their source model; (b) hand edits that leave a consistent plan of another model (an add
-    of the split-K chain made a sub, swapped matmul operands, a wrong K range, a renamed
-    output, a model of another shape) are each an error at the plan's JSON path where it
-    differs; (c) on small instances, the verdict agrees with numpy: the source model run by
+    of the split-K chain made a sub, swapped matmul, sub or div operands, a wrong K range, a
+    renamed output, a model of another shape) are each an error at the plan's JSON path where
+    it differs, and swapped add or mul operands (the same bits) pass; (c) on small instances, the verdict agrees with numpy: the source model run by
     the interpreter and the edited plan run tile by tile on the same inputs.
 """
 
@@ -35,6 +35,16 @@ def square_model() -> str:
     b = ModelBuilder()
     x, w, v = b.tensor([64, 64], "FP32"), b.tensor([64, 64], "FP32"), b.tensor([64, 64], "FP32")
     b.matmul(b.relu(b.matmul(x, w)), v)
+    return emit_model(b.finish())
+
+
+def elementwise_model() -> str:
+    """((x + y) * y - x) / exp(y) + bias, x and y 64x64, bias [1, 64] (broadcast): each
+    binary operator of ARK, one of them broadcasting."""
+    b = ModelBuilder()
+    x, y = b.tensor([64, 64], "FP32"), b.tensor([64, 64], "FP32")
+    bias = b.tensor([1, 64], "FP32")
+    b.add(b.div(b.sub(b.mul(b.add(x, y), y), x), b.exp(y)), bias)
     return emit_model(b.finish())
 
 
@@ -136,6 +146,46 @@ def test_a_swapped_matmul_operand_is_caught_at_the_matmul(planc, tmp_path):
     assert f"the plan Matmul '{op['Name']}'" in result.err
 
 
+@pytest.mark.parametrize("name", ["add", "mul", "add_1"])
+def test_swapped_operands_of_an_add_or_mul_pass(planc, tmp_path, name):
+    """A producer may write `add(b, a)` for the model's `add(a, b)` (a sum or product is
+    the same bits either way), also where one operand broadcasts (`add_1`)."""
+    model, plan = _plan(planc, tmp_path, elementwise_model())
+    doc = json.loads(plan.read_text())
+    _named(doc, name)[2]["ReadTensors"].reverse()
+    plain, result = _check(planc, tmp_path, doc, model)
+    assert plain.code == 0, plain.err
+    assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize("name", ["sub", "div"])
+def test_swapped_operands_of_a_sub_or_div_are_caught_there(planc, tmp_path, name):
+    model, plan = _plan(planc, tmp_path, elementwise_model())
+    doc = json.loads(plan.read_text())
+    i, j, op = _named(doc, name)
+    op["ReadTensors"].reverse()
+    plain, result = _check(planc, tmp_path, doc, model)
+    assert plain.code == 0, plain.err
+    assert result.code == 1
+    assert f"$.TaskInfos[{i}].Ops[{j}]: output tensor" in result.err, result.err
+    assert f"the plan {op['Type']} '{name}' (" in result.err
+
+
+def test_a_change_below_a_swapped_add_is_named_where_it_is(planc, tmp_path):
+    """The comparison descends through an add whose operands the plan writes in the other
+    order to the operator that differs below it."""
+    model, plan = _plan(planc, tmp_path, elementwise_model())
+    doc = json.loads(plan.read_text())
+    _named(doc, "add_1")[2]["ReadTensors"].reverse()
+    i, j, op = _named(doc, "exp")
+    op["Type"] = "Sigmoid"
+    _, result = _check(planc, tmp_path, doc, model)
+    assert result.code == 1
+    assert (f"$.TaskInfos[{i}].Ops[{j}]: output tensor 14 (FP32 [64, 64] on buffer 8): the "
+            "model computes Exp 'exp' (input buffer 1 FP32 [64, 64] at [0, 0]), the plan "
+            "Sigmoid 'exp' (input buffer 1 FP32 [64, 64] at [0, 0])") in result.err, result.err
+
+
 def test_a_wrong_k_range_is_caught(planc, tmp_path):
     """A part's K slice moved onto its neighbour's (both operands) sums that range twice, which
     the plan's own split-K rule sees; moving one operand's slice only pairs A's K with
@@ -171,9 +221,83 @@ def test_a_renamed_output_is_caught_naming_what_stands_in_its_place(planc, tmp_p
     assert plain.code == 0, plain.err
     i, j, _ = _named(doc, "matmul_sum3")
     assert result.code == 1
-    assert (f"$.TaskInfos[{i}].Ops[{j}]: output tensor 3 (FP16 [1, 32, 64] on buffer 2): the "
-            "plan computes no such output (the plan has outputs the model has not: tensor 3 "
-            "(FP16 [1, 32, 64] at [0, 0, 0] on buffer 77))") in result.err, result.err
+    assert (f"$.TaskInfos[{i}].Ops[{j}]: the plan does not compute the model's output tensor "
+            "3 (FP16 [1, 32, 64] at [0, 0, 0] on buffer 2, the result of Matmul 'matmul'): it "
+            "writes none of its bytes, and computes tensor 3 (FP16 [1, 32, 64] at [0, 0, 0] on "
+            "buffer 77, the result of Add 'matmul_sum3') instead [ark-plan.against-model]"
+            ) in result.err, result.err
+
+
+def two_outputs_model(second: str = "sigmoid", skip: int = 0) -> str:
+    """relu(x) and `second`(x): a model of two outputs (on buffers `skip` + 1 and 2: a
+    plan's buffers are numbered from 0 too)."""
+    b = ModelBuilder()
+    for _ in range(skip):
+        b.tensor([1], "FP32")
+    x = b.tensor([64, 64], "FP32")
+    b.relu(x)
+    getattr(b, second)(x if second == "sigmoid" else b.tensor([64, 64], "FP32"))
+    return emit_model(b.finish())
+
+
+def test_a_plan_of_another_model_says_so_in_one_line(planc, tmp_path):
+    """The model's output, what computes it, and what the plan computes instead: one line,
+    also when the plan computes none of several outputs."""
+    _, plan = _plan(planc, tmp_path, split_k_model())
+    result = planc("check", plan, "--model", EXAMPLES / "attention_nodes.json")
+    assert result.code == 1
+    assert result.err == (
+        f"planc: error: {plan}: $.TaskInfos[4].Ops[2]: the plan does not compute the model's "
+        "output tensor 60 (FP16 [1, 128, 512] at [0, 0, 0] on buffer 31, the result of Add "
+        "'add'): it writes none of its bytes, and computes tensor 3 (FP16 [1, 32, 64] at [0, "
+        "0, 0] on buffer 2, the result of Add 'matmul_sum3') instead [ark-plan.against-model]\n")
+    two = tmp_path / "two.json"
+    two.write_text(two_outputs_model(skip=10))
+    result = planc("check", plan, "--model", two)
+    assert result.code == 1
+    assert len(result.err.splitlines()) == 1
+    assert ("the plan computes none of the model's 2 outputs (tensor 12 (FP32 [64, 64] at [0, "
+            "0] on buffer 11, the result of Relu 'relu'), tensor 14 (FP32 [64, 64] at [0, 0] on "
+            "buffer 12, the result of Sigmoid 'sigmoid')): it writes none of their bytes, and "
+            "computes tensor 3 (FP16") in result.err, result.err
+
+
+def test_an_output_the_plan_leaves_out_is_named_beside_those_it_computes(planc, tmp_path):
+    """One output of two computed, the other's buffer only read: that output is named."""
+    _, plan = _plan(planc, tmp_path, two_outputs_model("exp"), name="other")
+    model = tmp_path / "two.json"
+    model.write_text(two_outputs_model())
+    result = planc("check", plan, "--model", model)
+    assert result.code == 1
+    assert result.err.endswith(
+        ": the plan does not compute the model's output tensor 4 (FP32 [64, 64] at [0, 0] on "
+        "buffer 2, the result of Sigmoid 'sigmoid'): it writes none of its bytes, and computes "
+        "tensor 5 (FP32 [64, 64] at [0, 0] on buffer 3, the result of Exp 'exp') instead "
+        "[ark-plan.against-model]\n"), result.err
+    assert len(result.err.splitlines()) == 1
+
+
+def test_the_ok_line_says_the_comparison_ran(planc, tmp_path):
+    """`... ; equal to MODEL: N outputs` in text and in `--json`'s summary, with the model's
+    counts under "model"; without `--model`, the ok line and the JSON are as they were."""
+    model, plan = _plan(planc, tmp_path, split_k_model())
+    plain = planc("check", plan)
+    compared = planc("check", plan, "--model", model)
+    assert compared.code == 0, compared.err
+    assert compared.out == plain.out.replace(
+        ")\n", f"; equal to {model}: 1 output)\n"), compared.out
+    assert plain.out == (f"{plan}: ok: ark-plan (rank 0 of 1, 108 processors x 8 warps, 5 "
+                         "tasks, 7 operators, 2 processor groups)\n")
+    report, alone = (planc("check", plan, *extra, "--json").json()
+                     for extra in (("--model", str(model)), ()))
+    assert report["summary"] == f"{alone['summary']}; equal to {model}: 1 output"
+    assert report["model"] == {"file": str(model), "outputs": 1, "communication": 0}
+    assert "model" not in alone
+    ranks = planc("check", EXAMPLES / "allreduce_rank0.json", "--model",
+                  EXAMPLES / "allreduce_rank0.json")
+    assert ranks.out.endswith(
+        f"; equal to {EXAMPLES / 'allreduce_rank0.json'}: 1 output, 3 communication "
+        "operators)\n"), ranks.out
 
 
 def test_a_missing_output_is_caught(planc, tmp_path):
@@ -334,6 +458,13 @@ def _first_matmul_swapped(doc):
     next(op for _, _, op in _ops(doc) if op["Type"] == "Matmul")["ReadTensors"].reverse()
 
 
+def _swapped(name):
+    def edit(doc):
+        _named(doc, name)[2]["ReadTensors"].reverse()
+    edit.__name__ = f"_{name}_swapped"
+    return edit
+
+
 def _relu_made_sigmoid(doc):
     next(op for _, _, op in _ops(doc) if op["Type"] == "Relu")["Type"] = "Sigmoid"
 
@@ -352,6 +483,7 @@ def _unchanged(doc):
     (square_model, _unchanged),
     (square_model, _first_matmul_swapped),
     (square_model, _relu_made_sigmoid),
+    *((elementwise_model, _swapped(name)) for name in ("add", "mul", "sub", "div", "add_1")),
 ], ids=lambda x: getattr(x, "__name__", "")[1:])
 def test_the_verdict_agrees_with_numpy(planc, tmp_path, model_text, edit):
     """Both ways on the same edited plan: `planc check --model` (symbolic) and the numpy model

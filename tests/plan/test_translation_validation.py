@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -401,6 +402,46 @@ def test_the_symbolic_verdict_agrees_with_running_both_models():
 
 def _operators_root(module):
     return next(op for op in module.ops if isinstance(op, ark.ModelOp))
+
+
+def _output_bits(original, variant) -> tuple[dict, dict]:
+    """Both models' outputs on the same inputs, as the bytes of their data types."""
+    first = run_model(original, seed=1)
+    by_place = {_place(first.types[tid]): data for tid, data in first.inputs.items()}
+    given = {value.type.tensor_id: by_place[_place(value.type)] for op in variant.walk()
+             for value in op.results if isinstance(value.type, ark.TensorType)
+             and _place(value.type) in by_place}
+    second = run_model(variant, given, seed=1)
+    return tuple({(t.buffer_id, t.shape_tuple, t.offsets_tuple): run.memory.read(t).tobytes()
+                  for t in (run.types[tid] for tid in run.outputs)} for run in (first, second))
+
+
+def test_operands_of_add_and_mul_commute_and_of_sub_and_div_do_not():
+    """Brute force, each binary operator of small random models (in place, broadcasting
+    `[1, n]` operands, slices, FP32, FP16, BF16 and INT32) with its operands swapped: the
+    symbolic verdict is "equal" exactly where running both models gives the same bits in
+    every output, and that is every `add` and `mul` (IEEE addition and multiplication
+    commute bit for bit) and no `sub` (whose operands here never hold the same values; these
+    models make no `div`, which the plan tests of `--model` swap)."""
+    seen: Counter = Counter()
+    for seed in range(48):
+        original = random_model(seed)
+        before = snapshot([_operators_root(original)])
+        count = sum(isinstance(op, (ark.AddOp, ark.SubOp, ark.MulOp, ark.DivOp))
+                    for op in _operators(original))
+        for i in range(count):
+            edited = random_model(seed)
+            op = [op for op in _operators(edited)
+                  if isinstance(op, (ark.AddOp, ark.SubOp, ark.MulOp, ark.DivOp))][i]
+            if op.operands[0] is op.operands[1]:
+                continue
+            _swap(op)
+            symbolic = compare(before, [_operators_root(edited)]) == []
+            first, second = _output_bits(original, _operators_root(edited))
+            assert symbolic == (first == second), (seed, i, op.name)
+            assert symbolic == isinstance(op, (ark.AddOp, ark.MulOp)), (seed, i, op.name)
+            seen[type(op).TYPE] += 1
+    assert seen["Add"] >= 40 and seen["Mul"] >= 5 and seen["Sub"] >= 30, seen
 
 
 # -- the Tenstorrent target ---------------------------------------------------------------------
