@@ -308,11 +308,16 @@ def over_budget_waits(facts: list[LayerFacts], start: int, end: int, over: list[
     its compute, that is what was charged before: every load after it in full. Charging
     them in full on top of `total` wherever it stands made a long segment that starts with
     such a workload (ResNet-34's 7x7 convolution at batch 4, then the whole network) pay
-    for all its weights twice."""
+    for all its weights twice. On a mesh they are still charged in full: the peak estimate
+    assumes each layer's maps spread evenly over the cores, which gemini-partition does not
+    always do, and a whole plan near the fill has no room for that (charged less, ResNet-34
+    at batch 8 on 1x2 ran a segment whole that overflowed L2)."""
     if not over:
         return 0.0
     rate = hw.dram_bytes_per_cycle
     waiting = sum(_loads(facts, k, start) for k in range(start + over[0] + 1, end + 1))
+    if cores > 1:
+        return waiting / rate
     through = sum(f.cycles for f in facts[start:start + over[-1] + 1]) / cores
     first = _loads(facts, start + over[-1] + 1, start)
     return max(total + first / rate, through + waiting / rate) - total
@@ -607,7 +612,13 @@ def merge_whole_runs(facts: list[LayerFacts], bounds: list[tuple[int, int]], bat
     the first max-pool (350k cycles of latency, 7%); Gemini's batch-4 IR runs that segment
     through the whole network, which the merged segment does. Batch 1 has no whole plan.
     A merged segment is at most `MAX_SEGMENT_LAYERS` long, as the search's are (each merge
-    evaluates it: bounded, so the pass stays linear in the layers)."""
+    evaluates it: bounded, so the pass stays linear in the layers). One core only: on a mesh
+    gemini-partition does not spread every layer's maps evenly over the cores as the peak
+    estimate assumes, and a whole plan near the fill has no room for that (merged, ResNet-50
+    at batch 4 on 1x2 needed 8.0 MB at a workload and overflowed L2; see
+    `over_budget_waits`)."""
+    if cores > 1:
+        return bounds
     merged = list(bounds[:1])
     rate = hw.dram_bytes_per_cycle
     for start, end in bounds[1:]:

@@ -169,7 +169,7 @@ def simulated_end(facts: list[LayerFacts]) -> float:
 def test_a_long_segment_after_a_workload_over_the_budget_runs_whole(compute):
     """A segment that starts with a workload over the budget and goes on: the weights the
     later layers load stream while the earlier ones compute. They were charged in full on
-    top of the compute (a whole ResNet-34 at batch 4 after its 7x7 convolution: 1.3M cycles
+    top of the compute (a whole ResNet-34 at batch 4 after its 7x7 convolution: 1.4M cycles
     for its weights, which streamed under 4.4M cycles of compute). Compute-bound (30k cycles
     a layer, 27.5k cycles of weights each) the estimate is the simulated time to the cycle;
     DRAM-bound (1k cycles a layer) within one layer's compute. (4 MB of weights: every
