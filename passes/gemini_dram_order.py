@@ -287,12 +287,26 @@ class GeminiDramOrderPass(HardwarePass):
         stores = sorted(schedule.dram.stores, key=lambda s: step_of[
             (s.value("core_id"), s.value("workload_id"))])
         sizes = {s.value("transfer_id"): progress.block_size(s) for s in stores}
+        store_index = {s.value("transfer_id"): i for i, s in enumerate(stores)}
         sequence: list = []
         previous, dram_free, next_store = 0, 0.0, 0
         issues = []
         steps = sorted(step_of.values())
         for load, load_spans in zip(queue, spans, strict=True):
             progress.advance()
+            # The stores this load reads back (`related_ifmap`) go first: the one queue runs
+            # in order, so a map read back ahead of its store would read what DRAM held before.
+            needed = max((store_index[t] for t in load.ints_of("related_ifmap")
+                          if t in store_index), default=-1)
+            while next_store <= needed:
+                store = stores[next_store]
+                # (its producer runs before the reader, so its end is known by now; if not,
+                # the store goes when the channel is free)
+                ready = progress.end_at(store) or 0.0
+                dram_free = max(dram_free, ready) + \
+                    sizes[store.value("transfer_id")] / hw.dram_bytes_per_cycle
+                sequence.append(store)
+                next_store += 1
             while True:
                 step, begin = self._issue(load, load_spans, timelines, step_of, steps,
                                           previous, l2, wl0, progress, dram_free)

@@ -230,11 +230,12 @@ class SegmentPlan:
 
 
 def choose_plan(length: int, sub_batches: list[int], peaks: list[float], besides: list[float],
-                blocked: list[int], cycles: list[float], l2_weights: int, hw: GeminiHardware,
+                waits: list[float], cycles: list[float], l2_weights: int, hw: GeminiHardware,
                 whole: bool) -> SegmentPlan | None:
     """The plan of a segment from each sub-batch's (in decreasing order) peak L2, peak L2 at
-    the layers that hold something beside their own inputs and output (`besides`), bytes
-    loaded after its first workload over the budget (`blocked`), and cycles. The largest
+    the layers that hold something beside their own inputs and output (`besides`), cycles
+    its workloads over the budget keep the loads after them waiting (`waits`, see
+    `over_budget_waits`), and cycles. The largest
     sub-batch that fits the planned budget; with `whole` (gemini-batch-cut, on the segments
     the search chose within the budget), the whole batch as one group instead where its
     peak goes over the budget only at workloads that hold nothing else (no live map, no
@@ -245,8 +246,8 @@ def choose_plan(length: int, sub_batches: list[int], peaks: list[float], besides
     convolution holds 4.8 MB, over the 4.6 MB budget, and ran in two sample halves, 200
     cycles more than Gemini's batch-4 schedule, which runs it whole. What a workload over
     the budget costs besides: nothing is prefetched while it runs, so the loads after it up
-    to the next segment's first layer (weights, maps read back from DRAM) wait; they are
-    added at the DRAM rate (without them ResNet-50 at batch 4 ran its 16-bit adds whole,
+    to the next segment's first layer (weights, maps read back from DRAM) wait
+    (`over_budget_waits`; without them ResNet-50 at batch 4 ran its 16-bit adds whole,
     which made it 11% slower, and at batch 16 its last stage). Several groups over the
     budget are not taken: each is a cut of the batch that the budget's room was kept for
     (ResNet-50 at batch 16 so held 6.4 MB, 1.3x Gemini's peak). A single layer that fits no
@@ -263,7 +264,7 @@ def choose_plan(length: int, sub_batches: list[int], peaks: list[float], besides
     if not whole or (fallback is not None and sub_batches[0] <= fallback.sub_batch):
         return fallback
     # The whole batch (sub_batches[0]) as one group over the budget.
-    cost = cycles[0] + blocked[0] / hw.dram_bytes_per_cycle
+    cost = cycles[0] + waits[0]
     if peaks[0] <= hw.fill_l2_bytes and besides[0] <= hw.planned_l2_bytes and \
             (fallback is None or cost < fallback.cycles):
         return SegmentPlan(sub_batches[0], peaks[0], cost, True)
@@ -280,20 +281,46 @@ def evaluate_segment(facts: list[LayerFacts], start: int, end: int, batch: int, 
     l2_weights = sum(f.weight_bytes for f, kept in zip(segment, in_wl0, strict=True)
                      if not kept)
     sub_batches = sorted((d for d in range(1, batch + 1) if batch % d == 0), reverse=True)
-    peaks, besides, blocked = [], [], []
-    for sub_batch in sub_batches:
+    peaks, besides, waits = [], [], []
+    cycles = [_cycles(facts, start, end, cores, batch // sub_batch, hw, in_wl0)
+              for sub_batch in sub_batches]
+    for sub_batch, total in zip(sub_batches, cycles, strict=True):
         groups = batch // sub_batch
         peak, beside, over = _peak_fmaps(segment, start, end, sub_batch / batch / cores,
                                          streaming=groups == 1, budget=hw.planned_l2_bytes)
         weights = l2_weights if groups > 1 else 0
         peaks.append(weights + peak)
         besides.append(weights + peak if weights else beside)
-        blocked.append(sum(_loads(facts, k, start) for k in range(start + over[0] + 1, end + 1))
-                       if over else 0)
-    cycles = [_cycles(facts, start, end, cores, batch // sub_batch, hw, in_wl0)
-              for sub_batch in sub_batches]
-    return choose_plan(end - start, sub_batches, peaks, besides, blocked, cycles, l2_weights,
+        waits.append(over_budget_waits(facts, start, end, over, total, cores, hw))
+    return choose_plan(end - start, sub_batches, peaks, besides, waits, cycles, l2_weights,
                        hw, whole)
+
+
+def over_budget_waits(facts: list[LayerFacts], start: int, end: int, over: list[int],
+                      total: float, cores: int, hw: GeminiHardware) -> float:
+    """Cycles a whole-batch run of [start, end) whose workloads at positions `over` exceed
+    the budget adds to its `total` (`_cycles`): nothing is prefetched while they run, so the
+    loads after the first of them, up to the next segment's first layer, start when the last
+    one ends. The layer right after it waits for its own loads (the segment ends no earlier
+    than `total` plus those at the DRAM rate); the rest stream while the layers after it
+    compute, and the segment ends no earlier than the last one's end plus all of them at the
+    DRAM rate. Where the last layer is the one over the budget and the segment is bound by
+    its compute, that is what was charged before: every load after it in full. Charging
+    them in full on top of `total` wherever it stands made a long segment that starts with
+    such a workload (ResNet-34's 7x7 convolution at batch 4, then the whole network) pay
+    for all its weights twice. On a mesh they are still charged in full: the peak estimate
+    assumes each layer's maps spread evenly over the cores, which gemini-partition does not
+    always do, and a whole plan near the fill has no room for that (charged less, ResNet-34
+    at batch 8 on 1x2 ran a segment whole that overflowed L2)."""
+    if not over:
+        return 0.0
+    rate = hw.dram_bytes_per_cycle
+    waiting = sum(_loads(facts, k, start) for k in range(start + over[0] + 1, end + 1))
+    if cores > 1:
+        return waiting / rate
+    through = sum(f.cycles for f in facts[start:start + over[-1] + 1]) / cores
+    first = _loads(facts, start + over[-1] + 1, start)
+    return max(total + first / rate, through + waiting / rate) - total
 
 
 def unfit_sub_batch(weight_bytes: int, batch: int, hw: GeminiHardware) -> int:
@@ -570,6 +597,48 @@ def best_segmentation(facts: list[LayerFacts], batch: int, cores: int,
     return bounds[::-1]
 
 
+def merge_whole_runs(facts: list[LayerFacts], bounds: list[tuple[int, int]], batch: int,
+                     cores: int, hw: GeminiHardware) -> list[tuple[int, int]]:
+    """`bounds` with each segment that gemini-batch-cut runs whole over the budget
+    (`choose_plan`) merged with the segments after it while the merged one also runs whole
+    and costs less than the two apart plus the round trip of the maps between them.
+
+    The search keeps every segment within the budget, so a workload over it ends a segment
+    that the batch cut then runs whole; and it costs each segment as the larger of its
+    compute and its DRAM time, which hides the maps it stores under its compute. A map the
+    segment's last workload stores and the next one's first reads back is not hidden: the
+    load reads what the store writes (`related_ifmap`), so the reader waits for both.
+    ResNet-34 at batch 4 so stored its 7x7 convolution's 3.2 MB output and read it back for
+    the first max-pool (350k cycles of latency, 7%); Gemini's batch-4 IR runs that segment
+    through the whole network, which the merged segment does. Batch 1 has no whole plan.
+    A merged segment is at most `MAX_SEGMENT_LAYERS` long, as the search's are (each merge
+    evaluates it: bounded, so the pass stays linear in the layers). One core only: on a mesh
+    gemini-partition does not spread every layer's maps evenly over the cores as the peak
+    estimate assumes, and a whole plan near the fill has no room for that (merged, ResNet-50
+    at batch 4 on 1x2 needed 8.0 MB at a workload and overflowed L2; see
+    `over_budget_waits`)."""
+    if cores > 1:
+        return bounds
+    merged = list(bounds[:1])
+    rate = hw.dram_bytes_per_cycle
+    for start, end in bounds[1:]:
+        first, last = merged[-1]
+        before = evaluate_segment(facts, first, last, batch, cores, hw, whole=True) \
+            if end - first <= MAX_SEGMENT_LAYERS else None
+        if before is not None and before.whole:
+            both = evaluate_segment(facts, first, end, batch, cores, hw, whole=True)
+            after = evaluate_segment(facts, start, end, batch, cores, hw, whole=True)
+            trip = 2 * sum(f.out_bytes for f in facts[first:last]
+                           if not f.leaves and any(u >= last for u in f.users)
+                           and all(u < end for u in f.users)) / rate
+            if both is not None and both.whole and after is not None and \
+                    both.cycles < before.cycles + after.cycles + trip:
+                merged[-1] = (first, end)
+                continue
+        merged.append((start, end))
+    return merged
+
+
 @dataclass(frozen=True)
 class GeminiGroupLayersPass(HardwarePass):
     """Cut the network into segments (layer groups) by dynamic programming over L2 fit and
@@ -590,8 +659,10 @@ class GeminiGroupLayersPass(HardwarePass):
         _refuse_too_many_layers(layers)
         facts = layer_facts(layers, hw)
         cores = xlen * ylen
-        for segment, (start, end) in enumerate(best_segmentation(facts, batch_of(graph), cores,
-                                                                 hw)):
+        batch = batch_of(graph)
+        bounds = merge_whole_runs(facts, best_segmentation(facts, batch, cores, hw), batch,
+                                  cores, hw)
+        for segment, (start, end) in enumerate(bounds):
             for fact in facts[start:end]:
                 set_int(fact.layer, SEGMENT, segment)
         for layer in graph.layers:

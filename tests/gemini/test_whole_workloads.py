@@ -10,7 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from passes.gemini_group_layers import LayerFacts, evaluate_segment, part_rooms
+from passes.gemini_group_layers import (
+    LayerFacts,
+    evaluate_segment,
+    merge_whole_runs,
+    part_rooms,
+)
 from targets.gemini.model import GeminiHardware
 
 HW = GeminiHardware()
@@ -130,3 +135,95 @@ def test_resnet34_at_batch_4_runs_its_7x7_convolution_whole(planc, tmp_path):
     assert all(count == 1 for name, count in by_layer.items() if name.startswith("Add"))
     peak = max(sum(entry["size"] for entry in wl["buffer"]) for wl in workloads)
     assert HW.planned_l2_bytes < peak <= min(HW.fill_l2_bytes, 4_876_800)
+
+
+def long_chain(weights: int, compute: float, count: int) -> list[LayerFacts]:
+    """`chain()`'s two layers (the second over the budget as one group), then `count`
+    layers each reading the previous one's map, each `compute` cycles, the first (like a
+    max-pool) loading nothing, the others `weights` bytes each; the last is a network
+    output."""
+    facts = chain()[:2]
+    facts[1].users = [2]
+    for i in range(2, 2 + count):
+        last = i == 1 + count
+        facts.append(LayerFacts(i, None, 4096, 0, weights if i > 2 else 0,
+                                [(i - 1, 2 * MB if i == 2 else 4096)],
+                                [] if last else [i + 1], last, compute))
+    return facts
+
+
+def simulated_end(facts: list[LayerFacts]) -> float:
+    """A second way to the whole-batch run's time: the layers one after another, each after
+    its own loads; the DRAM idle while the workload over the budget (the second) runs, then
+    loading the later layers' weights in layer order."""
+    rate = HW.dram_bytes_per_cycle
+    end = facts[0].cycles + facts[1].cycles
+    dram = end
+    for fact in facts[2:]:
+        dram += fact.weight_bytes / rate
+        end = max(end, dram) + fact.cycles
+    return end
+
+
+@pytest.mark.parametrize("compute", [30_000.0, 1_000.0])
+def test_a_long_segment_after_a_workload_over_the_budget_runs_whole(compute):
+    """A segment that starts with a workload over the budget and goes on: the weights the
+    later layers load stream while the earlier ones compute. They were charged in full on
+    top of the compute (a whole ResNet-34 at batch 4 after its 7x7 convolution: 1.4M cycles
+    for its weights, which streamed under 4.4M cycles of compute). Compute-bound (30k cycles
+    a layer, 27.5k cycles of weights each) the estimate is the simulated time to the cycle;
+    DRAM-bound (1k cycles a layer) within one layer's compute. (4 MB of weights: every
+    batch cut keeps them all in L2, which does not fit, so the segment runs whole.)"""
+    facts = long_chain(440_000, compute, 10)
+    plan = evaluate_segment(facts, 0, len(facts), 4, 1, HW, whole=True)
+    assert plan.whole and plan.sub_batch == 4
+    assert simulated_end(facts) - compute <= plan.cycles <= simulated_end(facts)
+    if compute == 30_000.0:
+        assert plan.cycles == simulated_end(facts)
+
+
+def test_a_segment_run_whole_takes_in_the_next_when_that_saves_a_round_trip():
+    """The search ends a segment at a workload over the budget and the batch cut runs it
+    whole; the map it ends with is stored and read back by the next segment's first layer,
+    which waits for both (the load reads what the store writes). Merged, the map stays in
+    L2: here 3.2 MB each way, 401k cycles. The segment the search ended there runs whole
+    because the layer after it loads nothing that would wait."""
+    facts = long_chain(440_000, 30_000.0, 10)
+    bounds = [(0, 2), (2, len(facts))]
+    merged = merge_whole_runs(facts, bounds, 4, 1, HW)
+    assert merged == [(0, len(facts))]
+    apart = [evaluate_segment(facts, s, e, 4, 1, HW, whole=True) for s, e in bounds]
+    both = evaluate_segment(facts, 0, len(facts), 4, 1, HW, whole=True)
+    trip = 2 * 2 * MB / HW.dram_bytes_per_cycle
+    assert apart[0].whole and both.whole
+    assert both.cycles < apart[0].cycles + apart[1].cycles + trip
+    # A segment that fits the budget is left as the search made it.
+    small = long_chain(440_000, 30_000.0, 10)
+    small[1].out_bytes = MB
+    small[2].inputs = [(1, MB)]
+    assert merge_whole_runs(small, bounds, 4, 1, HW) == bounds
+
+
+def test_resnet34_at_batch_4_keeps_its_first_maps_on_chip(planc, tmp_path):
+    """Gemini's batch-4 ResNet-34 IR runs the 7x7 convolution and the first max-pool in one
+    segment, each one workload over all four samples. planc ended a segment at the
+    convolution (its 4.8 MB are over the budget), stored its 3.2 MB output and read it back
+    for the max-pool in two parts: 16 cycles of workload time and a round trip the max-pool
+    waited for (latency 1.096x the summed workload time). Now nothing but the network
+    output is stored, the max-pool is one workload, and the written IR checks."""
+    from tests.conftest import corpus_root
+
+    layers = corpus_root() / "gemini" / "int8_resnet34.sim_quantized_b1.json"
+    if not layers.exists():
+        pytest.skip(f"upstream corpus not found at {layers.parent} (set PLANC_CORPUS)")
+    out = tmp_path / "resnet34_b4.json"
+    assert planc(layers, "--target", "gemini", "--batch", "4", "-o", out).code == 0
+    assert planc("check", out).code == 0
+    ir = json.loads(out.read_text())
+    assert [store["layer_name"] for store in ir["-1"]["in"]] == ["Gemm_125"]
+    assert [wl["layer_name"] for wl in ir["0"]].count("MaxPool_4_1") == 1
+    summed = sum(wl["time"] for wl in ir["0"])
+    result = planc("simulate", out, "--json", "-q")
+    assert result.code == 0
+    latency = json.loads(result.out)["latency_cycles"]
+    assert latency < 1.03 * summed
