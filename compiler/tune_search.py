@@ -258,10 +258,12 @@ class RayExecutor:
         if self.started:
             kwargs: dict[str, Any] = {"runtime_env": runtime, "include_dashboard": False,
                                       "logging_level": "ERROR", "log_to_driver": False}
+            # "local" starts a Ray of our own: without an address, ray.init joins whatever
+            # cluster /tmp/ray/ray_current_cluster or RAY_ADDRESS names (another user's, or the
+            # two-node test's next door), which then refuses num_cpus.
+            kwargs["address"] = address
             if address == "local":
                 kwargs["num_cpus"] = max(1, workers)
-            else:
-                kwargs["address"] = address
             ray.init(**kwargs)
         self._attach(ray, ray.remote(num_cpus=1)(evaluate), stall_s)
 

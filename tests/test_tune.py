@@ -73,11 +73,14 @@ def explored(result):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("tune-local")
-def test_ray_local_mode_finds_the_same_best(local, small_ffn, tmp_path):
+def test_ray_local_mode_finds_the_same_best(local, small_ffn, tmp_path, monkeypatch):
     """Ray explores the candidates the local pool explores, in the same order, and returns
     the same best: on the small ffn two granularities model the same time and bytes, and
-    the tie goes to the one proposed first whichever result arrives first."""
+    the tie goes to the one proposed first whichever result arrives first. `--ray local`
+    starts a Ray of its own even where RAY_ADDRESS (or /tmp/ray's latest cluster, another
+    user's) names a cluster to join."""
     pytest.importorskip("ray", reason="Ray is the planc[ray] extra")
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")    # (nothing listens there)
     on_ray = run(tmp_path, "ray", small_ffn, workers=2, ray="local", strategy="exhaustive",
                  ray_stall_s=120.0)
     assert explored(on_ray) == explored(local) and len(on_ray.rows) == 5
