@@ -309,27 +309,36 @@ def test_ctrl_c_ends_a_study_with_one_line(tmp_path):
     from tests.conftest import EXAMPLES, ROOT
 
     out = tmp_path / "t"
-    # The example's full-size FFN (candidates of 0.3-0.5 CPU s, not the small model's 0.05 s):
-    # on a loaded machine the small model's 40 candidates were all done before this process
-    # was scheduled to see three of them stored, so the study ended before the interrupt.
+    # The whole ARK space (576 decisions, 289 distinct candidates of 0.3-0.5 CPU s on the
+    # example's full-size FFN): the study cannot end before the test interrupts it. With a
+    # budget of 40 it did, on a loaded machine, before this process was scheduled to see
+    # three candidates stored (exit 0, not 130).
+    budget = space_for("ark", None).size
     argv = [sys.executable, "-m", "compiler.driver", "tune", str(EXAMPLES / "ffn.json"), "-t",
-            "ark", "--workers", "2", "--budget", "40", "--verify", "0", "-o", str(out)]
+            "ark", "--workers", "2", "--budget", str(budget), "--verify", "0", "-o", str(out)]
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
     try:
         while process.poll() is None and stored(out) < 3:
             time.sleep(0.05)
+        # Stop the study, see that it is still running (not exited, its status left for
+        # `communicate`), and only then interrupt it: Ctrl-C reaches a running study.
+        os.killpg(process.pid, signal.SIGSTOP)
+        ended = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, signal.SIGCONT)
+        assert ended is None, f"the study ended before the interrupt: {process.communicate()}"
         out_text, err = process.communicate(timeout=300)
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
     assert process.returncode == 130, (stored(out), out_text, err)
     assert err == (f"planc: interrupted; the candidates evaluated so far are in "
                    f"{out / 'tune.sqlite'}: the same command resumes\n")
     kept = stored(out)
-    assert 3 <= kept < 40
-    again = subprocess.run(argv[:-4] + ["--budget", str(kept), "--verify", "0", "-o", str(out)],
+    assert 3 <= kept < budget
+    again = subprocess.run(argv[:-6] + ["--budget", str(kept), "--verify", "0", "-o", str(out)],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert f"resumed {kept} stored candidates" in again.stderr and stored(out) == kept
 
