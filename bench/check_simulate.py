@@ -42,14 +42,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--smoke", action="store_true",
-                        help="a layer of Llama's shape at 1/8 of its width, sequence 256")
+                        help="a layer of Llama's shape at 1/16 of its width, sequence 256")
     args = parser.parse_args()
     seq = 256 if args.smoke else args.seq
-    shape = dict(hidden=512, heads=4, intermediate=1024) if args.smoke else {}
+    shape = dict(hidden=256, heads=2, intermediate=512) if args.smoke else {}
     with tempfile.TemporaryDirectory() as scratch:
         model = Path(scratch) / "llama.json"
         model.write_text(emit_model(llama_decoder_layer(seq=seq, **shape)))
-        print(f"# Llama-2-7B decoder layer{' (1/8 width)' if shape else ''}, sequence {seq}\n")
+        print(f"# Llama-2-7B decoder layer{' (1/16 width)' if shape else ''}, sequence {seq}\n")
         print("| plan | task executions | import+verify+write | check | simulate | "
               "simulate mode |")
         print("|---|---|---|---|---|---|")

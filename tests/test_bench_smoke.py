@@ -22,7 +22,7 @@ SMALLEST: dict[str, list[str]] = {
     "compile_speed.py": ["--ops", "100"],
     "cpu_ffn.py": ["--iterations", "1", "--rounds", "1", "--model", "{small_ffn}"],
     # One format: tests/test_fuzz.py runs its fuzzing on every format (this checks the script).
-    "fuzz.py": ["--mutants", "3", "--fork", "--formats", "model"],
+    "fuzz.py": ["--mutants", "1", "--fork", "--formats", "model"],
     "gemini_schedule.py": ["--smoke"],
     "llama_layer.py": ["--smoke"],
     "mscclpp_allreduce.py": ["--ranks", "2", "--sizes", "1024"],

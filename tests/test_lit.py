@@ -4,6 +4,7 @@ pytest-xdist spreads them over the cores and a failure names its file."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,3 +66,38 @@ def test_every_lit_file_is_collected() -> None:
 def test_the_fast_lit_files_exist() -> None:
     """A renamed file would otherwise leave `-m "not slow"` without lit."""
     assert FAST_LIT <= {str(p.relative_to(SUITE)) for p in LIT_FILES}
+
+
+LIT_SUBPROCESS_BUILTINS = {"diff", "cat"}
+"""Commands lit (17-23) runs as `python lit/builtin_commands/NAME.py`: for them it sets
+PYTHONPATH to lit's own folder in the RUN lines' shared environment, so every later RUN line
+of the file runs without the checkout's PYTHONPATH (the installed planc, not this tree's),
+and the fork server refuses them (an interpreter setting differs): each became a whole
+process, 0.4-1.3 CPU s instead of 0.01-0.7 (roundtrip/*.test: 2-4 CPU s each)."""
+TOOLS = {"planc", "planc-opt", "filecheck"}
+
+
+def run_commands(path: Path) -> list[str]:
+    """The command names of a lit file's RUN lines, in order (`not` dropped)."""
+    names = []
+    for line in path.read_text().splitlines():
+        _, run, command = line.partition("RUN:")
+        if not run:
+            continue
+        for part in re.split(r"\|\||&&|\||;", command):
+            words = [w for w in part.split() if w != "not"]
+            if words:
+                names.append(words[0])
+    return names
+
+
+def test_tools_run_before_lits_python_builtins() -> None:
+    """No planc, planc-opt or filecheck after a `diff` or `cat` in a lit file (see
+    LIT_SUBPROCESS_BUILTINS): put the comparisons last."""
+    late = []
+    for path in LIT_FILES:
+        names = run_commands(path)
+        first = next((i for i, n in enumerate(names) if n in LIT_SUBPROCESS_BUILTINS), None)
+        if first is not None and TOOLS & set(names[first:]):
+            late.append(str(path.relative_to(SUITE)))
+    assert not late, f"tools run after lit's diff/cat (PYTHONPATH lost): {late}"
