@@ -33,6 +33,10 @@ g++ builds a program in 25-35% less CPU (fp32_ops 1.9 -> 1.3 s, the FFN 1.6 -> 1
 runs the flow analyses that -Wall's warnings such as -Wmaybe-uninitialized need (at -O0 they
 are silent), and the programs run about as fast as at -O1 (the FFN at full size 0.6-0.8 s;
 4.5 s at -O0)."""
+LONG_RUN_FLAGS = tuple("-O2" if f == "-Og" else f for f in CPU_FLAGS)
+"""For a program whose run outweighs its build (the upstream split-K plan at full size, 23
+GFLOP of FP16 matmul): g++ -O2 vectorises the kernels, so the run takes 4.7 CPU s instead of
+16 at -Og, for 0.5 s more of g++; the same warnings (-O2 runs the flow analyses -Og does)."""
 CUDA_ARCHS = ("80", "90")
 
 
@@ -93,12 +97,20 @@ def _build_precompiled(flags: tuple[str, ...]) -> list[str]:
 
 
 def cpu_command(flags: Sequence[str], *args: str | Path) -> list[str | Path]:
-    """g++ with `flags` (and the precompiled standard headers) on `args`."""
-    return [CXX, *flags, *precompiled_std(flags), *args]
+    """g++ with `flags` (and the precompiled standard headers) on `args`. -Winvalid-pch (an
+    error under -Werror): a header g++ does not take fails the build instead of silently
+    costing the parse again."""
+    header = precompiled_std(flags)
+    return [CXX, *flags, *(["-Winvalid-pch", *header] if header else []), *args]
 
 
-def build_cpu(directory: Path, flags: Sequence[str] = CPU_FLAGS) -> Path:
-    run_checked(cpu_command(flags, "plan.cpp", "-o", "plan"), cwd=directory)
+def build_cpu(directory: Path, flags: Sequence[str] = CPU_FLAGS, *,
+              precompiled: bool = True) -> Path:
+    """g++ plan.cpp; `precompiled=False` for a flag set only one build uses (building its
+    precompiled header, 3.7 CPU s, would cost more than it saves)."""
+    command = cpu_command(flags, "plan.cpp", "-o", "plan") if precompiled else \
+        [CXX, *flags, "plan.cpp", "-o", "plan"]
+    run_checked(command, cwd=directory)
     return directory / "plan"
 
 

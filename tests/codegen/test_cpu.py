@@ -119,7 +119,7 @@ def test_upstream_split_k_plan_runs_like_its_operators(tmp_path):
         pytest.skip(f"upstream corpus file not found: {path}")
     module = import_document(load_json_file(path))
     directory = programs.emit(module, "cpu", tmp_path / "program")
-    programs.build_cpu(directory)
+    programs.build_cpu(directory, programs.LONG_RUN_FLAGS, precompiled=False)
     reference = plans.plan_as_model(module)
     verify_module(reference)
     run = run_model(reference)
