@@ -93,9 +93,17 @@ def pattern_run(name: str, planner: str = "planc") -> PlanRunner:
     return same_runs(planned(MODELS[name](), planner=planner))
 
 
+SHARED = pytest.mark.xdist_group("batched-pattern-runs")
+"""The tests that share a `pattern_run` run on one pytest-xdist worker, so that it is made once
+in CI too."""
+SHARED_RUNS = {("transposed", "ark-default"), ("deep_matmul", "planc"), ("in_place", "planc")}
+
+
 @pytest.mark.parametrize("name, planner", [
-    *((name, "planc") for name in sorted(set(MODELS) - {"llama_layer"})),
-    *((name, "ark-default") for name in ("embedding", "in_place", "norms", "transposed"))])
+    pytest.param(name, planner, marks=[SHARED] if (name, planner) in SHARED_RUNS else [])
+    for name, planner in [
+        *((name, "planc") for name in sorted(set(MODELS) - {"llama_layer"})),
+        *((name, "ark-default") for name in ("embedding", "in_place", "norms", "transposed"))]])
 def test_pattern_models(name, planner):
     """Split-K matmuls (deep_matmul, gated_deep), transposes and middle-axis reductions,
     embeddings, norms, in-place writes, rotary embedding; ARK's default plans reduce element
@@ -105,6 +113,7 @@ def test_pattern_models(name, planner):
     assert not runner.fallen_back     # every group it could take was taken and compared
 
 
+@SHARED
 def test_the_batched_run_is_taken():
     """Not a vacuous comparison: on ARK's default plan of the transposes and reductions each
     of their task groups runs at once."""
@@ -113,6 +122,7 @@ def test_the_batched_run_is_taken():
     assert not runner.fallen_back
 
 
+@SHARED
 @pytest.mark.parametrize("name, chain", [("deep_matmul", "Add+Add+Add+Add+Relu"),
                                          ("in_place", "Relu+Exp")])
 def test_chains_of_element_wise_operators_are_taken(name, chain):
