@@ -25,6 +25,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.xdist_group("import-graph")
+"""One pytest-xdist worker runs this file: the module-scoped `graph` (every module parsed and
+walked, about 2.7 CPU s) is then built once, not once on each worker that gets one of its
+tests."""
+
 LAYERS = {"ground": 0, "devices": 1, "dialects": 2, "targets": 3,
           "frontends": 4, "passes": 4, "backends": 4, "compiler": 5}
 """Each top-level package's floor: a package may import its own floor and those below."""

@@ -47,9 +47,10 @@ def random_facts(rng: random.Random, n: int) -> list[LayerFacts]:
     return facts
 
 
-def reference_segmentation(facts, batch, cores, hw):
+def reference_segmentation(facts, batch, cores, hw, evaluated=None):
     """The search as it was: every segment of up to MAX_SEGMENT_LAYERS layers evaluated
-    from scratch, ends in order, starts in order."""
+    from scratch, ends in order, starts in order. `evaluated` holds `evaluate_segment`'s
+    plans by (start, end) where the caller has them already (the same calls, made once)."""
     n = len(facts)
     best = [None] * (n + 1)
     best[0] = (0.0, 0, -1)
@@ -57,7 +58,8 @@ def reference_segmentation(facts, batch, cores, hw):
         for start in range(max(0, end - MAX_SEGMENT_LAYERS), end):
             if best[start] is None:
                 continue
-            plan = evaluate_segment(facts, start, end, batch, cores, hw)
+            plan = evaluated[start, end] if evaluated is not None else \
+                evaluate_segment(facts, start, end, batch, cores, hw)
             if plan is None:
                 continue
             cost = (best[start][0] + plan.cycles, best[start][1] + 1, start)
@@ -81,15 +83,17 @@ def test_grown_segments_are_evaluated_segments(seed, batch, cores, buffer):
     hw = GeminiHardware(buffer_bytes=buffer)
     growth = SegmentGrowth(facts, batch, cores, hw)
     stopped = 0
+    evaluated = {}      # every segment the reference search looks at, evaluated afresh once
     for start in range(len(facts)):
         limit = min(len(facts), start + MAX_SEGMENT_LAYERS)
         grown = dict(growth.grow(start, limit))
         for end in range(start + 1, limit + 1):
-            expected = evaluate_segment(facts, start, end, batch, cores, hw)
+            expected = evaluated[start, end] = evaluate_segment(facts, start, end, batch,
+                                                                cores, hw)
             assert grown.get(end) == expected, (start, end)
         stopped += len(grown) < limit - start
     assert best_segmentation(facts, batch, cores, hw) == \
-        reference_segmentation(facts, batch, cores, hw)
+        reference_segmentation(facts, batch, cores, hw, evaluated)
     if buffer == 1 << 20:       # the small buffer stops growth somewhere: the cut-off is used
         assert stopped
 

@@ -10,6 +10,7 @@ the batched run must leave each task group to the per-tile run."""
 from __future__ import annotations
 
 import copy
+import functools
 
 import numpy as np
 import pytest
@@ -85,32 +86,49 @@ def from_doc(doc: dict):
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def pattern_run(name: str, planner: str = "planc") -> PlanRunner:
+    """`same_runs` on the plan of a pattern model, once per (model, planner): the tests below
+    look at different parts of the same two runs (problems, fallbacks, batched groups)."""
+    return same_runs(planned(MODELS[name](), planner=planner))
+
+
+SHARED = pytest.mark.xdist_group("batched-pattern-runs")
+"""The tests that share a `pattern_run` run on one pytest-xdist worker, so that it is made once
+in CI too."""
+SHARED_RUNS = {("transposed", "ark-default"), ("deep_matmul", "planc"), ("in_place", "planc")}
+
+
 @pytest.mark.parametrize("name, planner", [
-    *((name, "planc") for name in sorted(set(MODELS) - {"llama_layer"})),
-    *((name, "ark-default") for name in ("embedding", "in_place", "norms", "transposed"))])
+    pytest.param(name, planner, marks=[SHARED] if (name, planner) in SHARED_RUNS else [])
+    for name, planner in [
+        *((name, "planc") for name in sorted(set(MODELS) - {"llama_layer"})),
+        *((name, "ark-default") for name in ("embedding", "in_place", "norms", "transposed"))]])
 def test_pattern_models(name, planner):
     """Split-K matmuls (deep_matmul, gated_deep), transposes and middle-axis reductions,
     embeddings, norms, in-place writes, rotary embedding; ARK's default plans reduce element
     by element and transpose in small tiles."""
-    runner = same_runs(planned(MODELS[name](), planner=planner))
+    runner = pattern_run(name, planner)
     assert not runner.problems
     assert not runner.fallen_back     # every group it could take was taken and compared
 
 
+@SHARED
 def test_the_batched_run_is_taken():
     """Not a vacuous comparison: on ARK's default plan of the transposes and reductions each
     of their task groups runs at once."""
-    runner = same_runs(planned(MODELS["transposed"](), planner="ark-default"))
+    runner = pattern_run("transposed", "ark-default")
     assert runner.batched_groups["Transpose"] and runner.batched_groups["ReduceSum"]
     assert not runner.fallen_back
 
 
+@SHARED
 @pytest.mark.parametrize("name, chain", [("deep_matmul", "Add+Add+Add+Add+Relu"),
                                          ("in_place", "Relu+Exp")])
 def test_chains_of_element_wise_operators_are_taken(name, chain):
     """A task of several element-wise operators (split-K's partial sums and epilogue, an
     in-place pair) runs operator by operator over all its tiles."""
-    runner = same_runs(planned(MODELS[name]()))
+    runner = pattern_run(name)
     assert runner.batched_groups[chain] == 1
 
 

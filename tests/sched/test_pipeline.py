@@ -42,6 +42,28 @@ def planned(build, arch: str, planner: str = "planc"):
     return reference, single_plan(module)
 
 
+def plan_of(build, arch: str, planner: str = "planc"):
+    """The plan op of a freshly built model, where a test looks at the plan only (no model
+    run: ffn.json's takes 0.85 CPU s)."""
+    module = build()
+    verify_module(module)
+    run_pipeline(module, model_pipeline(arch, planner))
+    verify_module(module)
+    return single_plan(module)
+
+
+_REFERENCES = {}
+"""Model runs by model name: one per model, not one per GPU (the run does not depend on it)."""
+
+
+def reference_of(name: str, build):
+    if name not in _REFERENCES:
+        module = build()
+        verify_module(module)
+        _REFERENCES[name] = run_model(module, seed=7)
+    return _REFERENCES[name]
+
+
 def small_ffn():
     return import_document(parse_json(json.dumps(small_ffn_doc())))
 
@@ -58,7 +80,7 @@ example's FP16 matmuls takes 2.3 CPU s a GPU."""
 def test_plan_computes_the_model(name, arch):
     """Every model and every GPU in `-m "not slow"` (15 of 48 pairs); every pair in CI."""
     build = example(name) if name in EXAMPLE_MODELS else {**FAST_FFN, **MODELS}[name]
-    reference, p = planned(build, arch)
+    reference, p = reference_of(name, build), plan_of(build, arch)
     report = simulate(p, model=reference)
     assert report["ok"], report["problems"]
     assert report["problem_counts"] == {}
@@ -96,7 +118,7 @@ class TestStructure:
         """The down projection (64 tiles, 108 processors) is cut in three: two parts on 32
         processors each would only match the uncut kernel's one wave under the static
         roofline, which `split_plan` also asks (issue 26)."""
-        _, p = planned(example("ffn.json"), "a100")
+        p = plan_of(example("ffn.json"), "a100")
         assert task_ops(p) == [["matmul", "sigmoid", "mul", "matmul_1", "mul_1"],
                                ["matmul_2"], ["matmul_2_k1"], ["matmul_2_k2"],
                                ["matmul_2_sum", "matmul_2_sum2"]]
@@ -108,7 +130,7 @@ class TestStructure:
         assert total[0][0] == 4
 
     def test_matmul_epilogue_is_one_task(self):
-        _, p = planned(MODELS["epilogue"], "h100")
+        p = plan_of(MODELS["epilogue"], "h100")
         assert task_ops(p) == [["matmul", "add", "gelu", "scalar_mul", "cast"]]
         config = {op["Name"]: op["Config"] for op in plan_json(p)["TaskInfos"][0]["Ops"]}
         tile = config["matmul"]["TileShapeMNK"][:2]
@@ -116,32 +138,32 @@ class TestStructure:
         assert len({c["NumTasks"] for c in config.values()}) == 1
 
     def test_softmax_and_norms_are_one_task_each(self):
-        _, p = planned(MODELS["norms"], "a100")
+        p = plan_of(MODELS["norms"], "a100")
         assert task_ops(p) == [
             ["reduce_max", "sub", "exp", "reduce_sum", "div"],
             ["reduce_mean", "sub_1", "mul", "reduce_mean_1", "scalar_add", "rsqrt", "mul_1"],
             ["mul_2", "reduce_mean_2", "scalar_add_1", "rsqrt_1", "mul_3", "mul_4"]]
 
     def test_independent_projections_run_concurrently(self):
-        _, p = planned(example("attention.json"), "a100")
+        p = plan_of(example("attention.json"), "a100")
         qkv = next(group for group in launches(p) if len(group) == 3)
         ranges = sorted(r for _, r in qkv)
         assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False))
 
     def test_rotary_embeddings_never_write_over_their_input(self):
-        _, p = planned(example("attention.json"), "a100")
+        p = plan_of(example("attention.json"), "a100")
         for ops in p.task_operators().values():
             for op in ops:
                 if op.ark_type == "Rope":
                     assert op.outputs[0].buffer_id not in {t.buffer_id for t in op.inputs}
 
     def test_in_place_writes_wait_for_readers(self):
-        _, p = planned(MODELS["in_place"], "a100")
+        p = plan_of(MODELS["in_place"], "a100")
         order = task_ops(p)
         assert order.index(["relu", "exp"]) < order.index(["scalar_mul"])
 
     def test_split_k_moves_the_epilogue_after_the_sum(self):
-        _, p = planned(MODELS["deep_matmul"], "a100")
+        p = plan_of(MODELS["deep_matmul"], "a100")
         *parts, summing = task_ops(p)
         count = len(parts)
         assert count >= 2
@@ -152,7 +174,7 @@ class TestStructure:
 
     @pytest.mark.parametrize("arch", ARCHES)
     def test_split_k_cuts_fused_matmuls_together(self, arch):
-        _, p = planned(MODELS["gated_deep"], arch)
+        p = plan_of(MODELS["gated_deep"], arch)
         *parts, summing = task_ops(p)
         count = len(parts)
         assert count >= 2
@@ -172,7 +194,7 @@ class TestStructure:
     def test_split_k_is_taken_only_where_the_cost_model_says_it_wins(self, name, arch):
         """The cut plan against the same model planned with split-k off, both modeled by
         the whole-plan cost model (not the estimates the pass decided with)."""
-        _, cut = planned(MODELS[name], arch)
+        cut = plan_of(MODELS[name], arch)
         module = MODELS[name]()
         passes = PLANC_PASSES.format(device=arch)
         run_pipeline(module, passes.replace("sched-partition",
@@ -188,8 +210,8 @@ class TestAgainstArkDefault:
     @pytest.mark.parametrize("arch", [pytest.param(a, marks=[] if a == "mi300x" else
                                                    [pytest.mark.slow]) for a in ARCHES])
     def test_faster_and_smaller_than_arks_default_plan(self, arch):
-        _, ours = planned(example("ffn.json"), arch)
-        _, arks = planned(example("ffn.json"), arch, "ark-default")
+        ours = plan_of(example("ffn.json"), arch)
+        arks = plan_of(example("ffn.json"), arch, "ark-default")
         mine, theirs = (simulate(p, functional=False) for p in (ours, arks))
         assert mine["modeled_time_s"] <= 0.75 * theirs["modeled_time_s"]
         assert mine["activation_bytes"] <= 0.6 * theirs["activation_bytes"]
@@ -201,7 +223,7 @@ class TestAgainstArkDefault:
         passes = PLANC_PASSES.format(device="a100")
         run_pipeline(module, passes.replace("sched-allocate", "sched-allocate{reuse=false}"))
         apart = simulate(single_plan(module), model=reference)
-        _, p = planned(MODELS["norms"], "a100")
+        p = plan_of(MODELS["norms"], "a100")
         shared = simulate(p, model=run_model(MODELS["norms"](), seed=1))
         assert apart["ok"] and shared["ok"]
         assert shared["activation_bytes"] < apart["activation_bytes"]
