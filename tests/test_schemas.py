@@ -190,7 +190,12 @@ def _outputs(tmp_path: Path) -> Iterator[tuple[str, str, Any]]:
 @pytest.mark.slow
 def test_every_document_planc_writes_validates(tmp_path):
     seen = set()
+    validated = set()       # attention.json and attention_nodes.json give the same ARK plans
     for what, schema, text in _outputs(tmp_path):
+        seen.add(schema)
+        if (schema, text) in validated:
+            continue
+        validated.add((schema, text))
         value = json.loads(text)
         assert refusal(schema, value) is None, (what, refusal(schema, value))
         assert reference_refusal(schema, value) is None, (what, reference_refusal(schema, value))
@@ -199,7 +204,6 @@ def test_every_document_planc_writes_validates(tmp_path):
                    "mscclpp-executor": "mscclpp"}.get(schema)
         if general:
             assert refusal(general, value) is None, (what, refusal(general, value))
-        seen.add(schema)
     assert seen == set(S.SCHEMAS) - {"ark-plan", "mscclpp"} | {"ark-plan"}
 
 
