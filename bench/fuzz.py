@@ -250,14 +250,17 @@ def mutate(doc, text: str, rng: random.Random) -> str:
     kind = rng.choice(["delete", "retype", "strange", "nest", "truncate", "duplicate"])
     if kind == "truncate":
         return text[: rng.randrange(1, max(2, len(text)))]
-    doc = copy.deepcopy(doc)
     where, _ = rng.choice(paths(doc)[1:] or [((), doc)])
+    if not where:
+        return json.dumps(rng.choice(STRANGE))
+    # Copy only the containers on the way to the mutated value; the rest is shared with
+    # `doc` and only read (a deep copy of a corpus schedule cost more than its mutant's run).
+    doc = copy.copy(doc)
     parent = doc
     for step in where[:-1]:
+        parent[step] = copy.copy(parent[step])
         parent = parent[step]
-    key = where[-1] if where else None
-    if key is None:
-        return json.dumps(rng.choice(STRANGE))
+    key = where[-1]
     if kind == "delete":
         del parent[key]
     elif kind == "retype":

@@ -10,7 +10,7 @@ import json
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ground.diagnostics import PlancError
@@ -44,7 +44,8 @@ def allowed(value) -> bool:
 
 
 FAST_EXAMPLES, FULL_EXAMPLES = 100, 300
-"""Examples per property in `-m "not slow"` and in CI (a slow twin of each test runs 300)."""
+"""Examples per property in `-m "not slow"` and in CI. CI runs both twins of a property: the
+slow twin draws the other FULL - FAST examples (each twin draws its own)."""
 
 
 def read_as_python_reads(value):
@@ -80,12 +81,18 @@ DAMAGE = (values, st.integers(min_value=0, max_value=200), st.text(max_size=3))
 test_documents_read_as_python_reads_them = _property(
     read_as_python_reads, FAST_EXAMPLES, values, suppress_health_check=[HealthCheck.too_slow])
 test_documents_read_as_python_reads_them_300 = pytest.mark.slow(_property(
-    read_as_python_reads, FULL_EXAMPLES, values, suppress_health_check=[HealthCheck.too_slow]))
+    read_as_python_reads, FULL_EXAMPLES - FAST_EXAMPLES, values,
+    suppress_health_check=[HealthCheck.too_slow]))
 test_any_damage_is_one_clean_error = _property(damage_is_one_clean_error, FAST_EXAMPLES, *DAMAGE)
 test_any_damage_is_one_clean_error_300 = pytest.mark.slow(
-    _property(damage_is_one_clean_error, FULL_EXAMPLES, *DAMAGE))
+    _property(damage_is_one_clean_error, FULL_EXAMPLES - FAST_EXAMPLES, *DAMAGE))
 
 
+@settings(max_examples=30)      # each refusal takes 30 ms; the edges are the examples below
+@example(MAX_DEPTH)
+@example(MAX_DEPTH + 1)
+@example(MAX_DEPTH + 2)
+@example(3 * MAX_DEPTH)
 @given(st.integers(min_value=1, max_value=3 * MAX_DEPTH))
 def test_nesting_limit(depth):
     text = "[" * depth + "]" * depth

@@ -190,7 +190,12 @@ def _outputs(tmp_path: Path) -> Iterator[tuple[str, str, Any]]:
 @pytest.mark.slow
 def test_every_document_planc_writes_validates(tmp_path):
     seen = set()
+    validated = set()       # attention.json and attention_nodes.json give the same ARK plans
     for what, schema, text in _outputs(tmp_path):
+        seen.add(schema)
+        if (schema, text) in validated:
+            continue
+        validated.add((schema, text))
         value = json.loads(text)
         assert refusal(schema, value) is None, (what, refusal(schema, value))
         assert reference_refusal(schema, value) is None, (what, reference_refusal(schema, value))
@@ -199,7 +204,6 @@ def test_every_document_planc_writes_validates(tmp_path):
                    "mscclpp-executor": "mscclpp"}.get(schema)
         if general:
             assert refusal(general, value) is None, (what, refusal(general, value))
-        seen.add(schema)
     assert seen == set(S.SCHEMAS) - {"ark-plan", "mscclpp"} | {"ark-plan"}
 
 
@@ -229,7 +233,10 @@ def test_generated_collectives_validate(planc, tmp_path, args, schema):
 
 def seed_documents() -> dict[str, Any]:
     """One small document of each schema (from the examples, a two-operator model and the
-    corpus)."""
+    corpus). The ARK model and plan are the two-operator model's: they hold every member and
+    kind of value at every place that examples/ffn.json and its plan hold one (compared by
+    path and JSON type), at a fifth of the size, and the reference validator's time grows
+    with the size (2-15 ms a mutant)."""
     from compiler import api
     from frontends.model_builder import ModelBuilder
 
@@ -239,8 +246,8 @@ def seed_documents() -> dict[str, Any]:
     small = m.finish()
     corpus = corpus_root()
     docs = {
-        "ark-model": json.loads((EXAMPLES / "ffn.json").read_text()),
-        "ark-plan": json.loads(api.compile(ffn, "ark")),
+        "ark-model": json.loads(api.compile(small, "ark-model")),
+        "ark-plan": json.loads(api.compile(small, "ark")),
         "tt": _first(json.loads(api.compile(small, "tt"))),
         "gemini-layers": json.loads(api.compile(ffn, "gemini-layers")),
         "gemini-ir": json.loads(api.compile(small, "gemini")),
