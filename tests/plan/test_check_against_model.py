@@ -186,6 +186,27 @@ def test_a_change_below_a_swapped_add_is_named_where_it_is(planc, tmp_path):
             "Sigmoid 'exp' (input buffer 1 FP32 [64, 64] at [0, 0])") in result.err, result.err
 
 
+def test_a_changed_factor_below_a_reshape_is_named_where_it_is(planc, tmp_path):
+    """The attention example reads the softmax's result and the heads' output through
+    reshapes (reads of what operators wrote, not their values): the comparison descends
+    through them, and through an operator whose operands all differ (the softmax's div reads
+    the exp and its sum), to the ScalarMul whose factor the edit changed."""
+    model = EXAMPLES / "attention.json"
+    plan = tmp_path / "p.json"
+    assert planc(model, "-t", "ark", "-o", plan).code == 0
+    doc = json.loads(plan.read_text())
+    i, j, op = _named(doc, "scalar_mul")
+    op["Args"]["Factor"]["FLOAT"] = 0.1
+    plain, result = _check(planc, tmp_path, doc, model)
+    assert plain.code == 0, plain.err
+    assert result.code == 1
+    assert len(result.err.splitlines()) == 1, result.err
+    assert f"$.TaskInfos[{i}].Ops[{j}]: output tensor" in result.err, result.err
+    assert "the model computes ScalarMul 'scalar_mul' Factor=0.08838834764831845 (" \
+        in result.err, result.err
+    assert "the plan ScalarMul 'scalar_mul' Factor=0.1 (" in result.err, result.err
+
+
 def test_a_wrong_k_range_is_caught(planc, tmp_path):
     """A part's K slice moved onto its neighbour's (both operands) sums that range twice, which
     the plan's own split-K rule sees; moving one operand's slice only pairs A's K with
