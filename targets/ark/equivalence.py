@@ -699,15 +699,21 @@ def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
     keys = canon.keys
     while True:
         a, b = keys[left], keys[right]
+        through = _read_apart(a, b) if apart else None
+        if through is not None:
+            left, right = through
+            continue
         if a[0] != "op" or b[0] != "op" or a[:5] != b[:5] or len(a[5]) != len(b[5]):
             break
         x, y = _operands(canon, left), _operands(canon, right)
         differing = [(v, w) for v, w in zip(x, y, strict=True) if v != w]
         if len(differing) == 2 and a[1] in _COMMUTATIVE_TYPES:   # (written in either order)
             differing = [(v, w) for v, w in zip(x, y[::-1], strict=True) if v != w]
-        if len(differing) != 1:
+        below = differing[0] if len(differing) == 1 else \
+            _alike(keys, x, y, differing) if apart else None
+        if below is None:
             break
-        left, right = differing[0]
+        left, right = below
     broken = _broken_part_sum(canon, left, right) if apart else None
     if broken is None:
         return (f"{sides[0]} computes {_describe(canon, left, model, MAX_DESCRIBE)}, "
@@ -718,6 +724,34 @@ def _first_difference(canon: Canon, left: int, right: int, model: Evaluation,
     return (f"{sides[0]} computes {_describe(canon, left, model, MAX_DESCRIBE)}, {sides[1]} "
             f"a sum of split-K parts that breaks at {what}: "
             f"{_describe(canon, broken, product, MAX_DESCRIBE)}"), broken
+
+
+def _alike(keys: list[tuple], x: tuple[int, ...], y: tuple[int, ...],
+           differing: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Where several differing operands lead, when each is an operator (or a read of the
+    same bytes) on both sides, not rearranged: one change below shows in several (the
+    softmax's div reads an exp and its sum), and the first pair whose own operators differ
+    (their type, arguments or result), else the first pair, leads to it. None where they
+    part here (operands in another order: a swapped `sub`; other inputs)."""
+    if sorted(x) == sorted(y):
+        return None
+    for v, w in differing:
+        a, b = keys[v], keys[w]
+        if not (a[0] == b[0] == "op" or _read_apart(a, b) is not None):
+            return None
+    return next(((v, w) for v, w in differing if keys[v][:5] != keys[w][:5]), differing[0])
+
+
+def _read_apart(a: tuple, b: tuple) -> tuple[int, int] | None:
+    """The first pair of written values where two reads of the same bytes differ (a slice
+    or reshape of a result: the same layout over writes of the same layouts and the same
+    base), else None: the place they part is below them, at an operator that wrote such a
+    value (a `ScalarMul` whose factor differs, read back through a reshape)."""
+    if a[0] != "read" or b[0] != "read" or a[1] != b[1] or a[3] != b[3] \
+            or [w for w, _ in a[2]] != [w for w, _ in b[2]]:
+        return None
+    differing = [(v, w) for (_, v), (_, w) in zip(a[2], b[2], strict=True) if v != w]
+    return differing[0] if differing else None
 
 
 def _broken_part_sum(canon: Canon, left: int, right: int) -> int | None:

@@ -775,17 +775,24 @@ def _visible(e: Entry, r: ByteRegion) -> bool:
 
 def op_key(op: ark.ArkOp) -> tuple:
     """An operator as the plan computes it: the copies a plan runs in several TaskInfos (a
-    split by task ranges, a recomputation in a fused task) are one. (Kept with the op: the
-    sweep and coverage ask for it at every access; kept while the op's name and output
-    tensor are the ones it was made of.)"""
-    writes = op.operand_groups()[1]
+    split by task ranges, a recomputation in a fused task) are one. A copy is the same
+    computation (type, arguments, the tensors it reads) into the same output: one whose
+    arguments or reads differ computes its tiles otherwise, so it is another operator, whose
+    own coverage and value flow decide it (else half a split could run another permutation
+    and the plan would pass). (Kept with the op: the sweep and coverage ask for it at every
+    access; kept while the op's name, output tensor and operands are the ones it was made
+    of.)"""
+    reads, writes = op.operand_groups()
     out = writes[0]._type if writes else None   # noqa: SLF001 -- `SSAValue.type`'s field
     label = op.properties["label"]
+    operands = op._operands     # noqa: SLF001 -- its identity: the operands it was made of
     cached = op.__dict__.get("_planc_op_key")
-    if cached is not None and cached[0] is label and cached[1] is out:
-        return cached[2]
-    key = (op.ark_type, label.data, _view_key(out) if out is not None else None)
-    op.__dict__["_planc_op_key"] = (label, out, key)
+    if cached is not None and cached[0] is label and cached[1] is out and cached[2] is operands:
+        return cached[3]
+    key = (op.ark_type, label.data, _view_key(out) if out is not None else None,
+           tuple(op.arg_attrs().items()),
+           tuple(_view_key(v._type) for v in reads))     # noqa: SLF001
+    op.__dict__["_planc_op_key"] = (label, out, operands, key)
     return key
 
 

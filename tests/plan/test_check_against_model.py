@@ -186,6 +186,80 @@ def test_a_change_below_a_swapped_add_is_named_where_it_is(planc, tmp_path):
             "Sigmoid 'exp' (input buffer 1 FP32 [64, 64] at [0, 0])") in result.err, result.err
 
 
+def test_a_changed_factor_below_a_reshape_is_named_where_it_is(planc, tmp_path):
+    """The attention example reads the softmax's result and the heads' output through
+    reshapes (reads of what operators wrote, not their values): the comparison descends
+    through them, and through an operator whose operands all differ (the softmax's div reads
+    the exp and its sum), to the ScalarMul whose factor the edit changed."""
+    model = EXAMPLES / "attention.json"
+    plan = tmp_path / "p.json"
+    assert planc(model, "-t", "ark", "-o", plan).code == 0
+    doc = json.loads(plan.read_text())
+    i, j, op = _named(doc, "scalar_mul")
+    op["Args"]["Factor"]["FLOAT"] = 0.1
+    plain, result = _check(planc, tmp_path, doc, model)
+    assert plain.code == 0, plain.err
+    assert result.code == 1
+    assert len(result.err.splitlines()) == 1, result.err
+    assert f"$.TaskInfos[{i}].Ops[{j}]: output tensor" in result.err, result.err
+    assert "the model computes ScalarMul 'scalar_mul' Factor=0.08838834764831845 (" \
+        in result.err, result.err
+    assert "the plan ScalarMul 'scalar_mul' Factor=0.1 (" in result.err, result.err
+
+
+def _split_transpose(doc: dict, edit) -> dict:
+    """The attention plan with 'transpose_2' split by task ranges over two TaskInfos, each
+    half in a processor group of its own after its producers', the first copy edited
+    by `edit` (its own result id: a copy that differs is imported as an operator)."""
+    doc = copy.deepcopy(doc)
+    index = next(i for i, t in enumerate(doc["TaskInfos"]) if t["Ops"][0]["Name"]
+                 == "transpose_2")
+    right = doc["TaskInfos"][index]
+    wrong = copy.deepcopy(right)
+    wrong["Id"] = 1000
+    wrong["Ops"][0]["ResultTensors"][0]["Id"] = 1000
+    edit(wrong["Ops"][0], doc)
+    doc["TaskInfos"].insert(index, wrong)
+    groups = doc["ProcessorGroups"]
+    at, group = next((g, rg) for g, pg in enumerate(groups) for rg in pg["ResourceGroups"]
+                     if rg["TaskGroups"][0]["TaskId"] == right["Id"])
+    half = right["Ops"][0]["Config"]["NumTasks"] // 2
+    groups[at]["ResourceGroups"].remove(group)
+    for task, start in ((right["Id"], half), (1000, 0)):
+        groups.insert(at + 1, {"ProcessorRange": groups[at]["ProcessorRange"],
+                               "ResourceGroups": [{**group, "TaskGroups": [
+                                   {"TaskId": task, "TaskRange": [start, start + half],
+                                    "Granularity": 1}]}]})
+    return doc
+
+
+def _permuted(op: dict, doc: dict) -> None:
+    op["Args"]["Permutation"]["DIMS"] = [0, 2, 3, 1]    # (the same output shape)
+
+
+def _reading_rope_1(op: dict, doc: dict) -> None:
+    op["ReadTensors"][0] = copy.deepcopy(_named(doc, "transpose_1")[2]["ReadTensors"][0])
+
+
+@pytest.mark.parametrize("edit", [_permuted, _reading_rope_1])
+def test_half_a_split_operator_computing_otherwise_is_caught(planc, tmp_path, edit):
+    """A copy of an operator is the same computation: half of 'transpose_2' run with another
+    permutation (or over another tensor) before the other half is a plan whose output is
+    wrong (the tile simulator says so), not a split of 'transpose_2' whose later copy
+    decides its value; each copy covers half its tiles."""
+    model = EXAMPLES / "attention.json"
+    plan = tmp_path / "p.json"
+    assert planc(model, "-t", "ark", "-o", plan).code == 0
+    doc = _split_transpose(json.loads(plan.read_text()), edit)
+    path = write_json(tmp_path / "edited.json", doc)
+    assert "ok no" in planc("simulate", path).out
+    plain, result = _check(planc, tmp_path, doc, model)
+    for found in (plain, result):
+        assert found.code == 1, found.out
+        assert "('transpose_2') has NumTasks 32, but its task groups run: 16 tasks never run" \
+            in found.err, found.err
+
+
 def test_a_wrong_k_range_is_caught(planc, tmp_path):
     """A part's K slice moved onto its neighbour's (both operands) sums that range twice, which
     the plan's own split-K rule sees; moving one operand's slice only pairs A's K with
