@@ -46,6 +46,8 @@ TARGETS = ("ark", "tt", "gemini", "plan-import")
 
 TIMED_OUT = -999
 """The exit status `cpu_seconds` reports for a command stopped at `--timeout`."""
+NOT_WRITTEN = -998
+"""The status of a `--check` row whose compile wrote nothing."""
 TIMEOUT = [None]
 """Wall seconds a command may run (`--timeout`; None: no limit)."""
 
@@ -70,6 +72,8 @@ def cpu_seconds(argv: list[str], tree: Path) -> tuple[float, int]:
 
 
 def _status(status: int) -> str:
+    if status == NOT_WRITTEN:
+        return "nothing to check"
     if status == TIMED_OUT:
         return f"stopped after {TIMEOUT[0]:g} s wall"
     return "refused" if status == 1 else f"exit {status}"
@@ -103,6 +107,13 @@ def plan_of_groups(model: Path, groups: int, scratch: Path) -> Path:
     return path
 
 
+def check(tree: Path, out: Path, compiled: int) -> tuple[float, int]:
+    """`planc check OUT` with `tree`'s code (status `NOT_WRITTEN` when the compile failed)."""
+    if compiled != 0:
+        return 0.0, NOT_WRITTEN
+    return planc(tree, "check", str(out))
+
+
 def run_target(tree: Path, target: str, model: Path, plan: Path | None,
                out: Path) -> tuple[float, int]:
     if target == "plan-import":
@@ -118,6 +129,8 @@ def main() -> None:
                         help="another checkout whose code runs the same commands")
     parser.add_argument("--timeout", type=float, metavar="SECONDS",
                         help="stop a command after this many wall seconds (printed as such)")
+    parser.add_argument("--check", action="store_true",
+                        help="also time `planc check` of each IR written (rows TARGET-check)")
     args = parser.parse_args()
     TIMEOUT[0] = args.timeout
     sizes = [int(s) for s in args.ops.split(",")]
@@ -140,6 +153,16 @@ def main() -> None:
                     seconds, status = results[(name, target, n)]
                     print(f"# {target:12} {n:>7} ops  {name:7} {seconds:8.2f} CPU s"
                           f"{'' if status == 0 else f'  ({_status(status)})'}", flush=True)
+                    if args.check:
+                        checked = f"{target}-check"
+                        baseline[(checked, n)] = json_load(out) if status == 0 else 0.0
+                        results[(name, checked, n)] = check(tree, out, status)
+                        seconds, status = results[(name, checked, n)]
+                        print(f"# {checked:12} {n:>7} ops  {name:7} {seconds:8.2f} CPU s"
+                              f"{'' if status == 0 else f'  ({_status(status)})'}", flush=True)
+                    out.unlink(missing_ok=True)      # (a 100k Gemini IR is ~600 MB)
+    if args.check:
+        targets = [t for target in targets for t in (target, f"{target}-check")]
     print()
     head = f"| target | operators | {' | '.join(f'{t} CPU s | {t} us/op' for t in trees)} |"
     head += " json.load CPU s | json.load us/op |"
