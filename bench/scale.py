@@ -1,7 +1,7 @@
 """Cost per operator of each target at 1k, 10k and 100k operators: does it grow linearly?
 
     python bench/scale.py [--ops 1000,10000,100000] [--targets ark,tt,gemini,plan-import]
-                          [--baseline TREE] [--timeout SECONDS]
+                          [--baseline TREE] [--timeout SECONDS] [--check]
 
 Generated models (`frontends.model_zoo.generated`: stacks of pre-norm MLP blocks, 10 operators
 each, [64, 256] activations) are written to ARK model files and compiled by a subprocess
@@ -20,8 +20,11 @@ figures compare.
 Printed per target and size: CPU seconds, microseconds per operator (of the command, and of
 the command less its fixed cost: the 1k run's seconds minus its per-operator share are taken
 as start-up, i.e. the slope between sizes), the JSON baseline, and the ratio of the largest
-size's per-operator cost to the smallest's (1.0: linear). Gemini refuses models of more than
-20,000 computing operators (its workload cap): the 100k row times that refusal.
+size's per-operator cost to the smallest's (1.0: linear). With `--check`, `planc check OUT` of
+each IR written is timed too (rows `TARGET-check`, beside `json.load` of that IR). Gemini
+refuses more than 200,000 workloads (`passes.gemini_partition.MAX_WORKLOADS`; a generated
+model is 11 layers per 10 operators, so up to ~180,000 operators); before round 6 its cap was
+20,000 and the 100k row timed the refusal. Figures: bench/README.md.
 """
 
 from __future__ import annotations
