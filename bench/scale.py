@@ -183,8 +183,9 @@ def main() -> None:
             row = f"| {target} | {n:,} | {' | '.join(cells)} | {baseline[(target, n)]:.2f} | "
             row += f"{baseline[(target, n)] / n * 1e6:.1f} |"
             if args.baseline:
-                ratio = results[("planc", target, n)][0] / results[("before", target, n)][0]
-                row += f" {ratio:.2f} |"
+                before = results[("before", target, n)][0]
+                ratio = results[("planc", target, n)][0] / before if before else None
+                row += f" {ratio:.2f} |" if ratio is not None else " |"
             print(row)
     print()
     for target in targets:
