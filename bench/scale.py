@@ -1,7 +1,7 @@
 """Cost per operator of each target at 1k, 10k and 100k operators: does it grow linearly?
 
     python bench/scale.py [--ops 1000,10000,100000] [--targets ark,tt,gemini,plan-import]
-                          [--baseline TREE] [--timeout SECONDS]
+                          [--baseline TREE] [--timeout SECONDS] [--check]
 
 Generated models (`frontends.model_zoo.generated`: stacks of pre-norm MLP blocks, 10 operators
 each, [64, 256] activations) are written to ARK model files and compiled by a subprocess
@@ -20,8 +20,11 @@ figures compare.
 Printed per target and size: CPU seconds, microseconds per operator (of the command, and of
 the command less its fixed cost: the 1k run's seconds minus its per-operator share are taken
 as start-up, i.e. the slope between sizes), the JSON baseline, and the ratio of the largest
-size's per-operator cost to the smallest's (1.0: linear). Gemini refuses models of more than
-20,000 computing operators (its workload cap): the 100k row times that refusal.
+size's per-operator cost to the smallest's (1.0: linear). With `--check`, `planc check OUT` of
+each IR written is timed too (rows `TARGET-check`, beside `json.load` of that IR). Gemini
+refuses more than 200,000 workloads (`passes.gemini_partition.MAX_WORKLOADS`; a generated
+model is 11 layers per 10 operators, so up to ~180,000 operators); before round 6 its cap was
+20,000 and the 100k row timed the refusal. Figures: bench/README.md.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ TARGETS = ("ark", "tt", "gemini", "plan-import")
 
 TIMED_OUT = -999
 """The exit status `cpu_seconds` reports for a command stopped at `--timeout`."""
+NOT_WRITTEN = -998
+"""The status of a `--check` row whose compile wrote nothing."""
 TIMEOUT = [None]
 """Wall seconds a command may run (`--timeout`; None: no limit)."""
 
@@ -70,6 +75,8 @@ def cpu_seconds(argv: list[str], tree: Path) -> tuple[float, int]:
 
 
 def _status(status: int) -> str:
+    if status == NOT_WRITTEN:
+        return "nothing to check"
     if status == TIMED_OUT:
         return f"stopped after {TIMEOUT[0]:g} s wall"
     return "refused" if status == 1 else f"exit {status}"
@@ -103,6 +110,13 @@ def plan_of_groups(model: Path, groups: int, scratch: Path) -> Path:
     return path
 
 
+def check(tree: Path, out: Path, compiled: int) -> tuple[float, int]:
+    """`planc check OUT` with `tree`'s code (status `NOT_WRITTEN` when the compile failed)."""
+    if compiled != 0:
+        return 0.0, NOT_WRITTEN
+    return planc(tree, "check", str(out))
+
+
 def run_target(tree: Path, target: str, model: Path, plan: Path | None,
                out: Path) -> tuple[float, int]:
     if target == "plan-import":
@@ -118,6 +132,8 @@ def main() -> None:
                         help="another checkout whose code runs the same commands")
     parser.add_argument("--timeout", type=float, metavar="SECONDS",
                         help="stop a command after this many wall seconds (printed as such)")
+    parser.add_argument("--check", action="store_true",
+                        help="also time `planc check` of each IR written (rows TARGET-check)")
     args = parser.parse_args()
     TIMEOUT[0] = args.timeout
     sizes = [int(s) for s in args.ops.split(",")]
@@ -140,6 +156,16 @@ def main() -> None:
                     seconds, status = results[(name, target, n)]
                     print(f"# {target:12} {n:>7} ops  {name:7} {seconds:8.2f} CPU s"
                           f"{'' if status == 0 else f'  ({_status(status)})'}", flush=True)
+                    if args.check:
+                        checked = f"{target}-check"
+                        baseline[(checked, n)] = json_load(out) if status == 0 else 0.0
+                        results[(name, checked, n)] = check(tree, out, status)
+                        seconds, status = results[(name, checked, n)]
+                        print(f"# {checked:12} {n:>7} ops  {name:7} {seconds:8.2f} CPU s"
+                              f"{'' if status == 0 else f'  ({_status(status)})'}", flush=True)
+                    out.unlink(missing_ok=True)      # (a 100k Gemini IR is ~600 MB)
+    if args.check:
+        targets = [t for target in targets for t in (target, f"{target}-check")]
     print()
     head = f"| target | operators | {' | '.join(f'{t} CPU s | {t} us/op' for t in trees)} |"
     head += " json.load CPU s | json.load us/op |"
@@ -157,8 +183,9 @@ def main() -> None:
             row = f"| {target} | {n:,} | {' | '.join(cells)} | {baseline[(target, n)]:.2f} | "
             row += f"{baseline[(target, n)] / n * 1e6:.1f} |"
             if args.baseline:
-                ratio = results[("planc", target, n)][0] / results[("before", target, n)][0]
-                row += f" {ratio:.2f} |"
+                before = results[("before", target, n)][0]
+                ratio = results[("planc", target, n)][0] / before if before else None
+                row += f" {ratio:.2f} |" if ratio is not None else " |"
             print(row)
     print()
     for target in targets:

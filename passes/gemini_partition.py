@@ -174,10 +174,13 @@ WORKING_SET_SHARE = 0.4
 """Largest share of L2 one part may take (the rest holds neighbours and prefetches), unless
 gemini-batch-cut's plan leaves the layer more (`gemini.part_room`)."""
 
-MAX_WORKLOADS = 20000
-"""The most workloads planc schedules for one network: the later passes place every DRAM
-transfer and L2 tensor workload by workload, and a budget that cuts a network finer than
-this (tens of thousands of tiles of a few bytes) is a budget that does not suit it."""
+MAX_WORKLOADS = 200_000
+"""The most workloads planc schedules for one network. Every pass is linear in the workloads
+(bench/scale.py: the per-operator cost of `-t gemini` does not grow from 1k to 100k
+operators), so the bound is what the whole IR costs to hold and write: ~45 KB of memory and
+~5 KB of written IR per workload (a generated model of 100k operators is 110,000 workloads),
+i.e. ~9 GB of memory, a 1 GB IR and some 10 CPU minutes at the cap. A budget that cuts a
+network finer than this (hundreds of thousands of tiles of a few bytes) does not suit it."""
 
 
 def refuse_unfit(parts: list[tuple[dnn.LayerOp, tuple[int, ...], int]],

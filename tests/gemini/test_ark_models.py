@@ -280,14 +280,16 @@ def test_the_suggested_buffer_size_is_a_real_lower_bound():
 
 
 def test_a_budget_that_cuts_too_fine_is_refused_before_the_workloads_exist(planc, tmp_path):
+    """A 1 MB map at a 256-byte buffer is 32,768 workloads, which the 200,000-workload cap
+    schedules; 8 MB is 262,144, refused before any is built."""
     m = ModelBuilder()
-    m.relu(m.tensor([512, 512], "FP32"))
+    m.relu(m.tensor([2048, 1024], "FP32"))
     src = tmp_path / "wide.json"
     src.write_text(emit_model(m.finish()))
     r = planc(src, "--target", "gemini", "--buffer-size", "256", "-o", tmp_path / "out.json")
     assert r.code == 1 and r.err.count("\n") == 1, r.err
     assert r.err.startswith(f"planc: error: {src}: $.Nodes[0]")
-    assert "32768 workloads" in r.err and "use a larger --buffer-size" in r.err
+    assert "262144 workloads" in r.err and "use a larger --buffer-size" in r.err
 
 
 def test_occupancy_tree_equals_a_list_of_counts():

@@ -301,3 +301,43 @@ def test_a_vector_layer_too_large_for_l2_is_cut_by_samples_first():
     # A one-sample part is cut by rows as before.
     assert refine(pool, (1, 1, 1, 1), 1, GeminiHardware(buffer_bytes=int(
         working_set(pool, (1, 1, 1, 1), 1, hw) / 0.36 * 0.6)))[2] == 2
+
+
+def test_a_model_of_100k_operators_is_within_the_workload_cap():
+    """Every Gemini pass is linear in the workloads, so the cap bounds memory and IR size,
+    not a quadratic step: a generated model of 100k operators (1,000 times the computing
+    operators of one of 100, each at least one layer) passes both refusals, which the
+    20,000-workload cap refused; one more layer than the cap is still refused at the layer
+    beyond it."""
+    from frontends.model_zoo import generated
+    from ground.diagnostics import PlancError
+    from passes.dnn_from_ark import LAYER_KINDS, _refuse_more_layers_than
+    from passes.gemini_group_layers import _refuse_too_many_layers
+    from passes.gemini_partition import MAX_WORKLOADS
+
+    operators = list(next(iter(generated(100).ops)).operators())
+    computing = [o for o in operators if o.ark_type in LAYER_KINDS]
+    layers = 1000 * len(computing)
+    assert layers >= 100_000
+    _refuse_more_layers_than(computing * 1000, MAX_WORKLOADS)
+    layer = next(iter(scheduled_small_network_layers()))
+    _refuse_too_many_layers([layer] * layers)
+    with pytest.raises(PlancError, match=rf"more than the {MAX_WORKLOADS} workloads"):
+        _refuse_more_layers_than(computing * (MAX_WORKLOADS // len(computing) + 1),
+                                 MAX_WORKLOADS)
+    with pytest.raises(PlancError, match=rf"{MAX_WORKLOADS + 1} layers to schedule"):
+        _refuse_too_many_layers([layer] * (MAX_WORKLOADS + 1))
+
+
+def scheduled_small_network_layers():
+    """The dnn layers of the small test network (as gemini-group-layers lists them)."""
+    import json
+
+    from dialects import dnn
+    from frontends.gemini_layers import import_document
+    from ground.json_reader import parse_json
+    from passes.gemini_group_layers import scheduled_layers
+    from tests.gemini.fixtures import small_network
+
+    module = import_document(parse_json(json.dumps(small_network())))
+    return scheduled_layers(dnn.find_graph(module))
