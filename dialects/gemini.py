@@ -1678,6 +1678,9 @@ class TensorOrderCheck:
 
     def verify(self) -> None:
         order_of: dict[tuple[str, int], tuple[int, Operation]] = {}
+        self.order_of = order_of
+        """("load" | "store", transfer id) -> (its tensor_order, the entry that gives it),
+        for every DRAM transfer some snapshot lists (`planc check` reads it too)."""
         self.holder: dict[int, tuple[str, int]] = {}
         complete = True
         for (core, _), wl in self.index.workloads.items():

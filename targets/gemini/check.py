@@ -15,8 +15,15 @@ compute (the verifier has checked every record and transfer first).
   `ifmap` boxes are compared by extent, since Gemini's IRs place them in different frames
   (ResNet-50's Conv_109: tile rows 4-6 of an ifmap written as rows 0-2).
 
-Both are decided on boxes, one pass over each layer's workloads sorted by their first sample
-(a layer of Gemini's IRs has at most a few hundred).
+* `gemini.dram-read-after-write` (error): a DRAM load that reads back a map stored to DRAM
+  (its `related_ifmap` names the store) comes after that store in the DRAM queue. All cores
+  share one DRAM channel whose transfers run one after another in `tensor_order`; a load
+  queued before the store it reads gets what DRAM held before the store: a wrong result
+  (planc's gemini-dram-order once queued reloads by when L2 had room, ahead of their stores).
+
+The first two are decided on boxes, one pass over each layer's workloads sorted by their first
+sample (a layer of Gemini's IRs has at most a few hundred); the third on the queue positions
+the snapshots give, one look per `related_ifmap` entry.
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ def check(module: ModuleOp, options: Any = None) -> list[Finding]:
     schedule = next((op for op in module.ops if isinstance(op, gemini.ScheduleOp)), None)
     if schedule is None:
         return []
-    return [*coverage_findings(schedule, _layer_shapes(module)), *tile_findings(schedule)]
+    return [*coverage_findings(schedule, _layer_shapes(module)), *tile_findings(schedule),
+            *read_after_write_findings(schedule)]
 
 
 def _layer_shapes(module: ModuleOp) -> dict[str, list[int]]:
@@ -134,4 +142,35 @@ def tile_findings(schedule: gemini.ScheduleOp) -> list[Finding]:
                     f"{wl.id} is that large ({', '.join(map(str, extents))}): it reads past "
                     "what was loaded or sent", f"ifmap_upper{suffix}"))
                 break
+    return findings
+
+
+def read_after_write_findings(schedule: gemini.ScheduleOp) -> list[Finding]:
+    """Each DRAM load queued before a store it reads back (the latest such store), at the
+    load's `related_ifmap` entry naming it. Queue positions are those the verifier read from
+    the L2 and WL0 snapshots; a transfer no snapshot orders (an IR without snapshots) has no
+    position, and nothing is said about it."""
+    dram = schedule.dram
+    if dram is None or not any(load.ints_of("related_ifmap") for load in dram.loads):
+        return []
+    orders = gemini.TensorOrderCheck(gemini.TransferIndex(schedule))
+    orders.verify()
+    position = orders.order_of
+    findings = []
+    for load in dram.loads:
+        tid = load.value("transfer_id")
+        mine = position.get(("load", tid))
+        if mine is None:
+            continue
+        later = [(position[("store", store)][0], i, store)
+                 for i, store in enumerate(load.ints_of("related_ifmap"))
+                 if ("store", store) in position and position[("store", store)][0] > mine[0]]
+        if later:
+            order, i, store = max(later)
+            findings.append(at_op(
+                load, "gemini.dram-read-after-write", ERROR,
+                f"DRAM load {tid} reads back store {store} (related_ifmap) but is queued at "
+                f"tensor_order {mine[0]}, before the store at {order}: the DRAM queue runs in "
+                "tensor_order, so the load reads what DRAM held before the store",
+                "related_ifmap", i))
     return findings

@@ -10,12 +10,16 @@ bytes.
 its box from nothing but the blocks its ifmaps list (core-to-core blocks as computed by their
 producers, DRAM loads from what was stored, or the network inputs), with everything it was not
 sent set to NaN; its result must equal the whole-network reference, and the stored network
-outputs must be complete and equal.
+outputs must be complete and equal. DRAM holds a stored block for a load only when the store is
+ahead of the load in the DRAM queue (`tensor_order`, as the timing model runs it): a load queued
+before the store it reads gets NaN there (what DRAM held before), and when that reaches a result
+the problem names the load, the store and their positions.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -211,10 +215,12 @@ def check_tiles(module: ModuleOp, seed: int = 0) -> TileCheck:
     computed: dict[gemini.WorkloadOp, Array] = {}
     stored: dict[str, Array] = {}
     worst = 0.0
-    delivery = Delivery(layers, loads, blocks, computed, stored, inputs)
+    delivery = Delivery(layers, loads, blocks, computed, stored, inputs,
+                        DramQueue(schedule, dram_orders(schedule)))
     for wl in workloads_in_order(schedule):
         layer = layers[wl.layer]
         args = []
+        delivery.early = None
         received = [tid for ifmap in wl.ifmaps for tid in ifmap.transfer_ids]
         for index, value in enumerate(layer.inputs):
             if index < layer.ACTIVATIONS:
@@ -226,6 +232,13 @@ def check_tiles(module: ModuleOp, seed: int = 0) -> TileCheck:
         box = _slices(wl.box)
         result = out[box]
         expected = reference[layer.output].reshape(layer.out_type.nchw)[box]
+        if np.isnan(result).any() and delivery.early is not None:
+            load, at, store, later = delivery.early
+            return TileCheck(False, float("inf"), len(computed),
+                             f"workload {wl.id} of core {wl.core.id} ({wl.layer}) reads DRAM "
+                             f"load {load} at tensor_order {at}, before store {store} at "
+                             f"{later} writes what it reads: the DRAM queue runs in "
+                             "tensor_order, so the load gets what DRAM held before")
         if np.isnan(result).any():
             return TileCheck(False, float("inf"), len(computed),
                              f"workload {wl.id} of core {wl.core.id} ({wl.layer}) lacks input "
@@ -258,6 +271,38 @@ def _slices(box) -> tuple[slice, ...]:
     return tuple(slice(lo, hi + 1) for lo, hi in zip(*box, strict=True))
 
 
+class DramQueue:
+    """Which stored blocks DRAM holds when a load runs: those of stores ahead of it in the
+    queue. Stores are kept per layer in queue order, so a load looks only at the stores of its
+    source layer that come after it."""
+
+    def __init__(self, schedule: gemini.ScheduleOp, orders: dict[tuple[str, int], int]):
+        self.orders = orders
+        self.stores: dict[str, list[tuple[int, int, list[int], list[int]]]] = defaultdict(list)
+        for store in schedule.dram.stores if schedule.dram else []:
+            order = orders.get(("store", store.value("transfer_id")))
+            if order is not None:
+                self.stores[store.value("layer_name")].append(
+                    (order, store.value("transfer_id"), store.ints_of("lower"),
+                     store.ints_of("upper")))
+        for found in self.stores.values():
+            found.sort()
+
+    def later(self, load: gemini.DramLoadOp, layer: str):
+        """(store, its position, the part of the load's box it writes) for each store of
+        `layer` queued after `load` (none when the load has no position)."""
+        order = self.orders.get(("load", load.value("transfer_id")))
+        if order is None:
+            return
+        box = (load.ints_of("lower"), load.ints_of("upper"))
+        found = self.stores.get(layer, [])
+        for at, tid, lower, upper in found[bisect.bisect_left(found, (order + 1,)):]:
+            common = ([max(a, b) for a, b in zip(box[0], lower, strict=False)],
+                      [min(a, b) for a, b in zip(box[1], upper, strict=False)])
+            if all(lo <= hi for lo, hi in zip(*common, strict=False)):
+                yield tid, at, common
+
+
 @dataclass
 class Delivery:
     """What the transfers of a schedule deliver, as the tile-by-tile check replays it."""
@@ -268,6 +313,10 @@ class Delivery:
     computed: dict[gemini.WorkloadOp, Array]
     stored: dict[str, Array]
     inputs: dict[str, Array]
+    queue: DramQueue | None = None
+    early: tuple[int, int, int, int] | None = None
+    """(load, its position, store, its position): the last load of the current workload that
+    ran before a store of what it reads."""
 
     def input(self, received: list[int], value) -> Array:
         """The input feature map as the workload sees it: every source that holds part of it
@@ -293,6 +342,8 @@ class Delivery:
                 self.inputs[origin.owner.input_name.data].reshape(held[origin].shape)
             if data is not None:
                 held[origin][_slices(box)] = data[_slices(box)]
+                if self.queue is not None and isinstance(origin.owner, dnn.LayerOp):
+                    self._unwritten(load, origin.owner.name_, held[origin])
             return
         producer, ofmap = self.blocks[tid]
         origin = self.layers[producer.layer].output
@@ -302,6 +353,14 @@ class Delivery:
         absolute = ([a + b for a, b in zip(producer.box[0], rel[0], strict=False)],
                     [a + b for a, b in zip(producer.box[0], rel[1], strict=False)])
         held[origin][_slices(absolute)] = self.computed[producer][_slices(rel)]
+
+
+    def _unwritten(self, load: gemini.DramLoadOp, layer: str, held: Array) -> None:
+        """NaN where the load reads blocks whose stores the queue runs after it."""
+        order = self.queue.orders.get(("load", load.value("transfer_id")))
+        for store, at, common in self.queue.later(load, layer):
+            held[_slices(common)] = np.nan
+            self.early = (load.value("transfer_id"), order, store, at)
 
 
 def _value_name(value) -> str:

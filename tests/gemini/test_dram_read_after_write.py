@@ -57,6 +57,9 @@ def test_a_map_is_read_back_after_its_store(planc, tmp_path, network, batch):
     assert reloads     # both store maps and read them back
     early = [(tid, loads[tid], s, stores[s]) for tid, s in reloads if loads[tid] < stores[s]]
     assert early == []
+    # and `planc check` (gemini.dram-read-after-write) agrees: no false alarm on planc's IR
+    report = planc("check", "--json", out).json()
+    assert report["ok"] and report["findings"] == []
 
 
 def test_gemini_own_schedules_read_back_after_the_store():
