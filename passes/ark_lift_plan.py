@@ -31,14 +31,29 @@ class ArkLiftPlanPass(ModulePass):
     def apply(self, ctx: Context, module: ModuleOp) -> None:
         for op in list(module.ops):
             if isinstance(op, plan.PlanOp):
-                model, _, problems = derive_model(op)
+                model, ordered, problems = derive_model(op, run_only=True)
                 for problem in problems:
                     # The plan starts a reader before its producer (planc check reports it as
                     # a hazard); the model puts the producer first, as the data flow says.
                     LOG.warning("ark-lift-plan: %s; the model orders them by data flow",
                                 problem)
+                _report_never_run(op, ordered)
                 strip_schedule(model)
                 Rewriter.replace_op(op, model, [])
+
+
+def _report_never_run(p: plan.PlanOp, kept: list[ark.ArkOp]) -> None:
+    """Operators of TaskInfos no task group runs compute nothing the plan delivers (ARK's own
+    allreduce-sm plans define seven receives and a barrier they never schedule), so the model
+    the plan computes leaves them out; say which, since the plan file holds them."""
+    kept_tasks = {op.task_id for op in kept}
+    left = sorted({op.task_id for op in p.walk() if isinstance(op, ark.ArkOp)} - kept_tasks)
+    if left:
+        shown = ", ".join(map(str, left[:8])) + (", ..." if len(left) > 8 else "")
+        LOG.warning("ark-lift-plan: %d TaskInfo%s (%s) %s in no task group: the plan never "
+                    "runs %s, and the model leaves %s out", len(left), "s" * (len(left) > 1),
+                    shown, "are" if len(left) > 1 else "is", "them" if len(left) > 1 else "it",
+                    "them" if len(left) > 1 else "it")
 
 
 def strip_schedule(model: ark.ModelOp) -> None:

@@ -626,12 +626,18 @@ def _differences(canon: Canon, model: Evaluation, product: Evaluation,
     if model.effects != product.effects:
         lost = list((model.effects - product.effects).elements())
         added = list((product.effects - model.effects).elements())
-        parts = ([f"{sides[0]}'s {_describe(canon, n, model, 1)} is missing" for n in lost[:1]]
-                 + [f"{_describe(canon, n, product, 1)} is not {sides[0]}'s"
+        # (two levels: the communicating operator and what it sends or receives into)
+        parts = ([f"{sides[0]}'s {_describe(canon, n, model, 2)} is missing{_more(lost)}"
+                  for n in lost[:1]]
+                 + [f"{_describe(canon, n, product, 2)} is not {sides[0]}'s{_more(added)}"
                     for n in added[:1]])
         problems.append(Difference(f"communication differs: {'; '.join(parts)}",
                                    product.made_by.get(added[0]) if added else None))
     return problems
+
+
+def _more(listed: list) -> str:
+    return f" (and {len(listed) - 1} more)" if len(listed) > 1 else ""
 
 
 def _maker(canon: Canon, side: Evaluation, node: int) -> Operation | None:

@@ -106,12 +106,14 @@ def execution_order(p: plan.PlanOp) -> dict[int, tuple[int, int, int]]:
     return first
 
 
-def derive_model(p: plan.PlanOp, clones: dict[Operation, Operation] | None = None
-                 ) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str]]:
+def derive_model(p: plan.PlanOp, clones: dict[Operation, Operation] | None = None,
+                 run_only: bool = False) -> tuple[ark.ModelOp, list[ark.ArkOp], list[str]]:
     """The model `p` computes: its original operators in the order the plan starts them
     (producers first where the plan gets that wrong, which is reported), as an `ark.model` of
     clones. Also the original operators in that order, and ordering problems found; `clones`,
-    when given, gets each plan operator's clone."""
+    when given, gets each plan operator's clone. `run_only` leaves out the operators of
+    TaskInfos no task group runs, but those a running operator reads (`plan_check` reports
+    such a read as `ark-plan.missing-producer`)."""
     copies = operator_copies(p)
     started = execution_order(p)
     never = (math.inf, 0, 0)
@@ -121,7 +123,8 @@ def derive_model(p: plan.PlanOp, clones: dict[Operation, Operation] | None = Non
             runs.setdefault(original, []).append(started[op.task_id])
     originals = [op for op, orig in copies.items() if op is orig]
     position = {op: i for i, op in enumerate(originals)}
-    heap = [(min(runs.get(op, [never])), position[op], op) for op in originals]
+    heap = [(min(runs.get(op, [never])), position[op], op) for op in originals
+            if op in runs or not run_only]
     heapq.heapify(heap)
     problems: list[str] = []
     ordered: list[ark.ArkOp] = []
