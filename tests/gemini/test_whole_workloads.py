@@ -114,20 +114,29 @@ def test_part_rooms():
     assert part_rooms(maps, 0, 3, plan, 1, 1, HW, MB / 2)[1] == 0.0
 
 
-def test_resnet34_at_batch_4_runs_its_7x7_convolution_whole(planc, tmp_path):
-    """Gemini's batch-4 ResNet-34 IR runs Conv_1 as one workload over four samples (4.8 MB
-    of maps, over planc's 4.6 MB budget); planc ran it in two sample halves, 200 cycles
-    more. It now runs it whole: the written IR checks, its peak L2 stays within the buffer's
-    fill and Gemini's batch-1 peak, and every add is one workload."""
+@pytest.fixture(scope="module")
+def resnet34_b4(tmp_path_factory):
+    """planc's single-core schedule of the corpus ResNet-34 at batch 4 (written once for the
+    tests that read it), which `planc check` passes."""
+    from compiler.driver import main as planc_main
     from tests.conftest import corpus_root
 
     layers = corpus_root() / "gemini" / "int8_resnet34.sim_quantized_b1.json"
     if not layers.exists():
         pytest.skip(f"upstream corpus not found at {layers.parent} (set PLANC_CORPUS)")
-    out = tmp_path / "resnet34_b4.json"
-    assert planc(layers, "--target", "gemini", "--batch", "4", "-o", out).code == 0
-    assert planc("check", out).code == 0
-    workloads = json.loads(out.read_text())["0"]
+    out = tmp_path_factory.mktemp("resnet34") / "resnet34_b4.json"
+    assert planc_main([str(layers), "--target", "gemini", "--batch", "4", "-o", str(out),
+                       "-q"]) == 0
+    assert planc_main(["check", "-q", str(out)]) == 0
+    return out
+
+
+def test_resnet34_at_batch_4_runs_its_7x7_convolution_whole(resnet34_b4):
+    """Gemini's batch-4 ResNet-34 IR runs Conv_1 as one workload over four samples (4.8 MB
+    of maps, over planc's 4.6 MB budget); planc ran it in two sample halves, 200 cycles
+    more. It now runs it whole: the written IR checks, its peak L2 stays within the buffer's
+    fill and Gemini's batch-1 peak, and every add is one workload."""
+    workloads = json.loads(resnet34_b4.read_text())["0"]
     by_layer: dict[str, int] = {}
     for wl in workloads:
         by_layer[wl["layer_name"]] = by_layer.get(wl["layer_name"], 0) + 1
@@ -204,21 +213,14 @@ def test_a_segment_run_whole_takes_in_the_next_when_that_saves_a_round_trip():
     assert merge_whole_runs(small, bounds, 4, 1, HW) == bounds
 
 
-def test_resnet34_at_batch_4_keeps_its_first_maps_on_chip(planc, tmp_path):
+def test_resnet34_at_batch_4_keeps_its_first_maps_on_chip(planc, resnet34_b4):
     """Gemini's batch-4 ResNet-34 IR runs the 7x7 convolution and the first max-pool in one
     segment, each one workload over all four samples. planc ended a segment at the
     convolution (its 4.8 MB are over the budget), stored its 3.2 MB output and read it back
     for the max-pool in two parts: 16 cycles of workload time and a round trip the max-pool
     waited for (latency 1.096x the summed workload time). Now nothing but the network
     output is stored, the max-pool is one workload, and the written IR checks."""
-    from tests.conftest import corpus_root
-
-    layers = corpus_root() / "gemini" / "int8_resnet34.sim_quantized_b1.json"
-    if not layers.exists():
-        pytest.skip(f"upstream corpus not found at {layers.parent} (set PLANC_CORPUS)")
-    out = tmp_path / "resnet34_b4.json"
-    assert planc(layers, "--target", "gemini", "--batch", "4", "-o", out).code == 0
-    assert planc("check", out).code == 0
+    out = resnet34_b4
     ir = json.loads(out.read_text())
     assert [store["layer_name"] for store in ir["-1"]["in"]] == ["Gemm_125"]
     assert [wl["layer_name"] for wl in ir["0"]].count("MaxPool_4_1") == 1
