@@ -892,6 +892,59 @@ def _rms_norm(imp: ArkImporter, inputs, attrs):
     return [_scale_and_shift(imp, y, inputs[:2])]
 
 
+def _quarter_power(imp: ArkImporter, x, power: float):
+    """x^power for a positive `x` and a multiple of 1/4 up to MAX_POWER: products of x, its
+    Sqrt and the Sqrt of that (LRN's usual beta, 0.75, is sqrt(x) * sqrt(sqrt(x))); None for
+    another power."""
+    quarters = power * 4
+    if quarters != int(quarters) or not 0 < power <= MAX_POWER:
+        return None
+    whole, rest = divmod(int(quarters), 4)
+    parts = [_integer_power(imp, x, whole)] if whole else []
+    if rest:
+        root = imp.m.sqrt(x)
+        parts += [root] * (rest >= 2) + ([imp.m.sqrt(root)] if rest % 2 else [])
+    out = parts[0]
+    for part in parts[1:]:
+        out = imp.m.mul(out, part)
+    return out
+
+
+MAX_LRN_CHANNELS = 8192
+"""The most channels `LRN` sums over with its [C, C] band of ones (64 M elements)."""
+
+
+@handles("LRN")
+def _lrn(imp: ArkImporter, inputs, attrs):
+    """Local response normalisation (AlexNet, GoogLeNet): y = x / (bias + alpha / size *
+    S)^beta, S the sum of x^2 over the `size` channels around each one (ONNX's window:
+    floor((size - 1) / 2) before, the rest after, cut at the edges). ARK has no pooling over
+    channels, so S is a matmul by a [C, C] band of ones over x^2 as [N, C, H*W] (the band's
+    sums are exact: it adds at most `size` squares); beta must be a multiple of 1/4."""
+    x = imp.tensor(inputs[0])
+    shape = x.type.shape_list
+    if len(shape) < 3 or x.type.data_type not in FLOAT_TYPES:
+        raise imp.fail("LRN normalises a float tensor [N, C, D1, ...] over its channels")
+    size, channels = int(attrs.get("size", 0)), shape[1]
+    alpha, beta = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75)
+    if size < 1 or channels > MAX_LRN_CHANNELS:
+        raise imp.fail(f"size {size} over {channels} channels (planc sums over up to "
+                       f"{MAX_LRN_CHANNELS} channels, size at least 1)")
+    before = (size - 1) // 2
+    index = np.arange(channels)
+    offset = index[None, :] - index[:, None]          # input channel - output channel
+    band = ((offset >= -before) & (offset <= size - 1 - before)).astype(np.float32)
+    rows = _reshape_to(imp, x, [shape[0], channels, int(np.prod(shape[2:]))])
+    summed = imp.m.matmul(imp.weight(band, x.type.data_type), imp.m.mul(rows, rows))
+    scaled = imp.m.scalar_add(imp.m.scalar_mul(summed, alpha / size), attrs.get("bias", 1.0))
+    power = _quarter_power(imp, scaled, beta)
+    if power is None:
+        raise imp.fail(f"ARK has no power or logarithm; planc decomposes LRN's beta in "
+                       f"multiples of 1/4 up to {MAX_POWER}, not {beta:g}")
+    imp.decomposed("a square, a matmul by a band of ones, scalar ops, Sqrts and a Div")
+    return [_reshape_to(imp, imp.m.div(rows, power), shape)]
+
+
 # ---------------------------------------------------------------------------------------------
 # Attention (opset 23)
 # ---------------------------------------------------------------------------------------------

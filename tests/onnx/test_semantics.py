@@ -115,3 +115,37 @@ def test_broadcasting_gives_the_broadcast_shape(op, a, b):
     model = single_node_model(op, {"x": x}, ["y"], initializers={
         "c": (np.full(b, 1.5, np.float32))})
     assert_same(model, {"x": x})
+
+
+def _lrn_by_hand(x: np.ndarray, size: int, alpha: float, beta: float, bias: float):
+    """ONNX's LRN formula, one channel at a time (a second way beside the oracle)."""
+    channels = x.shape[1]
+    out = np.empty_like(x, dtype=np.float64)
+    for c in range(channels):
+        low, high = max(0, c - (size - 1) // 2), min(channels - 1, c + (size - 1) - (size - 1) // 2)
+        square_sum = (x[:, low:high + 1].astype(np.float64) ** 2).sum(axis=1)
+        out[:, c] = x[:, c] / (bias + alpha / size * square_sum) ** beta
+    return out
+
+
+@pytest.mark.parametrize("size,beta,shape", [(5, 0.75, (2, 7, 3, 4)), (4, 0.75, (1, 6, 5, 1)),
+                                             (3, 1.0, (1, 3, 2, 2)), (1, 0.5, (1, 4, 3, 2)),
+                                             (9, 2.25, (2, 5, 2, 3))])
+def test_lrn_sums_squares_over_the_channel_window(size, beta, shape):
+    """AlexNet's and GoogLeNet's LRN (once refused for `-t ark`): an even size puts the extra
+    channel after, the window is cut at the edges, beta in quarters."""
+    x = RNG.uniform(-3, 3, shape).astype(np.float32)
+    attrs = {"size": size, "alpha": 0.5, "beta": beta, "bias": 1.5}
+    model = single_node_model("LRN", {"x": x}, ["y"], opset=13, **attrs)
+    if size % 2:    # onnxruntime takes odd sizes only, and onnx's reference evaluator's LRN
+        assert_same(model, {"x": x})    # loops over the batch, not the channels (onnx 1.x)
+    from tests.onnx.oracle import planc_outputs
+
+    np.testing.assert_allclose(planc_outputs(model, {"x": x})["y"],
+                               _lrn_by_hand(x, size, 0.5, beta, 1.5), rtol=1e-5, atol=1e-6)
+
+
+def test_lrn_with_a_beta_arks_operators_cannot_make_is_refused():
+    model = single_node_model("LRN", {"x": floats(1, 3, 2)}, ["y"], opset=13, size=3, beta=0.6)
+    with pytest.raises(PlancError, match=r"LRN's beta in multiples of 1/4 up to 64, not 0.6"):
+        import_model(model, wants=("ark-model",))
