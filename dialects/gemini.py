@@ -1676,11 +1676,20 @@ class TensorOrderCheck:
         self.index = index
         self.total = len(index.loads) + len(index.stores)
 
+    @classmethod
+    def positions(cls, schedule: ScheduleOp) -> dict[tuple[str, int], int]:
+        """("load" | "store", transfer id) -> its position in the DRAM queue, for every DRAM
+        transfer some snapshot lists, as `verify` reads (and checks) them: the one reader of
+        `tensor_order` that `planc check`'s rules and the simulators share."""
+        check = cls(TransferIndex(schedule))
+        check.verify()
+        return {transfer: order for transfer, (order, _) in check.order_of.items()}
+
     def verify(self) -> None:
         order_of: dict[tuple[str, int], tuple[int, Operation]] = {}
         self.order_of = order_of
         """("load" | "store", transfer id) -> (its tensor_order, the entry that gives it),
-        for every DRAM transfer some snapshot lists (`planc check` reads it too)."""
+        for every DRAM transfer some snapshot lists (`positions`)."""
         self.holder: dict[int, tuple[str, int]] = {}
         complete = True
         for (core, _), wl in self.index.workloads.items():

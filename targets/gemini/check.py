@@ -153,24 +153,22 @@ def read_after_write_findings(schedule: gemini.ScheduleOp) -> list[Finding]:
     dram = schedule.dram
     if dram is None or not any(load.ints_of("related_ifmap") for load in dram.loads):
         return []
-    orders = gemini.TensorOrderCheck(gemini.TransferIndex(schedule))
-    orders.verify()
-    position = orders.order_of
+    position = gemini.TensorOrderCheck.positions(schedule)
     findings = []
     for load in dram.loads:
         tid = load.value("transfer_id")
         mine = position.get(("load", tid))
         if mine is None:
             continue
-        later = [(position[("store", store)][0], i, store)
+        later = [(position[("store", store)], i, store)
                  for i, store in enumerate(load.ints_of("related_ifmap"))
-                 if ("store", store) in position and position[("store", store)][0] > mine[0]]
+                 if position.get(("store", store), -1) > mine]
         if later:
             order, i, store = max(later)
             findings.append(at_op(
                 load, "gemini.dram-read-after-write", ERROR,
                 f"DRAM load {tid} reads back store {store} (related_ifmap) but is queued at "
-                f"tensor_order {mine[0]}, before the store at {order}: the DRAM queue runs in "
+                f"tensor_order {mine}, before the store at {order}: the DRAM queue runs in "
                 "tensor_order, so the load reads what DRAM held before the store",
                 "related_ifmap", i))
     return findings

@@ -65,20 +65,7 @@ class Metrics:
 
 def dram_orders(schedule: gemini.ScheduleOp) -> dict[tuple[str, int], int]:
     """Each DRAM transfer's position in the DRAM queue, read from the snapshots."""
-    index = gemini.TransferIndex(schedule)
-    check = gemini.TensorOrderCheck(index)
-    found: dict[tuple[str, int], int] = {}
-    for core in schedule.cores:
-        for wl in core.workloads:
-            entries = [(t, check.transfers_of(core.id, wl, t)) for t in wl.buffer]
-            entries += [(t, [("load", i) for i in t.transfer_ids]) for t in wl.wl0
-                        if t.value("source") == "DDR"]
-            for tensor, transfers in entries:
-                order = tensor.value("tensor_order")
-                for transfer in transfers or []:
-                    if order is not None:
-                        found.setdefault(transfer, order)
-    return found
+    return gemini.TensorOrderCheck.positions(schedule)
 
 
 def _landing(schedule: gemini.ScheduleOp) -> dict[int, list[tuple[int, int]]]:
