@@ -621,13 +621,20 @@ def merge_whole_runs(facts: list[LayerFacts], bounds: list[tuple[int, int]], bat
         return bounds
     merged = list(bounds[:1])
     rate = hw.dram_bytes_per_cycle
+    plans: dict[tuple[int, int], SegmentPlan | None] = {}
+
+    def plan(a: int, b: int) -> SegmentPlan | None:
+        # (kept: a segment not merged is the next one's `before`, a merged one its own)
+        if (a, b) not in plans:
+            plans[(a, b)] = evaluate_segment(facts, a, b, batch, cores, hw, whole=True)
+        return plans[(a, b)]
+
     for start, end in bounds[1:]:
         first, last = merged[-1]
-        before = evaluate_segment(facts, first, last, batch, cores, hw, whole=True) \
-            if end - first <= MAX_SEGMENT_LAYERS else None
+        before = plan(first, last) if end - first <= MAX_SEGMENT_LAYERS else None
         if before is not None and before.whole:
-            both = evaluate_segment(facts, first, end, batch, cores, hw, whole=True)
-            after = evaluate_segment(facts, start, end, batch, cores, hw, whole=True)
+            both = plan(first, end)
+            after = plan(start, end)
             trip = 2 * sum(f.out_bytes for f in facts[first:last]
                            if not f.leaves and any(u >= last for u in f.users)
                            and all(u < end for u in f.users)) / rate
