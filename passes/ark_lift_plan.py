@@ -50,10 +50,10 @@ def _report_never_run(p: plan.PlanOp, kept: list[ark.ArkOp]) -> None:
     left = sorted({op.task_id for op in p.walk() if isinstance(op, ark.ArkOp)} - kept_tasks)
     if left:
         shown = ", ".join(map(str, left[:8])) + (", ..." if len(left) > 8 else "")
+        s, are, them = ("s", "are", "them") if len(left) > 1 else ("", "is", "it")
         LOG.warning("ark-lift-plan: %d TaskInfo%s (%s) %s in no task group: the plan never "
-                    "runs %s, and the model leaves %s out", len(left), "s" * (len(left) > 1),
-                    shown, "are" if len(left) > 1 else "is", "them" if len(left) > 1 else "it",
-                    "them" if len(left) > 1 else "it")
+                    "runs %s, and the model leaves %s out", len(left), s, shown, are, them,
+                    them)
 
 
 def strip_schedule(model: ark.ModelOp) -> None:
