@@ -927,9 +927,13 @@ def _lrn(imp: ArkImporter, inputs, attrs):
         raise imp.fail("LRN normalises a float tensor [N, C, D1, ...] over its channels")
     size, channels = int(attrs.get("size", 0)), shape[1]
     alpha, beta = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75)
-    if size < 1 or channels > MAX_LRN_CHANNELS:
-        raise imp.fail(f"size {size} over {channels} channels (planc sums over up to "
-                       f"{MAX_LRN_CHANNELS} channels, size at least 1)")
+    if size < 1:
+        said = f"is {size}" if "size" in attrs else "is missing"
+        raise imp.fail(f"its size attribute {said}: LRN sums squares over a window of at "
+                       "least 1 channel")
+    if channels > MAX_LRN_CHANNELS:
+        raise imp.fail(f"{channels} channels: planc sums LRN's window with a band of ones "
+                       f"over up to {MAX_LRN_CHANNELS} channels")
     before = (size - 1) // 2
     index = np.arange(channels)
     offset = index[None, :] - index[:, None]          # input channel - output channel

@@ -145,6 +145,12 @@ def test_lrn_sums_squares_over_the_channel_window(size, beta, shape):
                                _lrn_by_hand(x, size, 0.5, beta, 1.5), rtol=1e-5, atol=1e-6)
 
 
+def test_lrn_without_a_size_is_refused_naming_the_attribute():
+    model = single_node_model("LRN", {"x": floats(1, 3, 2, 2)}, ["y"], opset=13, beta=0.75)
+    with pytest.raises(PlancError, match=r"'y' \(LRN\): its size attribute is missing"):
+        import_model(model, wants=("ark-model",))
+
+
 def test_lrn_with_a_beta_arks_operators_cannot_make_is_refused():
     model = single_node_model("LRN", {"x": floats(1, 3, 2)}, ["y"], opset=13, size=3, beta=0.6)
     with pytest.raises(PlancError, match=r"LRN's beta in multiples of 1/4 up to 64, not 0.6"):
